@@ -1,0 +1,1 @@
+"""Placeholder for the analyst package (filled by its issue)."""

@@ -1,0 +1,1 @@
+"""Placeholder for the simulations package (filled by its issue)."""

@@ -1,0 +1,1 @@
+"""Placeholder for the site_node package (filled by its issue)."""
