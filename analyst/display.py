@@ -1,0 +1,161 @@
+"""Plots of a validation result: the binormal ROC curve with its CI band, and the calibration curve."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["CalibrationDisplay", "RocCurveDisplay", "pyplot"]
+
+
+def pyplot():
+    """Import matplotlib's pyplot, on the Agg backend when there is no display."""
+    import matplotlib
+
+    if not os.environ.get("DISPLAY") and not os.environ.get("MPLBACKEND"):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _ax(ax):
+    if ax is None:
+        _, ax = pyplot().subplots(figsize=(5.5, 5))
+    return ax
+
+
+@dataclass
+class RocCurveDisplay:
+    """The fitted ROC-GLM curve ``Phi(gamma1 + gamma2 Phi^-1(t))`` with a band for the AUC CI.
+
+    There is no empirical curve: no site releases its score distribution. The band is spanned by
+    the two binormal curves with the fitted slope ``gamma2`` whose AUCs equal the CI limits, so it
+    is consistent with the reported interval.
+
+    Parameters
+    ----------
+    gamma1, gamma2 : float
+        ROC-GLM parameters.
+    auc : float
+        The ROC-GLM AUC.
+    auc_ci : (float, float)
+        Confidence interval of the AUC.
+    level : float
+        Confidence level of ``auc_ci``.
+    name : str
+        Legend label of the curve.
+    """
+
+    gamma1: float
+    gamma2: float
+    auc: float
+    auc_ci: tuple[float, float]
+    level: float = 0.95
+    name: str = "distributed ROC-GLM"
+
+    @classmethod
+    def from_result(cls, result, *, name: str = "distributed ROC-GLM") -> "RocCurveDisplay":
+        """Build the display from a :class:`analyst.ValidationResult`."""
+        return cls(result.rocglm.gamma1, result.rocglm.gamma2, result.auc, tuple(result.auc_ci),
+                   result.level, name)
+
+    def curve(self, t: np.ndarray) -> np.ndarray:
+        """True-positive fraction of the fitted curve at false-positive fractions ``t``."""
+        from dsroc import rocglm_curve
+
+        return rocglm_curve((self.gamma1, self.gamma2), t)
+
+    def band(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper band: the curves with slope ``gamma2`` and AUC at the CI limits."""
+        from scipy.stats import norm
+
+        from dsroc import rocglm_curve
+
+        scale = np.sqrt(1.0 + self.gamma2**2)
+        # AUC = Phi(g1 / sqrt(1 + g2^2)), so the intercept giving AUC = a is Phi^-1(a) * sqrt(1 + g2^2).
+        lo, hi = (rocglm_curve((float(norm.ppf(a)) * scale, self.gamma2), t) for a in self.auc_ci)
+        return lo, hi
+
+    def plot(self, ax=None, *, reference: Sequence | None = None) -> "RocCurveDisplay":
+        """Draw the curve, the band and the diagonal.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure when omitted.
+        reference : (fpr, tpr, label), optional
+            An extra curve to draw for comparison (e.g. the pooled empirical ROC in the demo).
+
+        Returns
+        -------
+        self, with ``ax_`` and ``figure_`` set.
+        """
+        ax = _ax(ax)
+        t = np.concatenate([[0.0], np.linspace(1e-4, 1 - 1e-4, 400), [1.0]])
+        lo, hi = self.band(t)
+        pct = round(100 * self.level)
+        ax.fill_between(t, lo, hi, color="tab:blue", alpha=0.2,
+                        label=f"{pct}% CI of the AUC [{self.auc_ci[0]:.3f}, {self.auc_ci[1]:.3f}]")
+        ax.plot(t, self.curve(t), color="tab:blue", lw=2, label=f"{self.name} (AUC {self.auc:.3f})")
+        if reference is not None:
+            fpr, tpr, label = reference
+            ax.step(fpr, tpr, where="post", color="black", lw=1, alpha=0.8, label=label)
+        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="chance")
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="false-positive fraction (1 - specificity)",
+               ylabel="true-positive fraction (sensitivity)", title="ROC curve", aspect="equal")
+        ax.legend(loc="lower right", fontsize="small")
+        self.ax_, self.figure_ = ax, ax.figure
+        return self
+
+
+@dataclass
+class CalibrationDisplay:
+    """Calibration curve: mean observed outcome against mean score per bin, aggregated and per site.
+
+    Parameters
+    ----------
+    predicted, observed : ndarray
+        Aggregated mean score and mean outcome per bin (NaN where no site released the bin).
+    count : ndarray
+        Patients per aggregated bin.
+    per_site : dict of str to (predicted, observed)
+        Each site's curve (NaN in suppressed cells).
+    """
+
+    predicted: np.ndarray
+    observed: np.ndarray
+    count: np.ndarray
+    per_site: Mapping[str, tuple[np.ndarray, np.ndarray]]
+
+    @classmethod
+    def from_result(cls, result) -> "CalibrationDisplay":
+        """Build the display from a :class:`analyst.ValidationResult`."""
+        cal = result.calibration
+        per_site = {s: (c.predicted, c.observed) for s, c in cal.per_site.items()}
+        return cls(cal.predicted, cal.observed, cal.count, per_site)
+
+    def plot(self, ax=None) -> "CalibrationDisplay":
+        """Draw per-site curves (thin), the aggregated curve (thick, marker size ~ n) and the diagonal.
+
+        Returns
+        -------
+        self, with ``ax_`` and ``figure_`` set.
+        """
+        ax = _ax(ax)
+        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
+        for name, (pred, obs) in self.per_site.items():
+            ok = np.isfinite(pred) & np.isfinite(obs)
+            ax.plot(pred[ok], obs[ok], lw=0.8, alpha=0.6, marker=".", label=name)
+        ok = np.isfinite(self.predicted) & np.isfinite(self.observed)
+        ax.plot(self.predicted[ok], self.observed[ok], color="black", lw=2, label="all sites")
+        sizes = 15 + 200 * self.count[ok] / max(1, self.count[ok].max(initial=1))
+        ax.scatter(self.predicted[ok], self.observed[ok], s=sizes, color="black", zorder=3)
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean predicted probability",
+               ylabel="observed fraction of positives", title="Calibration", aspect="equal")
+        ax.legend(loc="upper left", fontsize="small")
+        self.ax_, self.figure_ = ax, ax.figure
+        return self
