@@ -1,0 +1,428 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ScoreClass(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCORE_CLASS_UNSPECIFIED: _ClassVar[ScoreClass]
+    SCORE_CLASS_NEGATIVES: _ClassVar[ScoreClass]
+    SCORE_CLASS_POSITIVES: _ClassVar[ScoreClass]
+
+class Link(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LINK_UNSPECIFIED: _ClassVar[Link]
+    LINK_LOGIT: _ClassVar[Link]
+    LINK_PROBIT: _ClassVar[Link]
+SCORE_CLASS_UNSPECIFIED: ScoreClass
+SCORE_CLASS_NEGATIVES: ScoreClass
+SCORE_CLASS_POSITIVES: ScoreClass
+LINK_UNSPECIFIED: Link
+LINK_LOGIT: Link
+LINK_PROBIT: Link
+
+class Coefficient(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: float
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class GlmModel(_message.Message):
+    __slots__ = ("link", "intercept", "coefficients")
+    LINK_FIELD_NUMBER: _ClassVar[int]
+    INTERCEPT_FIELD_NUMBER: _ClassVar[int]
+    COEFFICIENTS_FIELD_NUMBER: _ClassVar[int]
+    link: Link
+    intercept: float
+    coefficients: _containers.RepeatedCompositeFieldContainer[Coefficient]
+    def __init__(self, link: _Optional[_Union[Link, str]] = ..., intercept: _Optional[float] = ..., coefficients: _Optional[_Iterable[_Union[Coefficient, _Mapping]]] = ...) -> None: ...
+
+class ScoreSource(_message.Message):
+    __slots__ = ("score_column", "model")
+    SCORE_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    score_column: str
+    model: GlmModel
+    def __init__(self, score_column: _Optional[str] = ..., model: _Optional[_Union[GlmModel, _Mapping]] = ...) -> None: ...
+
+class GridSpec(_message.Message):
+    __slots__ = ("n_points", "thresholds")
+    N_POINTS_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLDS_FIELD_NUMBER: _ClassVar[int]
+    n_points: int
+    thresholds: Values
+    def __init__(self, n_points: _Optional[int] = ..., thresholds: _Optional[_Union[Values, _Mapping]] = ...) -> None: ...
+
+class Values(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class DescribeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Column(_message.Message):
+    __slots__ = ("name", "dtype")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    dtype: str
+    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[str] = ...) -> None: ...
+
+class BudgetStatus(_message.Message):
+    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_DELTA_FIELD_NUMBER: _ClassVar[int]
+    MU_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    MU_SPENT_FIELD_NUMBER: _ClassVar[int]
+    MU_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    RELEASES_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    budget_epsilon: float
+    budget_delta: float
+    mu_budget: float
+    mu_spent: float
+    mu_remaining: float
+    epsilon_spent: float
+    releases: int
+    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ...) -> None: ...
+
+class DatasetInfo(_message.Message):
+    __slots__ = ("name", "description", "columns", "outcome_columns", "score_columns", "score_min", "score_max", "sensitivity_rule", "budget")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_MIN_FIELD_NUMBER: _ClassVar[int]
+    SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVITY_RULE_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    columns: _containers.RepeatedCompositeFieldContainer[Column]
+    outcome_columns: _containers.RepeatedScalarFieldContainer[str]
+    score_columns: _containers.RepeatedScalarFieldContainer[str]
+    score_min: float
+    score_max: float
+    sensitivity_rule: str
+    budget: BudgetStatus
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+
+class Policy(_message.Message):
+    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores")
+    PRIVACY_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    MAX_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_DELTA_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVITY_RULE_FIELD_NUMBER: _ClassVar[int]
+    MAX_GLM_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    MAX_THRESHOLDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_IDLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CHUNK_SCORES_FIELD_NUMBER: _ClassVar[int]
+    MAX_SURVIVOR_SCORES_FIELD_NUMBER: _ClassVar[int]
+    privacy_level: int
+    max_epsilon: float
+    max_delta: float
+    budget_epsilon: float
+    budget_delta: float
+    sensitivity_rule: str
+    max_glm_evaluations: int
+    max_thresholds: int
+    session_idle_seconds: float
+    max_chunk_scores: int
+    max_survivor_scores: int
+    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ...) -> None: ...
+
+class DescribeResponse(_message.Message):
+    __slots__ = ("site_name", "api_version", "policy", "datasets")
+    SITE_NAME_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    DATASETS_FIELD_NUMBER: _ClassVar[int]
+    site_name: str
+    api_version: str
+    policy: Policy
+    datasets: _containers.RepeatedCompositeFieldContainer[DatasetInfo]
+    def __init__(self, site_name: _Optional[str] = ..., api_version: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[DatasetInfo, _Mapping]]] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("dataset", "outcome", "score")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    outcome: str
+    score: ScoreSource
+    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ...) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ("session_id", "idle_timeout_seconds", "score_source")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    idle_timeout_seconds: float
+    score_source: str
+    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_seconds: _Optional[float] = ..., score_source: _Optional[str] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SensitivityRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class SensitivityResponse(_message.Message):
+    __slots__ = ("sensitivity", "rule", "formal_bound", "note")
+    SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    FORMAL_BOUND_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    sensitivity: float
+    rule: str
+    formal_bound: bool
+    note: str
+    def __init__(self, sensitivity: _Optional[float] = ..., rule: _Optional[str] = ..., formal_bound: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
+
+class ReleaseRequest(_message.Message):
+    __slots__ = ("session_id", "score_class", "epsilon", "delta", "sensitivity", "chunk_size")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    score_class: ScoreClass
+    epsilon: float
+    delta: float
+    sensitivity: float
+    chunk_size: int
+    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ...) -> None: ...
+
+class ReleaseInfo(_message.Message):
+    __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule")
+    SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
+    TAU_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    MU_FIELD_NUMBER: _ClassVar[int]
+    MU_CHARGED_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    score_class: ScoreClass
+    n: int
+    sensitivity: float
+    tau: float
+    epsilon: float
+    delta: float
+    mu: float
+    mu_charged: float
+    repeated: bool
+    release_id: str
+    rule: str
+    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., sensitivity: _Optional[float] = ..., tau: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., mu: _Optional[float] = ..., mu_charged: _Optional[float] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
+
+class ReleaseChunk(_message.Message):
+    __slots__ = ("info", "scores", "offset")
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    info: ReleaseInfo
+    scores: _containers.RepeatedScalarFieldContainer[float]
+    offset: int
+    def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[_Iterable[float]] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class SurvivorHeader(_message.Message):
+    __slots__ = ("session_id", "score_class", "n")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    score_class: ScoreClass
+    n: int
+    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ...) -> None: ...
+
+class SurvivorChunk(_message.Message):
+    __slots__ = ("header", "scores")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    header: SurvivorHeader
+    scores: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, header: _Optional[_Union[SurvivorHeader, _Mapping]] = ..., scores: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class UploadSurvivorResponse(_message.Message):
+    __slots__ = ("score_class", "n_received", "evaluations_left", "survivor_id")
+    SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
+    N_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    EVALUATIONS_LEFT_FIELD_NUMBER: _ClassVar[int]
+    SURVIVOR_ID_FIELD_NUMBER: _ClassVar[int]
+    score_class: ScoreClass
+    n_received: int
+    evaluations_left: int
+    survivor_id: str
+    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n_received: _Optional[int] = ..., evaluations_left: _Optional[int] = ..., survivor_id: _Optional[str] = ...) -> None: ...
+
+class RocGlmPartsRequest(_message.Message):
+    __slots__ = ("session_id", "theta", "grid")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    THETA_FIELD_NUMBER: _ClassVar[int]
+    GRID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    theta: _containers.RepeatedScalarFieldContainer[float]
+    grid: GridSpec
+    def __init__(self, session_id: _Optional[str] = ..., theta: _Optional[_Iterable[float]] = ..., grid: _Optional[_Union[GridSpec, _Mapping]] = ...) -> None: ...
+
+class RocGlmPartsResponse(_message.Message):
+    __slots__ = ("score", "information", "deviance", "evaluations_left", "n_thresholds")
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    INFORMATION_FIELD_NUMBER: _ClassVar[int]
+    DEVIANCE_FIELD_NUMBER: _ClassVar[int]
+    EVALUATIONS_LEFT_FIELD_NUMBER: _ClassVar[int]
+    N_THRESHOLDS_FIELD_NUMBER: _ClassVar[int]
+    score: _containers.RepeatedScalarFieldContainer[float]
+    information: _containers.RepeatedScalarFieldContainer[float]
+    deviance: float
+    evaluations_left: int
+    n_thresholds: int
+    def __init__(self, score: _Optional[_Iterable[float]] = ..., information: _Optional[_Iterable[float]] = ..., deviance: _Optional[float] = ..., evaluations_left: _Optional[int] = ..., n_thresholds: _Optional[int] = ...) -> None: ...
+
+class GlobalMeans(_message.Message):
+    __slots__ = ("mean_pv0", "mean_pv1")
+    MEAN_PV0_FIELD_NUMBER: _ClassVar[int]
+    MEAN_PV1_FIELD_NUMBER: _ClassVar[int]
+    mean_pv0: float
+    mean_pv1: float
+    def __init__(self, mean_pv0: _Optional[float] = ..., mean_pv1: _Optional[float] = ...) -> None: ...
+
+class PlacementMomentsRequest(_message.Message):
+    __slots__ = ("session_id", "global_means")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_MEANS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    global_means: GlobalMeans
+    def __init__(self, session_id: _Optional[str] = ..., global_means: _Optional[_Union[GlobalMeans, _Mapping]] = ...) -> None: ...
+
+class MeanParts(_message.Message):
+    __slots__ = ("total", "n")
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    total: float
+    n: int
+    def __init__(self, total: _Optional[float] = ..., n: _Optional[int] = ...) -> None: ...
+
+class PlacementMomentsResponse(_message.Message):
+    __slots__ = ("pv0", "pv1", "ssd_pv0", "ssd_pv1", "second_pass")
+    PV0_FIELD_NUMBER: _ClassVar[int]
+    PV1_FIELD_NUMBER: _ClassVar[int]
+    SSD_PV0_FIELD_NUMBER: _ClassVar[int]
+    SSD_PV1_FIELD_NUMBER: _ClassVar[int]
+    SECOND_PASS_FIELD_NUMBER: _ClassVar[int]
+    pv0: MeanParts
+    pv1: MeanParts
+    ssd_pv0: float
+    ssd_pv1: float
+    second_pass: bool
+    def __init__(self, pv0: _Optional[_Union[MeanParts, _Mapping]] = ..., pv1: _Optional[_Union[MeanParts, _Mapping]] = ..., ssd_pv0: _Optional[float] = ..., ssd_pv1: _Optional[float] = ..., second_pass: _Optional[bool] = ...) -> None: ...
+
+class BrierPartsRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class BrierPartsResponse(_message.Message):
+    __slots__ = ("sum_sq", "n")
+    SUM_SQ_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    sum_sq: float
+    n: int
+    def __init__(self, sum_sq: _Optional[float] = ..., n: _Optional[int] = ...) -> None: ...
+
+class CalibrationPartsRequest(_message.Message):
+    __slots__ = ("session_id", "n_bins", "edges")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    N_BINS_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    n_bins: int
+    edges: Values
+    def __init__(self, session_id: _Optional[str] = ..., n_bins: _Optional[int] = ..., edges: _Optional[_Union[Values, _Mapping]] = ...) -> None: ...
+
+class CalibrationBin(_message.Message):
+    __slots__ = ("index", "count", "sum_scores", "sum_labels")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    SUM_SCORES_FIELD_NUMBER: _ClassVar[int]
+    SUM_LABELS_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    count: int
+    sum_scores: float
+    sum_labels: float
+    def __init__(self, index: _Optional[int] = ..., count: _Optional[int] = ..., sum_scores: _Optional[float] = ..., sum_labels: _Optional[float] = ...) -> None: ...
+
+class CalibrationPartsResponse(_message.Message):
+    __slots__ = ("edges", "bins", "suppressed")
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    BINS_FIELD_NUMBER: _ClassVar[int]
+    SUPPRESSED_FIELD_NUMBER: _ClassVar[int]
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    bins: _containers.RepeatedCompositeFieldContainer[CalibrationBin]
+    suppressed: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, edges: _Optional[_Iterable[float]] = ..., bins: _Optional[_Iterable[_Union[CalibrationBin, _Mapping]]] = ..., suppressed: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ConfusionPartsRequest(_message.Message):
+    __slots__ = ("session_id", "threshold")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    threshold: float
+    def __init__(self, session_id: _Optional[str] = ..., threshold: _Optional[float] = ...) -> None: ...
+
+class ConfusionPartsResponse(_message.Message):
+    __slots__ = ("tp", "fp", "fn", "tn")
+    TP_FIELD_NUMBER: _ClassVar[int]
+    FP_FIELD_NUMBER: _ClassVar[int]
+    FN_FIELD_NUMBER: _ClassVar[int]
+    TN_FIELD_NUMBER: _ClassVar[int]
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
+
+class BudgetRequest(_message.Message):
+    __slots__ = ("dataset",)
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    def __init__(self, dataset: _Optional[str] = ...) -> None: ...
+
+class BudgetResponse(_message.Message):
+    __slots__ = ("budget",)
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: BudgetStatus
+    def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
