@@ -1,0 +1,442 @@
+"""The ROC-GLM (Pepe 2000): binormal ROC curve fitted by Fisher scoring on threshold counts, pooled or per site."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.special import log_ndtr, ndtr, ndtri
+
+from ._checks import as_scores
+
+__all__ = [
+    "rocglm_grid",
+    "rocglm_counts",
+    "PartsAtTheta",
+    "RocGlmParts",
+    "RocGlmResult",
+    "RocGlmBatchResult",
+    "fit_rocglm",
+    "fit_rocglm_batch",
+    "rocglm_auc",
+    "rocglm_curve",
+]
+
+DEFAULT_GRID_SIZE = 30  # the paper's simulation grid: linspace(0, 1, 30) without its end points
+DEFAULT_START = (0.0, 1.0)  # the diagonal ROC(t) = t: neutral, valid for every data set
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+_SEPARATED = "the ROC-GLM counts are degenerate"
+
+
+def rocglm_grid(spec=None) -> np.ndarray:
+    """Threshold grid ``T`` of the ROC-GLM, strictly inside (0, 1).
+
+    Parameters
+    ----------
+    spec : None, int or array_like
+        ``None``: the paper's grid, ``linspace(0, 1, 30)`` without its end points (28 points).
+        An integer ``m >= 4``: ``linspace(0, 1, m)`` without its end points. An array: explicit
+        thresholds, strictly increasing, all strictly inside (0, 1), at least two.
+    """
+    if spec is None:
+        spec = DEFAULT_GRID_SIZE
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        if spec < 4:
+            raise ValueError(f"grid size must be an integer >= 4 (two inner points at least), got {spec}")
+        return np.linspace(0.0, 1.0, int(spec))[1:-1]
+    grid = np.asarray(spec, dtype=np.float64)
+    if grid.ndim != 1 or grid.size < 2:
+        raise ValueError(f"grid must be a one-dimensional array of at least 2 thresholds, got shape {grid.shape}")
+    if not np.isfinite(grid).all():
+        raise ValueError("grid contains non-finite values")
+    if grid.min() <= 0.0 or grid.max() >= 1.0:
+        raise ValueError(
+            "grid thresholds must lie strictly inside (0, 1): probit(0) and probit(1) are infinite; "
+            f"found values in [{grid.min()}, {grid.max()}]"
+        )
+    if np.any(np.diff(grid) <= 0.0):
+        raise ValueError("grid thresholds must be strictly increasing (no duplicates)")
+    return grid
+
+
+def rocglm_counts(pv0, grid) -> np.ndarray:
+    """Counts ``k_j = #{i : PV0_i <= t_j}`` of the positives' placement values on the grid."""
+    pv = as_scores(pv0, name="pv0", score_range=(0.0, 1.0))
+    grid = rocglm_grid(grid)
+    return np.searchsorted(np.sort(pv), grid, side="right").astype(np.int64)
+
+
+def _probit_binomial(theta: np.ndarray, x: np.ndarray, k: np.ndarray, n: np.ndarray):
+    """Score, expected information and deviance of a binomial probit model, broadcast over batches.
+
+    ``theta`` has shape (..., 2), ``x`` (nT,), ``k`` (..., nT) successes out of ``n`` (...,) trials per
+    row. Everything is computed in log space (Mills ratios, log-CDFs), so extreme linear predictors
+    neither underflow nor divide by zero, and the deviance is a sum of log terms.
+    """
+    eta = theta[..., 0, None] + theta[..., 1, None] * x
+    n = n[..., None]
+    log_mu, log_1mmu = log_ndtr(eta), log_ndtr(-eta)
+    log_phi = -0.5 * eta**2 - _LOG_SQRT_2PI
+    r1 = np.exp(log_phi - log_mu)  # phi / mu
+    r0 = np.exp(log_phi - log_1mmu)  # phi / (1 - mu)
+    d_eta = k * r1 - (n - k) * r0  # = phi (k - n mu) / (mu (1 - mu))
+    w = n * r1 * r0  # = n phi^2 / (mu (1 - mu))
+    score = np.stack([d_eta.sum(-1), (d_eta * x).sum(-1)], axis=-1)
+    wx = w * x
+    i00, i01, i11 = w.sum(-1), wx.sum(-1), (wx * x).sum(-1)
+    info = np.stack([np.stack([i00, i01], -1), np.stack([i01, i11], -1)], -2)
+    # Deviance against the saturated model, with 0 log 0 = 0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sat1 = np.where(k > 0, k * np.log(k / n), 0.0)
+        sat0 = np.where(n - k > 0, (n - k) * np.log((n - k) / n), 0.0)
+        loglik_terms = np.where(k > 0, k * log_mu, 0.0) + np.where(n - k > 0, (n - k) * log_1mmu, 0.0)
+    deviance = 2.0 * (sat1 + sat0 - loglik_terms).sum(-1)
+    loglike = loglik_terms.sum(-1)
+    return score, info, deviance, loglike
+
+
+def _degenerate(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Rows whose counts separate the indicator data: every k_j is 0 or n (no finite MLE)."""
+    nn = np.asarray(n)[..., None]
+    return np.all((k == 0) | (k == nn), axis=-1)
+
+
+@dataclass(frozen=True)
+class PartsAtTheta:
+    """One site's (or the sum of all sites') ROC-GLM parts at a parameter value theta."""
+
+    score: np.ndarray
+    information: np.ndarray
+    deviance: float
+
+    def __add__(self, other: "PartsAtTheta") -> "PartsAtTheta":
+        return PartsAtTheta(self.score + other.score, self.information + other.information, self.deviance + other.deviance)
+
+
+def _as_theta(theta) -> np.ndarray:
+    t = np.asarray(theta, dtype=np.float64)
+    if t.shape != (2,) or not np.isfinite(t).all():
+        raise ValueError(f"theta must be two finite numbers (gamma1, gamma2), got {theta!r}")
+    return t
+
+
+class RocGlmParts:
+    """A site's ROC-GLM model on its threshold counts: a binomial probit with ``k_j`` of ``n_trials``.
+
+    Exposes ``loglike``, ``score``, ``information`` (expected) and ``deviance`` at any parameter value,
+    like a statsmodels model; ``evaluate`` bundles the three quantities a site returns per Fisher-scoring
+    step. The pooled fit and the distributed fit sum these same parts.
+
+    Parameters
+    ----------
+    counts : array_like of int
+        ``k_j = #{i : PV0_i <= t_j}`` for each threshold.
+    n_trials : int
+        Number of positives ``n1`` (trials per threshold).
+    grid : None, int or array_like
+        The threshold grid, see :func:`rocglm_grid`.
+    """
+
+    def __init__(self, counts, n_trials: int, grid=None):
+        self.grid = rocglm_grid(grid)
+        self.x = ndtri(self.grid)
+        k = np.asarray(counts, dtype=np.float64)
+        if k.shape != self.grid.shape:
+            raise ValueError(f"counts must have one entry per threshold ({self.grid.size}), got shape {k.shape}")
+        if isinstance(n_trials, bool) or not float(n_trials).is_integer() or n_trials < 1:
+            raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
+        if not np.isfinite(k).all() or np.any(k != np.round(k)) or k.min() < 0 or k.max() > n_trials:
+            raise ValueError(f"counts must be integers between 0 and n_trials = {n_trials}")
+        self.counts = k
+        self.n_trials = int(n_trials)
+
+    @classmethod
+    def from_placements(cls, pv0, grid=None) -> "RocGlmParts":
+        """Build the parts from the positives' placement values."""
+        grid = rocglm_grid(grid)
+        pv = as_scores(pv0, name="pv0", score_range=(0.0, 1.0))
+        return cls(rocglm_counts(pv, grid), pv.size, grid)
+
+    def _terms(self, theta):
+        return _probit_binomial(_as_theta(theta), self.x, self.counts, np.asarray(float(self.n_trials)))
+
+    def loglike(self, theta) -> float:
+        """Log-likelihood (without the binomial coefficients) at theta."""
+        return float(self._terms(theta)[3])
+
+    def score(self, theta) -> np.ndarray:
+        """Score vector (gradient of the log-likelihood) at theta."""
+        return self._terms(theta)[0]
+
+    def information(self, theta) -> np.ndarray:
+        """Expected (Fisher) information matrix at theta."""
+        return self._terms(theta)[1]
+
+    def deviance(self, theta) -> float:
+        """Deviance against the saturated model at theta."""
+        return float(self._terms(theta)[2])
+
+    def evaluate(self, theta) -> PartsAtTheta:
+        """Score, information and deviance at theta: what a site returns per Fisher-scoring step."""
+        score, info, dev, _ = self._terms(theta)
+        return PartsAtTheta(score, info, float(dev))
+
+    @property
+    def is_degenerate(self) -> bool:
+        """True when every count is 0 or n_trials (separated data, no finite estimate)."""
+        return bool(_degenerate(self.counts, self.n_trials))
+
+
+def _solve_2x2(info: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Solve ``info @ step = score`` for a batch of symmetric 2 x 2 systems in closed form."""
+    a, b, d = info[..., 0, 0], info[..., 0, 1], info[..., 1, 1]
+    det = a * d - b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.stack([(d * score[..., 0] - b * score[..., 1]) / det, (a * score[..., 1] - b * score[..., 0]) / det], -1)
+
+
+def _fisher_scoring(evaluate, theta0: np.ndarray, *, tol: float, max_iter: int):
+    """Fisher scoring ``theta <- theta + I^-1 V`` for a batch of independent problems.
+
+    ``evaluate(theta[B, 2]) -> (score[B, 2], info[B, 2, 2], deviance[B])``. Stops a row when
+    ``|dev_m - dev_{m-1}| / (|dev_m| + 0.1) < tol`` (R's glm rule); converged rows keep their estimate.
+    Returns theta, iterations, converged, the deviance trace (list of [B] arrays) and the final parts.
+    """
+    theta = theta0.copy()
+    score, info, dev = evaluate(theta)
+    trace = [dev.copy()]
+    iterations = np.zeros(theta.shape[0], dtype=np.int64)
+    converged = np.zeros(theta.shape[0], dtype=bool)
+    for _ in range(max_iter):
+        active = ~converged
+        step = _solve_2x2(info, score)
+        ok = np.isfinite(step).all(-1)
+        active &= ok
+        if not active.any():
+            break
+        proposal = np.where(active[:, None], theta + step, theta)
+        new_score, new_info, new_dev = evaluate(proposal)
+        iterations += active
+        done = active & (np.abs(new_dev - dev) / (np.abs(new_dev) + 0.1) < tol)
+        theta = proposal
+        score = np.where(active[:, None], new_score, score)
+        info = np.where(active[:, None, None], new_info, info)
+        dev = np.where(active, new_dev, dev)
+        converged |= done
+        trace.append(dev.copy())
+    return theta, iterations, converged, trace, (score, info, dev)
+
+
+@dataclass
+class RocGlmResult:
+    """Result of an ROC-GLM fit.
+
+    Attributes
+    ----------
+    params : ndarray
+        ``(gamma1, gamma2)`` of ``ROC(t) = Phi(gamma1 + gamma2 Phi^-1(t))``.
+    auc : float
+        ``Phi(gamma1 / sqrt(1 + gamma2^2))``.
+    iterations : int
+        Fisher-scoring steps taken (the number of evaluations is ``iterations + 1``).
+    converged : bool
+    deviance_trace : list of float
+        Deviance at the start and after each step.
+    cov : ndarray
+        Inverse expected information at the estimate (2 x 2).
+    warnings : list of str
+        Non-convergence or extreme fitted values, reported rather than raised.
+    """
+
+    params: np.ndarray
+    auc: float
+    iterations: int
+    converged: bool
+    deviance_trace: list
+    cov: np.ndarray
+    warnings: list = field(default_factory=list)
+
+    @property
+    def deviance(self) -> float:
+        """Deviance at the estimate."""
+        return float(self.deviance_trace[-1])
+
+    def curve(self, t) -> np.ndarray:
+        """The fitted ROC curve at false positive rates ``t``."""
+        return rocglm_curve(self.params, t)
+
+
+def _summed_evaluator(parts) -> Callable[[np.ndarray], PartsAtTheta]:
+    if callable(parts) and not hasattr(parts, "evaluate"):
+        return parts
+    if hasattr(parts, "evaluate"):
+        return parts.evaluate
+    parts = list(parts)
+    if not parts or not all(hasattr(p, "evaluate") for p in parts):
+        raise ValueError("parts must be a RocGlmParts, a non-empty sequence of objects with .evaluate(theta), or a callable")
+
+    def evaluate(theta):
+        total = parts[0].evaluate(theta)
+        for p in parts[1:]:
+            total = total + p.evaluate(theta)
+        return total
+
+    return evaluate
+
+
+def _check_local_degenerate(parts) -> None:
+    """When the counts are at hand (local parts), refuse separated data up front with a clear cause."""
+    seq = [parts] if isinstance(parts, RocGlmParts) else list(parts) if isinstance(parts, Sequence) else []
+    if not seq or not all(isinstance(p, RocGlmParts) for p in seq):
+        return
+    grids = {tuple(p.grid) for p in seq}
+    if len(grids) != 1:
+        raise ValueError("all parts must use the same threshold grid")
+    k = sum(p.counts for p in seq)
+    n = sum(p.n_trials for p in seq)
+    if _degenerate(k, n):
+        if np.all(k == 0):
+            cause = "every count k_j is 0 (no positive has a placement value at or below any threshold)"
+        elif np.all(k == n):
+            cause = "every count k_j equals n1 (all positives' placement values lie below the first threshold: AUC of 1)"
+        else:
+            cause = "every count is 0 or n1 (all placement values fall between the same two thresholds)"
+        raise ValueError(f"{_SEPARATED}: {cause}; the probit regression has no finite estimate (separation)")
+
+
+def fit_rocglm(parts, *, start=None, tol: float = 1e-8, max_iter: int = 25) -> RocGlmResult:
+    """Fit the ROC-GLM by Fisher scoring over one or many sites' parts.
+
+    Parameters
+    ----------
+    parts : RocGlmParts, sequence, or callable
+        A single :class:`RocGlmParts` (pooled data), a sequence of objects with ``.evaluate(theta)``
+        returning :class:`PartsAtTheta` (one per site; their sums drive the update), or a callable
+        ``theta -> PartsAtTheta`` that already sums (e.g. a parallel fan-out to remote sites).
+    start : (float, float), optional
+        Starting value; default ``(0, 1)``, the diagonal.
+    tol : float, default 1e-8
+        Relative deviance change at which to stop (R's ``glm`` rule).
+    max_iter : int, default 25
+        Maximum Fisher-scoring steps. Non-convergence is reported in ``warnings``, not raised.
+
+    Returns
+    -------
+    RocGlmResult
+    """
+    if not (tol > 0):
+        raise ValueError(f"tol must be positive, got {tol}")
+    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    _check_local_degenerate(parts)
+    evaluate_one = _summed_evaluator(parts)
+
+    def evaluate(theta):
+        p = evaluate_one(theta[0])
+        score = np.asarray(p.score, dtype=np.float64).reshape(1, 2)
+        info = np.asarray(p.information, dtype=np.float64).reshape(1, 2, 2)
+        dev = np.asarray([p.deviance], dtype=np.float64)
+        if not (np.isfinite(score).all() and np.isfinite(info).all() and np.isfinite(dev).all()):
+            raise ValueError(f"the ROC-GLM parts at theta = {theta[0].tolist()} are not finite")
+        return score, info, dev
+
+    theta0 = _as_theta(DEFAULT_START if start is None else start)[None, :]
+    theta, iterations, converged, trace, (_, info, _) = _fisher_scoring(evaluate, theta0, tol=tol, max_iter=max_iter)
+    params = theta[0]
+    notes = []
+    if not converged[0]:
+        notes.append(f"Fisher scoring did not converge in {max_iter} iterations (relative deviance change >= {tol:g})")
+    eta = params[0] + params[1] * ndtri(np.array([1e-3, 1 - 1e-3]))
+    if np.abs(eta).max() > 8:
+        notes.append("fitted probabilities numerically 0 or 1 occurred: the data are close to separation (AUC near 0 or 1)")
+    for note in notes:
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cov = np.linalg.pinv(info[0])
+    return RocGlmResult(
+        params=params,
+        auc=rocglm_auc(params),
+        iterations=int(iterations[0]),
+        converged=bool(converged[0]),
+        deviance_trace=[float(d[0]) for d in trace],
+        cov=cov,
+        warnings=notes,
+    )
+
+
+@dataclass
+class RocGlmBatchResult:
+    """Results of many independent ROC-GLM fits (one row each).
+
+    ``degenerate`` rows (separated counts) are not fitted: their params and AUC are NaN.
+    """
+
+    params: np.ndarray
+    auc: np.ndarray
+    converged: np.ndarray
+    iterations: np.ndarray
+    deviance: np.ndarray
+    degenerate: np.ndarray
+
+
+def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e-8, max_iter: int = 25) -> RocGlmBatchResult:
+    """Fit many ROC-GLMs at once, vectorised over rows, with the same Fisher scoring as :func:`fit_rocglm`.
+
+    Parameters
+    ----------
+    counts : array_like, shape (B, nT)
+        Counts per data set and threshold.
+    n_trials : array_like, shape (B,)
+        Positives per data set.
+    grid : None, int or array_like
+        The common threshold grid.
+    """
+    grid = rocglm_grid(grid)
+    x = ndtri(grid)
+    k = np.asarray(counts, dtype=np.float64)
+    n = np.asarray(n_trials, dtype=np.float64)
+    if k.ndim != 2 or k.shape[1] != grid.size:
+        raise ValueError(f"counts must have shape (B, {grid.size}), got {k.shape}")
+    if n.shape != (k.shape[0],):
+        raise ValueError(f"n_trials must have shape ({k.shape[0]},), got {n.shape}")
+    if np.any(n < 1) or np.any(k < 0) or np.any(k > n[:, None]):
+        raise ValueError("counts must lie between 0 and n_trials, and n_trials must be >= 1")
+    degenerate = _degenerate(k, n)
+    fit = ~degenerate
+    kf, nf = k[fit], n[fit]
+
+    def evaluate(theta):
+        return _probit_binomial(theta, x, kf, nf)[:3]
+
+    theta0 = np.tile(_as_theta(DEFAULT_START if start is None else start), (kf.shape[0], 1))
+    theta, iters, conv, _, (_, _, dev) = _fisher_scoring(evaluate, theta0, tol=tol, max_iter=max_iter)
+    B = k.shape[0]
+    params = np.full((B, 2), np.nan)
+    params[fit] = theta
+    out_dev = np.full(B, np.nan)
+    out_dev[fit] = dev
+    iterations = np.zeros(B, dtype=np.int64)
+    iterations[fit] = iters
+    converged = np.zeros(B, dtype=bool)
+    converged[fit] = conv
+    return RocGlmBatchResult(params, rocglm_auc(params), converged, iterations, out_dev, degenerate)
+
+
+def rocglm_auc(params) -> float | np.ndarray:
+    """AUC of the binormal ROC curve: ``Phi(gamma1 / sqrt(1 + gamma2^2))`` (vectorised over rows)."""
+    p = np.asarray(params, dtype=np.float64)
+    value = ndtr(p[..., 0] / np.sqrt(1.0 + p[..., 1] ** 2))
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def rocglm_curve(params, t) -> np.ndarray:
+    """Binormal ROC curve ``Phi(gamma1 + gamma2 Phi^-1(t))`` at false positive rates ``t`` in [0, 1]."""
+    g1, g2 = _as_theta(params)
+    t = np.asarray(t, dtype=np.float64)
+    if np.any((t < 0) | (t > 1)) or not np.isfinite(t).all():
+        raise ValueError("t must lie in [0, 1]")
+    with np.errstate(invalid="ignore"):
+        # At t in {0, 1} the probit is infinite; the curve's limits are 0 and 1 for gamma2 > 0.
+        return np.where(t == 0.0, 0.0, np.where(t == 1.0, 1.0, ndtr(g1 + g2 * ndtri(t))))
