@@ -1,1 +1,22 @@
-"""Placeholder for the analyst package (filled by its issue)."""
+"""The analyst's side of dsroc: connect to the sites, run the distributed validation, report and plot."""
+
+from analyst.config import SiteConfig, load_federation_file
+from analyst.connection import SiteError
+from analyst.display import CalibrationDisplay, RocCurveDisplay
+from analyst.federation import Federation
+from analyst.result import ConfusionResult, SitePrivacy, TestResult, ValidationResult
+from analyst.session import ValidationSession
+
+__all__ = [
+    "CalibrationDisplay",
+    "ConfusionResult",
+    "Federation",
+    "RocCurveDisplay",
+    "SiteConfig",
+    "SiteError",
+    "SitePrivacy",
+    "TestResult",
+    "ValidationResult",
+    "ValidationSession",
+    "load_federation_file",
+]

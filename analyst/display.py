@@ -60,8 +60,8 @@ class RocCurveDisplay:
     @classmethod
     def from_result(cls, result, *, name: str = "distributed ROC-GLM") -> "RocCurveDisplay":
         """Build the display from a :class:`analyst.ValidationResult`."""
-        return cls(result.rocglm.gamma1, result.rocglm.gamma2, result.auc, tuple(result.auc_ci),
-                   result.level, name)
+        g1, g2 = (float(v) for v in result.rocglm.params)
+        return cls(g1, g2, result.auc, tuple(result.auc_ci), result.level, name)
 
     def curve(self, t: np.ndarray) -> np.ndarray:
         """True-positive fraction of the fitted curve at false-positive fractions ``t``."""
@@ -123,7 +123,7 @@ class CalibrationDisplay:
     count : ndarray
         Patients per aggregated bin.
     per_site : dict of str to (predicted, observed)
-        Each site's curve (NaN in suppressed cells).
+        Each site's curve over the bins it released.
     """
 
     predicted: np.ndarray

@@ -11,13 +11,12 @@ from typing import Any, Mapping
 import numpy as np
 
 __all__ = [
-    "CalibrationResult",
     "ConfusionResult",
-    "RocGlmFit",
-    "SiteCalibration",
     "SitePrivacy",
     "TestResult",
     "ValidationResult",
+    "calibration_to_dict",
+    "rocglm_to_dict",
 ]
 
 
@@ -39,106 +38,40 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return f"{x:.{digits}f}"
 
 
-@dataclass(frozen=True)
-class RocGlmFit:
-    """The fitted binormal ROC-GLM ``ROC(t) = Phi(gamma1 + gamma2 * Phi^-1(t))``.
+def rocglm_to_dict(fit) -> dict[str, Any]:
+    """JSON-ready view of a :class:`dsroc.RocGlmResult`: params, iterations, converged, trace, cov."""
+    return {
+        "params": [_num(v) for v in np.asarray(fit.params)],
+        "auc": _num(fit.auc),
+        "iterations": int(fit.iterations),
+        "converged": bool(fit.converged),
+        "deviance_trace": [_num(d) for d in fit.deviance_trace],
+        "cov": None if fit.cov is None else [[_num(v) for v in row] for row in np.asarray(fit.cov)],
+        "warnings": list(fit.warnings),
+    }
 
-    Attributes
-    ----------
-    gamma1, gamma2 : float
-        Intercept and slope of the probit regression.
-    iterations : int
-        Fisher-scoring iterations used.
-    converged : bool
-        Whether the deviance criterion was met within the iteration cap.
-    deviance_trace : tuple of float
-        Deviance after each iteration.
-    cov : ndarray of shape (2, 2) or None
-        Inverse expected information of the probit fit (model-based; the indicator rows of one
-        positive are not independent, so it understates the uncertainty).
-    warnings : tuple of str
-        Non-fatal problems reported by the fit.
+
+def calibration_to_dict(curve) -> dict[str, Any]:
+    """JSON-ready view of a :class:`dsroc.CalibrationCurve`: ``bins``, ``per_site``, ``suppressed``.
+
+    Suppressed cells appear only in ``suppressed`` (site and bin index), never with numbers.
     """
-
-    gamma1: float
-    gamma2: float
-    iterations: int
-    converged: bool
-    deviance_trace: tuple[float, ...]
-    cov: np.ndarray | None = None
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def params(self) -> tuple[float, float]:
-        """``(gamma1, gamma2)``."""
-        return (self.gamma1, self.gamma2)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return {
-            "params": [_num(self.gamma1), _num(self.gamma2)],
-            "iterations": int(self.iterations),
-            "converged": bool(self.converged),
-            "deviance_trace": [_num(d) for d in self.deviance_trace],
-            "cov": None if self.cov is None else [[_num(v) for v in row] for row in np.asarray(self.cov)],
-            "warnings": list(self.warnings),
-        }
-
-
-@dataclass(frozen=True)
-class SiteCalibration:
-    """One site's released calibration cells; suppressed bins hold NaN and count 0."""
-
-    observed: np.ndarray
-    predicted: np.ndarray
-    count: np.ndarray
-
-
-@dataclass(frozen=True)
-class CalibrationResult:
-    """Calibration curve aggregated over the sites that released each bin.
-
-    Attributes
-    ----------
-    lower, upper : ndarray
-        Bin edges; bins are ``[lower, upper)``, the last one closed.
-    observed, predicted : ndarray
-        Mean outcome and mean score per bin over the released cells (NaN if no site released it).
-    count : ndarray of int
-        Patients per bin over the released cells.
-    per_site : dict of str to SiteCalibration
-        Each site's curve.
-    suppressed : tuple of (str, int)
-        The (site, bin index) cells a site withheld because they held fewer than ``q`` patients.
-    """
-
-    lower: np.ndarray
-    upper: np.ndarray
-    observed: np.ndarray
-    predicted: np.ndarray
-    count: np.ndarray
-    per_site: Mapping[str, SiteCalibration]
-    suppressed: tuple[tuple[str, int], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary: ``bins``, ``per_site`` and ``suppressed``."""
-        bins = [
-            {"lower": _num(lo), "upper": _num(up), "observed": _num(ob), "predicted": _num(pr), "count": _num(c)}
-            for lo, up, ob, pr, c in zip(self.lower, self.upper, self.observed, self.predicted, self.count)
+    bins = [
+        {"lower": _num(lo), "upper": _num(up), "observed": _num(ob), "predicted": _num(pr), "count": _num(c)}
+        for lo, up, ob, pr, c in zip(curve.lower, curve.upper, curve.observed, curve.predicted, curve.count)
+    ]
+    per_site = {
+        name: [
+            {"bin": int(b), "observed": _num(ob), "predicted": _num(pr), "count": _num(c)}
+            for b, ob, pr, c in zip(sc.bins, sc.observed, sc.predicted, sc.count)
         ]
-        per_site = {
-            name: [
-                {"bin": j, "observed": _num(ob), "predicted": _num(pr), "count": _num(c)}
-                for j, (ob, pr, c) in enumerate(zip(sc.observed, sc.predicted, sc.count))
-                if (name, j) not in self.suppressed
-            ]
-            for name, sc in self.per_site.items()
-        }
-        return {
-            "bins": bins,
-            "per_site": per_site,
-            "suppressed": [{"site": s, "bin": int(b)} for s, b in self.suppressed],
-        }
+        for name, sc in curve.per_site.items()
+    }
+    return {
+        "bins": bins,
+        "per_site": per_site,
+        "suppressed": [{"site": s, "bin": int(b)} for s, b in curve.suppressed],
+    }
 
 
 @dataclass(frozen=True)
@@ -148,42 +81,43 @@ class SitePrivacy:
     Attributes
     ----------
     sensitivity : float
-        The l2-sensitivity Delta the site used (chosen by the site's policy).
+        The l2-sensitivity Delta the site used (chosen by the site's policy, never by the analyst).
     sensitivity_rule : str
-        The policy rule that produced it (``configured``, ``range`` or ``model``).
+        The policy rule that produced it (``value``, ``range`` or ``model``).
+    formal_bound : bool
+        False for ``model``: a data-derived estimate, not a formal bound.
     tau : float
         Standard deviation of the Gaussian noise the site added.
     epsilon, delta : float
-        The (epsilon, delta) each release was calibrated to.
-    remaining_epsilon : float
-        The site's remaining budget expressed as epsilon at its policy delta (after this analysis).
-    remaining_mu : float
-        The remaining budget in Gaussian-DP mu.
+        The (epsilon, delta) the release was calibrated to.
+    mu_charged : float
+        Gaussian-DP cost charged to the site's ledger by this analysis (0 if the release was repeated).
+    budget_epsilon, budget_delta : float
+        The site's total budget for the dataset.
+    epsilon_spent : float
+        All releases so far, composed as Gaussian DP and expressed as epsilon at ``budget_delta``.
+    mu_remaining : float
+        Remaining budget in Gaussian-DP mu.
     note : str
-        The site's explanation of the sensitivity (e.g. that ``model`` is a data-derived estimate).
+        The site's explanation of the sensitivity.
     """
 
     sensitivity: float
     sensitivity_rule: str
+    formal_bound: bool
     tau: float
     epsilon: float
     delta: float
-    remaining_epsilon: float
-    remaining_mu: float
+    mu_charged: float
+    budget_epsilon: float
+    budget_delta: float
+    epsilon_spent: float
+    mu_remaining: float
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {
-            "sensitivity": _num(self.sensitivity),
-            "sensitivity_rule": self.sensitivity_rule,
-            "tau": _num(self.tau),
-            "epsilon": _num(self.epsilon),
-            "delta": _num(self.delta),
-            "remaining_epsilon": _num(self.remaining_epsilon),
-            "remaining_mu": _num(self.remaining_mu),
-            "note": self.note,
-        }
+        return {k: (v if isinstance(v, str) else _num(v)) for k, v in self.__dict__.items()}
 
 
 @dataclass(frozen=True)
@@ -234,12 +168,13 @@ class ValidationResult:
         Confidence interval centred at ``auc`` with the distributed DeLong variance.
     auc_variance : float
         The DeLong variance used for the CI.
-    rocglm : RocGlmFit
-        The fitted ROC-GLM.
+    rocglm : dsroc.RocGlmResult
+        The fitted ROC-GLM (params, iterations, converged, deviance trace, cov, warnings).
     brier : float
         Brier score over all patients (exact, no noise).
-    calibration : CalibrationResult
-        Aggregated and per-site calibration curves.
+    calibration : dsroc.CalibrationCurve
+        Aggregated curve (``lower``, ``upper``, ``observed``, ``predicted``, ``count``), per-site
+        curves over the released bins, and the suppressed (site, bin) cells.
     privacy : dict of str to SitePrivacy
         Per site: Delta, tau, epsilon, delta and remaining budget.
     confusion : ConfusionResult or None
@@ -260,9 +195,9 @@ class ValidationResult:
     auc_variance: float
     level: float
     ci_method: str
-    rocglm: RocGlmFit
+    rocglm: Any
     brier: float
-    calibration: CalibrationResult
+    calibration: Any
     privacy: Mapping[str, SitePrivacy]
     grid: np.ndarray
     epsilon: float
@@ -281,9 +216,9 @@ class ValidationResult:
             "auc_variance": _num(self.auc_variance),
             "level": _num(self.level),
             "ci_method": self.ci_method,
-            "rocglm": self.rocglm.to_dict(),
+            "rocglm": rocglm_to_dict(self.rocglm),
             "brier": _num(self.brier),
-            "calibration": self.calibration.to_dict(),
+            "calibration": calibration_to_dict(self.calibration),
             "privacy": {s: p.to_dict() for s, p in self.privacy.items()},
             "confusion": None if self.confusion is None else self.confusion.to_dict(),
             "test": None if self.test is None else self.test.to_dict(),
@@ -342,7 +277,7 @@ class ValidationResult:
             "",
             f"AUC (ROC-GLM)        {_fmt(self.auc)}   {pct}% CI [{_fmt(self.auc_ci[0])}, {_fmt(self.auc_ci[1])}]"
             f" ({self.ci_method}, distributed DeLong variance {self.auc_variance:.3g})",
-            f"ROC-GLM              gamma1 = {_fmt(self.rocglm.gamma1)}, gamma2 = {_fmt(self.rocglm.gamma2)}, "
+            f"ROC-GLM              gamma1 = {_fmt(self.rocglm.params[0])}, gamma2 = {_fmt(self.rocglm.params[1])}, "
             f"{self.rocglm.iterations} Fisher-scoring iterations, "
             f"{'converged' if self.rocglm.converged else 'NOT converged'}",
         ]
@@ -367,11 +302,13 @@ class ValidationResult:
         if cal.suppressed:
             cells = ", ".join(f"{s}:{b}" for s, b in cal.suppressed)
             lines.append(f"  suppressed (site:bin): {cells}")
-        lines += ["", "Privacy per site",
-                  "  site            Delta (rule)              tau   epsilon   delta   remaining epsilon"]
+        lines += ["", "Privacy per site (the site chose Delta and tau; budget composed as Gaussian DP)",
+                  "  site            Delta   rule    tau       epsilon  delta    spent epsilon / budget"]
         for name, p in self.privacy.items():
             lines.append(
-                f"  {name:<14} {p.sensitivity:<8.4g} ({p.sensitivity_rule:<10}) {p.tau:>8.4g}   {p.epsilon:<7g}"
-                f"   {p.delta:<6g}  {_fmt(p.remaining_epsilon, 3)}"
+                f"  {name:<14} {p.sensitivity:<7.4g} {p.sensitivity_rule:<7} {p.tau:<9.4g} {p.epsilon:<8g} "
+                f"{p.delta:<8g} {p.epsilon_spent:.3g} / {p.budget_epsilon:g} (delta {p.budget_delta:g})"
             )
+        if any(not p.formal_bound for p in self.privacy.values()):
+            lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
         return "\n".join(lines)

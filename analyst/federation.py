@@ -1,0 +1,181 @@
+"""The analyst's entry point: a set of sites, their descriptions and budgets, and ``validate``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from google.protobuf.json_format import MessageToDict
+
+import dsroc
+from dsroc.v1 import site_pb2 as pb
+from dsroc.v1.site_pb2_grpc import SiteServiceStub
+
+from analyst.config import SiteConfig, load_federation_file
+from analyst.connection import SiteConnection, fan_out
+from analyst.result import TestResult, ValidationResult
+from analyst.session import Progress, ValidationSession, score_source
+
+__all__ = ["Federation"]
+
+
+class Federation:
+    """The sites taking part in a validation.
+
+    Parameters
+    ----------
+    sites : sequence of SiteConfig
+        Addresses and credentials; names must be unique.
+    timeout : float
+        Deadline of each call in seconds (streamed releases and uploads get longer).
+    retries : int
+        Retries of a call that failed with UNAVAILABLE (exponential backoff); other errors are not retried.
+
+    Examples
+    --------
+    >>> fed = Federation.from_file("federation.toml")                       # doctest: +SKIP
+    >>> res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01)  # doctest: +SKIP
+    """
+
+    def __init__(self, sites: Sequence[SiteConfig], *, timeout: float = 30.0, retries: int = 3):
+        sites = list(sites)
+        if not sites:
+            raise ValueError("a federation needs at least one site")
+        names = [s.name for s in sites]
+        if len(set(names)) != len(names):
+            raise ValueError(f"site names must be unique, got {names}")
+        if not (np.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+        if isinstance(retries, bool) or int(retries) != retries or retries < 0:
+            raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
+        self.sites = sites
+        self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Federation":
+        """Build a federation from a TOML file (see ``docs/analyst.md`` for the format)."""
+        sites, options = load_federation_file(path)
+        return cls(sites, **options)
+
+    # -- information ----------------------------------------------------------------------------
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """Each site's datasets (columns, outcome and score columns), policy and remaining budget."""
+        replies = fan_out(self.connections, lambda c: c.call("Describe", pb.DescribeRequest()))
+        return {name: MessageToDict(r, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+                for name, r in zip(self.names, replies)}
+
+    def budget(self, dataset: str) -> dict[str, dict[str, Any]]:
+        """Each site's spent and remaining privacy budget for ``dataset`` (Gaussian-DP accounting)."""
+        replies = fan_out(self.connections, lambda c: c.call("Budget", pb.BudgetRequest(dataset=dataset)))
+        return {name: MessageToDict(r.budget, preserving_proto_field_name=True,
+                                    always_print_fields_with_no_presence=True)
+                for name, r in zip(self.names, replies)}
+
+    @property
+    def names(self) -> list[str]:
+        """Site names in federation order."""
+        return [s.name for s in self.sites]
+
+    # -- analysis -------------------------------------------------------------------------------
+    def session(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
+                progress: Progress | None = None) -> ValidationSession:
+        """Open a session at every site; its methods are the single steps of the procedure."""
+        return ValidationSession(self.connections, dataset=dataset, outcome=outcome,
+                                 source=score_source(score=score, model=model), progress=progress)
+
+    def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
+                 epsilon: float, delta: float, grid=None, alpha: float = 0.05, n_bins: int = 10,
+                 edges=None, threshold: float | None = None, a0: float | None = None,
+                 sensitivity: float | None = None, ci_method: str = "logit",
+                 progress: Progress | None = None) -> ValidationResult:
+        """Validate a model on the union of the sites' data without any record leaving its site.
+
+        Parameters
+        ----------
+        dataset, outcome : str
+            Dataset name and outcome column (labels 0/1) as the sites declare them.
+        score : str, optional
+            A score column of the dataset. Give this or ``model``.
+        model : dsroc.GlmModel or mapping, optional
+            A GLM (link, intercept, coefficients over dataset columns) the sites evaluate.
+        epsilon, delta : float
+            Privacy level of each site's noisy release of scores.
+        grid : None, int or array_like
+            ROC-GLM threshold grid (default: 28 points, as in the paper).
+        alpha : float
+            1 - confidence level of the AUC interval.
+        n_bins, edges
+            Calibration bins: ``n_bins`` equal bins on [0, 1] or explicit ``edges``.
+        threshold : float, optional
+            Also compute the confusion matrix at this threshold.
+        a0 : float, optional
+            Also test ``H0: AUC <= a0`` (rejected when the whole CI lies above a0).
+        sensitivity : float, optional
+            Ask the sites to use this larger Delta than their rules give.
+        ci_method : {"logit", "wald"}
+            Confidence interval on the logit scale (default) or the AUC scale.
+        progress : callable, optional
+            ``progress(step, site, message)`` called as steps and sites finish.
+
+        Returns
+        -------
+        ValidationResult
+        """
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+        if ci_method not in ("logit", "wald"):
+            raise ValueError(f"ci_method must be 'logit' or 'wald', got {ci_method!r}")
+        if a0 is not None and not 0 <= a0 <= 1:
+            raise ValueError(f"a0 must lie in [0, 1], got {a0}")
+        grid_values = dsroc.rocglm_grid(grid)
+        dsroc.calibration_edges(n_bins, edges=edges)
+        timing: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        def lap(step):
+            nonlocal clock
+            now = time.perf_counter()
+            timing[step] = now - clock
+            clock = now
+
+        started = clock
+        with self.session(dataset, outcome, score=score, model=model, progress=progress) as s:
+            lap("open")
+            sens = s.sensitivity()
+            releases = s.release(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+            lap("release")
+            s.upload_survivors(*s.pool(releases))
+            lap("upload")
+            fit = s.fit_rocglm(grid=grid)
+            lap("rocglm")
+            variance, n0, n1 = s.placement_variance()
+            level = 1 - alpha
+            ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)
+            lap("ci")
+            brier, n = s.brier()
+            calibration = s.calibration(n_bins=n_bins, edges=edges)
+            lap("brier_calibration")
+            confusion = None if threshold is None else s.confusion(threshold)
+            test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
+            privacy = s.privacy(releases, sens)
+            lap("finish")
+            timing["total"] = time.perf_counter() - started
+            return ValidationResult(
+                dataset=dataset, outcome=outcome, score_source=s.score_source, sites=tuple(self.names),
+                n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
+                ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
+                grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
+                test=test, timing=timing)
+
+    def close(self) -> None:
+        """Close the channels to all sites."""
+        for c in self.connections:
+            c.close()
+
+    def __enter__(self) -> "Federation":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,320 @@
+"""The distributed procedure (SPEC section 2), one method per step, over one session per site."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+import dsroc
+from dsroc.v1 import site_pb2 as pb
+
+from analyst.connection import SiteConnection, fan_out
+from analyst.result import ConfusionResult, SitePrivacy
+
+__all__ = ["Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "grid_spec", "score_source"]
+
+#: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
+Progress = Callable[[str, "str | None", str], None]
+
+_UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the site's policy cap
+
+
+def _quiet(step: str, site: str | None, message: str) -> None:
+    return None
+
+
+def score_source(*, score: str | None = None, model=None) -> pb.ScoreSource:
+    """The wire form of a score source: a score column name, or a GLM (``dsroc.GlmModel`` or mapping).
+
+    Exactly one of ``score`` and ``model`` must be given.
+    """
+    if (score is None) == (model is None):
+        raise ValueError("give exactly one of 'score' (a score column) and 'model' (GLM coefficients)")
+    if score is not None:
+        if not isinstance(score, str) or not score:
+            raise ValueError(f"'score' must be a non-empty column name, got {score!r}")
+        return pb.ScoreSource(score_column=score)
+    if isinstance(model, Mapping):
+        unknown = set(model) - {"link", "intercept", "coefficients"}
+        if unknown:
+            raise ValueError(f"'model' has unknown key(s) {sorted(unknown)}; expected link, intercept, coefficients")
+        model = dsroc.GlmModel(link=model.get("link", "logit"), intercept=model.get("intercept", 0.0),
+                               coefficients=dict(model.get("coefficients", {})))
+    if not isinstance(model, dsroc.GlmModel):
+        raise ValueError(f"'model' must be a dsroc.GlmModel or a mapping, got {type(model).__name__}")
+    link = {"logit": pb.LINK_LOGIT, "probit": pb.LINK_PROBIT}[model.link]
+    return pb.ScoreSource(model=pb.GlmModel(
+        link=link, intercept=float(model.intercept),
+        coefficients=[pb.Coefficient(name=k, value=float(v)) for k, v in model.coefficients.items()]))
+
+
+def grid_spec(grid) -> pb.GridSpec:
+    """The wire form of an ROC-GLM grid (None, an int or explicit thresholds), validated locally first."""
+    dsroc.rocglm_grid(grid)  # same rule as the sites: fail here with a clear message
+    if grid is None:
+        return pb.GridSpec()
+    if np.ndim(grid) == 0:
+        return pb.GridSpec(n_points=int(grid))
+    return pb.GridSpec(thresholds=pb.Values(values=[float(t) for t in np.asarray(grid, dtype=float)]))
+
+
+@dataclass(frozen=True)
+class SiteRelease:
+    """One site's noisy scores of both classes and the release parameters it reported."""
+
+    negatives: np.ndarray
+    positives: np.ndarray
+    info_negatives: pb.ReleaseInfo
+    info_positives: pb.ReleaseInfo
+
+
+class RemoteRocGlmParts:
+    """The ROC-GLM parts of all sites as one object: ``evaluate(theta)`` asks every site in parallel
+    for its score vector, information and deviance at theta and returns their sum, so that
+    :func:`dsroc.fit_rocglm` runs the same Fisher scoring as on pooled data."""
+
+    def __init__(self, session: "ValidationSession", grid=None):
+        self._session, self._grid = session, grid_spec(grid)
+        self.evaluations = 0
+
+    def evaluate(self, theta) -> dsroc.PartsAtTheta:
+        """Sum over sites of the parts at ``theta``."""
+        theta = [float(v) for v in np.asarray(theta, dtype=float).ravel()]
+        self.evaluations += 1
+        s = self._session
+
+        def ask(conn):
+            r = conn.call("RocGlmParts", pb.RocGlmPartsRequest(
+                session_id=s.session_ids[conn.name], theta=theta, grid=self._grid))
+            if len(r.score) != 2 or len(r.information) != 4:
+                raise ValueError("malformed RocGlmParts reply (need 2 score and 4 information values)")
+            return dsroc.PartsAtTheta(np.array(r.score), np.array(r.information).reshape(2, 2), float(r.deviance))
+
+        parts = s._each(f"ROC-GLM evaluation {self.evaluations}", ask, quiet=True)
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        return total
+
+
+class ValidationSession:
+    """One open session per site on (dataset, outcome, score source); each step is a method.
+
+    Made by :meth:`analyst.Federation.session`; use it as a context manager so the sessions close.
+    """
+
+    def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
+                 source: pb.ScoreSource, progress: Progress | None = None):
+        self.connections = list(connections)
+        self.dataset, self.outcome = dataset, outcome
+        self.progress = progress or _quiet
+        self.session_ids: dict[str, str] = {}
+        self.policies: dict[str, pb.Policy] = {}
+
+        def open_one(conn):
+            self.policies[conn.name] = conn.call("Describe", pb.DescribeRequest()).policy
+            r = conn.call("OpenSession", pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=source))
+            self.session_ids[conn.name] = r.session_id
+            return r.score_source
+
+        try:
+            described = self._each("open session", open_one)
+        except Exception:
+            self.close()  # the sites that did open a session should not keep it
+            raise
+        self.score_source = described[0] or source.score_column or "GLM model"
+
+    # -- plumbing -----------------------------------------------------------------------------
+    @property
+    def sites(self) -> list[str]:
+        """Site names in federation order."""
+        return [c.name for c in self.connections]
+
+    def _each(self, step: str, fn, *, quiet: bool = False) -> list:
+        if not quiet:
+            self.progress(step, None, f"asking {len(self.connections)} sites")
+        done = None if quiet else (lambda site: self.progress(step, site, "done"))
+        return fan_out(self.connections, fn, on_done=done)
+
+    def _sid(self, conn) -> str:
+        return self.session_ids[conn.name]
+
+    # -- steps ----------------------------------------------------------------------------------
+    def sensitivity(self) -> dict[str, pb.SensitivityResponse]:
+        """Each site's l2-sensitivity and the rule behind it (the site decides, not the analyst)."""
+        replies = self._each("sensitivity", lambda c: c.call(
+            "Sensitivity", pb.SensitivityRequest(session_id=self._sid(c))))
+        return dict(zip(self.sites, replies))
+
+    def release(self, *, epsilon: float, delta: float, sensitivity: float | None = None,
+                timeout: float = 300.0) -> dict[str, SiteRelease]:
+        """Noisy release of every site's negatives and positives (streamed; independent noise per class).
+
+        Parameters
+        ----------
+        epsilon, delta : float
+            The privacy level asked for; each site checks it against its policy and budget.
+        sensitivity : float, optional
+            Ask for a larger Delta than the sites' rules give (a smaller one is refused by the site).
+        timeout : float
+            Deadline of each streamed release.
+        """
+        for name, value in (("epsilon", epsilon), ("delta", delta)):
+            if not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive finite number, got {value}")
+        if delta >= 1:
+            raise ValueError(f"delta must be below 1, got {delta}")
+        if sensitivity is not None and not (np.isfinite(sensitivity) and sensitivity > 0):
+            raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity}")
+
+        def one_class(conn, cls):
+            chunks = conn.call("ReleaseNoisyScores", pb.ReleaseRequest(
+                session_id=self._sid(conn), score_class=cls, epsilon=float(epsilon), delta=float(delta),
+                sensitivity=float(sensitivity or 0.0)), stream=True, timeout=timeout)
+            if not chunks or not chunks[0].HasField("info"):
+                raise ValueError("the release stream did not start with its ReleaseInfo")
+            info = chunks[0].info
+            scores = np.concatenate([np.asarray(c.scores, dtype=np.float64) for c in chunks]) if chunks else np.empty(0)
+            if scores.size != info.n:
+                raise ValueError(f"the release announced {info.n} scores but sent {scores.size}")
+            return scores, info
+
+        def release_site(conn):
+            neg, info0 = one_class(conn, pb.SCORE_CLASS_NEGATIVES)
+            self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
+            pos, info1 = one_class(conn, pb.SCORE_CLASS_POSITIVES)
+            self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
+            return SiteRelease(neg, pos, info0, info1)
+
+        return dict(zip(self.sites, self._each("noisy release", release_site)))
+
+    @staticmethod
+    def pool(releases: Mapping[str, SiteRelease]) -> tuple[np.ndarray, np.ndarray]:
+        """Pool the noisy negatives into S~0 and the noisy positives into S~1 (sorted)."""
+        s0 = np.sort(np.concatenate([r.negatives for r in releases.values()]))
+        s1 = np.sort(np.concatenate([r.positives for r in releases.values()]))
+        return s0, s1
+
+    def upload_survivors(self, s0_noisy, s1_noisy) -> None:
+        """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming)."""
+        arrays = {pb.SCORE_CLASS_NEGATIVES: np.asarray(s0_noisy, dtype=np.float64),
+                  pb.SCORE_CLASS_POSITIVES: np.asarray(s1_noisy, dtype=np.float64)}
+        for cls, a in arrays.items():
+            if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
+                raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
+
+        def upload(conn):
+            cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
+            size = min(_UPLOAD_CHUNK, cap)
+            for cls, a in arrays.items():
+                def messages(a=a, cls=cls):
+                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size)
+                    for start in range(0, a.size, size):
+                        yield pb.SurvivorChunk(header=header if start == 0 else None,
+                                               scores=a[start:start + size].tolist())
+                r = conn.call("UploadSurvivor", messages, timeout=300.0)
+                if r.n_received != a.size:
+                    raise ValueError(f"the site received {r.n_received} of {a.size} survivor scores")
+
+        self._each("upload survivor functions", upload)
+
+    def fit_rocglm(self, *, grid=None, start=None) -> dsroc.RocGlmResult:
+        """Distributed Fisher scoring: :func:`dsroc.fit_rocglm` on the sum of the sites' parts."""
+        parts = RemoteRocGlmParts(self, grid)
+        self.progress("ROC-GLM fit", None, "distributed Fisher scoring")
+        fit = dsroc.fit_rocglm(parts, start=start)
+        self.progress("ROC-GLM fit", None, f"{fit.iterations} iterations, {parts.evaluations} evaluations per site, "
+                      f"AUC {fit.auc:.4f}")
+        return fit
+
+    def placement_variance(self) -> tuple[float, int, int]:
+        """Distributed DeLong variance from two passes over the sites' placement values.
+
+        Returns
+        -------
+        variance, n0, n1
+        """
+        first = self._each("placement moments (pass 1)", lambda c: c.call(
+            "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c))))
+        mean0, n1 = dsroc.pooled_mean(dsroc.MeanParts(r.pv0.total, r.pv0.n) for r in first)
+        mean1, n0 = dsroc.pooled_mean(dsroc.MeanParts(r.pv1.total, r.pv1.n) for r in first)
+        means = pb.GlobalMeans(mean_pv0=mean0, mean_pv1=mean1)
+        second = self._each("placement moments (pass 2)", lambda c: c.call(
+            "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c), global_means=means)))
+        var0 = dsroc.pooled_variance([r.ssd_pv0 for r in second], n1)
+        var1 = dsroc.pooled_variance([r.ssd_pv1 for r in second], n0)
+        return dsroc.delong_variance_from_moments(var_pv0=var0, n1=n1, var_pv1=var1, n0=n0), n0, n1
+
+    def brier(self) -> tuple[float, int]:
+        """Brier score over all sites and the number of patients."""
+        replies = self._each("Brier score", lambda c: c.call("BrierParts", pb.BrierPartsRequest(session_id=self._sid(c))))
+        parts = [dsroc.BrierParts(r.sum_sq, r.n) for r in replies]
+        return dsroc.aggregate_brier(parts), sum(p.n for p in parts)
+
+    def calibration(self, *, n_bins: int = 10, edges=None) -> dsroc.CalibrationCurve:
+        """Calibration curve from the cells the sites released (cells below q stay at the site)."""
+        edges = dsroc.calibration_edges(n_bins, edges=edges)
+        req = dict(edges=pb.Values(values=edges.tolist()))
+
+        def ask(conn):
+            r = conn.call("CalibrationParts", pb.CalibrationPartsRequest(session_id=self._sid(conn), **req))
+            return dsroc.CalibrationParts(
+                edges=np.asarray(r.edges, dtype=np.float64),
+                bins=np.array([b.index for b in r.bins], dtype=np.int64),
+                count=np.array([b.count for b in r.bins], dtype=np.int64),
+                sum_score=np.array([b.sum_scores for b in r.bins], dtype=np.float64),
+                sum_label=np.array([b.sum_labels for b in r.bins], dtype=np.float64),
+                suppressed=np.asarray(r.suppressed, dtype=np.int64))
+
+        return dsroc.aggregate_calibration(self._each("calibration", ask), site_names=self.sites)
+
+    def confusion(self, threshold: float) -> ConfusionResult:
+        """Confusion matrix at ``threshold`` summed over the sites (each cell at least q at every site)."""
+        if not np.isfinite(threshold):
+            raise ValueError(f"threshold must be finite, got {threshold}")
+        replies = self._each("confusion matrix", lambda c: c.call(
+            "ConfusionParts", pb.ConfusionPartsRequest(session_id=self._sid(c), threshold=float(threshold))))
+        s = dsroc.aggregate_confusion(dsroc.ConfusionParts(r.tp, r.fp, r.fn, r.tn) for r in replies)
+        return ConfusionResult(float(threshold), s.tp, s.fp, s.fn, s.tn, s.sensitivity, s.specificity, s.ppv, s.npv)
+
+    def budget(self) -> dict[str, pb.BudgetStatus]:
+        """Each site's spent and remaining budget for this dataset."""
+        replies = self._each("budget", lambda c: c.call("Budget", pb.BudgetRequest(dataset=self.dataset)))
+        return {name: r.budget for name, r in zip(self.sites, replies)}
+
+    def privacy(self, releases: Mapping[str, SiteRelease],
+                sensitivities: Mapping[str, pb.SensitivityResponse]) -> dict[str, SitePrivacy]:
+        """Per site: Delta, tau, epsilon, delta, what this analysis charged and the budget left."""
+        budgets = self.budget()
+        out = {}
+        for name in self.sites:
+            r, s, b = releases[name], sensitivities[name], budgets[name]
+            info = r.info_negatives
+            out[name] = SitePrivacy(
+                sensitivity=info.sensitivity, sensitivity_rule=info.rule or s.rule,
+                formal_bound=s.formal_bound,
+                tau=info.tau, epsilon=info.epsilon, delta=info.delta,
+                mu_charged=float(np.hypot(r.info_negatives.mu_charged, r.info_positives.mu_charged)),
+                budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta,
+                epsilon_spent=b.epsilon_spent, mu_remaining=b.mu_remaining, note=s.note)
+        return out
+
+    def close(self) -> None:
+        """Close every site's session (best effort: a site that is gone lets its session expire)."""
+        def close_one(conn):
+            try:
+                conn.call("CloseSession", pb.CloseSessionRequest(session_id=self._sid(conn)), timeout=5.0)
+            except Exception:  # noqa: BLE001 - closing is best effort; the session expires anyway
+                pass
+
+        if self.session_ids:
+            fan_out([c for c in self.connections if c.name in self.session_ids], close_one)
+            self.session_ids = {}
+
+    def __enter__(self) -> "ValidationSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
