@@ -75,7 +75,7 @@ def _largest_mu(epsilon: float, delta: float) -> float:
     log_mu = brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     mu = math.exp(log_mu)
     # Round down onto the feasible side so that the returned calibration satisfies the condition.
-    while _log_gdp_delta(mu, epsilon) > log_delta:
+    while math.exp(_log_gdp_delta(mu, epsilon)) > delta:
         mu *= 1.0 - 1e-14
     return mu
 
@@ -104,7 +104,11 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     epsilon = _check_positive("epsilon", epsilon)
     delta = _check_delta(delta)
     sensitivity = _check_positive("sensitivity", sensitivity)
-    return sensitivity / _largest_mu(epsilon, delta)
+    sigma = sensitivity / _largest_mu(epsilon, delta)
+    # The division may round sigma a hair below the feasible value: check in terms of sigma itself.
+    while math.exp(_log_gdp_delta(sensitivity / sigma, epsilon)) > delta:
+        sigma *= 1.0 + 1e-14
+    return sigma
 
 
 def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:

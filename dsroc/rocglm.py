@@ -87,13 +87,12 @@ def _probit_binomial(theta: np.ndarray, x: np.ndarray, k: np.ndarray, n: np.ndar
     wx = w * x
     i00, i01, i11 = w.sum(-1), wx.sum(-1), (wx * x).sum(-1)
     info = np.stack([np.stack([i00, i01], -1), np.stack([i01, i11], -1)], -2)
-    # Deviance against the saturated model, with 0 log 0 = 0.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sat1 = np.where(k > 0, k * np.log(k / n), 0.0)
-        sat0 = np.where(n - k > 0, (n - k) * np.log((n - k) / n), 0.0)
+    # The deviance of the indicator data set u_ij (Bernoulli, saturated log-likelihood 0) is -2 loglik:
+    # a sum of log terms that adds up exactly over sites and equals the expanded-data GLM's deviance.
+    with np.errstate(invalid="ignore"):
         loglik_terms = np.where(k > 0, k * log_mu, 0.0) + np.where(n - k > 0, (n - k) * log_1mmu, 0.0)
-    deviance = 2.0 * (sat1 + sat0 - loglik_terms).sum(-1)
     loglike = loglik_terms.sum(-1)
+    deviance = -2.0 * loglike
     return score, info, deviance, loglike
 
 
@@ -175,7 +174,7 @@ class RocGlmParts:
         return self._terms(theta)[1]
 
     def deviance(self, theta) -> float:
-        """Deviance against the saturated model at theta."""
+        """Deviance of the indicator data set at theta (``-2 loglike``; its saturated model has loglike 0)."""
         return float(self._terms(theta)[2])
 
     def evaluate(self, theta) -> PartsAtTheta:
