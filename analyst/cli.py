@@ -1,0 +1,185 @@
+"""The ``dsroc`` command: validate, describe, budget and the five-site GBSG2 demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+_EPILOG = """\
+Every site decides its own sensitivity and noise and checks each request against its policy and
+privacy budget; the analyst only ever receives noisy scores and aggregates over at least q patients.
+Documentation: docs/analyst.md."""
+
+
+def _print_progress(step: str, site: str | None, message: str) -> None:
+    where = f"[{site}]" if site else ""
+    print(f"  {step:<28} {where:<12} {message}", file=sys.stderr, flush=True)
+
+
+def _load_model(path: str) -> dict:
+    try:
+        model = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"--model file not found: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--model file {path} is not valid JSON: {exc}") from None
+    if not isinstance(model, dict):
+        raise ValueError(f"--model file {path} must hold an object with link, intercept and coefficients")
+    return model
+
+
+def _cmd_validate(args) -> int:
+    from analyst.federation import Federation
+    from analyst.report import write_report
+
+    model = _load_model(args.model) if args.model else None
+    with Federation.from_file(args.federation) as fed:
+        print(f"Validating on {len(fed.sites)} sites: {', '.join(fed.names)}", file=sys.stderr)
+        started = time.perf_counter()
+        res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
+                           delta=args.delta, grid=args.grid, alpha=args.alpha, n_bins=args.n_bins,
+                           threshold=args.threshold, a0=args.a0, sensitivity=args.sensitivity,
+                           ci_method=args.ci_method, progress=None if args.quiet else _print_progress)
+        elapsed = time.perf_counter() - started
+    paths = write_report(res, args.out)
+    print(res)
+    print(f"\nvalidate took {elapsed:.2f} s; report written to {args.out}: "
+          + ", ".join(p.name for p in paths.values()))
+    return 0
+
+
+def _cmd_describe(args) -> int:
+    from analyst.federation import Federation
+
+    with Federation.from_file(args.federation) as fed:
+        info = fed.describe()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for site, d in info.items():
+        p = d.get("policy", {})
+        print(f"{site} ({d.get('site_name', '')}, api {d.get('api_version', '')})")
+        print(f"  policy: q = {p.get('privacy_level')}, per release epsilon <= {p.get('max_epsilon')}, "
+              f"delta <= {p.get('max_delta')}; budget ({p.get('budget_epsilon')}, {p.get('budget_delta')}); "
+              f"sensitivity rule '{p.get('sensitivity_rule')}'")
+        for ds in d.get("datasets", []):
+            b = ds.get("budget", {})
+            cols = ", ".join(c["name"] for c in ds.get("columns", []))
+            print(f"  dataset '{ds['name']}': outcome {ds.get('outcome_columns')}, scores {ds.get('score_columns')}, "
+                  f"rule '{ds.get('sensitivity_rule')}'")
+            print(f"    columns: {cols}")
+            print(f"    budget: spent epsilon {b.get('epsilon_spent', 0):.3g} of {b.get('budget_epsilon')} "
+                  f"(mu remaining {b.get('mu_remaining', 0):.3g}, {b.get('releases', 0)} releases)")
+    return 0
+
+
+def _cmd_budget(args) -> int:
+    from analyst.federation import Federation
+
+    with Federation.from_file(args.federation) as fed:
+        info = fed.budget(args.dataset)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{'site':<14} {'releases':>8} {'epsilon spent':>14} {'budget':>16} {'mu spent':>9} {'mu left':>8}")
+    for site, b in info.items():
+        print(f"{site:<14} {b.get('releases', 0):>8} {b.get('epsilon_spent', 0):>14.4g} "
+              f"{b.get('budget_epsilon', 0):>7g} @ {b.get('budget_delta', 0):<6g} "
+              f"{b.get('mu_spent', 0):>9.4g} {b.get('mu_remaining', 0):>8.4g}")
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from analyst.demo import run_demo
+
+    return run_demo(out=args.out, json_path=args.json, n_patients=args.n_patients, epsilon=args.epsilon,
+                    delta=args.delta, seed=args.seed, progress=None if args.quiet else _print_progress)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dsroc", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
+        description="Validate a binary prediction model on data held by several hospitals (distributed "
+                    "ROC-GLM with differential privacy): AUC with CI, ROC curve, Brier score, calibration.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    v = sub.add_parser("validate", help="run a distributed validation and write a report folder",
+                       description="Run the distributed validation over the sites of a federation file and "
+                                   "write report.json, summary.txt, roc.png and calibration.png to --out.")
+    v.add_argument("--federation", required=True, metavar="F", help="federation TOML file (sites, addresses, tokens, CA)")
+    v.add_argument("--dataset", required=True, metavar="D", help="dataset name as the sites declare it")
+    v.add_argument("--outcome", required=True, metavar="Y", help="outcome column (labels 0/1)")
+    src = v.add_mutually_exclusive_group(required=True)
+    src.add_argument("--score", metavar="S", help="a score column of the dataset (probabilities)")
+    src.add_argument("--model", metavar="M.json",
+                     help='a GLM as JSON: {"link": "logit", "intercept": b0, "coefficients": {"col": b, ...}}')
+    v.add_argument("--epsilon", type=float, required=True, metavar="E", help="epsilon of each site's noisy release")
+    v.add_argument("--delta", type=float, required=True, metavar="D", help="delta of each site's noisy release")
+    v.add_argument("--out", required=True, metavar="DIR", help="report folder (created)")
+    v.add_argument("--grid", type=int, default=None, metavar="M",
+                   help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
+    v.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level of the AUC CI (default 0.05)")
+    v.add_argument("--ci-method", choices=("logit", "wald"), default="logit", help="CI scale (default logit)")
+    v.add_argument("--n-bins", type=int, default=10, help="calibration bins on [0,1] (default 10)")
+    v.add_argument("--threshold", type=float, default=None, help="also report the confusion matrix at this threshold")
+    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0")
+    v.add_argument("--sensitivity", type=float, default=None,
+                   help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
+    v.add_argument("--quiet", action="store_true", help="no progress messages")
+    v.set_defaults(func=_cmd_validate)
+
+    d = sub.add_parser("describe", help="show each site's datasets, policy and budget",
+                       description="Show each site's datasets (columns, outcome and score columns), its privacy "
+                                   "policy and remaining budget. Reveals no patient counts.")
+    d.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
+    d.add_argument("--json", action="store_true", help="print JSON instead of text")
+    d.set_defaults(func=_cmd_describe)
+
+    b = sub.add_parser("budget", help="show each site's spent and remaining privacy budget for a dataset",
+                       description="Spent and remaining privacy budget per site (Gaussian-DP composition).")
+    b.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
+    b.add_argument("--dataset", required=True, metavar="D", help="dataset name")
+    b.add_argument("--json", action="store_true", help="print JSON instead of text")
+    b.set_defaults(func=_cmd_budget)
+
+    m = sub.add_parser(
+        "demo", help="five local TLS site daemons on GBSG2: distributed vs pooled results",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Load GBSG2 (lifelines), fit a logistic model for 2-year recurrence-free survival on a 60%% "
+                    "training split, split the rest over five sites, start five dsroc-site daemons with TLS on "
+                    "loopback, validate through the network and print the results beside the pooled truth.")
+    m.add_argument("--out", default="dsroc-demo", metavar="DIR",
+                   help="working folder for site data, certificates, configs and the report (default ./dsroc-demo)")
+    m.add_argument("--json", default=None, metavar="PATH", help="also write the report JSON (with 'pooled') here")
+    m.add_argument("--n-patients", type=int, default=None, metavar="N",
+                   help="use a random subset of N of the 686 patients (default: all)")
+    m.add_argument("--epsilon", type=float, default=5.0, help="epsilon per release (default 5, as in the paper)")
+    m.add_argument("--delta", type=float, default=0.01, help="delta per release (default 0.01, as in the paper)")
+    m.add_argument("--seed", type=int, default=2024, help="seed of the split (default 2024)")
+    m.add_argument("--quiet", action="store_true", help="no progress messages")
+    m.set_defaults(func=_cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dsroc`` console script; returns the exit status."""
+    from analyst.connection import SiteError
+
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SiteError as exc:
+        print(f"dsroc: {exc}", file=sys.stderr)
+        return 3
+    except (ValueError, OSError) as exc:
+        print(f"dsroc: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""A report folder: report.json, summary.txt, roc.png and calibration.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from analyst.display import CalibrationDisplay, RocCurveDisplay, pyplot
+from analyst.result import ValidationResult
+
+__all__ = ["write_report"]
+
+
+def write_report(result: ValidationResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None,
+                 summary_extra: str = "", roc_reference: Sequence | None = None) -> dict[str, Path]:
+    """Write the report files of ``result`` into ``out_dir`` (created if missing).
+
+    Parameters
+    ----------
+    result : ValidationResult
+    out_dir : path
+    extra : mapping, optional
+        Additional top-level keys of ``report.json`` (e.g. ``pooled`` in the demo).
+    summary_extra : str
+        Text appended to ``summary.txt``.
+    roc_reference : (fpr, tpr, label), optional
+        An extra curve on the ROC plot.
+
+    Returns
+    -------
+    dict of file kind to path: ``json``, ``summary``, ``roc``, ``calibration``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "report.json", "summary": out / "summary.txt",
+             "roc": out / "roc.png", "calibration": out / "calibration.png"}
+    result.to_json(paths["json"], extra=extra)
+    paths["summary"].write_text(str(result) + ("\n\n" + summary_extra if summary_extra else "") + "\n",
+                                encoding="utf-8")
+    plt = pyplot()
+    roc = RocCurveDisplay.from_result(result).plot(reference=roc_reference)
+    roc.figure_.savefig(paths["roc"], dpi=120, bbox_inches="tight")
+    plt.close(roc.figure_)
+    cal = CalibrationDisplay.from_result(result).plot()
+    cal.figure_.savefig(paths["calibration"], dpi=120, bbox_inches="tight")
+    plt.close(cal.figure_)
+    return paths
