@@ -1,0 +1,82 @@
+"""Result objects and displays, built from a pooled dsroc computation (no server needed)."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import dsroc
+from analyst.display import CalibrationDisplay, RocCurveDisplay
+from analyst.report import write_report
+from analyst.result import SitePrivacy, TestResult, ValidationResult
+
+
+def make_result(seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, 400)
+    s = np.clip(rng.normal(0.35 + 0.3 * y, 0.15), 0, 1)
+    fit = dsroc.fit_rocglm(dsroc.RocGlmParts.from_placements(
+        dsroc.placement_values(s[y == 0], s[y == 1]), None))
+    var = dsroc.delong_variance(s, y)
+    ci = dsroc.auc_ci(fit.auc, var)
+    halves = [np.arange(200), np.arange(200, 400)]
+    cal = dsroc.aggregate_calibration(
+        [dsroc.calibration_parts(s[h], y[h], dsroc.calibration_edges(10), privacy_level=5) for h in halves],
+        site_names=["a", "b"])
+    priv = {name: SitePrivacy(0.1, "value", True, 0.02, 5.0, 0.01, 5.0, 10.0, 1e-3, 6.0, 1.2, "configured")
+            for name in ("a", "b")}
+    return ValidationResult(
+        dataset="test", outcome="y", score_source="column 'pred'", sites=("a", "b"), n=400,
+        n0=int((y == 0).sum()), n1=int((y == 1).sum()), auc=fit.auc, auc_ci=ci, auc_variance=var, level=0.95,
+        ci_method="logit", rocglm=fit, brier=dsroc.brier_score(s, y), calibration=cal, privacy=priv,
+        grid=dsroc.rocglm_grid(None), epsilon=5.0, delta=0.01, test=TestResult(0.6, 0.95, dsroc.auc_test(ci, 0.6)))
+
+
+def test_to_dict_has_the_report_keys_and_round_trips_json(tmp_path):
+    res = make_result()
+    d = json.loads(res.to_json(tmp_path / "r.json"))
+    assert json.loads((tmp_path / "r.json").read_text()) == d
+    for key in ("auc", "auc_ci", "rocglm", "brier", "calibration", "privacy", "confusion", "test"):
+        assert key in d
+    assert d["auc"] == pytest.approx(res.auc)
+    assert d["rocglm"]["params"] == pytest.approx(list(res.rocglm.params))
+    assert set(d["rocglm"]) >= {"params", "iterations", "converged", "deviance_trace"}
+    assert len(d["calibration"]["bins"]) == 10
+    assert set(d["calibration"]["bins"][0]) >= {"lower", "upper", "observed", "predicted"}
+    assert set(d["privacy"]["a"]) >= {"sensitivity", "tau", "epsilon", "delta", "mu_remaining", "epsilon_spent"}
+    # suppressed cells carry no numbers anywhere in the report
+    for cell in d["calibration"]["suppressed"]:
+        assert all(row["bin"] != cell["bin"] for row in d["calibration"]["per_site"][cell["site"]])
+
+
+def test_summary_text_names_the_key_numbers():
+    res = make_result()
+    text = str(res)
+    assert f"{res.auc:.4f}" in text and f"{res.brier:.4f}" in text
+    assert "Privacy per site" in text and "H0: AUC <= 0.6" in text
+
+
+def test_roc_band_matches_the_ci_limits():
+    res = make_result()
+    disp = RocCurveDisplay.from_result(res)
+    t = np.linspace(0, 1, 20001)
+    lo, hi = disp.band(t)
+    # the band's curves integrate to the CI limits (trapezoid on a fine grid)
+    assert np.trapezoid(lo, t) == pytest.approx(res.auc_ci[0], abs=2e-4)
+    assert np.trapezoid(hi, t) == pytest.approx(res.auc_ci[1], abs=2e-4)
+    g1, g2 = res.rocglm.params
+    assert np.allclose(disp.curve(t[1:-1]), norm.cdf(g1 + g2 * norm.ppf(t[1:-1])))
+
+
+def test_report_folder_and_plots(tmp_path):
+    res = make_result()
+    paths = write_report(res, tmp_path / "out", extra={"pooled": {"auc": 0.5}})
+    assert json.loads(paths["json"].read_text())["pooled"] == {"auc": 0.5}
+    for kind in ("roc", "calibration"):
+        assert paths[kind].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "AUC (ROC-GLM)" in paths["summary"].read_text()
+    axes = res.plot()
+    assert axes[0].ax_.get_title() == "ROC curve" and axes[1].ax_.get_title() == "Calibration"
+    cal = CalibrationDisplay.from_result(res)
+    assert set(cal.per_site) == {"a", "b"}
