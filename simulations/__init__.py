@@ -1,1 +1,17 @@
-"""Placeholder for the simulations package (filled by its issue)."""
+"""The simulation study of the paper (SPEC section 7), in `paper` and `protocol` modes; see docs/simulations.md."""
+
+from .dgp import generate_batch, generate_replication
+from .report import write_report
+from .runner import load_results, run_study
+from .settings import Setting, all_settings, select_settings
+
+__all__ = [
+    "Setting",
+    "all_settings",
+    "select_settings",
+    "generate_replication",
+    "generate_batch",
+    "run_study",
+    "load_results",
+    "write_report",
+]

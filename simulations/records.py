@@ -1,0 +1,74 @@
+"""The per-replication result record shared by both modes: column names, types and failure codes."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from .settings import Setting
+
+__all__ = ["COLUMNS", "FAILURES", "FIT_FAILURES", "setting_frame", "tau_of"]
+
+# name -> dtype; one row per (setting, replication).
+COLUMNS = {
+    "setting": "object",
+    "sensitivity": "float64",
+    "epsilon": "float64",
+    "delta": "float64",
+    "tau": "float64",
+    "rep": "int64",
+    "n": "int64",
+    "n1": "int64",
+    "auc_emp": "float64",  # empirical AUC of the true pooled scores (the truth)
+    "auc_rocglm": "float64",  # (distributed) ROC-GLM AUC on the released scores
+    "delta_auc": "float64",  # auc_emp - auc_rocglm
+    "gamma1": "float64",
+    "gamma2": "float64",
+    "iterations": "int64",
+    "converged": "bool",
+    "failure": "object",  # "" when the replication succeeded, else one of FAILURES
+    "ci_lower": "float64",  # reference CI: empirical AUC, DeLong variance of the true pooled scores
+    "ci_upper": "float64",
+    "ci_lower_dist": "float64",  # the mode's approximate / distributed CI
+    "ci_upper_dist": "float64",
+    "delta_ci": "float64",  # |l~ - l| + |r~ - r|
+    "var_true": "float64",
+    "var_dist": "float64",
+    "area_between": "float64",  # noise-free only: area between empirical and ROC-GLM curve
+}
+
+FAILURES = {
+    "separation": "the ROC-GLM counts are degenerate (every k_j is 0 or n1): no finite estimate",
+    "no convergence": "Fisher scoring did not converge in 25 iterations",
+    "ci undefined": "the empirical AUC is exactly 0 or 1, where the logit CI does not exist",
+    "disclosure": "a site holds fewer than q negatives or positives and refuses its aggregates (protocol mode)",
+}
+
+# Failures that leave no usable ROC-GLM AUC; "ci undefined" only removes the replication's CIs.
+FIT_FAILURES = ("separation", "no convergence", "disclosure")
+
+
+@lru_cache(maxsize=None)
+def tau_of(setting: Setting) -> float:
+    """The setting's noise standard deviation (cached: the root finder runs once per setting and process)."""
+    return setting.tau
+
+
+def setting_frame(setting: Setting, columns: dict) -> pd.DataFrame:
+    """Build the result frame of one setting from per-replication arrays, in :data:`COLUMNS` order and types."""
+    n_rows = len(columns["rep"])
+    data = {
+        "setting": np.full(n_rows, setting.name, dtype=object),
+        "sensitivity": np.full(n_rows, setting.sensitivity),
+        "epsilon": np.full(n_rows, setting.epsilon),
+        "delta": np.full(n_rows, setting.delta),
+        "tau": np.full(n_rows, tau_of(setting)),
+    }
+    data.update(columns)
+    data.setdefault("area_between", np.full(n_rows, np.nan))
+    missing = set(COLUMNS) - set(data)
+    if missing:
+        raise ValueError(f"result columns missing: {sorted(missing)}")
+    return pd.DataFrame({name: np.asarray(data[name]).astype(dtype) for name, dtype in COLUMNS.items()})

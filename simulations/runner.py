@@ -1,0 +1,242 @@
+"""Run the study in chunks of replications, in parallel (processes or Dask), resumable from the saved chunks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .paper import run_paper_chunk
+from .protocol import run_protocol_chunk
+from .settings import Setting, select_settings
+
+__all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_results"]
+
+MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk}
+# Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
+# files, and the results, are the same whatever the parallelism.
+DEFAULT_CHUNK = {"paper": 100, "protocol": 10}
+RESULTS, CHUNKS = "results", "chunks"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: replications ``[start, stop)`` of every selected setting."""
+
+    mode: str
+    seed: int
+    start: int
+    stop: int
+    settings: tuple[Setting, ...]
+
+    @property
+    def file_name(self) -> str:
+        """The chunk's file name."""
+        return f"chunk-{self.start:07d}-{self.stop:07d}.parquet"
+
+
+def run_chunk(task: Task) -> tuple[Task, pd.DataFrame, float]:
+    """Compute one chunk (in a worker); returns the task, its results and the CPU seconds it took."""
+    cpu = time.process_time()
+    frame = MODES[task.mode](task.seed, range(task.start, task.stop), task.settings)
+    return task, frame, time.process_time() - cpu
+
+
+def _config(mode, reps, seed, settings, chunk) -> dict:
+    return {"mode": mode, "reps": reps, "seed": seed, "chunk": chunk, "settings": [s.name for s in settings]}
+
+
+def _check_config(out: Path, config: dict) -> None:
+    """Write the run's configuration, or check that a resumed run matches the one on disk."""
+    path = out / "config.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        diff = [key for key in config if old.get(key) != config[key]]
+        if diff:
+            raise ValueError(
+                f"{out} holds a different run ({', '.join(diff)} differ: {[old.get(k) for k in diff]} on disk, "
+                f"{[config[k] for k in diff]} asked); resume with the same options or choose another --out"
+            )
+    else:
+        path.write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+class _Progress:
+    """Progress lines on stderr: replications done, rate, time left; at most one line every few seconds."""
+
+    def __init__(self, total_reps: int, done_reps: int, n_settings: int, stream, every: float = 5.0):
+        self.total, self.done, self.n_settings, self.stream, self.every = total_reps, done_reps, n_settings, stream, every
+        self.start_done, self.t0, self.last = done_reps, time.perf_counter(), 0.0
+
+    def update(self, reps: int, force: bool = False) -> None:
+        self.done += reps
+        now = time.perf_counter()
+        if self.stream is None or not (force or now - self.last >= self.every):
+            return
+        self.last = now
+        rate = (self.done - self.start_done) / max(now - self.t0, 1e-9)
+        left = (self.total - self.done) / rate if rate > 0 else float("inf")
+        print(
+            f"[simulations] {self.done}/{self.total} replications x {self.n_settings} settings "
+            f"({100 * self.done / self.total:.0f}%), {rate:.1f} reps/s, ~{left:.0f} s left",
+            file=self.stream,
+            flush=True,
+        )
+
+
+def _executor_results(tasks, workers, scheduler):
+    """Yield chunk results as they finish: in process, in a process pool, or on a Dask cluster."""
+    if scheduler is not None:
+        try:
+            from distributed import Client, as_completed
+        except ImportError as exc:  # optional extra
+            raise RuntimeError("--scheduler needs Dask distributed: pip install 'dsroc[dask]'") from exc
+        client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+        try:
+            futures = client.map(run_chunk, tasks, pure=False)
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            if client is not scheduler:
+                client.close()
+        return
+    if workers <= 1:
+        for task in tasks:
+            yield run_chunk(task)
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed as done
+    import multiprocessing as mp
+
+    # forkserver/spawn keep worker start-up independent of the parent's threads; fork is fine on Linux
+    # and avoids re-importing, so use it where available.
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(run_chunk, task) for task in tasks]
+        for future in done(futures):
+            yield future.result()
+
+
+def run_study(
+    out,
+    *,
+    mode: str = "paper",
+    reps: int = 10_000,
+    seed: int = 1,
+    settings=None,
+    workers: int = 1,
+    scheduler=None,
+    chunk: int | None = None,
+    progress=sys.stderr,
+) -> dict:
+    """Run (or resume) the simulation study and save one Parquet file per setting under ``out/results``.
+
+    Parameters
+    ----------
+    out : path
+        Output folder. Finished chunks are kept in ``out/chunks`` until all are done, so an
+        interrupted run resumes where it stopped when called again with the same options.
+    mode : {"paper", "protocol"}
+    reps : int
+        Replications per setting.
+    seed : int
+        Base seed; replication r uses a stream derived from (seed, r) only.
+    settings : list of str, optional
+        Setting names (see :func:`simulations.settings.select_settings`); all 126 by default.
+    workers : int
+        Local worker processes (ignored with ``scheduler``).
+    scheduler : str or distributed.Client, optional
+        Address of a Dask scheduler (or a client) to run the chunks on.
+    chunk : int, optional
+        Replications per chunk (default: 100 in paper mode, 10 in protocol mode).
+    progress : file or None
+        Where progress lines go.
+
+    Returns
+    -------
+    dict
+        The timing record also written to ``out/timing.json``.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+    for name, value in (("reps", reps), ("workers", workers)):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    chunk = DEFAULT_CHUNK[mode] if chunk is None else chunk
+    if isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    chosen = tuple(select_settings(settings))
+    out = Path(out)
+    (out / CHUNKS).mkdir(parents=True, exist_ok=True)
+    _check_config(out, _config(mode, reps, seed, chosen, chunk))
+
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    tasks = [Task(mode, int(seed), a, min(a + chunk, reps), chosen) for a in range(0, reps, chunk)]
+    results_done = (out / RESULTS / "_complete.json").exists()
+    todo = [] if results_done else [t for t in tasks if not (out / CHUNKS / t.file_name).exists()]
+    done_reps = reps - sum(t.stop - t.start for t in todo)
+    bar = _Progress(reps, done_reps, len(chosen), progress)
+    if todo:
+        bar.update(0, force=True)
+    worker_cpu = 0.0
+    for task, frame, cpu in _executor_results(todo, int(workers), scheduler):
+        _write_atomic(frame, out / CHUNKS / task.file_name)
+        worker_cpu += cpu
+        bar.update(task.stop - task.start)
+    if todo:
+        bar.update(0, force=True)
+    if not results_done:
+        _compact(out, tasks, chosen)
+    wall = time.perf_counter() - wall0
+    computed = sum(t.stop - t.start for t in todo)
+    main_cpu = time.process_time() - cpu0
+    in_process = scheduler is None and int(workers) <= 1
+    timing = {
+        "mode": mode,
+        "replications": reps,
+        "settings": len(chosen),
+        "replications_computed_now": computed,
+        "wall_seconds": wall,
+        # In process the chunks' CPU is part of this process's; otherwise add the workers' own.
+        "cpu_seconds": main_cpu if in_process else main_cpu + worker_cpu,
+        "replications_per_second": computed / wall if wall > 0 else None,
+        "fits_per_second": computed * len(chosen) / wall if wall > 0 else None,
+        "workers": "dask" if scheduler is not None else int(workers),
+        "scheduler": None if scheduler is None else str(getattr(scheduler, "scheduler", scheduler)),
+        "cpu_count": os.cpu_count(),
+    }
+    (out / "timing.json").write_text(json.dumps(timing, indent=2) + "\n")
+    return timing
+
+
+def _compact(out: Path, tasks, settings) -> None:
+    """Merge the chunk files into one Parquet file per setting, then drop the chunks."""
+    frame = pd.concat([pd.read_parquet(out / CHUNKS / t.file_name) for t in tasks], ignore_index=True)
+    results = out / RESULTS
+    results.mkdir(exist_ok=True)
+    for setting, part in frame.groupby("setting", sort=False):
+        _write_atomic(part.sort_values("rep").reset_index(drop=True), results / f"{setting}.parquet")
+    (results / "_complete.json").write_text(json.dumps({"settings": [s.name for s in settings]}) + "\n")
+    for t in tasks:
+        (out / CHUNKS / t.file_name).unlink()
+
+
+def load_results(out) -> pd.DataFrame:
+    """All per-replication results of a finished run (one row per setting and replication)."""
+    results = Path(out) / RESULTS
+    if not (results / "_complete.json").exists():
+        raise FileNotFoundError(f"{out} holds no finished run (no {RESULTS}/_complete.json); run or resume it first")
+    names = json.loads((results / "_complete.json").read_text())["settings"]
+    return pd.concat([pd.read_parquet(results / f"{name}.parquet") for name in names], ignore_index=True)
