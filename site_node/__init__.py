@@ -1,1 +1,5 @@
-"""Placeholder for the site_node package (filled by its issue)."""
+"""The dsroc site daemon: the program a hospital runs next to its patient data, answering privacy-checked questions over gRPC.
+
+Public helpers for other roles: :func:`site_node.pki.generate_dev_pki`, :func:`site_node.auth.hash_token`,
+:func:`site_node.auth.new_token`, :func:`site_node.testing.running_site` and :func:`site_node.init.init_site`.
+"""

@@ -1,0 +1,154 @@
+"""Bearer tokens (the site stores only SHA-256 hashes) and the server interceptor for auth, audit and status codes."""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import logging
+import secrets
+from typing import Iterable
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+from .audit import AuditLog, AuditRecord
+from .config import AnalystConfig
+from .errors import Unauthenticated, status_for
+
+__all__ = ["hash_token", "new_token", "current_analyst", "AuthAuditInterceptor", "OPEN_METHOD_PREFIXES"]
+
+log = logging.getLogger("dsroc.site")
+
+# The standard health service answers without a token, so that load balancers and `grpc_health_probe`
+# can watch the daemon; it reveals nothing but SERVING / NOT_SERVING.
+OPEN_METHOD_PREFIXES = ("/grpc.health.v1.Health/",)
+_MAX_LOGGED_LIST = 50
+
+_analyst: contextvars.ContextVar[str | None] = contextvars.ContextVar("dsroc_analyst", default=None)
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 hex digest of a bearer token: what a site config stores instead of the token."""
+    if not isinstance(token, str) or not token:
+        raise ValueError("token must be a non-empty string")
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh random bearer token (256 bits, URL-safe)."""
+    return "dsroc_" + secrets.token_urlsafe(32)
+
+
+def current_analyst() -> str:
+    """The authenticated analyst of the request being served (set by :class:`AuthAuditInterceptor`)."""
+    name = _analyst.get()
+    if name is None:
+        raise Unauthenticated("no authenticated analyst for this request")
+    return name
+
+
+def _loggable(value):
+    """Request parameters for the audit log, with long arrays shortened to their length."""
+    if isinstance(value, dict):
+        return {k: _loggable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return value if len(value) <= _MAX_LOGGED_LIST else f"[{len(value)} values]"
+    return value
+
+
+class AuthAuditInterceptor(grpc.ServerInterceptor):
+    """Authenticate every call, write its audit record and turn exceptions into status codes.
+
+    Deny by default: a call without a known token, or to a method outside ``methods``, is refused
+    with ``UNAUTHENTICATED`` (and audited) before any servicer code runs.
+
+    Parameters
+    ----------
+    analysts : iterable of AnalystConfig
+        Known analysts and their token hashes.
+    audit : AuditLog
+    methods : iterable of str
+        Full method names served (``/dsroc.v1.SiteService/Describe``, ...).
+    """
+
+    def __init__(self, analysts: Iterable[AnalystConfig], audit: AuditLog, methods: Iterable[str]):
+        self._by_hash = {a.token_sha256: a.name for a in analysts}
+        self._audit = audit
+        self._methods = frozenset(methods)
+
+    def _authenticate(self, metadata) -> str | None:
+        value = dict(metadata or ()).get("authorization", "")
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self._by_hash.get(hash_token(token.strip()))
+
+    def intercept_service(self, continuation, details):
+        method = details.method
+        if method.startswith(OPEN_METHOD_PREFIXES):
+            return continuation(details)
+        analyst = self._authenticate(details.invocation_metadata)
+        call = method.rsplit("/", 1)[-1]
+        handler = continuation(details) if method in self._methods else None
+        if analyst is None or handler is None:
+            message = ("missing or unknown bearer token (metadata 'authorization: Bearer <token>')"
+                       if analyst is None else f"method {method} is not served by this site")
+            self._audit.write(AuditRecord(analyst or "", call, decision="UNAUTHENTICATED", message=message))
+            return _refuse(handler, message)
+        return _wrap(handler, self._wrap_behavior, analyst, call)
+
+    def _wrap_behavior(self, behavior, analyst: str, call: str, streaming_request: bool):
+        audit = self._audit
+
+        def wrapped(request, context):
+            record = AuditRecord(analyst, call, peer=context.peer())
+            if not streaming_request:
+                record.parameters = _loggable(MessageToDict(request, preserving_proto_field_name=True))
+            token, who = audit.begin(record), _analyst.set(analyst)
+            try:
+                # A server-streaming servicer does all checks and charging before returning its
+                # iterator, so the record is complete here.
+                return behavior(request, context)
+            except Exception as exc:
+                code, message = status_for(exc)
+                if code is grpc.StatusCode.INTERNAL:
+                    log.exception("internal error in %s for analyst %s", call, analyst)
+                record.decision, record.message = code.name, message
+                context.abort(code, message)
+            finally:
+                _analyst.reset(who)
+                audit.end(record, token)
+
+        return wrapped
+
+
+def _wrap(handler, wrap_behavior, analyst: str, call: str):
+    kinds = (
+        ("unary_unary", grpc.unary_unary_rpc_method_handler, False),
+        ("unary_stream", grpc.unary_stream_rpc_method_handler, False),
+        ("stream_unary", grpc.stream_unary_rpc_method_handler, True),
+        ("stream_stream", grpc.stream_stream_rpc_method_handler, True),
+    )
+    for attr, make, streaming_request in kinds:
+        behavior = getattr(handler, attr)
+        if behavior is not None:
+            return make(wrap_behavior(behavior, analyst, call, streaming_request),
+                        request_deserializer=handler.request_deserializer,
+                        response_serializer=handler.response_serializer)
+    raise ValueError("handler has no behaviour")
+
+
+def _refuse(handler, message: str):
+    """A handler of the same shape as ``handler`` (unary if unknown) that refuses with UNAUTHENTICATED."""
+
+    def abort(request, context):
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    if handler is None or handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(abort)
+    # Do not deserialize the request of an unauthenticated caller.
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(abort)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(abort)
+    return grpc.stream_stream_rpc_method_handler(abort)

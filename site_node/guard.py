@@ -1,0 +1,176 @@
+"""The disclosure guard: every privacy rule a request must pass before the site computes an answer.
+
+The rules are the site's, never the analyst's: the privacy level q on every aggregate (refusals name
+the rule, never the count), per-release caps on epsilon and delta, the sensitivity decided at the
+site (an analyst may ask for a larger one only), and caps on grid sizes. All maths is ``dsroc``'s.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from dsroc import calibration_edges, model_sensitivity, rocglm_grid
+
+from .config import Policy
+from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
+
+__all__ = [
+    "SiteSensitivity",
+    "analyst_input",
+    "require_privacy_level",
+    "check_release_parameters",
+    "site_sensitivity",
+    "release_sensitivity",
+    "check_grid",
+    "check_theta",
+    "check_edges",
+    "check_threshold",
+]
+
+
+@contextmanager
+def analyst_input(field: str):
+    """Turn a ``ValueError`` from validating an analyst-supplied value into :class:`InvalidArgument`.
+
+    Only wrap validation of values the analyst sent: those messages describe the analyst's input,
+    never the site's data.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        raise InvalidArgument(f"{field}: {exc}") from None
+
+
+def require_privacy_level(n: int, q: int, what: str) -> None:
+    """Refuse an aggregate over fewer than ``q`` patients, without saying how many there are."""
+    if n < q:
+        raise PermissionDenied(f"privacy level: {what} must describe at least q = {q} patients at this site")
+
+
+def _finite(name: str, value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be finite, got {value}")
+    return value
+
+
+def check_release_parameters(policy: Policy, epsilon: float, delta: float) -> tuple[float, float]:
+    """Validate the (epsilon, delta) an analyst asks for and apply the per-release caps."""
+    epsilon, delta = _finite("epsilon", epsilon), _finite("delta", delta)
+    if epsilon <= 0:
+        raise InvalidArgument(f"epsilon must be positive, got {epsilon}")
+    if not 0 < delta < 1:
+        raise InvalidArgument(f"delta must lie strictly between 0 and 1, got {delta}")
+    if epsilon > policy.max_epsilon:
+        raise PermissionDenied(f"policy: epsilon {epsilon} is above this site's limit per release ({policy.max_epsilon})")
+    if delta > policy.max_delta:
+        raise PermissionDenied(f"policy: delta {delta} is above this site's limit per release ({policy.max_delta})")
+    return epsilon, delta
+
+
+@dataclass(frozen=True)
+class SiteSensitivity:
+    """The site's l2-sensitivity for a session's scores and how it was decided."""
+
+    value: float
+    rule: str
+    formal_bound: bool
+    note: str
+
+
+def site_sensitivity(rule: str, *, policy: Policy, score_range, model=None, features=None) -> SiteSensitivity:
+    """Decide the sensitivity by the site's rule.
+
+    Parameters
+    ----------
+    rule : {"value", "range", "model"}
+    policy : Policy
+        Gives the configured value and the histogram bins of the ``model`` rule.
+    score_range : (float, float)
+        The range the scores are known to lie in (``range`` rule).
+    model : dsroc.GlmModel, optional
+        The analyst's model (``model`` rule); a score column has no model and is refused.
+    features : mapping of column name to array, optional
+        The model's input columns at this site.
+    """
+    if rule == "value":
+        return SiteSensitivity(float(policy.sensitivity_value), "value", True,
+                               "a value set by the site administrator")
+    if rule == "range":
+        lo, hi = score_range
+        return SiteSensitivity(float(hi - lo), "range", True,
+                               f"the width of the score range [{lo}, {hi}]: a formal bound")
+    if model is None:
+        raise FailedPrecondition(
+            "sensitivity rule 'model' needs a GLM score source; this dataset's score columns have no model"
+        )
+    X = np.column_stack([features[name] for name in model.features])
+    estimate = model_sensitivity(model.predict_matrix, X, n_bins=policy.model_sensitivity_bins,
+                                 feature_names=model.features)
+    if not estimate.value > 0:
+        raise FailedPrecondition("sensitivity rule 'model' gives 0 for this model; the site cannot calibrate noise")
+    return SiteSensitivity(estimate.value, "model", False, estimate.note)
+
+
+def release_sensitivity(site: SiteSensitivity, requested: float) -> float:
+    """The sensitivity of a release: the site's, or a larger one the analyst asks for (0 = the site's)."""
+    requested = _finite("sensitivity", requested)
+    if requested == 0:
+        return site.value
+    if requested < site.value:
+        raise InvalidArgument(
+            f"sensitivity {requested} is below the site's value {site.value} (rule {site.rule!r}); "
+            "an analyst may only ask for a larger sensitivity"
+        )
+    return requested
+
+
+def check_grid(policy: Policy, grid_message) -> np.ndarray:
+    """The threshold grid of a ``dsroc.v1.GridSpec``, within the site's size cap."""
+    which = grid_message.WhichOneof("grid") if grid_message is not None else None
+    with analyst_input("grid"):
+        if which == "n_points":
+            grid = rocglm_grid(int(grid_message.n_points))
+        elif which == "thresholds":
+            grid = rocglm_grid(np.asarray(grid_message.thresholds.values, dtype=np.float64))
+        else:
+            grid = rocglm_grid(None)
+    if grid.size > policy.max_thresholds:
+        raise PermissionDenied(
+            f"policy: the grid has {grid.size} thresholds; this site answers grids of at most {policy.max_thresholds}"
+        )
+    return grid
+
+
+def check_theta(values) -> np.ndarray:
+    """Theta = (gamma1, gamma2): two finite numbers."""
+    theta = np.asarray(list(values), dtype=np.float64)
+    if theta.shape != (2,) or not np.isfinite(theta).all():
+        raise InvalidArgument(f"theta must be two finite numbers (gamma1, gamma2), got {list(values)}")
+    return theta
+
+
+def check_edges(policy: Policy, request) -> np.ndarray:
+    """Calibration bin edges of a ``CalibrationPartsRequest``: n_bins (default 10) or explicit edges."""
+    which = request.WhichOneof("bins")
+    with analyst_input("edges" if which == "edges" else "n_bins"):
+        if which == "edges":
+            edges = calibration_edges(edges=np.asarray(request.edges.values, dtype=np.float64))
+            if edges[0] != 0.0 or edges[-1] != 1.0:
+                raise ValueError("explicit edges must start at 0 and end at 1 so that every patient has a bin")
+        else:
+            edges = calibration_edges(int(request.n_bins) if request.n_bins else 10)
+    if edges.size - 1 > policy.max_thresholds:
+        raise PermissionDenied(
+            f"policy: {edges.size - 1} calibration bins; this site answers at most {policy.max_thresholds}"
+        )
+    return edges
+
+
+def check_threshold(value: float) -> float:
+    """A classification threshold: a finite number."""
+    return _finite("threshold", value)

@@ -1,0 +1,109 @@
+"""Assemble and run the site's gRPC server: TLS, interceptor, servicer, health service, message limits."""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from dsroc.v1 import site_pb2, site_pb2_grpc
+
+from .audit import AuditLog
+from .auth import AuthAuditInterceptor
+from .config import ConfigError, SiteConfig
+from .ledger import SqliteLedger
+from .servicer import SiteServicer
+from .site import Site
+
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options"]
+
+log = logging.getLogger("dsroc.site")
+
+SERVICE_NAME = "dsroc.v1.SiteService"
+
+
+def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    """Explicit message-size limits, for servers and clients alike."""
+    return [("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes)]
+
+
+def _server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
+    tls = config.tls
+    if tls is None:
+        raise ConfigError(
+            f"{config.source or '<config>'}: tls: TLS is on by default; configure [tls] cert and key, "
+            "or run with --insecure for local development"
+        )
+    try:
+        key, cert = Path(tls.key).read_bytes(), Path(tls.cert).read_bytes()
+        ca = Path(tls.client_ca).read_bytes() if tls.client_ca else None
+    except OSError as exc:
+        raise ConfigError(f"{config.source or '<config>'}: tls: cannot read {exc.filename}: {exc.strerror}") from None
+    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=ca is not None)
+
+
+class SiteServer:
+    """The daemon: a gRPC server for one site config.
+
+    Parameters
+    ----------
+    config : SiteConfig
+    insecure : bool, default False
+        Plain text instead of TLS (local development only).
+    address : str, optional
+        Overrides ``config.listen`` (``127.0.0.1:0`` picks a free port).
+    max_workers : int, default 8
+    """
+
+    def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8):
+        self.config = config
+        self.insecure = insecure
+        self.address = address or config.listen
+        credentials = None if insecure else _server_credentials(config)
+        self.ledger = SqliteLedger(config.ledger_path)
+        self.audit = AuditLog(config.audit_path)
+        self.site = Site(config, self.ledger)
+        methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
+            interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods)],
+            options=channel_options(config.max_message_bytes),
+        )
+        site_pb2_grpc.add_SiteServiceServicer_to_server(SiteServicer(self.site), self.server)
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        if insecure:
+            self.port = self.server.add_insecure_port(self.address)
+        else:
+            self.port = self.server.add_secure_port(self.address, credentials)
+        if not self.port:
+            raise OSError(f"cannot listen on {self.address}")
+        host = self.address.rsplit(":", 1)[0]
+        self.bound_address = f"{host}:{self.port}"
+
+    def _set_health(self, status) -> None:
+        for service in ("", SERVICE_NAME):
+            self.health.set(service, status)
+
+    def start(self) -> "SiteServer":
+        """Start serving and report SERVING on the health service."""
+        self.server.start()
+        self._set_health(health_pb2.HealthCheckResponse.SERVING)
+        log.info("site %s serving on %s (%s)", self.config.name, self.bound_address,
+                 "INSECURE plain text" if self.insecure else "TLS")
+        return self
+
+    def stop(self, grace: float | None = 5.0) -> None:
+        """Report NOT_SERVING, finish running calls (up to ``grace`` seconds) and close the ledger."""
+        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.server.stop(grace).wait()
+        self.ledger.close()
+        log.info("site %s stopped", self.config.name)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the server stops (or ``timeout``)."""
+        return self.server.wait_for_termination(timeout)

@@ -1,0 +1,174 @@
+"""The gRPC servicer: translates ``dsroc.v1`` messages to calls of :class:`site_node.site.Site` and back.
+
+Deliberately thin: authentication, audit records and the mapping of exceptions to status codes live
+in :class:`site_node.auth.AuthAuditInterceptor`; every decision lives in the site and its guard.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dsroc.v1 import site_pb2 as pb
+from dsroc.v1 import site_pb2_grpc
+
+from .audit import note
+from .auth import current_analyst
+from .errors import InvalidArgument
+from .ledger import BudgetStatus
+from .scores import ScoreSpec
+from .site import Site
+
+__all__ = ["SiteServicer", "API_VERSION"]
+
+API_VERSION = "dsroc.v1"
+
+
+def _budget_message(b: BudgetStatus) -> pb.BudgetStatus:
+    return pb.BudgetStatus(
+        dataset=b.dataset, budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta, mu_budget=b.mu_budget,
+        mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, epsilon_spent=b.epsilon_spent, releases=b.releases,
+    )
+
+
+class SiteServicer(site_pb2_grpc.SiteServiceServicer):
+    """``dsroc.v1.SiteService`` backed by a :class:`Site`."""
+
+    def __init__(self, site: Site):
+        self.site = site
+
+    def _session(self, session_id: str):
+        return self.site.session(current_analyst(), session_id)
+
+    def Describe(self, request, context):
+        policy = self.site.policy
+        datasets = [
+            pb.DatasetInfo(
+                name=d.config.name, description=d.config.description,
+                columns=[pb.Column(name=n, dtype=t) for n, t in d.columns],
+                outcome_columns=d.config.outcomes, score_columns=d.config.scores,
+                score_min=d.config.score_range[0], score_max=d.config.score_range[1],
+                sensitivity_rule=d.rule, budget=_budget_message(d.budget),
+            )
+            for d in self.site.describe(current_analyst())
+        ]
+        return pb.DescribeResponse(
+            site_name=self.site.config.name, api_version=API_VERSION, datasets=datasets,
+            policy=pb.Policy(
+                privacy_level=policy.privacy_level, max_epsilon=policy.max_epsilon, max_delta=policy.max_delta,
+                budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
+                sensitivity_rule=policy.sensitivity, max_glm_evaluations=policy.max_glm_evaluations,
+                max_thresholds=policy.max_thresholds, session_idle_seconds=self.site.config.session_idle_seconds,
+                max_chunk_scores=policy.max_chunk_scores, max_survivor_scores=policy.max_survivor_scores,
+            ),
+        )
+
+    def OpenSession(self, request, context):
+        spec = ScoreSpec.from_proto(request.score)
+        session = self.site.open_session(current_analyst(), request.dataset, request.outcome, spec)
+        return pb.OpenSessionResponse(session_id=session.session_id,
+                                      idle_timeout_seconds=self.site.sessions.idle_seconds, score_source=spec.key)
+
+    def CloseSession(self, request, context):
+        self.site.close_session(current_analyst(), request.session_id)
+        return pb.CloseSessionResponse()
+
+    def Sensitivity(self, request, context):
+        s = self.site.sensitivity(self._session(request.session_id))
+        return pb.SensitivityResponse(sensitivity=s.value, rule=s.rule, formal_bound=s.formal_bound, note=s.note)
+
+    def ReleaseNoisyScores(self, request, context):
+        session = self._session(request.session_id)
+        release, charged, values = self.site.release(
+            session, request.score_class, epsilon=request.epsilon, delta=request.delta,
+            sensitivity=request.sensitivity,
+        )
+        note(privacy_cost=charged, parameters={"release_id": release.release_id, "tau": release.tau})
+        info = pb.ReleaseInfo(
+            score_class=request.score_class, n=values.size, sensitivity=release.key.sensitivity, tau=release.tau,
+            epsilon=release.key.epsilon, delta=release.key.delta, mu=release.mu, mu_charged=charged,
+            repeated=charged == 0.0, release_id=release.release_id, rule=release.rule,
+        )
+        limit = self.site.policy.max_chunk_scores
+        chunk = min(request.chunk_size, limit) if request.chunk_size else limit
+        # Everything above ran (and was charged) before the first message; below only slices values.
+        return _chunks(info, values, chunk)
+
+    def UploadSurvivor(self, request_iterator, context):
+        first = next(request_iterator, None)
+        if first is None or not first.HasField("header"):
+            raise InvalidArgument("the first UploadSurvivor message must carry the header (session, class, n)")
+        header = first.header
+        note(parameters={"session_id": header.session_id, "score_class": header.score_class, "n": header.n})
+        session = self._session(header.session_id)
+        limit = self.site.policy.max_survivor_scores
+        if header.n > limit:
+            raise InvalidArgument(f"header.n: this site accepts survivor functions of at most {limit} scores")
+        parts, received = [], 0
+        for message in _with_first(first, request_iterator):
+            if message is not first and message.HasField("header"):
+                raise InvalidArgument("only the first UploadSurvivor message may carry a header")
+            values = np.asarray(message.scores, dtype=np.float64)
+            received += values.size
+            if received > limit:
+                raise InvalidArgument(f"this site accepts survivor functions of at most {limit} scores")
+            parts.append(values)
+        values = np.concatenate(parts) if parts else np.empty(0)
+        survivor = self.site.upload_survivor(session, header.score_class, values, declared_n=header.n)
+        return pb.UploadSurvivorResponse(
+            score_class=header.score_class, n_received=values.size, survivor_id=survivor.digest,
+            evaluations_left=self.site.evaluations_left(session),
+        )
+
+    def RocGlmParts(self, request, context):
+        session = self._session(request.session_id)
+        parts, left, n_thresholds = self.site.rocglm_parts(
+            session, request.theta, request.grid if request.HasField("grid") else None)
+        return pb.RocGlmPartsResponse(
+            score=parts.score.tolist(), information=parts.information.ravel().tolist(), deviance=parts.deviance,
+            evaluations_left=left, n_thresholds=n_thresholds,
+        )
+
+    def PlacementMoments(self, request, context):
+        session = self._session(request.session_id)
+        means = None
+        if request.HasField("global_means"):
+            means = (request.global_means.mean_pv0, request.global_means.mean_pv1)
+        m = self.site.placement_moments(session, means)
+        if m.second_pass:
+            return pb.PlacementMomentsResponse(ssd_pv0=m.ssd_pv0, ssd_pv1=m.ssd_pv1, second_pass=True)
+        return pb.PlacementMomentsResponse(pv0=pb.MeanParts(total=m.pv0.total, n=m.pv0.n),
+                                           pv1=pb.MeanParts(total=m.pv1.total, n=m.pv1.n))
+
+    def BrierParts(self, request, context):
+        parts = self.site.brier_parts(self._session(request.session_id))
+        return pb.BrierPartsResponse(sum_sq=parts.sum_sq, n=parts.n)
+
+    def CalibrationParts(self, request, context):
+        parts = self.site.calibration_parts(self._session(request.session_id), request)
+        bins = [
+            pb.CalibrationBin(index=int(b), count=int(c), sum_scores=float(s), sum_labels=float(y))
+            for b, c, s, y in zip(parts.bins, parts.count, parts.sum_score, parts.sum_label)
+        ]
+        return pb.CalibrationPartsResponse(edges=parts.edges.tolist(), bins=bins,
+                                           suppressed=[int(b) for b in parts.suppressed])
+
+    def ConfusionParts(self, request, context):
+        c = self.site.confusion_parts(self._session(request.session_id), request.threshold)
+        return pb.ConfusionPartsResponse(tp=c.tp, fp=c.fp, fn=c.fn, tn=c.tn)
+
+    def Budget(self, request, context):
+        return pb.BudgetResponse(budget=_budget_message(self.site.budget(current_analyst(), request.dataset)))
+
+
+def _with_first(first, rest):
+    yield first
+    yield from rest
+
+
+def _chunks(info, values: np.ndarray, size: int):
+    """The release stream: the info on the first message, then consecutive slices of ``values``."""
+    for offset in range(0, values.size, size):
+        chunk = pb.ReleaseChunk(scores=values[offset:offset + size].tolist(), offset=offset)
+        if offset == 0:
+            chunk.info.CopyFrom(info)
+        yield chunk

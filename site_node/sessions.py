@@ -1,0 +1,106 @@
+"""Analyst sessions: what a session is bound to, what it has received, and expiry after inactivity."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from dsroc import SurvivorFunction
+
+from .errors import NotFound, ResourceExhausted
+from .guard import SiteSensitivity
+from .scores import ScoreSpec
+
+__all__ = ["Survivor", "Session", "SessionStore"]
+
+
+@dataclass
+class Survivor:
+    """An uploaded pooled survivor function, its content hash (the query-cap key) and, once computed,
+    the session's true placement values under it."""
+
+    function: SurvivorFunction
+    digest: str
+    placements: np.ndarray | None = None
+
+
+@dataclass
+class Session:
+    """One analyst's session on (dataset, outcome, score source) with the site's true data for it."""
+
+    session_id: str
+    analyst: str
+    dataset: str
+    outcome: str
+    spec: ScoreSpec
+    scores: np.ndarray
+    labels: np.ndarray
+    score_range: tuple[float, float]
+    fingerprint: str
+    features: dict | None = None
+    sensitivity: SiteSensitivity | None = None
+    survivors: dict = field(default_factory=dict)  # dsroc.v1.ScoreClass value -> Survivor
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self):
+        # True scores per class, split once.
+        self.negatives = self.scores[self.labels == 0]
+        self.positives = self.scores[self.labels == 1]
+
+
+class SessionStore:
+    """Open sessions in memory; a session unused for ``idle_seconds`` is gone (``NOT_FOUND``).
+
+    Sessions do not survive a restart; the ledger (releases, query caps) does.
+    """
+
+    def __init__(self, *, idle_seconds: float, max_sessions: int, clock: Callable[[], float] = time.monotonic):
+        self.idle_seconds = float(idle_seconds)
+        self.max_sessions = int(max_sessions)
+        self._clock = clock
+        self._sessions: dict[str, tuple[Session, float]] = {}
+        self._lock = threading.Lock()
+
+    def _purge(self, now: float) -> None:
+        for sid in [sid for sid, (_, seen) in self._sessions.items() if now - seen > self.idle_seconds]:
+            del self._sessions[sid]
+
+    def add(self, make: Callable[[str], Session]) -> Session:
+        """Create a session with a fresh id via ``make(session_id)`` and store it."""
+        with self._lock:
+            self._purge(self._clock())
+            if len(self._sessions) >= self.max_sessions:
+                raise ResourceExhausted(
+                    f"this site has {self.max_sessions} open sessions, its limit; close sessions you no longer need"
+                )
+        session = make(secrets.token_hex(16))
+        with self._lock:
+            self._sessions[session.session_id] = (session, self._clock())
+        return session
+
+    def get(self, analyst: str, session_id: str) -> Session:
+        """The analyst's session, refreshing its activity time; :class:`NotFound` if unknown or expired."""
+        with self._lock:
+            now = self._clock()
+            self._purge(now)
+            entry = self._sessions.get(session_id)
+            # Another analyst's session is "not found": session ids are not shared.
+            if entry is None or entry[0].analyst != analyst:
+                raise NotFound(f"session {session_id!r} does not exist or has expired after inactivity; open a new one")
+            self._sessions[session_id] = (entry[0], now)
+            return entry[0]
+
+    def close(self, analyst: str, session_id: str) -> None:
+        """Forget a session."""
+        self.get(analyst, session_id)
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)

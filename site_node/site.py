@@ -1,0 +1,297 @@
+"""The site: what each call of the API does, in plain Python (the gRPC servicer only translates messages).
+
+Every method checks the guard's rules first and changes state (ledger, query counters, session)
+only after all checks passed, so a refused request leaves everything as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+import numpy as np
+
+from dsroc import (
+    BrierParts,
+    CalibrationParts,
+    ConfusionParts,
+    MeanParts,
+    PartsAtTheta,
+    RocGlmParts,
+    SurvivorFunction,
+    add_gaussian_noise,
+    analytic_gaussian_sigma,
+    brier_parts,
+    calibration_parts,
+    confusion_parts,
+    mean_parts,
+    sq_dev_parts,
+)
+
+from .config import DatasetConfig, SiteConfig
+from .datasets import DatasetStore, column_dtype, outcome_values
+from .errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from .guard import (
+    SiteSensitivity,
+    check_edges,
+    check_grid,
+    check_release_parameters,
+    check_theta,
+    check_threshold,
+    release_sensitivity,
+    require_privacy_level,
+    site_sensitivity,
+)
+from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
+from .scores import ScoreSpec, compute_scores
+from .sessions import Session, SessionStore, Survivor
+
+__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "PlacementMoments", "Site"]
+
+NEGATIVES, POSITIVES = 1, 2  # dsroc.v1.ScoreClass values
+_CLASS_NAMES = {NEGATIVES: "negatives", POSITIVES: "positives"}
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What Describe tells an analyst about a dataset: names and types, never counts."""
+
+    config: DatasetConfig
+    columns: list[tuple[str, str]]
+    rule: str
+    budget: BudgetStatus
+
+
+@dataclass(frozen=True)
+class PlacementMoments:
+    """Pass 1 (sums and counts) or pass 2 (squared deviations) of the placement values."""
+
+    pv0: MeanParts | None = None
+    pv1: MeanParts | None = None
+    ssd_pv0: float = 0.0
+    ssd_pv1: float = 0.0
+    second_pass: bool = False
+
+
+def _check_class(score_class: int) -> int:
+    if score_class not in _CLASS_NAMES:
+        raise InvalidArgument("score_class must be SCORE_CLASS_NEGATIVES or SCORE_CLASS_POSITIVES")
+    return score_class
+
+
+class Site:
+    """One hospital site: its datasets, policy, ledger and sessions.
+
+    Parameters
+    ----------
+    config : SiteConfig
+    ledger : Ledger
+    """
+
+    def __init__(self, config: SiteConfig, ledger: Ledger):
+        self.config = config
+        self.policy = config.policy
+        self.ledger = ledger
+        self.datasets = DatasetStore(config.datasets)
+        self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions)
+
+    # ------------------------------------------------------------------ datasets and budget
+    def _allowed(self, analyst: str, dataset: str) -> DatasetConfig:
+        config = self.datasets.config(dataset)  # NotFound first: an unknown name is not a permission question
+        if not self.config.analysts[analyst].may_use(dataset):
+            raise PermissionDenied(f"analyst {analyst!r} may not use dataset {dataset!r} at this site")
+        return config
+
+    def _rule(self, config: DatasetConfig) -> str:
+        return config.sensitivity or self.policy.sensitivity
+
+    def describe(self, analyst: str) -> list[DatasetSummary]:
+        """The datasets this analyst may use, with columns, sensitivity rule and budget."""
+        out = []
+        for name in self.datasets.names():
+            if not self.config.analysts[analyst].may_use(name):
+                continue
+            config = self.datasets.config(name)
+            table = self.datasets.table(name)
+            columns = [(str(c), column_dtype(table[c])) for c in table.columns]
+            out.append(DatasetSummary(config, columns, self._rule(config), self.ledger.budget(name, self.policy)))
+        return out
+
+    def budget(self, analyst: str, dataset: str) -> BudgetStatus:
+        """Spent and remaining privacy budget of a dataset."""
+        self._allowed(analyst, dataset)
+        return self.ledger.budget(dataset, self.policy)
+
+    # ------------------------------------------------------------------ sessions
+    def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec) -> Session:
+        """Open a session after checking permission, columns and data (problems are named per column)."""
+        config = self._allowed(analyst, dataset)
+        if outcome not in config.outcomes:
+            raise InvalidArgument(
+                f"dataset {dataset!r} has no declared outcome column {outcome!r} (declared: {list(config.outcomes)})"
+            )
+        table = self.datasets.table(dataset)
+        labels = outcome_values(table, dataset, outcome)
+        scores, score_range = compute_scores(spec, config, table)
+        features = None
+        if spec.model is not None:
+            features = {name: np.asarray(table[name], dtype=np.float64) for name in spec.model.features}
+
+        def make(session_id: str) -> Session:
+            return Session(session_id, analyst, dataset, outcome, spec, scores, labels, score_range,
+                           fingerprint="", features=features)
+
+        return self.sessions.add(make)
+
+    def session(self, analyst: str, session_id: str) -> Session:
+        """The analyst's open session."""
+        return self.sessions.get(analyst, session_id)
+
+    def close_session(self, analyst: str, session_id: str) -> None:
+        """Close a session."""
+        self.sessions.close(analyst, session_id)
+
+    # ------------------------------------------------------------------ sensitivity and release
+    def sensitivity(self, session: Session) -> SiteSensitivity:
+        """The site's sensitivity for the session's scores (computed once per session)."""
+        with session.lock:
+            if session.sensitivity is None:
+                config = self.datasets.config(session.dataset)
+                session.sensitivity = site_sensitivity(
+                    self._rule(config), policy=self.policy, score_range=session.score_range,
+                    model=session.spec.model, features=session.features,
+                )
+            return session.sensitivity
+
+    def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
+                sensitivity: float = 0.0) -> tuple[Release, float, np.ndarray]:
+        """Noisy scores of one class; the first request of a release charges the ledger for both classes.
+
+        Returns the release, the mu charged by this request (0 for a repeat) and the class's values.
+        """
+        score_class = _check_class(score_class)
+        epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
+        site_delta = self.sensitivity(session)
+        used_delta = release_sensitivity(site_delta, sensitivity)
+        negatives, positives = session.negatives, session.positives
+        # The release covers both classes, so each must meet the privacy level.
+        require_privacy_level(negatives.size, self.policy.privacy_level, "each class of a release (negatives)")
+        require_privacy_level(positives.size, self.policy.privacy_level, "each class of a release (positives)")
+        tau = analytic_gaussian_sigma(epsilon, delta, used_delta)
+        key = ReleaseKey(session.dataset, session.spec.key, session.outcome, epsilon, delta, used_delta)
+
+        def draw():
+            # A fresh 128-bit seed per release from the OS; one generator, so the two classes get
+            # independent noise. The values themselves are persisted, not the seed.
+            rng = np.random.default_rng(secrets.randbits(128))
+            return add_gaussian_noise(negatives, tau, rng), add_gaussian_noise(positives, tau, rng)
+
+        release, charged = self.ledger.release(
+            key, analyst=session.analyst, tau=tau, rule=site_delta.rule,
+            fingerprint=self._fingerprint(session), policy=self.policy, draw=draw,
+        )
+        values = release.negatives if score_class == NEGATIVES else release.positives
+        return release, charged, values
+
+    @staticmethod
+    def _fingerprint(session: Session) -> str:
+        """Hash of the session's sorted class scores: detects a dataset that changed since a release."""
+        with session.lock:
+            if not session.fingerprint:
+                h = hashlib.sha256()
+                h.update(np.sort(session.negatives).tobytes())
+                h.update(b"|")
+                h.update(np.sort(session.positives).tobytes())
+                session.fingerprint = h.hexdigest()
+            return session.fingerprint
+
+    # ------------------------------------------------------------------ survivor functions
+    def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int) -> Survivor:
+        """Store the analyst's pooled noisy scores of one class as the session's survivor function."""
+        score_class = _check_class(score_class)
+        if values.size == 0:
+            raise InvalidArgument("the survivor upload contains no scores")
+        if declared_n and declared_n != values.size:
+            raise InvalidArgument(f"header.n is {declared_n} but {values.size} scores arrived")
+        if not np.isfinite(values).all():
+            raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
+        ordered = np.sort(values)
+        survivor = Survivor(SurvivorFunction(ordered), hashlib.sha256(ordered.tobytes()).hexdigest())
+        with session.lock:
+            session.survivors[score_class] = survivor
+        return survivor
+
+    def evaluations_left(self, session: Session) -> int:
+        """Theta-evaluations left on the session's uploaded S~0."""
+        survivor = session.survivors.get(NEGATIVES)
+        if survivor is None:
+            return 0
+        return self.ledger.evaluations_left(self._eval_key(session, survivor), self.policy.max_glm_evaluations)
+
+    @staticmethod
+    def _eval_key(session: Session, survivor: Survivor) -> tuple[str, str, str, str]:
+        # Keyed by content, not by session: re-uploading the same S~0 or opening a new session does
+        # not reset the count.
+        return session.dataset, session.spec.key, session.outcome, survivor.digest
+
+    def _placements(self, session: Session, score_class: int) -> np.ndarray:
+        """PV0 of the true positives under S~0 (class NEGATIVES) or PV1 of the negatives under S~1."""
+        with session.lock:
+            survivor = session.survivors.get(score_class)
+            if survivor is None:
+                which = "S~0 (pooled noisy negatives)" if score_class == NEGATIVES else "S~1 (pooled noisy positives)"
+                raise FailedPrecondition(f"upload the survivor function {which} with UploadSurvivor first")
+            if survivor.placements is None:
+                query = session.positives if score_class == NEGATIVES else session.negatives
+                survivor.placements = survivor.function(query)
+            return survivor.placements
+
+    # ------------------------------------------------------------------ aggregates
+    def rocglm_parts(self, session: Session, theta, grid_message) -> tuple[PartsAtTheta, int, int]:
+        """The site's ROC-GLM score, information and deviance at theta; counts one evaluation."""
+        theta = check_theta(theta)
+        grid = check_grid(self.policy, grid_message)
+        require_privacy_level(session.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
+        pv0 = self._placements(session, NEGATIVES)
+        left = self.ledger.use_evaluation(self._eval_key(session, session.survivors[NEGATIVES]),
+                                          self.policy.max_glm_evaluations)
+        parts = RocGlmParts.from_placements(pv0, grid).evaluate(theta)
+        return parts, left, grid.size
+
+    def placement_moments(self, session: Session, means: tuple[float, float] | None) -> PlacementMoments:
+        """Pass 1 (``means`` None): sums and counts of PV0 and PV1; pass 2: squared deviations from ``means``."""
+        q = self.policy.privacy_level
+        if means is not None:
+            for name, value in zip(("global_means.mean_pv0", "global_means.mean_pv1"), means):
+                if not np.isfinite(value):
+                    raise InvalidArgument(f"{name} must be finite, got {value}")
+        require_privacy_level(session.positives.size, q, "the placement moments (positives)")
+        require_privacy_level(session.negatives.size, q, "the placement moments (negatives)")
+        pv0, pv1 = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)
+        if means is None:
+            return PlacementMoments(pv0=mean_parts(pv0), pv1=mean_parts(pv1))
+        return PlacementMoments(ssd_pv0=sq_dev_parts(pv0, means[0]), ssd_pv1=sq_dev_parts(pv1, means[1]),
+                                second_pass=True)
+
+    def _probabilities(self, session: Session, what: str) -> None:
+        lo, hi = session.score_range
+        if lo < 0.0 or hi > 1.0:
+            raise InvalidArgument(f"{what} needs probabilities in [0, 1]; this score column's declared range is [{lo}, {hi}]")
+
+    def brier_parts(self, session: Session) -> BrierParts:
+        """Sum of squared errors and n."""
+        self._probabilities(session, "the Brier score")
+        require_privacy_level(session.scores.size, self.policy.privacy_level, "the Brier parts")
+        return brier_parts(session.scores, session.labels)
+
+    def calibration_parts(self, session: Session, request) -> CalibrationParts:
+        """Per-bin sums; bins below the privacy level are suppressed (only their index is released)."""
+        edges = check_edges(self.policy, request)
+        self._probabilities(session, "calibration")
+        return calibration_parts(session.scores, session.labels, edges, privacy_level=self.policy.privacy_level)
+
+    def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
+        """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""
+        threshold = check_threshold(threshold)
+        return confusion_parts(session.scores, session.labels, threshold, privacy_level=self.policy.privacy_level)
