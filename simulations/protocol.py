@@ -1,9 +1,12 @@
 """Protocol mode: what the deployed system computes -- five sites, released noisy scores, distributed fit and CI.
 
-The network is replaced by direct calls; every number is computed by the same :mod:`dsroc` functions
-the site daemon and the analyst library call (noise by ``add_gaussian_noise``, placement values by
-``SurvivorFunction`` with mid-rank ties, per-site ``RocGlmParts`` summed by ``fit_rocglm``, the
-two-pass ``mean_parts`` / ``sq_dev_parts`` moments and ``delong_variance_from_moments``).
+The network is replaced by direct calls. Each step is the computation ``site_node.site.Site`` performs
+for that call, on the same :mod:`dsroc` functions (the daemon's methods need a configured site with a
+ledger and sessions, so the study calls the functions they are built on): a release draws both
+classes' noise from one generator with ``add_gaussian_noise``; placement values come from
+``SurvivorFunction`` (mid-rank ties); the ROC-GLM parts from ``RocGlmParts.from_placements``, summed
+over sites by ``fit_rocglm``; the CI from the two-pass ``mean_parts`` / ``sq_dev_parts`` moments and
+``delong_variance_from_moments``; the privacy level from the site guard's ``require_privacy_level``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from dsroc import (
     sq_dev_parts,
 )
 
+from site_node.errors import PermissionDenied
+from site_node.guard import require_privacy_level
+
 from .dgp import N_SITES, generate_replication
 from .records import setting_frame, tau_of
 
@@ -37,15 +43,16 @@ __all__ = ["PRIVACY_LEVEL", "run_protocol_chunk", "release_scores"]
 PRIVACY_LEVEL = 5  # q: the site default of SPEC section 3
 
 
-def release_scores(scores: np.ndarray, tau: float, seed: int, rep: int, site: int, label: int) -> np.ndarray:
-    """A site's release of one class's scores: ``scores + N(0, tau^2)`` by the Gaussian mechanism.
+def release_scores(negatives, positives, tau: float, seed: int, rep: int, site: int):
+    """A site's release: both classes plus ``N(0, tau^2)`` noise, drawn from one generator as the site does.
 
-    The noise stream depends on (seed, replication, site, class) only: positives and negatives get
-    independent noise, and a setting differs from another only by ``tau`` (common random numbers).
+    The generator depends on (seed, replication, site) only, so positives and negatives get independent
+    noise and settings differ only by ``tau`` (common random numbers across settings).
     """
     if tau == 0.0:
-        return scores
-    return add_gaussian_noise(scores, tau, np.random.default_rng([seed, rep, 1 + site, label]))
+        return negatives, positives
+    rng = np.random.default_rng([seed, rep, 1 + site])
+    return add_gaussian_noise(negatives, tau, rng), add_gaussian_noise(positives, tau, rng)
 
 
 def _pooled_variance_of(parts_per_site) -> tuple[float, int]:
@@ -56,11 +63,10 @@ def _pooled_variance_of(parts_per_site) -> tuple[float, int]:
 
 def _one_setting(seed, rep, sites, tau, grid):
     """Distributed ROC-GLM and CI of one replication at noise level ``tau``; returns a dict of results."""
-    released0 = [release_scores(s0, tau, seed, rep, k, 0) for k, (s0, _) in enumerate(sites)]
-    released1 = [release_scores(s1, tau, seed, rep, k, 1) for k, (_, s1) in enumerate(sites)]
+    released = [release_scores(s0, s1, tau, seed, rep, k) for k, (s0, s1) in enumerate(sites)]
     # The analyst pools the released scores into the global survivor functions and sends them back.
-    surv0 = SurvivorFunction(np.concatenate(released0))
-    surv1 = SurvivorFunction(np.concatenate(released1))
+    surv0 = SurvivorFunction(np.concatenate([r[0] for r in released]))
+    surv1 = SurvivorFunction(np.concatenate([r[1] for r in released]))
     # Each site places its true scores under them.
     pv0 = [surv0(s1, ties="mid") for _, s1 in sites]
     pv1 = [surv1(s0, ties="mid") for s0, _ in sites]
@@ -105,7 +111,13 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
         except ValueError:
             ref = (np.nan, np.nan)
         sites = [(s[(data.sites == k) & (y == 0)], s[(data.sites == k) & (y == 1)]) for k in range(N_SITES)]
-        refused = min(min(s0.size, s1.size) for s0, s1 in sites) < privacy_level
+        try:  # each site releases, and aggregates, only over at least q negatives and q positives
+            for s0, s1 in sites:
+                require_privacy_level(s0.size, privacy_level, "each class of a release (negatives)")
+                require_privacy_level(s1.size, privacy_level, "each class of a release (positives)")
+            refused = False
+        except PermissionDenied:
+            refused = True
         base = {"rep": rep, "n": s.size, "n1": int(y.sum()), "auc_emp": auc_emp, "var_true": var_true,
                 "ci_lower": ref[0], "ci_upper": ref[1]}
         for setting in settings:

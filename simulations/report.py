@@ -153,8 +153,8 @@ def _heatmap(matrix: pd.DataFrame, results: pd.DataFrame, path: Path, *, title: 
         return
     levels = [0.0, 0.0025, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1]
     colours = ["#08306b", "#2171b5", "#6baed6", "#c6dbef", "#fcbba1", "#fb6a4a", "#cb181d", "#67000d"]
-    cmap, norm = ListedColormap(colours), BoundaryNorm(levels, len(colours), extend="max")
-    cmap.set_bad("#dddddd")  # no replication in this bin
+    cmap = ListedColormap(colours).with_extremes(bad="#dddddd")  # grey: no replication in this bin
+    norm = BoundaryNorm(levels, len(colours), extend="max")
     n_rows = max(int((noisy["sensitivity"] == s).sum()) for s in sens)
     fig, axes = plt.subplots(1, len(sens), figsize=(2.6 * len(sens) + 2.5, 0.26 * n_rows + 2.2), squeeze=False)
     for i, (ax, s) in enumerate(zip(axes[0], sens)):

@@ -1,0 +1,177 @@
+"""Small runs of the study in both modes: outputs, determinism, resume, Dask, and cross-checks of the numbers."""
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dsroc import (
+    auc_ci,
+    delong_variance_from_moments,
+    empirical_auc,
+    fit_rocglm,
+    fit_rocglm_batch,
+    placement_values,
+    rocglm_counts,
+    rocglm_grid,
+    RocGlmParts,
+)
+from simulations import runner
+from simulations.cli import main
+from simulations.dgp import generate_replication
+from simulations.paper import run_paper_chunk
+from simulations.protocol import release_scores, run_protocol_chunk
+from simulations.report import table1
+from simulations.runner import load_results, run_study
+from simulations.settings import select_settings
+
+SMALL = ["noise-free", "sens=0.1_eps=10_delta=0.1", "sens=0.4_eps=0.5_delta=1e-05"]
+
+
+@pytest.mark.parametrize("mode,reps", [("paper", 40), ("protocol", 8)])
+def test_small_run_writes_every_output(tmp_path, mode, reps):
+    assert main(["run", "--mode", mode, "--reps", str(reps), "--settings", *SMALL, "--quiet", "--out", str(tmp_path)]) == 0
+    for name in ("table1.csv", "table1.md", "settings.csv", "recommended.csv", "fig5_mae.png", "fig6_dci.png", "timing.json"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    t1 = pd.read_csv(tmp_path / "table1.csv")
+    assert list(t1.columns) == ["auc_bin", "min", "q25", "median", "mean", "q75", "max", "sd", "count"]
+    assert len(t1) == 20 and t1["auc_bin"].iloc[0] == "(0.5, 0.525]" and t1["auc_bin"].iloc[-1] == "(0.975, 1]"
+    results = load_results(tmp_path)
+    assert len(results) == reps * len(SMALL)
+    free = results[results["setting"] == "noise-free"]
+    in_range = free[(free["auc_emp"] >= 0.5) & (free["failure"].isin(["", "ci undefined"]))]
+    assert t1["count"].sum() == len(in_range)
+    settings = pd.read_csv(tmp_path / "settings.csv")
+    assert list(settings["setting"]) == SMALL and (settings["replications"] == reps).all()
+    timing = json.loads((tmp_path / "timing.json").read_text())
+    assert timing["replications_computed_now"] == reps and timing["wall_seconds"] > 0
+    # noise-free: the released scores are the true ones, so both CIs coincide in paper mode
+    if mode == "paper":
+        assert np.nanmax(free["delta_ci"]) == 0.0
+    # much noise makes the ROC-GLM AUC far worse than little noise
+    by = results.groupby("setting")["delta_auc"].apply(lambda d: d.abs().mean())
+    assert by["sens=0.4_eps=0.5_delta=1e-05"] > 5 * by["sens=0.1_eps=10_delta=0.1"]
+
+
+def test_identical_results_for_one_and_two_workers(tmp_path):
+    kwargs = dict(mode="paper", reps=12, seed=9, settings=SMALL, chunk=5, progress=None)
+    run_study(tmp_path / "one", workers=1, **kwargs)
+    run_study(tmp_path / "two", workers=2, **kwargs)
+    pd.testing.assert_frame_equal(load_results(tmp_path / "one"), load_results(tmp_path / "two"))
+
+
+def test_dask_local_cluster_gives_the_same_results(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    kwargs = dict(mode="protocol", reps=4, seed=2, settings=SMALL[:2], chunk=2, progress=None)
+    run_study(tmp_path / "local", **kwargs)
+    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None) as cluster:
+        timing = run_study(tmp_path / "dask", scheduler=cluster.scheduler_address, **kwargs)
+    assert timing["workers"] == "dask"
+    pd.testing.assert_frame_equal(load_results(tmp_path / "local"), load_results(tmp_path / "dask"))
+
+
+def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
+    kwargs = dict(mode="paper", reps=15, seed=4, settings=SMALL[:2], chunk=5, progress=None)
+    run_study(tmp_path / "full", **kwargs)
+    real = runner.run_chunk
+    calls = []
+
+    def failing(task):
+        calls.append(task.start)
+        if len(calls) == 3:
+            raise KeyboardInterrupt("simulated interruption")
+        return real(task)
+
+    monkeypatch.setattr(runner, "run_chunk", failing)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(tmp_path / "resumed", **kwargs)
+    assert len(list((tmp_path / "resumed" / "chunks").glob("*.parquet"))) == 2
+    monkeypatch.setattr(runner, "run_chunk", real)
+    timing = run_study(tmp_path / "resumed", **kwargs)
+    assert timing["replications_computed_now"] == 5  # only the missing chunk
+    pd.testing.assert_frame_equal(load_results(tmp_path / "full"), load_results(tmp_path / "resumed"))
+    with pytest.raises(ValueError, match="different run"):
+        run_study(tmp_path / "resumed", **{**kwargs, "seed": 5})
+
+
+def test_paper_mode_equals_single_data_set_functions():
+    settings = select_settings(["noise-free", "sens=0.2_eps=1_delta=0.001"])
+    frame = run_paper_chunk(8, range(3), settings)
+    grid = rocglm_grid()
+    for setting in settings:
+        for rep in range(3):
+            d = generate_replication(8, rep)
+            row = frame[(frame["setting"] == setting.name) & (frame["rep"] == rep)].iloc[0]
+            noisy = np.clip(d.scores + setting.tau * d.noise, 0, 1)
+            s0, s1 = noisy[d.labels == 0], noisy[d.labels == 1]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                fit = fit_rocglm(RocGlmParts.from_placements(placement_values(s0, s1, ties="strict"), grid))
+            assert row["auc_rocglm"] == pytest.approx(fit.auc, abs=1e-9)
+            assert row["gamma1"] == pytest.approx(fit.params[0], abs=1e-7)
+            auc = empirical_auc(d.scores, d.labels)
+            assert row["auc_emp"] == pytest.approx(auc, abs=1e-12)
+            pv0, pv1 = placement_values(s0, s1, ties="strict"), placement_values(s1, s0, ties="strict")
+            var = delong_variance_from_moments(var_pv0=pv0.var(ddof=1), n1=s1.size, var_pv1=pv1.var(ddof=1), n0=s0.size)
+            assert row["var_dist"] == pytest.approx(var, rel=1e-10)
+            lo, hi = auc_ci(auc, var)
+            assert (row["ci_lower_dist"], row["ci_upper_dist"]) == pytest.approx((lo, hi), abs=1e-12)
+
+
+def test_noise_free_protocol_equals_paper_where_they_must():
+    # Without noise and without ties, strict and mid-rank survivor functions agree, S~0 is S0, and the
+    # per-site counts add up to the pooled ones: same ROC-GLM, same placement-value variance. The CIs
+    # differ by design (centred at the ROC-GLM AUC in protocol mode, the empirical AUC in paper mode).
+    settings = select_settings(["noise-free"])
+    paper = run_paper_chunk(2, range(6), settings)
+    protocol = run_protocol_chunk(2, range(6), settings)
+    ok = (protocol["failure"] == "") & (paper["failure"] == "")
+    assert ok.sum() >= 4
+    for col in ("auc_emp", "auc_rocglm", "gamma1", "gamma2"):
+        np.testing.assert_allclose(protocol.loc[ok, col], paper.loc[ok, col], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(protocol.loc[ok, "var_dist"], paper.loc[ok, "var_true"], rtol=1e-9)
+    np.testing.assert_array_equal(protocol["iterations"][ok], paper["iterations"][ok])
+
+
+def test_protocol_distributed_fit_equals_pooled_counts_fit():
+    setting = select_settings(["sens=0.1_eps=5_delta=0.01"])[0]
+    frame = run_protocol_chunk(6, range(2), [setting])
+    grid = rocglm_grid()
+    for rep in range(2):
+        d = generate_replication(6, rep)
+        neg = []
+        for k in range(5):
+            m = d.sites == k
+            r0, _ = release_scores(d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)], setting.tau, 6, rep, k)
+            neg.append(r0)
+        pv0 = placement_values(np.concatenate(neg), d.scores[d.labels == 1])
+        pooled = fit_rocglm_batch(rocglm_counts(pv0, grid)[None, :], [pv0.size], grid)
+        assert frame["auc_rocglm"].iloc[rep] == pytest.approx(pooled.auc[0], abs=1e-9)
+
+
+def test_table1_needs_noise_free(tmp_path):
+    run_study(tmp_path, reps=3, settings=["sens=0.1_eps=10_delta=0.1"], progress=None)
+    with pytest.raises(ValueError, match="noise-free"):
+        table1(load_results(tmp_path))
+    assert main(["report", str(tmp_path)]) == 0  # the rest of the report still works
+
+
+def test_cli_rejects_bad_input(tmp_path, capsys):
+    assert main(["run", "--reps", "0", "--out", str(tmp_path)]) == 2
+    assert "reps must be a positive integer" in capsys.readouterr().err
+    assert main(["run", "--reps", "2", "--settings", "sens=9", "--out", str(tmp_path / "x")]) == 2
+    assert "unknown setting" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+    with pytest.raises(SystemExit):
+        main(["run", "--mode", "fast", "--out", str(tmp_path)])
+
+
+@pytest.mark.slow
+def test_full_paper_study(tmp_path):
+    timing = run_study(tmp_path, mode="paper", reps=10_000, workers=2, progress=None)
+    assert timing["wall_seconds"] < 600
+    t1 = table1(load_results(tmp_path))
+    assert t1["count"].sum() > 9_900
+    assert t1["mean"].abs().max() < 0.015
