@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,9 +17,14 @@ privacy budget; the analyst only ever receives noisy scores and aggregates over 
 Documentation: docs/analyst.md."""
 
 
+_PRINT_LOCK = threading.Lock()  # progress arrives from the fan-out threads
+
+
 def _print_progress(step: str, site: str | None, message: str) -> None:
     where = f"[{site}]" if site else ""
-    print(f"  {step:<28} {where:<12} {message}", file=sys.stderr, flush=True)
+    with _PRINT_LOCK:
+        sys.stderr.write(f"  {step:<28} {where:<12} {message}\n")
+        sys.stderr.flush()
 
 
 def _load_model(path: str) -> dict:

@@ -1,0 +1,109 @@
+"""Fixtures: five real TLS site servers on loopback over synthetic data, and helpers to build federations."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+
+from analyst import Federation, SiteConfig
+from site_node.auth import hash_token
+from site_node.pki import generate_dev_pki
+from site_node.testing import running_server
+
+TOKEN = "analyst-test-token"
+N_SITES, N_PER_SITE = 5, 400
+#: the score is a logistic model of the feature x, so a GLM sent by the analyst reproduces it
+MODEL = {"link": "logit", "intercept": -0.3, "coefficients": {"x": 1.1}}
+
+
+def site_frames(seed: int = 11) -> list[pd.DataFrame]:
+    """Five sites' data; site s0 has exactly 3 patients with a score in the top calibration bin."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for k in range(N_SITES):
+        y = rng.integers(0, 2, N_PER_SITE)
+        x = rng.normal(1.3 * y - 0.4, 1.0)
+        if k == 0:
+            # keep all but three scores below 0.9 (expit(x) < 0.9 <=> x < logit(0.9))
+            cap = (np.log(0.9 / 0.1) + 0.3) / 1.1
+            high = x >= cap - 0.05
+            x[high] = rng.uniform(cap - 1.5, cap - 0.05, high.sum())
+            x[:3] = cap + np.array([0.3, 0.5, 0.7])  # distinct: ties would be broken by the noise
+        frames.append(pd.DataFrame({"x": x, "pred": expit(-0.3 + 1.1 * x), "y": y}))
+    # no ties: noise of any size would break a tie and move a placement value by 1/(2n)
+    assert np.unique(np.concatenate([f["pred"] for f in frames])).size == N_SITES * N_PER_SITE
+    return frames
+
+
+def write_site(directory: Path, name: str, frame: pd.DataFrame, pki, *, sensitivity_value: float = 1e-9,
+               q: int = 5) -> Path:
+    """A site config with TLS, rule 'value' and a generous budget."""
+    directory.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(directory / "data.csv", index=False)
+    path = directory / "site.toml"
+    path.write_text(f"""
+[site]
+name = "{name}"
+state_dir = "state"
+
+[tls]
+cert = "{pki.server_cert}"
+key = "{pki.server_key}"
+
+[policy]
+privacy_level = {q}
+sensitivity = "value"
+sensitivity_value = {sensitivity_value!r}
+max_epsilon = 10.0
+max_delta = 0.05
+budget_epsilon = 200.0
+budget_delta = 0.05
+
+[analysts.tester]
+token_sha256 = "{hash_token(TOKEN)}"
+datasets = ["*"]
+
+[datasets.test]
+path = "data.csv"
+outcomes = ["y"]
+scores = ["pred"]
+model_columns = ["x"]
+""")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory):
+    return generate_dev_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def five_sites(tmp_path_factory, pki):
+    """Five running sites; yields (frames, addresses, servers)."""
+    root = tmp_path_factory.mktemp("sites")
+    frames = site_frames()
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(running_server(write_site(root / f"s{k}", f"s{k}", f, pki)))
+                   for k, f in enumerate(frames)]
+        yield frames, [s.bound_address for s in servers], servers
+
+
+def federation(addresses, pki, *, token: str = TOKEN, **options) -> Federation:
+    return Federation([SiteConfig(name=f"s{k}", address=a, token=token, ca_file=pki.ca_cert)
+                       for k, a in enumerate(addresses)], **options)
+
+
+@pytest.fixture(scope="session")
+def helpers():
+    """The helper functions of this conftest (test modules cannot import it under importlib mode)."""
+    class H:
+        pass
+
+    h = H()
+    h.TOKEN, h.MODEL, h.site_frames, h.write_site, h.federation = TOKEN, MODEL, site_frames, write_site, federation
+    return h

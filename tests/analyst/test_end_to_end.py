@@ -1,0 +1,159 @@
+"""The distributed procedure over five real TLS site servers, checked against pooled computations."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy.stats import norm
+
+import dsroc
+from analyst import SiteError
+
+
+def brute_placements(ref, query):
+    """Mid-rank survivor function of ``ref`` at ``query`` by an explicit comparison matrix."""
+    ref, query = np.asarray(ref)[None, :], np.asarray(query)[:, None]
+    return ((ref > query).sum(1) + 0.5 * (ref == query).sum(1)) / ref.size
+
+
+@pytest.fixture(scope="module")
+def pooled(five_sites):
+    frames, _, _ = five_sites
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def negligible(five_sites, pki, helpers):
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        return fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, threshold=0.5, a0=0.7)
+
+
+def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
+    res = negligible
+    s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
+    s0, s1 = s[y == 0], s[y == 1]
+    pv0, pv1 = brute_placements(s0, s1), brute_placements(s1, s0)
+    # ROC-GLM by statsmodels: binomial probit of the counts k_j out of n1 on Phi^-1(t_j)
+    grid = np.linspace(0, 1, 30)[1:-1]
+    k = (pv0[None, :] <= grid[:, None]).sum(1)
+    glm = sm.GLM(np.column_stack([k, s1.size - k]), sm.add_constant(norm.ppf(grid)),
+                 family=sm.families.Binomial(link=sm.families.links.Probit())).fit(tol=1e-12)
+    g1, g2 = glm.params
+    assert np.allclose(res.rocglm.params, [g1, g2], atol=1e-6)
+    assert res.auc == pytest.approx(norm.cdf(g1 / np.sqrt(1 + g2**2)), abs=1e-6)
+    assert res.rocglm.converged
+    # DeLong variance from brute-force placement values; logit CI centred at the ROC-GLM AUC
+    var = pv1.var(ddof=1) / s0.size + pv0.var(ddof=1) / s1.size
+    assert res.auc_variance == pytest.approx(var, rel=1e-6)
+    z = norm.ppf(0.975)
+    logit = np.log(res.auc / (1 - res.auc))
+    half = z * np.sqrt(var) / (res.auc * (1 - res.auc))
+    assert res.auc_ci == pytest.approx((1 / (1 + np.exp(-(logit - half))), 1 / (1 + np.exp(-(logit + half)))), abs=1e-6)
+    assert res.test.reject == (res.auc_ci[0] > 0.7)
+    assert res.brier == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
+    assert (res.n, res.n0, res.n1) == (len(pooled), s0.size, s1.size)
+    c = res.confusion
+    assert (c.tp, c.fp, c.fn, c.tn) == (int(((s >= 0.5) & (y == 1)).sum()), int(((s >= 0.5) & (y == 0)).sum()),
+                                        int(((s < 0.5) & (y == 1)).sum()), int(((s < 0.5) & (y == 0)).sum()))
+
+
+def test_calibration_matches_pooled_bins_and_withholds_the_small_cell(negligible, pooled, five_sites):
+    cal = negligible.calibration
+    s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
+    pooled = pooled.assign(bin=np.minimum((s * 10).astype(int), 9), site=np.repeat(np.arange(5), 400))
+    # site s0 has exactly 3 patients in the top bin (< q = 5): the analyst must not see that cell at all
+    assert ("s0", 9) in cal.suppressed
+    assert 9 not in cal.per_site["s0"].bins
+    released = pooled[~((pooled.site == 0) & (pooled.bin == 9))]
+    g = released.groupby("bin").agg(n=("y", "size"), obs=("y", "mean"), pred=("pred", "mean"))
+    suppressed_elsewhere = {b for site, b in cal.suppressed if site != "s0"}
+    for b in range(10):
+        if b in suppressed_elsewhere:
+            continue
+        assert cal.count[b] == g.loc[b, "n"]
+        assert cal.observed[b] == pytest.approx(g.loc[b, "obs"], abs=1e-12)
+        assert cal.predicted[b] == pytest.approx(g.loc[b, "pred"], abs=1e-12)
+    assert cal.count[9] == int((pooled.bin == 9).sum()) - 3
+    report = negligible.to_dict()["calibration"]
+    assert all(row["bin"] != 9 for row in report["per_site"]["s0"])
+
+
+def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, sensitivity=0.1)
+    s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
+    assert abs(res.auc - dsroc.empirical_auc(s, y)) < 0.02
+    tau = dsroc.analytic_gaussian_sigma(5, 0.01, 0.1)
+    for p in res.privacy.values():
+        assert p.sensitivity == pytest.approx(0.1) and p.tau == pytest.approx(tau, rel=1e-9)
+        assert p.mu_remaining > 0
+    assert res.auc_ci[0] < res.auc < res.auc_ci[1]
+
+
+def test_a_model_sent_as_coefficients_gives_the_score_column_result(five_sites, pki, negligible, helpers):
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", model=helpers.MODEL, epsilon=5, delta=0.01)
+    assert res.auc == pytest.approx(negligible.auc, abs=1e-6)
+    assert res.brier == pytest.approx(negligible.brier, abs=1e-9)
+
+
+def test_refusals_name_the_site_and_status(five_sites, pki, helpers):
+    import grpc
+
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki, token="wrong") as fed:
+        with pytest.raises(SiteError) as err:
+            fed.describe()
+    assert err.value.code == grpc.StatusCode.UNAUTHENTICATED and err.value.site == "s0"
+    with helpers.federation(addresses, pki) as fed:
+        with pytest.raises(SiteError) as err:
+            fed.validate("nope", "y", score="pred", epsilon=5, delta=0.01)
+        assert err.value.code == grpc.StatusCode.NOT_FOUND
+        with fed.session("test", "y", score="pred") as s:
+            with pytest.raises(SiteError) as err:
+                s.confusion(0.999)  # some cell below q at every site
+            assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
+            with pytest.raises(SiteError) as err:
+                s.fit_rocglm()  # no survivor function uploaded yet
+            assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        with pytest.raises(ValueError, match="exactly one"):
+            fed.validate("test", "y", epsilon=5, delta=0.01)
+
+
+def test_describe_and_budget(five_sites, pki, helpers):
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        info = fed.describe()
+        budget = fed.budget("test")
+    assert list(info) == [f"s{k}" for k in range(5)]
+    assert info["s0"]["datasets"][0]["name"] == "test"
+    assert info["s0"]["policy"]["privacy_level"] == 5
+    assert set(budget["s1"]) >= {"mu_remaining", "epsilon_spent", "budget_epsilon"}
+
+
+def test_a_site_stopped_mid_analysis_is_named(tmp_path, pki, helpers):
+    import contextlib
+
+    import grpc
+
+    from site_node.testing import running_server
+
+    frames = helpers.site_frames(seed=5)[:3]
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(running_server(helpers.write_site(tmp_path / f"s{k}", f"s{k}", f, pki)))
+                   for k, f in enumerate(frames)]
+        with helpers.federation([s.bound_address for s in servers], pki, retries=1, timeout=5) as fed:
+            with fed.session("test", "y", score="pred") as s:
+                s.upload_survivors(*s.pool(s.release(epsilon=5, delta=0.01)))
+                servers[1].stop(grace=0)
+                started = time.perf_counter()
+                with pytest.raises(SiteError) as err:
+                    s.fit_rocglm()
+                assert time.perf_counter() - started >= 0.2  # UNAVAILABLE was retried once after 0.2 s
+    assert err.value.site == "s1" and err.value.code == grpc.StatusCode.UNAVAILABLE
+    assert "s1" in str(err.value)
