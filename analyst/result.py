@@ -74,6 +74,10 @@ def calibration_to_dict(curve) -> dict[str, Any]:
     }
 
 
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 @dataclass(frozen=True)
 class SitePrivacy:
     """What one site spent on this validation and what it has left.
@@ -271,7 +275,8 @@ class ValidationResult:
     def __str__(self) -> str:
         pct = round(100 * self.level)
         lines = [
-            f"Distributed validation of '{self.score_source}' on dataset '{self.dataset}', outcome '{self.outcome}'",
+            f"Distributed validation of '{_short(self.score_source)}' on dataset '{self.dataset}', "
+            f"outcome '{self.outcome}'",
             f"  sites: {', '.join(self.sites)}   n = {self.n} (negatives {self.n0}, positives {self.n1})",
             f"  privacy request: epsilon = {self.epsilon:g}, delta = {self.delta:g}",
             "",
@@ -298,7 +303,8 @@ class ValidationResult:
         lines += ["", "Calibration (cells with fewer than q patients are withheld by the sites)",
                   "  bin            n   mean score   observed"]
         for lo, up, ob, pr, c in zip(cal.lower, cal.upper, cal.observed, cal.predicted, cal.count):
-            lines.append(f"  [{lo:.2f}, {up:.2f}]  {int(c):5d}   {_fmt(pr):>10}   {_fmt(ob):>8}")
+            note = "   (withheld by every site)" if c == 0 else ""
+            lines.append(f"  [{lo:.2f}, {up:.2f}]  {int(c):5d}   {_fmt(pr):>10}   {_fmt(ob):>8}{note}")
         if cal.suppressed:
             cells = ", ".join(f"{s}:{b}" for s, b in cal.suppressed)
             lines.append(f"  suppressed (site:bin): {cells}")

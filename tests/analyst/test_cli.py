@@ -1,0 +1,87 @@
+"""The dsroc CLI over real sites (validate, describe, budget) and the five-daemon demo as a subprocess."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyst.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_federation(tmp_path, addresses, pki, token):
+    (tmp_path / "analyst.token").write_text(token + "\n")
+    lines = ["[options]", "timeout = 20", "retries = 1", ""]
+    for k, a in enumerate(addresses):
+        lines += ["[[sites]]", f'name = "s{k}"', f'address = "{a}"', 'token_file = "analyst.token"',
+                  f'ca_file = "{pki.ca_cert}"', ""]
+    path = tmp_path / "federation.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, capsys):
+    _, addresses, _ = five_sites
+    fed = write_federation(tmp_path, addresses, pki, helpers.TOKEN)
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps(helpers.MODEL))
+    out = tmp_path / "report"
+    rc = main(["validate", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--model", str(model),
+               "--epsilon", "5", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6"])
+    assert rc == 0
+    report = json.loads((out / "report.json").read_text())
+    for key in ("auc", "auc_ci", "rocglm", "brier", "calibration", "privacy", "confusion", "test"):
+        assert key in report
+    assert report["auc_ci"][0] < report["auc"] < report["auc_ci"][1]
+    assert report["confusion"]["tp"] > 0 and report["test"]["a0"] == 0.6
+    for png in ("roc.png", "calibration.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert f"{report['auc']:.4f}" in (out / "summary.txt").read_text()
+    captured = capsys.readouterr()
+    assert "noisy release" in captured.err and "[s4]" in captured.err  # progress per step and site
+
+    assert main(["describe", "--federation", str(fed)]) == 0
+    assert "dataset 'test'" in capsys.readouterr().out
+    assert main(["budget", "--federation", str(fed), "--dataset", "test", "--json"]) == 0
+    budget = json.loads(capsys.readouterr().out)
+    assert set(budget) == {f"s{k}" for k in range(5)} and budget["s0"]["releases"] >= 1
+
+
+def test_cli_errors_are_clear(tmp_path, five_sites, pki, helpers, capsys):
+    _, addresses, _ = five_sites
+    fed = write_federation(tmp_path, addresses, pki, "not-the-token")
+    rc = main(["budget", "--federation", str(fed), "--dataset", "test"])
+    assert rc == 3 and "site 's0': UNAUTHENTICATED" in capsys.readouterr().err
+    rc = main(["describe", "--federation", str(tmp_path / "missing.toml")])
+    assert rc == 2 and "not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["validate", "--federation", str(fed)])  # argparse: required options missing
+
+
+def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
+    out, js = tmp_path / "demo", tmp_path / "demo.json"
+    proc = subprocess.run([sys.executable, "-m", "analyst", "demo", "--out", str(out), "--json", str(js), "--quiet"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(js.read_text())
+    assert set(report) >= {"auc", "auc_ci", "rocglm", "brier", "calibration", "privacy", "pooled"}
+    assert report["n"] == report["pooled"]["n"] == 249  # 686 - 63 censored early, 40 % test split
+    assert report["brier"] == pytest.approx(report["pooled"]["brier"], abs=1e-12)  # Brier carries no noise
+    assert abs(report["auc"] - report["pooled"]["auc_empirical"]) < 0.15
+    assert all(p["sensitivity_rule"] == "model" and 0.05 < p["sensitivity"] < 0.5 for p in report["privacy"].values())
+    assert "Distributed (through the network) vs pooled" in proc.stdout
+    for name in ("roc.png", "calibration.png", "report.json", "summary.txt"):
+        assert (out / "report" / name).exists()
+    # the daemons were stopped cleanly (SIGTERM): each log ends without a traceback
+    for k in range(1, 6):
+        assert "Traceback" not in (out / "sites" / f"site{k}" / "daemon.log").read_text()
+    # a second run into the same folder is allowed (it was made by the demo); a foreign folder is not
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "precious.txt").write_text("keep")
+    proc = subprocess.run([sys.executable, "-m", "analyst", "demo", "--out", str(foreign), "--quiet"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and (foreign / "precious.txt").exists()
