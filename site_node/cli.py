@@ -1,0 +1,187 @@
+"""``dsroc-site``: set up, run and inspect a hospital's dsroc site daemon."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from datetime import datetime, timezone
+
+__all__ = ["main", "build_parser"]
+
+DESCRIPTION = """\
+dsroc-site runs a hospital's site for dsroc: a daemon that answers privacy-checked questions about a
+prediction model's performance on local patient data, so that analysts can validate the model over
+several hospitals without any patient record leaving any of them.
+
+Quick start:
+  dsroc-site init mysite              # example config, sample data, dev certificates, a first token
+  $EDITOR mysite/site.toml            # your datasets, analysts and privacy policy
+  dsroc-site serve --config mysite/site.toml
+  dsroc-site budget --config mysite/site.toml     # privacy budget spent per dataset
+  dsroc-site audit --config mysite/site.toml --last 20
+"""
+
+
+class _JsonFormatter(logging.Formatter):
+    """Structured logs: one JSON object per line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+                 "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def _cmd_init(args) -> int:
+    from .init import init_site
+
+    result = init_site(args.directory, name=args.name, listen=args.listen, analyst=args.analyst,
+                       overwrite=args.force)
+    print(f"wrote {result.config}")
+    print(f"      {result.dataset} (synthetic sample data)")
+    print(f"      {result.pki.ca_cert.parent}/ (development CA, server and client certificates)")
+    print()
+    print(f"Bearer token for analyst {result.analyst!r} (shown once; the config stores only its SHA-256):")
+    print(f"  {result.token}")
+    print()
+    print("Give the analyst this token, pki/ca.crt and pki/client.crt + pki/client.key (mutual TLS).")
+    print(f"Start the site with:  dsroc-site serve --config {result.config}")
+    return 0
+
+
+def _cmd_token(args) -> int:
+    from .auth import hash_token, new_token
+
+    token = new_token()
+    print(f"token:        {token}")
+    print(f"token_sha256: {hash_token(token)}")
+    print("Put token_sha256 in the analyst's [analysts.NAME] table; give the token to the analyst.")
+    return 0
+
+
+def _cmd_serve(args) -> int:
+    from .config import load_config
+    from .server import SiteServer
+
+    config = load_config(args.config)
+    if args.insecure:
+        logging.getLogger("dsroc.site").warning("serving WITHOUT TLS (--insecure): for local development only")
+    server = SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers).start()
+    stopping = threading.Event()
+
+    def on_signal(signum, frame):
+        logging.getLogger("dsroc.site").info("received %s, shutting down", signal.Signals(signum).name)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    print(json.dumps({"event": "serving", "address": server.bound_address}), flush=True)
+    while not stopping.wait(0.5):
+        pass
+    server.stop(grace=args.grace)
+    return 0
+
+
+def _cmd_budget(args) -> int:
+    from .config import load_config
+    from .ledger import SqliteLedger
+
+    config = load_config(args.config)
+    ledger = SqliteLedger(config.ledger_path)
+    try:
+        statuses = [ledger.budget(name, config.policy) for name in config.datasets]
+        history = ledger.history()
+    finally:
+        ledger.close()
+    if args.json:
+        print(json.dumps({"budgets": [dict(vars(b), mu_remaining=b.mu_remaining, epsilon_spent=b.epsilon_spent)
+                                      for b in statuses], "releases": history}, indent=2))
+        return 0
+    print(f"budget per dataset: epsilon {config.policy.budget_epsilon}, delta {config.policy.budget_delta} "
+          f"(mu {statuses[0].mu_budget:.4f} as Gaussian DP)" if statuses else "no datasets configured")
+    for b in statuses:
+        print(f"  {b.dataset:<20} releases {b.releases:>3}   spent mu {b.mu_spent:.4f} "
+              f"(epsilon {b.epsilon_spent:.4f} at delta {b.budget_delta})   remaining mu {b.mu_remaining:.4f}")
+    if history:
+        print("releases:")
+        for r in history:
+            print(f"  {r['created']} {r['analyst']:<12} {r['dataset']:<12} eps {r['epsilon']:g} delta {r['delta']:g} "
+                  f"sens {r['sensitivity']:g} ({r['rule']}) tau {r['tau']:.4g} mu {r['mu']:.4f}  {r['source']}")
+    return 0
+
+
+def _cmd_audit(args) -> int:
+    from .audit import read_audit
+    from .config import load_config
+
+    config = load_config(args.config)
+    for entry in read_audit(config.audit_path, last=args.last):
+        if args.json:
+            print(json.dumps(entry, sort_keys=True))
+        else:
+            cost = f" mu {entry['privacy_cost']:.4f}" if entry.get("privacy_cost") else ""
+            message = f" - {entry['message']}" if entry.get("message") else ""
+            print(f"{entry['time']} {entry['analyst'] or '-':<12} {entry['call']:<18} {entry['decision']}{cost}{message}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``dsroc-site``."""
+    parser = argparse.ArgumentParser(prog="dsroc-site", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", help="write an example site folder (config, sample data, dev certificates, token)")
+    p.add_argument("directory", help="folder to create")
+    p.add_argument("--name", default="hospital", help="site name shown to analysts (default: hospital)")
+    p.add_argument("--listen", default="127.0.0.1:50051", help="listen address (default: 127.0.0.1:50051)")
+    p.add_argument("--analyst", default="analyst1", help="name of the first analyst (default: analyst1)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing site.toml")
+    p.set_defaults(func=_cmd_init)
+
+    p = sub.add_parser("token", help="make a new analyst token and print it with its SHA-256 for the config")
+    p.set_defaults(func=_cmd_token)
+
+    p = sub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT (graceful shutdown)")
+    p.add_argument("--config", required=True, help="site TOML file")
+    p.add_argument("--insecure", action="store_true", help="plain text instead of TLS (local development only)")
+    p.add_argument("--listen", default=None, help="override the config's listen address")
+    p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8)")
+    p.add_argument("--grace", type=float, default=5.0, help="seconds to finish running calls on shutdown")
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("budget", help="privacy budget spent per dataset, and every release")
+    p.add_argument("--config", required=True, help="site TOML file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_budget)
+
+    p = sub.add_parser("audit", help="recent audit-log entries (every request, accepted or refused)")
+    p.add_argument("--config", required=True, help="site TOML file")
+    p.add_argument("--last", type=int, default=50, help="number of entries (default: 50)")
+    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.set_defaults(func=_cmd_audit)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of ``dsroc-site``."""
+    args = build_parser().parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    from .config import ConfigError
+
+    try:
+        return args.func(args)
+    except (ConfigError, FileExistsError, OSError) as exc:
+        print(f"dsroc-site: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

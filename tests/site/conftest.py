@@ -1,0 +1,146 @@
+"""Fixtures for the site tests: site folders with real data files, real servers on loopback, raw-stub clients."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dsroc.v1 import site_pb2 as pb
+from site_node.config import parse_config
+from site_node.init import sample_dataset
+from site_node.testing import running_server, site_channel, site_stub
+
+TOKENS = {"alice": "token-of-alice", "bob": "token-of-bob"}
+
+
+def make_config(directory, *, frames=None, policy=None, site=None, analysts=None, tls=None, datasets=None):
+    """A SiteConfig in ``directory`` with CSV datasets written from ``frames`` (name -> DataFrame)."""
+    frames = {"test": sample_dataset(300, seed=1)} if frames is None else frames
+    (directory / "data").mkdir(parents=True, exist_ok=True)
+    ds = {}
+    for name, frame in frames.items():
+        frame.to_csv(directory / "data" / f"{name}.csv", index=False)
+        ds[name] = {"path": f"data/{name}.csv", "outcomes": ["y"], "scores": ["pred"],
+                    "model_columns": ["age", "size", "nodes", "grade"]}
+    ds.update(datasets or {})
+    data = {
+        "site": {"name": directory.name, "listen": "127.0.0.1:0", **(site or {})},
+        "policy": {"privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.01, "budget_epsilon": 20.0,
+                   "budget_delta": 0.05, **(policy or {})},
+        "analysts": analysts if analysts is not None else {
+            "alice": {"token_sha256": hashlib.sha256(TOKENS["alice"].encode()).hexdigest(), "datasets": ["*"]},
+            "bob": {"token_sha256": hashlib.sha256(TOKENS["bob"].encode()).hexdigest(), "datasets": []},
+        },
+        "datasets": ds,
+    }
+    if tls:
+        data["tls"] = tls
+    return parse_config(data, source=directory / "site.toml")
+
+
+class Client:
+    """The raw generated stub with a bearer token on every call, plus streaming helpers."""
+
+    def __init__(self, address, token=TOKENS["alice"], **tls):
+        self.channel = site_channel(address, **tls)
+        self.stub = site_stub(self.channel)
+        self.metadata = [("authorization", f"Bearer {token}")] if token else []
+
+    def __getattr__(self, name):
+        method = getattr(self.stub, name)
+        return lambda request, **kw: method(request, metadata=self.metadata, timeout=60, **kw)
+
+    def open(self, dataset="test", outcome="y", column="pred", model=None):
+        score = pb.ScoreSource(model=model) if model is not None else pb.ScoreSource(score_column=column)
+        return self.OpenSession(pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=score)).session_id
+
+    def release(self, session, score_class, epsilon=5.0, delta=0.01, sensitivity=0.0, chunk_size=0):
+        chunks = list(self.ReleaseNoisyScores(pb.ReleaseRequest(
+            session_id=session, score_class=score_class, epsilon=epsilon, delta=delta, sensitivity=sensitivity,
+            chunk_size=chunk_size)))
+        values = np.concatenate([np.asarray(c.scores, dtype=float) for c in chunks])
+        return chunks[0].info, values, chunks
+
+    def upload(self, session, score_class, values, chunk=10_000, n=None):
+        values = np.asarray(values, dtype=float)
+
+        def messages():
+            header = pb.SurvivorHeader(session_id=session, score_class=score_class,
+                                       n=values.size if n is None else n)
+            yield pb.SurvivorChunk(header=header, scores=values[:chunk].tolist())
+            for i in range(chunk, values.size, chunk):
+                yield pb.SurvivorChunk(scores=values[i:i + chunk].tolist())
+
+        return self.UploadSurvivor(messages())
+
+    def close(self):
+        self.channel.close()
+
+
+@pytest.fixture
+def site_config(tmp_path):
+    return make_config(tmp_path / "site")
+
+
+@pytest.fixture
+def server(site_config):
+    with running_server(site_config, insecure=True) as srv:
+        yield srv
+
+
+@pytest.fixture
+def client(server):
+    c = Client(server.bound_address)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def client_factory():
+    clients = []
+
+    def make(address, token=TOKENS["alice"], **tls):
+        clients.append(Client(address, token, **tls))
+        return clients[-1]
+
+    yield make
+    for c in clients:
+        c.close()
+
+
+def ledger_snapshot(path) -> tuple:
+    """Everything in a ledger database (releases, stored values, query counters), for before/after checks."""
+    with sqlite3.connect(path) as db:
+        return tuple(tuple(db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall())
+                     for t in ("releases", "release_values", "glm_evaluations"))
+
+
+@pytest.fixture
+def snapshot():
+    return ledger_snapshot
+
+
+@pytest.fixture
+def make_site_config(tmp_path):
+    def make(name="site", **kw):
+        return make_config(tmp_path / name, **kw)
+    return make
+
+
+@pytest.fixture
+def client_cls():
+    return Client
+
+
+@pytest.fixture
+def frame():
+    """The data of the default ``test`` dataset."""
+    return sample_dataset(300, seed=1)
+
+
+def read_frame(config, name="test") -> pd.DataFrame:
+    return pd.read_csv(config.datasets[name].path)

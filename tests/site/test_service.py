@@ -1,0 +1,209 @@
+"""The full call sequence against real servers on loopback, checked against independent computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy.special import ndtri, xlogy
+from scipy.stats import norm
+
+from dsroc import PartsAtTheta, fit_rocglm
+from dsroc.v1 import site_pb2 as pb
+from site_node.init import sample_dataset
+from site_node.testing import running_server
+
+NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
+GRID = np.linspace(0, 1, 30)[1:-1]
+
+
+def brute_placements(ref, query):
+    """S_ref(query) with mid-rank ties by an explicit n x m comparison (independent of dsroc's sorting)."""
+    ref, query = np.asarray(ref)[None, :], np.asarray(query)[:, None]
+    return ((ref > query).sum(1) + 0.5 * (ref == query).sum(1)) / ref.shape[1]
+
+
+def statsmodels_parts(k, n1, theta):
+    X = sm.add_constant(ndtri(GRID))
+    model = sm.GLM(np.column_stack([k, n1 - k]), X, family=sm.families.Binomial(link=sm.families.links.Probit()))
+    mu = norm.cdf(X @ theta)
+    # Deviance of the indicator data set u_ij (Bernoulli; saturated log-likelihood 0): -2 loglik.
+    deviance = -2 * np.sum(xlogy(k, mu) + xlogy(n1 - k, 1 - mu))
+    return model.score(theta), -model.hessian(theta, observed=False), deviance
+
+
+def test_describe_lists_permitted_datasets_and_policy(client, server):
+    d = client.Describe(pb.DescribeRequest())
+    assert d.api_version == "dsroc.v1" and d.site_name == "site"
+    assert [x.name for x in d.datasets] == ["test"]
+    info = d.datasets[0]
+    assert {c.name for c in info.columns} == {"age", "size", "nodes", "grade", "y", "pred"}
+    assert list(info.outcome_columns) == ["y"] and list(info.score_columns) == ["pred"]
+    assert d.policy.privacy_level == 5 and d.policy.max_glm_evaluations == 30 and d.policy.max_thresholds == 100
+    assert info.budget.mu_spent == 0 and info.budget.mu_remaining == pytest.approx(info.budget.mu_budget)
+
+
+def test_full_sequence_one_site(client, frame):
+    session = client.open()
+    s, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
+    s0, s1 = s[y == 0], s[y == 1]
+
+    sens = client.Sensitivity(pb.SensitivityRequest(session_id=session))
+    assert (sens.sensitivity, sens.rule, sens.formal_bound) == (1.0, "range", True)
+
+    info0, noisy0, chunks = client.release(session, NEG, epsilon=5.0, delta=0.01, chunk_size=64)
+    assert len(chunks) == math.ceil(s0.size / 64) and [c.offset for c in chunks] == list(range(0, s0.size, 64))
+    assert not any(c.HasField("info") for c in chunks[1:])
+    assert info0.n == s0.size == noisy0.size and np.all(np.diff(noisy0) >= 0)
+    # tau is the analytic Gaussian calibration: the privacy-loss condition holds with equality at tau.
+    d, t, e = info0.sensitivity, info0.tau, info0.epsilon
+    assert norm.cdf(d / (2 * t) - e * t / d) - math.exp(e) * norm.cdf(-d / (2 * t) - e * t / d) == pytest.approx(0.01, rel=1e-6)
+    assert info0.mu == pytest.approx(d / t) and info0.mu_charged == pytest.approx(info0.mu) and not info0.repeated
+    assert abs(noisy0.mean() - s0.mean()) < 5 * t / math.sqrt(s0.size)
+
+    info1, noisy1, _ = client.release(session, POS, epsilon=5.0, delta=0.01)
+    assert info1.n == s1.size and info1.release_id == info0.release_id
+    assert info1.mu_charged == 0 and info1.repeated  # one release covers both classes
+
+    up0 = client.upload(session, NEG, noisy0, chunk=50)
+    assert up0.n_received == noisy0.size and up0.evaluations_left == 30
+    client.upload(session, POS, noisy1)
+
+    pv0 = brute_placements(noisy0, s1)
+    k = np.array([(pv0 <= t).sum() for t in GRID])
+    theta = np.array([0.4, 0.9])
+    r = client.RocGlmParts(pb.RocGlmPartsRequest(session_id=session, theta=theta))
+    score, info, deviance = statsmodels_parts(k, s1.size, theta)
+    np.testing.assert_allclose(r.score, score, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(np.reshape(r.information, (2, 2)), info, rtol=1e-8)
+    assert r.deviance == pytest.approx(deviance, rel=1e-9)
+    assert r.evaluations_left == 29 and r.n_thresholds == 28
+
+    pv1 = brute_placements(noisy1, s0)
+    m1 = client.PlacementMoments(pb.PlacementMomentsRequest(session_id=session))
+    assert (m1.pv0.n, m1.pv1.n) == (s1.size, s0.size)
+    assert m1.pv0.total == pytest.approx(pv0.sum()) and m1.pv1.total == pytest.approx(pv1.sum())
+    m2 = client.PlacementMoments(pb.PlacementMomentsRequest(session_id=session, global_means=pb.GlobalMeans(
+        mean_pv0=0.3, mean_pv1=0.6)))
+    assert m2.second_pass and m2.ssd_pv0 == pytest.approx(((pv0 - 0.3) ** 2).sum())
+    assert m2.ssd_pv1 == pytest.approx(((pv1 - 0.6) ** 2).sum())
+
+    b = client.BrierParts(pb.BrierPartsRequest(session_id=session))
+    assert b.n == s.size and b.sum_sq == pytest.approx(((y - s) ** 2).sum())
+
+    c = client.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, n_bins=10))
+    edges = np.linspace(0, 1, 11)
+    counts, _ = np.histogram(s, bins=edges)
+    released = {x.index: x for x in c.bins}
+    assert set(released) == set(np.flatnonzero(counts >= 5)) and set(c.suppressed) == set(np.flatnonzero(counts < 5))
+    assert c.suppressed, "the sample data should have a sparse bin, so suppression is exercised"
+    for i, x in released.items():
+        in_bin = (s >= edges[i]) & ((s < edges[i + 1]) if i < 9 else (s <= 1))
+        assert x.count == in_bin.sum() and x.sum_scores == pytest.approx(s[in_bin].sum())
+        assert x.sum_labels == y[in_bin].sum()
+
+    cm = client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.3))
+    pred = s >= 0.3
+    assert (cm.tp, cm.fp, cm.fn, cm.tn) == (np.sum(pred & (y == 1)), np.sum(pred & (y == 0)),
+                                            np.sum(~pred & (y == 1)), np.sum(~pred & (y == 0)))
+
+    budget = client.Budget(pb.BudgetRequest(dataset="test")).budget
+    assert budget.releases == 1 and budget.mu_spent == pytest.approx(info0.mu)
+    client.CloseSession(pb.CloseSessionRequest(session_id=session))
+
+
+def test_glm_score_source_and_model_sensitivity(make_site_config, client_cls, frame):
+    config = make_site_config(policy={"sensitivity": "model"})
+    model = pb.GlmModel(link=pb.LINK_PROBIT, intercept=-2.0, coefficients=[
+        pb.Coefficient(name="age", value=0.01), pb.Coefficient(name="nodes", value=0.1)])
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        session = c.open(model=model)
+        sens = c.Sensitivity(pb.SensitivityRequest(session_id=session))
+        assert sens.rule == "model" and not sens.formal_bound and "not a formal bound" in sens.note
+        # Independent brute force: every record, each feature moved one histogram bin down and up.
+        X = frame[["age", "nodes"]].to_numpy(float)
+        f = lambda X: norm.cdf(-2.0 + 0.01 * X[:, 0] + 0.1 * X[:, 1])
+        base, best = f(X), 0.0
+        age_width = (X[:, 0].max() - X[:, 0].min()) / 10
+        for moved in (X[:, 0] - age_width, X[:, 0] + age_width):
+            ok = (moved >= X[:, 0].min()) & (moved <= X[:, 0].max())
+            Xm = X.copy(); Xm[:, 0] = moved
+            best = max(best, np.abs(f(Xm) - base)[ok].max())
+        # nodes has at most 10 distinct values, so its bins are its levels: move to the adjacent level.
+        levels = np.unique(X[:, 1])
+        assert levels.size <= 10
+        pos = np.searchsorted(levels, X[:, 1])
+        for step in (-1, 1):
+            ok = (pos + step >= 0) & (pos + step < levels.size)
+            Xm = X[ok].copy(); Xm[:, 1] = levels[pos[ok] + step]
+            best = max(best, np.abs(f(Xm) - base[ok]).max())
+        assert sens.sensitivity == pytest.approx(best, rel=1e-12)
+        # The released scores are the model's: their mean matches the model on the data within the noise.
+        info, noisy, _ = c.release(session, POS, epsilon=10, delta=0.01)
+        s1 = f(X)[frame["y"].to_numpy() == 1]
+        assert info.sensitivity == pytest.approx(best) and abs(noisy.mean() - s1.mean()) < 5 * info.tau / math.sqrt(s1.size)
+        b = c.BrierParts(pb.BrierPartsRequest(session_id=session))
+        assert b.sum_sq == pytest.approx(((frame["y"].to_numpy() - f(X)) ** 2).sum())
+        c.close()
+
+
+def test_three_sites_distributed_fit_equals_pooled(make_site_config, client_cls):
+    pooled = sample_dataset(900, seed=7)
+    parts = [pooled.iloc[i::3] for i in range(3)]
+    configs = [make_site_config(f"site{i}", frames={"test": p.reset_index(drop=True)}) for i, p in enumerate(parts)]
+    servers = [running_server(c, insecure=True) for c in configs]
+    try:
+        clients = [client_cls(s.__enter__().bound_address) for s in servers]
+        sessions = [c.open() for c in clients]
+        released = [(c.release(s, NEG, epsilon=10)[1], c.release(s, POS, epsilon=10)[1]) for c, s in zip(clients, sessions)]
+        S0 = np.concatenate([r[0] for r in released])
+        S1 = np.concatenate([r[1] for r in released])
+        for c, s in zip(clients, sessions):
+            c.upload(s, NEG, S0)
+            c.upload(s, POS, S1)
+
+        def evaluate(theta):
+            total = None
+            for c, s in zip(clients, sessions):
+                r = c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=theta))
+                p = PartsAtTheta(np.array(r.score), np.reshape(r.information, (2, 2)), r.deviance)
+                total = p if total is None else total + p
+            return total
+
+        fit = fit_rocglm(evaluate)
+        s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
+        pv0 = brute_placements(S0, s[y == 1])
+        k = np.array([(pv0 <= t).sum() for t in GRID])
+        ref = sm.GLM(np.column_stack([k, (y == 1).sum() - k]), sm.add_constant(ndtri(GRID)),
+                     family=sm.families.Binomial(link=sm.families.links.Probit())).fit()
+        np.testing.assert_allclose(fit.params, ref.params, rtol=1e-4)  # both stop on the deviance rule
+
+        firsts = [c.PlacementMoments(pb.PlacementMomentsRequest(session_id=s)) for c, s in zip(clients, sessions)]
+        mean0 = sum(f.pv0.total for f in firsts) / sum(f.pv0.n for f in firsts)
+        assert mean0 == pytest.approx(pv0.mean())
+        mean1 = sum(f.pv1.total for f in firsts) / sum(f.pv1.n for f in firsts)
+        seconds = [c.PlacementMoments(pb.PlacementMomentsRequest(session_id=s, global_means=pb.GlobalMeans(
+            mean_pv0=mean0, mean_pv1=mean1))) for c, s in zip(clients, sessions)]
+        var0 = sum(x.ssd_pv0 for x in seconds) / (pv0.size - 1)
+        assert var0 == pytest.approx(np.var(pv0, ddof=1))
+        pv1 = brute_placements(S1, s[y == 0])
+        assert sum(x.ssd_pv1 for x in seconds) / (pv1.size - 1) == pytest.approx(np.var(pv1, ddof=1))
+        for c in clients:
+            c.close()
+    finally:
+        for srv in servers:
+            srv.__exit__(None, None, None)
+
+
+def test_health_service_reports_serving(server):
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    import grpc
+
+    with grpc.insecure_channel(server.bound_address) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        for service in ("", "dsroc.v1.SiteService"):
+            r = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert r.status == health_pb2.HealthCheckResponse.SERVING
