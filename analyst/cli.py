@@ -163,7 +163,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="working folder for site data, certificates, configs and the report (default ./dsroc-demo)")
     m.add_argument("--json", default=None, metavar="PATH", help="also write the report JSON (with 'pooled') here")
     m.add_argument("--n-patients", type=int, default=None, metavar="N",
-                   help="use a random subset of N of the 686 patients (default: all)")
+                   help="use a random subset of N of the 686 patients (default: all; each site needs at least "
+                        "q = 5 patients of each class, so N of about 400 or more)")
     m.add_argument("--epsilon", type=float, default=5.0, help="epsilon per release (default 5, as in the paper)")
     m.add_argument("--delta", type=float, default=0.01, help="delta per release (default 0.01, as in the paper)")
     m.add_argument("--seed", type=int, default=2024, help="seed of the split (default 2024)")

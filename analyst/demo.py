@@ -27,6 +27,7 @@ __all__ = ["pooled_statistics", "run_demo", "running_daemons", "write_site_files
 
 DATASET = "gbsg2_test"
 ANALYST = "demo_analyst"
+_Q = 5  # the demo sites' privacy level
 _MARKER = ".dsroc-demo"  # the demo only ever cleans a folder that carries this marker
 
 PRIVACY_NOTE = """\
@@ -264,11 +265,16 @@ def run_demo(*, out: str | Path = "dsroc-demo", json_path: str | Path | None = N
         f"{HORIZON_DAYS} days.")
     say(f"Logistic model fitted on {len(data.train)} training patients; {len(data.test)} test patients over "
         f"{len(data.sites)} sites: {', '.join(str(len(s)) for s in data.sites)}.")
+    for k, frame in enumerate(data.sites, start=1):
+        smallest = int(min((frame[OUTCOME] == 0).sum(), (frame[OUTCOME] == 1).sum()))
+        if smallest < _Q:
+            raise ValueError(f"with these patients site{k} would hold only {smallest} patients of one class; the "
+                             f"sites release nothing about fewer than q = {_Q} patients: use a larger --n-patients")
     pki = generate_dev_pki(out / "pki")
     token = new_token()
     (out / "analyst.token").write_text(token + "\n", encoding="utf-8")
     os.chmod(out / "analyst.token", 0o600)
-    configs = write_site_files(data, out / "sites", token_hash=hash_token(token), pki=pki)
+    configs = write_site_files(data, out / "sites", token_hash=hash_token(token), pki=pki, privacy_level=_Q)
     fed_lines = ["# Federation of the dsroc demo (generated).", "[options]", "timeout = 30", ""]
     for name, _, port in configs:
         fed_lines += ["[[sites]]", f'name = "{name}"', f'address = "127.0.0.1:{port}"',

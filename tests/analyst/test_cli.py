@@ -85,3 +85,9 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "analyst", "demo", "--out", str(foreign), "--quiet"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and (foreign / "precious.txt").exists()
+
+
+def test_demo_refuses_too_few_patients_before_starting_daemons(tmp_path, capsys):
+    rc = main(["demo", "--out", str(tmp_path / "d"), "--n-patients", "200", "--quiet"])
+    assert rc == 2 and "q = 5" in capsys.readouterr().err
+    assert not (tmp_path / "d" / "sites").exists()
