@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .report import TOLERANCE, write_report
+from .report import TOLERANCES, write_report
 from .runner import DEFAULT_CHUNK, run_study
 
 __all__ = ["main", "build_parser"]
@@ -52,13 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
                           "'sens=0.1_eps=0.5_delta=0.001' (default: all 126)")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on this Dask scheduler (needs dsroc[dask])")
     run.add_argument("--chunk", type=int, help=f"replications per chunk (default: {DEFAULT_CHUNK})")
-    run.add_argument("--tolerance", type=float, default=TOLERANCE, help="tolerance for recommended.csv (default: 0.01)")
+    run.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
+                     help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     rep = sub.add_parser("report", help="write tables and figures of a finished run",
                          description="Write table1.csv/.md, settings.csv, recommended.csv and the figures.")
     rep.add_argument("out", help="the run's output folder")
-    rep.add_argument("--tolerance", type=float, default=TOLERANCE, help="tolerance for recommended.csv (default: 0.01)")
+    rep.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
+                     help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
     return parser
 
 
@@ -71,7 +73,7 @@ def main(argv=None) -> int:
                                workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
                                progress=None if args.quiet else sys.stderr)
             print(json.dumps(timing, indent=2))
-        summary = write_report(args.out, tolerance=args.tolerance)
+        summary = write_report(args.out, tolerances=args.tolerance)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from .settings import NOISE_FREE
 __all__ = [
     "AUC_EDGES",
     "TOLERANCE",
+    "TOLERANCES",
     "MAX_FAILURE_SHARE",
     "auc_bins",
     "table1",
@@ -26,6 +27,9 @@ __all__ = [
 
 AUC_EDGES = np.round(np.linspace(0.5, 1.0, 21), 3)  # bins of width 0.025, (a, b], the first one closed
 TOLERANCE = 0.01  # the paper's Question 1 and 2: MAE and Delta-ci at most 0.01
+# recommended.csv lists each of these tolerances: at 0.01 the ROC-GLM's own bias near AUC 0.95 (Table 1)
+# is already at the limit, so the qualifying settings there depend on noise cancelling that bias.
+TOLERANCES = (0.01, 0.015, 0.02)
 MAX_FAILURE_SHARE = 0.01  # a setting whose fits fail more often than this is not recommended
 
 
@@ -180,11 +184,17 @@ def _heatmap(matrix: pd.DataFrame, results: pd.DataFrame, path: Path, *, title: 
     plt.close(fig)
 
 
-def write_report(out, *, tolerance: float = TOLERANCE) -> dict:
+def write_report(out, *, tolerances=TOLERANCES) -> dict:
     """Write ``table1.csv``/``.md``, ``settings.csv``, ``recommended.csv``, ``fig5_mae.png``, ``fig6_dci.png``.
 
-    Returns a short summary (Table 1 means, the recommended settings) for printing.
+    ``recommended.csv`` holds the qualifying settings for each tolerance in ``tolerances`` (a column
+    says which). Returns a short summary (Table 1 means, the settings recommended at the smallest
+    tolerance) for printing.
     """
+    tolerances = sorted({float(t) for t in tolerances})
+    if not tolerances or min(tolerances) <= 0:
+        raise ValueError(f"tolerances must be positive numbers, got {tolerances}")
+    tolerance = tolerances[0]
     out = Path(out)
     results = load_results(out)
     mode = json.loads((out / "config.json").read_text())["mode"]
@@ -209,16 +219,18 @@ def write_report(out, *, tolerance: float = TOLERANCE) -> dict:
         summary["table1_mean"] = t1["mean"].round(4).to_dict()
     table = settings_table(results)
     table.to_csv(out / "settings.csv", index=False)
-    rec = recommended(table, tolerance=tolerance, mode=mode)
-    rec.to_csv(out / "recommended.csv", index=False)
-    summary["recommended"] = rec[["sensitivity", "epsilon", "delta"]].to_dict("records")
+    recs = [recommended(table, tolerance=t, mode=mode) for t in tolerances]
+    pd.concat(recs, ignore_index=True).to_csv(out / "recommended.csv", index=False)
+    summary[f"recommended_at_{tolerance:g}"] = [
+        f"sens={r.sensitivity:g} eps={r.epsilon:g} delta={r.delta:g}" for r in recs[0].itertuples()
+    ]
     summary["failures"] = {k: int(v) for k, v in results["failure"].value_counts().items() if k}
     unknown = set(summary["failures"]) - set(FAILURES)
     if unknown:
         raise ValueError(f"unknown failure codes in results: {sorted(unknown)}")
     _heatmap(bin_matrix(results, "abs_delta_auc"), results, out / "fig5_mae.png",
-             title=f"Figure 5 ({mode} mode): MAE |AUC_emp - AUC_ROC-GLM| per AUC bin; blue <= {tolerance:g}",
+             title=f"Figure 5 ({mode} mode): MAE |AUC_emp - AUC_ROC-GLM| per AUC bin; blue <= 0.01",
              label="mean |ΔAUC|")
     _heatmap(bin_matrix(results, "delta_ci"), results, out / "fig6_dci.png",
-             title=f"Figure 6 ({mode} mode): mean Δci per AUC bin; blue <= {tolerance:g}", label="mean Δci")
+             title=f"Figure 6 ({mode} mode): mean Δci per AUC bin; blue <= 0.01", label="mean Δci")
     return summary
