@@ -1,0 +1,120 @@
+"""Ledger (Gaussian-DP accounting, release-once, persistence) and the audit log."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from dsroc.v1 import site_pb2 as pb
+from site_node.config import Policy
+from site_node.errors import ResourceExhausted
+from site_node.ledger import ReleaseKey, SqliteLedger, budget_mu
+from site_node.testing import running_server
+
+NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
+
+
+def gdp_delta_direct(mu, eps):
+    return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+
+
+def test_budget_mu_is_the_largest_mu_within_the_budget():
+    mu = budget_mu(3.0, 1e-5)
+    assert gdp_delta_direct(mu, 3.0) <= 1e-5 * (1 + 1e-9)
+    assert gdp_delta_direct(mu * 1.001, 3.0) > 1e-5
+
+
+def test_composition_and_refusal_in_the_ledger(tmp_path):
+    policy = Policy(budget_epsilon=3.619, budget_delta=1e-5, max_epsilon=1.0, max_delta=1e-5)
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite")
+    tau = 3.7306316348  # SPEC: (Delta=1, eps=1, delta=1e-5) -> sigma
+    draws = []
+
+    def draw():
+        draws.append(1)
+        return np.arange(5.0), np.arange(3.0)
+
+    # SPEC vector: ten (1, 1e-5) releases compose to about epsilon 3.619 at delta 1e-5, so ten fit...
+    for i in range(10):
+        key = ReleaseKey("d", "column:p", "y", 1.0, 1e-5, 1.0 + i * 1e-9)  # distinct releases
+        _, charged = ledger.release(key, analyst="a", tau=tau, rule="range", fingerprint="f", policy=policy, draw=draw)
+        assert charged == pytest.approx(1.0 / tau)
+    status = ledger.budget("d", policy)
+    assert status.releases == 10 and status.mu_spent == pytest.approx(math.sqrt(10) / tau, rel=1e-8)
+    assert status.epsilon_spent == pytest.approx(3.619, abs=2e-3)
+    # ... and an eleventh does not; nothing is drawn or recorded.
+    with pytest.raises(ResourceExhausted):
+        ledger.release(ReleaseKey("d", "column:p", "y", 1.0, 1e-5, 2.0), analyst="a", tau=2 * tau, rule="range",
+                       fingerprint="f", policy=policy, draw=draw)
+    assert len(draws) == 10 and ledger.budget("d", policy).releases == 10
+    assert ledger.budget("other", policy).mu_spent == 0  # budgets are per dataset
+    ledger.close()
+
+
+def test_release_once_across_a_daemon_restart(site_config, client_cls, snapshot):
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        info0, neg, _ = c.release(s, NEG, epsilon=2.0)
+        _, pos, _ = c.release(s, POS, epsilon=2.0)
+        c.close()
+    before = snapshot(site_config.ledger_path)
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        again, neg2, _ = c.release(s, NEG, epsilon=2.0)
+        _, pos2, _ = c.release(s, POS, epsilon=2.0)
+        assert again.repeated and again.mu_charged == 0 and again.release_id == info0.release_id
+        np.testing.assert_array_equal(neg, neg2)
+        np.testing.assert_array_equal(pos, pos2)
+        assert snapshot(site_config.ledger_path) == before
+        # A different epsilon is a new release with new noise and a new charge.
+        other, neg3, _ = c.release(s, NEG, epsilon=3.0)
+        assert other.mu_charged > 0 and not np.array_equal(neg3, neg)
+        assert c.Budget(pb.BudgetRequest(dataset="test")).budget.releases == 2
+        c.close()
+
+
+def test_negatives_and_positives_get_independent_noise(make_site_config, client_cls):
+    from site_node.init import sample_dataset
+
+    frame = sample_dataset(400, seed=2)
+    frame["pred"] = 0.5  # identical true scores: the noisy values are the noise itself
+    frame["y"] = np.arange(400) % 2
+    config = make_site_config(frames={"test": frame})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        info, neg, _ = c.release(s, NEG, epsilon=1.0)
+        _, pos, _ = c.release(s, POS, epsilon=1.0)
+        assert not np.array_equal(neg, pos)
+        # Same distribution N(0.5, tau^2), different draws: a two-sample KS test does not reject, and
+        # both samples look like the noise they should be.
+        from scipy.stats import kstest, ks_2samp
+
+        assert ks_2samp(neg, pos).pvalue > 1e-4
+        assert kstest((neg - 0.5) / info.tau, "norm").pvalue > 1e-4
+        c.close()
+
+
+def test_audit_log_records_requests_without_patient_data(server, client):
+    s = client.open()
+    info, noisy, _ = client.release(s, NEG, epsilon=4.0)
+    with pytest.raises(Exception):
+        client.release(s, NEG, epsilon=40.0)
+    lines = server.config.audit_path.read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert [e["call"] for e in entries] == ["OpenSession", "ReleaseNoisyScores", "ReleaseNoisyScores"]
+    assert all(set(e) == {"time", "analyst", "call", "peer", "parameters", "decision", "message", "privacy_cost"}
+               for e in entries)
+    ok, refused = entries[1], entries[2]
+    assert ok["decision"] == "OK" and ok["analyst"] == "alice" and ok["privacy_cost"] == pytest.approx(info.mu)
+    assert ok["parameters"]["epsilon"] == 4.0 and ok["parameters"]["release_id"] == info.release_id
+    assert refused["decision"] == "PERMISSION_DENIED" and refused["privacy_cost"] == 0
+    text = server.config.audit_path.read_text()
+    assert not any(f"{v:.6f}"[:8] in text for v in noisy[:20])  # no released value in the log
+    assert "token-of-alice" not in text

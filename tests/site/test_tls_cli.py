@@ -1,0 +1,132 @@
+"""TLS and mutual TLS with the development PKI, and the dsroc-site CLI run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from dsroc.v1 import site_pb2 as pb
+from site_node.auth import hash_token, new_token
+from site_node.config import ConfigError, load_config
+from site_node.init import init_site
+from site_node.pki import generate_dev_pki
+from site_node.server import SiteServer
+from site_node.testing import running_server, running_site
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_hash_and_new_token():
+    import hashlib
+
+    assert hash_token("abc") == hashlib.sha256(b"abc").hexdigest()
+    a, b = new_token(), new_token()
+    assert a != b and len(a) > 40
+    with pytest.raises(ValueError):
+        hash_token("")
+
+
+def test_mutual_tls_with_the_dev_pki(tmp_path, client_factory):
+    result = init_site(tmp_path / "site")
+    config = load_config(result.config)
+    pki = result.pki
+    with running_site(config) as address:
+        ok = client_factory(address, token=result.token, ca_cert=pki.ca_cert, client_cert=pki.client_cert,
+                            client_key=pki.client_key)
+        assert [d.name for d in ok.Describe(pb.DescribeRequest()).datasets] == ["sample"]
+        # No client certificate: the TLS handshake fails under mutual TLS.
+        no_cert = client_factory(address, token=result.token, ca_cert=pki.ca_cert)
+        with pytest.raises(grpc.RpcError) as info:
+            no_cert.Describe(pb.DescribeRequest())
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        # A certificate from another CA is not trusted by the client.
+        other = generate_dev_pki(tmp_path / "other")
+        wrong_ca = client_factory(address, token=result.token, ca_cert=other.ca_cert,
+                                  client_cert=pki.client_cert, client_key=pki.client_key)
+        with pytest.raises(grpc.RpcError):
+            wrong_ca.Describe(pb.DescribeRequest())
+        # Plain text to a TLS port fails.
+        plain = client_factory(address, token=result.token)
+        with pytest.raises(grpc.RpcError):
+            plain.Describe(pb.DescribeRequest())
+
+
+def test_tls_is_required_unless_insecure(make_site_config):
+    config = make_site_config()
+    with pytest.raises(ConfigError, match="tls: TLS is on by default"):
+        SiteServer(config, address="127.0.0.1:0")
+    with running_server(config, insecure=True) as srv:
+        assert srv.port > 0
+
+
+def _wait_serving(address, timeout=20.0, **creds):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with grpc.secure_channel(address, grpc.ssl_channel_credentials(**creds)) as ch:
+                r = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
+                if r.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+        except grpc.RpcError:
+            time.sleep(0.2)
+    raise AssertionError("the daemon did not become SERVING")
+
+
+def test_cli_init_serve_budget_audit(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cli = [sys.executable, "-m", "site_node"]
+    out = subprocess.run(cli + ["init", str(tmp_path / "s"), "--listen", "127.0.0.1:0"], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    token = out.split("SHA-256):")[1].split()[0]
+    config_text = (tmp_path / "s" / "site.toml").read_text()
+    assert hash_token(token) in config_text and token not in config_text
+    pki = tmp_path / "s" / "pki"
+
+    proc = subprocess.Popen(cli + ["serve", "--config", str(tmp_path / "s" / "site.toml")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = json.loads(proc.stdout.readline())
+        address = line["address"]
+        creds = dict(root_certificates=(pki / "ca.crt").read_bytes(), private_key=(pki / "client.key").read_bytes(),
+                     certificate_chain=(pki / "client.crt").read_bytes())
+        _wait_serving(address, **creds)
+        with grpc.secure_channel(address, grpc.ssl_channel_credentials(**creds)) as ch:
+            from dsroc.v1 import site_pb2_grpc
+
+            stub = site_pb2_grpc.SiteServiceStub(ch)
+            md = [("authorization", f"Bearer {token}")]
+            s = stub.OpenSession(pb.OpenSessionRequest(dataset="sample", outcome="y",
+                                                       score=pb.ScoreSource(score_column="pred")), metadata=md)
+            chunks = list(stub.ReleaseNoisyScores(pb.ReleaseRequest(session_id=s.session_id, score_class=1,
+                                                                   epsilon=3, delta=0.001), metadata=md))
+            assert chunks[0].info.mu_charged > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        logs = [json.loads(x) for x in proc.stderr.read().splitlines() if x.startswith("{")]
+        assert any("received SIGTERM" in e["message"] for e in logs) and logs[-1]["message"].endswith("stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    config = str(tmp_path / "s" / "site.toml")
+    budget = json.loads(subprocess.run(cli + ["budget", "--config", config, "--json"], capture_output=True, text=True,
+                                       env=env, check=True).stdout)
+    assert budget["budgets"][0]["releases"] == 1 and budget["releases"][0]["epsilon"] == 3
+    audit = subprocess.run(cli + ["audit", "--config", config, "--last", "1"], capture_output=True, text=True,
+                           env=env, check=True).stdout
+    assert "ReleaseNoisyScores" in audit and "OpenSession" not in audit
+    bad = subprocess.run(cli + ["serve", "--config", str(tmp_path / "missing.toml")], capture_output=True,
+                         text=True, env=env)
+    assert bad.returncode == 2 and "config file not found" in bad.stderr
+    helptext = subprocess.run(cli + ["--help"], capture_output=True, text=True, env=env, check=True).stdout
+    assert "dsroc-site init" in helptext and "serve" in helptext
