@@ -157,3 +157,20 @@ def test_a_site_stopped_mid_analysis_is_named(tmp_path, pki, helpers):
                 assert time.perf_counter() - started >= 0.2  # UNAVAILABLE was retried once after 0.2 s
     assert err.value.site == "s1" and err.value.code == grpc.StatusCode.UNAVAILABLE
     assert "s1" in str(err.value)
+
+
+def test_only_unavailable_is_retried(five_sites, pki, helpers):
+    import json
+
+    _, addresses, servers = five_sites
+    log = servers[0].config.audit_path
+
+    def budget_calls():
+        rows = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return sum(1 for r in rows if r["call"].endswith("Budget") and r["decision"] != "OK")
+
+    before = budget_calls()
+    with helpers.federation(addresses[:1], pki, token="wrong", retries=3) as fed:
+        with pytest.raises(SiteError):
+            fed.budget("test")
+    assert budget_calls() == before + 1  # refused once, not retried
