@@ -213,9 +213,10 @@ def _comparison(res: ValidationResult, pooled: dict) -> str:
     lines += [f"  {a:<12} {b:<28} {c:<36} {d}" for a, b, c, d in rows]
     lines.append(f"  ({len(res.calibration.suppressed)} calibration cells withheld by sites as below q; "
                  "the Brier score and calibration carry no noise)")
-    taus = [p.tau for p in res.privacy.values()]
+    taus = sorted({round(p.tau, 3) for p in res.privacy.values()})
+    tau = f"{taus[0]:g}" if len(taus) == 1 else f"{taus[0]:g}-{taus[-1]:g}"
     lines += [
-        f"  Why the AUCs differ: the sites' noise (tau {min(taus):.3g}-{max(taus):.3g}) is comparable with the",
+        f"  Why the AUCs differ: the sites' noise (tau {tau}) is comparable with the",
         f"  spread of the scores (SD {pooled['score_sd']:.3g}); placing the true positive scores under the blurred",
         "  S~0 pulls the ROC-GLM AUC towards 0.5, and each run draws new noise. Schalk et al. (2024) report",
         "  AUC 0.697 [0.615, 0.769] for their GBSG2 model with the same settings. A smaller sensitivity or a",

@@ -75,6 +75,14 @@ def calibration_to_dict(curve) -> dict[str, Any]:
 
 
 def _short(text: str, width: int = 60) -> str:
+    """A score-source description for the summary's first line (a GLM as its link and size)."""
+    if text.startswith("glm:"):
+        try:
+            spec = json.loads(text[4:])
+            n = len(spec["coefficients"])
+            return f"GLM ({spec['link']} link, {n} coefficient{'' if n == 1 else 's'})"
+        except (ValueError, KeyError, TypeError):
+            pass
     return text if len(text) <= width else text[: width - 3] + "..."
 
 

@@ -92,10 +92,12 @@ class RemoteRocGlmParts:
                 raise ValueError("malformed RocGlmParts reply (need 2 score and 4 information values)")
             return dsroc.PartsAtTheta(np.array(r.score), np.array(r.information).reshape(2, 2), float(r.deviance))
 
-        parts = s._each(f"ROC-GLM evaluation {self.evaluations}", ask, quiet=True)
+        parts = s._each("ROC-GLM fit", ask, quiet=True)
         total = parts[0]
         for p in parts[1:]:
             total = total + p
+        s.progress("ROC-GLM fit", None, f"evaluation {self.evaluations}: theta = ({theta[0]:.5g}, {theta[1]:.5g}), "
+                   f"deviance {total.deviance:.8g}")
         return total
 
 

@@ -100,6 +100,7 @@ def test_a_model_sent_as_coefficients_gives_the_score_column_result(five_sites, 
         res = fed.validate("test", "y", model=helpers.MODEL, epsilon=5, delta=0.01)
     assert res.auc == pytest.approx(negligible.auc, abs=1e-6)
     assert res.brier == pytest.approx(negligible.brier, abs=1e-9)
+    assert "GLM (logit link, 1 coefficient)" in str(res)
 
 
 def test_refusals_name_the_site_and_status(five_sites, pki, helpers):
