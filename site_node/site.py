@@ -244,7 +244,9 @@ class Site:
                 raise FailedPrecondition(f"upload the survivor function {which} with UploadSurvivor first")
             if survivor.placements is None:
                 query = session.positives if score_class == NEGATIVES else session.negatives
-                survivor.placements = survivor.function(query)
+                # Sorted once: every later use (grid counts, sums) is order-free, and counts on sorted
+                # values are cheap for each RocGlmParts call.
+                survivor.placements = np.sort(survivor.function(query))
             return survivor.placements
 
     # ------------------------------------------------------------------ aggregates

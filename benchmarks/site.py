@@ -1,0 +1,126 @@
+"""Benchmark of the site daemon at 1 000 000 patients, over loopback with mutual TLS, measured in one run.
+
+Prints: time of ReleaseNoisyScores for 1 000 000 rows (first request: noise drawn, ledger charged and
+persisted; both classes), round-trip time of one RocGlmParts call, and the daemon process's memory.
+Run from the repository root: ``python benchmarks/site.py [--rows N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dsroc.v1 import site_pb2 as pb  # noqa: E402
+from site_node.init import init_site  # noqa: E402
+from site_node.testing import site_channel, site_stub  # noqa: E402
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """Resident set size now and its peak (VmRSS, VmHWM) of a process, in MB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--glm-calls", type=int, default=25)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="dsroc-site-bench-") as tmp:
+        site = init_site(Path(tmp) / "site", listen="127.0.0.1:0")
+        rng = np.random.default_rng(0)
+        pred = rng.uniform(0, 1, args.rows)
+        y = (rng.uniform(0, 1, args.rows) < pred).astype(np.int8)
+        pd.DataFrame({"pred": pred, "y": y}).to_parquet(Path(tmp) / "site" / "data" / "big.parquet")
+        with site.config.open("a") as f:
+            f.write('\n[datasets.big]\npath = "data/big.parquet"\noutcomes = ["y"]\nscores = ["pred"]\n')
+        site.config.write_text(site.config.read_text().replace('datasets = ["sample"]', 'datasets = ["*"]'))
+
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        daemon = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+        try:
+            address = json.loads(daemon.stdout.readline())["address"]
+            idle_rss, _ = memory_mb(daemon.pid)
+            channel = site_channel(address, ca_cert=site.pki.ca_cert, client_cert=site.pki.client_cert,
+                                   client_key=site.pki.client_key)
+            stub, md = site_stub(channel), [("authorization", f"Bearer {site.token}")]
+            stub.Describe(pb.DescribeRequest(), metadata=md, timeout=600)  # loads the table
+
+            t = time.perf_counter()
+            session = stub.OpenSession(pb.OpenSessionRequest(
+                dataset="big", outcome="y", score=pb.ScoreSource(score_column="pred")), metadata=md).session_id
+            t_open = time.perf_counter() - t
+
+            def release(score_class):
+                chunks = stub.ReleaseNoisyScores(pb.ReleaseRequest(
+                    session_id=session, score_class=score_class, epsilon=5.0, delta=1e-5), metadata=md, timeout=600)
+                return np.concatenate([np.asarray(c.scores) for c in chunks])
+
+            t = time.perf_counter()
+            neg = release(pb.SCORE_CLASS_NEGATIVES)
+            t_neg = time.perf_counter() - t
+            t = time.perf_counter()
+            pos = release(pb.SCORE_CLASS_POSITIVES)
+            t_pos = time.perf_counter() - t
+            assert neg.size + pos.size == args.rows
+
+            def upload(score_class, values, chunk=65536):
+                yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=session, score_class=score_class,
+                                                                n=values.size), scores=values[:chunk].tolist())
+                for i in range(chunk, values.size, chunk):
+                    yield pb.SurvivorChunk(scores=values[i:i + chunk].tolist())
+
+            t = time.perf_counter()
+            stub.UploadSurvivor(upload(pb.SCORE_CLASS_NEGATIVES, neg), metadata=md, timeout=600)
+            t_upload = time.perf_counter() - t
+            rtts = []
+            for i in range(args.glm_calls):
+                t = time.perf_counter()
+                stub.RocGlmParts(pb.RocGlmPartsRequest(session_id=session, theta=[0.5, 1.0 + i / 100]),
+                                 metadata=md, timeout=60)
+                rtts.append(time.perf_counter() - t)
+            rss, peak = memory_mb(daemon.pid)
+            channel.close()
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=30)
+
+    rows = [
+        (f"OpenSession (column checks on {args.rows:,} rows)", f"{t_open * 1e3:.1f} ms"),
+        ("ReleaseNoisyScores, first class: noise drawn, ledger charged, persisted, streamed", f"{t_neg * 1e3:.1f} ms"),
+        ("ReleaseNoisyScores, second class: the same release, from the ledger", f"{t_pos * 1e3:.1f} ms"),
+        (f"ReleaseNoisyScores, all {args.rows:,} rows (both calls)", f"{(t_neg + t_pos) * 1e3:.1f} ms"),
+        (f"UploadSurvivor of {neg.size:,} scores", f"{t_upload * 1e3:.1f} ms"),
+        ("RocGlmParts round trip, first call (placement values computed)", f"{rtts[0] * 1e3:.2f} ms"),
+        (f"RocGlmParts round trip, median of the next {len(rtts) - 1}", f"{np.median(rtts[1:]) * 1e3:.2f} ms"),
+        ("daemon memory (RSS) idle, before loading data", f"{idle_rss:.0f} MB"),
+        (f"daemon memory (RSS) at {args.rows:,} rows after the run / peak", f"{rss:.0f} / {peak:.0f} MB"),
+    ]
+    print(f"site benchmark: {args.rows:,} patients ({neg.size:,} negatives, {pos.size:,} positives), "
+          f"loopback, mutual TLS, {os.cpu_count()} CPUs")
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"  {label:<{width}}  {value:>14}")
+
+
+if __name__ == "__main__":
+    main()
