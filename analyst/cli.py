@@ -159,8 +159,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Load GBSG2 (lifelines), fit a logistic model for 2-year recurrence-free survival on a 60%% "
                     "training split, split the rest over five sites, start five dsroc-site daemons with TLS on "
                     "loopback, validate through the network and print the results beside the pooled truth.")
-    m.add_argument("--out", default="dsroc-demo", metavar="DIR",
-                   help="working folder for site data, certificates, configs and the report (default ./dsroc-demo)")
+    m.add_argument("--out", default=None, metavar="DIR",
+                   help="working folder for site data, certificates, configs, logs and the report "
+                        "(default: a new temporary folder, printed at the end)")
     m.add_argument("--json", default=None, metavar="PATH", help="also write the report JSON (with 'pooled') here")
     m.add_argument("--n-patients", type=int, default=None, metavar="N",
                    help="use a random subset of N of the 686 patients (default: all; each site needs at least "

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -225,15 +226,17 @@ def _comparison(res: ValidationResult, pooled: dict) -> str:
     return "\n".join(lines)
 
 
-def run_demo(*, out: str | Path = "dsroc-demo", json_path: str | Path | None = None, n_patients: int | None = None,
+def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = None, n_patients: int | None = None,
              epsilon: float = 5.0, delta: float = 0.01, seed: int = 2024, progress: Progress | None = None,
              stream=None) -> int:
     """Run the five-site GBSG2 demo; returns the exit status (0 on success).
 
     Parameters
     ----------
-    out : path
-        Working folder (site data, certificates, configs, logs, the report); recreated on each run.
+    out : path, optional
+        Working folder (site data, certificates, configs, logs, the report); its demo sub-folders are
+        recreated on each run. Default: a new temporary folder (printed at the end), so that no keys or
+        tokens land in the current directory.
     json_path : path, optional
         Also write the report JSON (``ValidationResult`` keys plus ``pooled``) here.
     n_patients : int, optional
@@ -252,7 +255,7 @@ def run_demo(*, out: str | Path = "dsroc-demo", json_path: str | Path | None = N
 
     say = (lambda *a: print(*a, file=stream or sys.stdout, flush=True))
     t_start = time.perf_counter()
-    out = Path(out).resolve()
+    out = Path(tempfile.mkdtemp(prefix="dsroc-demo-") if out is None else out).resolve()
     if out.exists() and any(out.iterdir()) and not (out / _MARKER).exists():
         raise ValueError(f"--out {out} exists and was not made by `dsroc demo`; choose an empty or new folder")
     for sub in ("sites", "pki", "report"):

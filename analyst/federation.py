@@ -46,7 +46,7 @@ class Federation:
         names = [s.name for s in sites]
         if len(set(names)) != len(names):
             raise ValueError(f"site names must be unique, got {names}")
-        if not (np.isfinite(timeout) and timeout > 0):
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (np.isfinite(timeout) and timeout > 0):
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
         if isinstance(retries, bool) or int(retries) != retries or retries < 0:
             raise ValueError(f"retries must be a non-negative integer, got {retries!r}")

@@ -65,3 +65,17 @@ def test_client_cert_and_key_go_together(tmp_path):
     (tmp_path / "c.pem").write_text("x")
     with pytest.raises(ValueError, match="together"):
         SiteConfig(name="a", address="h:1", token="t", insecure=True, client_cert=tmp_path / "c.pem")
+
+
+def test_federation_options_are_validated(tmp_path):
+    from analyst import Federation
+
+    site = SiteConfig(name="a", address="127.0.0.1:1", token="t", insecure=True)
+    for bad in ({"timeout": "10"}, {"timeout": 0}, {"retries": -1}, {"retries": 1.5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            Federation([site], **bad)
+    with pytest.raises(ValueError, match="unique"):
+        Federation([site, site])
+    p = write(tmp_path, '[options]\nwait = 3\n[[sites]]\nname = "a"\naddress = "h:1"\ntoken = "t"\ninsecure = true\n')
+    with pytest.raises(ValueError, match="wait"):
+        load_federation_file(p)
