@@ -54,6 +54,7 @@ class Policy:
     max_thresholds: int = 100
     max_chunk_scores: int = 65536
     max_survivor_scores: int = 20_000_000
+    max_survivor_uploads: int = 25
 
 
 @dataclass(frozen=True)
@@ -274,6 +275,7 @@ def _parse_policy(p: _Reader) -> Policy:
         max_thresholds=p.positive("max_thresholds", int, d.max_thresholds),
         max_chunk_scores=p.positive("max_chunk_scores", int, d.max_chunk_scores),
         max_survivor_scores=p.positive("max_survivor_scores", int, d.max_survivor_scores),
+        max_survivor_uploads=p.positive("max_survivor_uploads", int, d.max_survivor_uploads),
         **values,
     )
     if policy.model_sensitivity_bins < 2:

@@ -45,6 +45,7 @@ max_glm_evaluations = 30        # ROC-GLM theta-evaluations per uploaded survivo
 max_thresholds = 100            # largest ROC-GLM grid (and number of calibration bins)
 max_chunk_scores = 65536        # scores per streamed message
 max_survivor_scores = 20000000  # largest uploaded survivor function
+max_survivor_uploads = 25       # different survivor functions accepted per dataset, score source, outcome, class
 
 # One table per analyst. Only the SHA-256 of the token is stored; the token itself was printed once.
 [analysts.{analyst}]

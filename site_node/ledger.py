@@ -113,6 +113,14 @@ class Ledger(ABC):
         """Theta-evaluations left on a survivor function."""
 
     @abstractmethod
+    def record_survivor(self, key: tuple[str, str, str, int, str], cap: int) -> None:
+        """Record an uploaded survivor function ``(dataset, source, outcome, class, digest)``.
+
+        A digest seen before is free; a new one beyond ``cap`` distinct ones raises
+        :class:`ResourceExhausted` and records nothing.
+        """
+
+    @abstractmethod
     def history(self) -> list[dict]:
         """Every release (without values), oldest first."""
 
@@ -141,6 +149,14 @@ CREATE TABLE IF NOT EXISTS release_values (
     score_class INTEGER NOT NULL,
     vals BLOB NOT NULL,
     PRIMARY KEY (release_id, score_class)
+);
+CREATE TABLE IF NOT EXISTS survivor_uploads (
+    dataset TEXT NOT NULL,
+    source TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    score_class INTEGER NOT NULL,
+    survivor TEXT NOT NULL,
+    PRIMARY KEY (dataset, source, outcome, score_class, survivor)
 );
 CREATE TABLE IF NOT EXISTS glm_evaluations (
     dataset TEXT NOT NULL,
@@ -254,6 +270,27 @@ class SqliteLedger(Ledger):
     def evaluations_left(self, key, cap):
         with self._lock:
             return max(cap - self._used(key), 0)
+
+    def record_survivor(self, key, cap):
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                seen = db.execute("SELECT 1 FROM survivor_uploads WHERE dataset=? AND source=? AND outcome=? "
+                                  "AND score_class=? AND survivor=?", key).fetchone()
+                if seen is None:
+                    (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE dataset=? AND source=? "
+                                          "AND outcome=? AND score_class=?", key[:4]).fetchone()
+                    if count >= cap:
+                        raise ResourceExhausted(
+                            f"query cap: this site accepts at most {cap} different survivor functions per dataset, "
+                            "score source, outcome and class"
+                        )
+                    db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     def history(self):
         with self._lock:

@@ -59,6 +59,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                 sensitivity_rule=policy.sensitivity, max_glm_evaluations=policy.max_glm_evaluations,
                 max_thresholds=policy.max_thresholds, session_idle_seconds=self.site.config.session_idle_seconds,
                 max_chunk_scores=policy.max_chunk_scores, max_survivor_scores=policy.max_survivor_scores,
+                max_survivor_uploads=policy.max_survivor_uploads,
             ),
         )
 

@@ -218,6 +218,10 @@ class Site:
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
         ordered = np.sort(values)
         survivor = Survivor(SurvivorFunction(ordered), hashlib.sha256(ordered.tobytes()).hexdigest())
+        self.ledger.record_survivor(
+            (session.dataset, session.spec.key, session.outcome, score_class, survivor.digest),
+            self.policy.max_survivor_uploads,
+        )
         with session.lock:
             session.survivors[score_class] = survivor
         return survivor

@@ -134,6 +134,7 @@ def test_privacy_level_refusals_do_not_reveal_counts(make_site_config, client_cl
     with running_server(config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
         session = c.open()
+        c.upload(session, NEG, np.linspace(0, 1, 50))
         before = snapshot(config.ledger_path)
         for call in (lambda: c.release(session, NEG),
                      lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.5))):
@@ -141,7 +142,6 @@ def test_privacy_level_refusals_do_not_reveal_counts(make_site_config, client_cl
                 call()
             assert info.value.code() == C.PERMISSION_DENIED and "privacy level" in info.value.details()
             assert not re.search(r"\b3\b", info.value.details()), "the refusal must not reveal the count"
-        c.upload(session, NEG, np.linspace(0, 1, 50))
         with pytest.raises(grpc.RpcError) as info:
             c.RocGlmParts(pb.RocGlmPartsRequest(session_id=session, theta=[0, 1]))
         assert info.value.code() == C.PERMISSION_DENIED and not re.search(r"\b3\b", info.value.details())
@@ -252,3 +252,21 @@ def test_a_failing_request_never_takes_the_daemon_down(client, server):
         raw(b"\xff\xff\xff", metadata=client.metadata, timeout=10)
     assert info.value.code() in (C.INTERNAL, C.INVALID_ARGUMENT, C.UNKNOWN)
     assert client.Describe(pb.DescribeRequest()).datasets
+
+
+def test_distinct_survivor_functions_are_capped(make_site_config, client_cls, snapshot):
+    config = make_site_config(policy={"max_survivor_uploads": 2})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        c.upload(s, NEG, [0.1, 0.2, 0.3])
+        c.upload(s, NEG, [0.4, 0.5])
+        c.upload(c.open(), NEG, [0.3, 0.1, 0.2])  # the same function again (any order, any session) is free
+        c.upload(s, POS, [0.7])  # the cap is per class
+        before = snapshot(config.ledger_path)
+        with pytest.raises(grpc.RpcError) as info:
+            c.upload(s, NEG, [0.9])
+        assert info.value.code() == C.RESOURCE_EXHAUSTED and "at most 2 different survivor functions" in info.value.details()
+        assert snapshot(config.ledger_path) == before
+        assert c.Describe(pb.DescribeRequest()).policy.max_survivor_uploads == 2
+        c.close()
