@@ -237,6 +237,10 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         datasets[ds_name] = _parse_dataset(_Reader(table, f"datasets.{ds_name}", src), ds_name, base)
     top.done()
 
+    # A streamed chunk of doubles (8 bytes each, plus framing) must fit in one message.
+    if policy.max_chunk_scores * 8 + 1024 > max_bytes:
+        raise ConfigError(f"{src}: policy.max_chunk_scores: {policy.max_chunk_scores} scores do not fit in "
+                          f"site.max_message_bytes = {max_bytes}")
     for a in analysts.values():
         for ds in a.datasets:
             if ds != "*" and ds not in datasets:

@@ -113,8 +113,11 @@ class Site:
             if not self.config.analysts[analyst].may_use(name):
                 continue
             config = self.datasets.config(name)
-            table = self.datasets.table(name)
-            columns = [(str(c), column_dtype(table[c])) for c in table.columns]
+            try:
+                table = self.datasets.table(name)
+                columns = [(str(c), column_dtype(table[c])) for c in table.columns]
+            except InvalidArgument:
+                columns = []  # unreadable (logged for the administrator); the others are still described
             out.append(DatasetSummary(config, columns, self._rule(config), self.ledger.budget(name, self.policy)))
         return out
 

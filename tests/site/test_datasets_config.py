@@ -171,3 +171,19 @@ def test_postgresql_dataset(postgres, make_site_config, client_cls):
     })
     _check_session(config, "pg", frame, client_cls)
     _check_session(config, "pgq", frame[frame["nodes"] >= 2], client_cls)
+
+
+def test_chunks_must_fit_the_message_limit(tmp_path):
+    result = init_site(tmp_path / "s")
+    result.config.write_text(result.config.read_text().replace("max_message_bytes = 16777216", "max_message_bytes = 100000"))
+    with pytest.raises(ConfigError, match="policy.max_chunk_scores"):
+        load_config(result.config)
+
+
+def test_describe_survives_an_unreadable_dataset(make_site_config, client_cls):
+    config = make_site_config(datasets={"gone": {"path": "data/missing.csv", "outcomes": ["y"]}})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        described = {d.name: len(d.columns) for d in c.Describe(pb.DescribeRequest()).datasets}
+        assert described == {"test": 6, "gone": 0}
+        c.close()

@@ -118,3 +118,27 @@ def test_audit_log_records_requests_without_patient_data(server, client):
     text = server.config.audit_path.read_text()
     assert not any(f"{v:.6f}"[:8] in text for v in noisy[:20])  # no released value in the log
     assert "token-of-alice" not in text
+
+
+def test_a_changed_dataset_does_not_get_a_stale_release(site_config, client_cls, snapshot):
+    import pandas as pd
+
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        c.release(c.open(), NEG, epsilon=2.0)
+        c.close()
+    path = site_config.datasets["test"].path
+    frame = pd.read_csv(path)
+    frame.loc[0, "pred"] = 1 - frame.loc[0, "pred"]
+    frame.to_csv(path, index=False)
+    before = snapshot(site_config.ledger_path)
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        import grpc
+
+        with pytest.raises(grpc.RpcError) as info:
+            c.release(s, NEG, epsilon=2.0)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "changed" in info.value.details()
+        assert snapshot(site_config.ledger_path) == before
+        c.close()
