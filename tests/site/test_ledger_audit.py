@@ -142,3 +142,48 @@ def test_a_changed_dataset_does_not_get_a_stale_release(site_config, client_cls,
         assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "changed" in info.value.details()
         assert snapshot(site_config.ledger_path) == before
         c.close()
+
+
+def test_concurrent_requests_for_one_release_charge_once(server, client_factory):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def request(_):
+        c = client_factory(server.bound_address)
+        info, values, _ = c.release(c.open(), NEG, epsilon=3.0)
+        return info.release_id, info.mu_charged, values
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(request, range(8)))
+    assert len({r[0] for r in results}) == 1
+    assert sorted(r[1] > 0 for r in results) == [False] * 7 + [True]
+    assert all(np.array_equal(r[2], results[0][2]) for r in results)
+    assert server.ledger.budget("test", server.config.policy).releases == 1
+
+
+def test_health_turns_not_serving_on_shutdown(site_config):
+    import threading
+
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    seen = []
+    with running_server(site_config, insecure=True) as srv:
+        channel = grpc.insecure_channel(srv.bound_address)
+        stream = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service="dsroc.v1.SiteService"))
+        first = threading.Event()
+
+        def watch():
+            try:
+                for reply in stream:
+                    seen.append(reply.status)
+                    first.set()
+            except grpc.RpcError:
+                pass
+
+        thread = threading.Thread(target=watch)
+        thread.start()
+        assert first.wait(10)
+    thread.join(10)
+    channel.close()
+    S = health_pb2.HealthCheckResponse
+    assert seen[0] == S.SERVING and S.NOT_SERVING in seen

@@ -232,7 +232,10 @@ def test_bad_data_is_named_per_column_without_counts(make_site_config, client_cl
     out_of_range.loc[rows, "pred"] = 1.5
     missing_label = frame.copy().astype({"y": float})
     missing_label.loc[rows, "y"] = np.nan
-    frames = {"nan": with_nan, "label": bad_label, "range": out_of_range, "missing": missing_label}
+    bad_feature = frame.copy()
+    bad_feature.loc[rows, "age"] = np.nan
+    frames = {"nan": with_nan, "label": bad_label, "range": out_of_range, "missing": missing_label,
+              "feature": bad_feature}
     config = make_site_config(frames=frames)
     with running_server(config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
@@ -242,6 +245,11 @@ def test_bad_data_is_named_per_column_without_counts(make_site_config, client_cl
                 c.open(dataset=dataset)
             assert info.value.code() == C.INVALID_ARGUMENT and match in info.value.details()
             assert dataset in info.value.details() and not re.search(r"\b3\b", info.value.details())
+        model = pb.GlmModel(link=pb.LINK_LOGIT, coefficients=[pb.Coefficient(name="age", value=0.1)])
+        with pytest.raises(grpc.RpcError) as info:
+            c.open(dataset="feature", model=model)
+        assert info.value.code() == C.INVALID_ARGUMENT and "model column 'age': has missing" in info.value.details()
+        assert c.open(dataset="feature")  # the score column itself is fine
         c.close()
 
 
