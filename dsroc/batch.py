@@ -72,12 +72,13 @@ def _group_order(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.nd
     return order[np.argsort(groups[order].astype(key_type), kind="stable")]
 
 
-def _sorted_below_counts(values, refs, groups, n_groups):
+def _sorted_below_counts(values, refs, groups, n_groups, *, need_lt=True):
     """Sort by (group, value) once; for every element (in sorted order) and every reference indicator in
     ``refs``, count the reference elements of its group with a value ``<`` and ``<=`` its own.
 
     Ties are handled by blocks of equal (group, value). Returns ``order``, the sorted group ids and, per
-    indicator, ``(lt, le, n_ref)`` with ``lt``, ``le`` in sorted order and ``n_ref`` per group.
+    indicator, ``(lt, le, n_ref)`` with ``lt``, ``le`` in sorted order and ``n_ref`` per group (``lt`` is
+    None unless ``need_lt``: the strict survivor function needs only ``le``).
     """
     n = values.size
     order = _group_order(values, groups, n_groups)
@@ -98,9 +99,9 @@ def _sorted_below_counts(values, refs, groups, n_groups):
         n_ref = np.bincount(groups, weights=is_ref, minlength=n_groups).astype(np.int64)
         before = np.concatenate(([0], np.cumsum(n_ref)[:-1]))[g]  # reference elements in earlier groups
         if no_ties:
-            lt, le = cum[:-1] - before, cum[1:] - before
+            lt, le = (cum[:-1] - before if need_lt else None), cum[1:] - before
         else:
-            lt, le = cum[first][block] - before, cum[end][block] - before
+            lt, le = (cum[first][block] - before if need_lt else None), cum[end][block] - before
         counts.append((lt, le, n_ref))
     return order, g, counts
 
@@ -185,14 +186,16 @@ def grouped_class_placements(scores, labels, groups, *, n_groups: int, ties: str
     if y.size != s.size:
         raise ValueError(f"scores and labels must have the same length, got {s.size} and {y.size}")
     g = check_groups(groups, s.size, n_groups)
-    order, gs, ((lt0, le0, n0), (lt1, le1, n1)) = _sorted_below_counts(s, [1 - y, y], g, n_groups)
+    mid = ties == "mid"
+    order, gs, ((lt0, le0, n0), (lt1, le1, n1)) = _sorted_below_counts(s, [1 - y, y], g, n_groups, need_lt=mid)
     for name, sizes in (("negatives (label 0)", n0), ("positives (label 1)", n1)):
         missing = np.flatnonzero(sizes == 0)
         if missing.size:
             raise ValueError(f"group(s) {missing[:5].tolist()} have no {name}; both classes must be present")
     pos = y[order] == 1
     # A positive is placed among the negatives (PV0), a negative among the positives (PV1).
-    lt, le, n_ref = np.where(pos, lt0, lt1), np.where(pos, le0, le1), np.where(pos, n0[gs], n1[gs])
+    lt = np.where(pos, lt0, lt1) if mid else None
+    le, n_ref = np.where(pos, le0, le1), np.where(pos, n0[gs], n1[gs])
     pv = np.empty(s.size)
     pv[order] = _survivor(lt, le, n_ref, ties)
     return GroupedPlacements(pv, n0, n1)

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="settings to run: 'noise-free', 'sens=0.1' (its 25 settings) or full names such as "
                           "'sens=0.1_eps=0.5_delta=0.001' (default: all 126)")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on this Dask scheduler (needs dsroc[dask])")
-    run.add_argument("--chunk", type=int, help=f"replications per chunk (default: {DEFAULT_CHUNK})")
+    run.add_argument("--chunk", type=int, help=f"replications per unit of work (default: {DEFAULT_CHUNK['paper']} in paper mode, {DEFAULT_CHUNK['protocol']} in protocol mode)")
     run.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
     run.add_argument("--quiet", action="store_true", help="no progress lines")

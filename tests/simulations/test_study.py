@@ -43,6 +43,9 @@ def test_small_run_writes_every_output(tmp_path, mode, reps):
     free = results[results["setting"] == "noise-free"]
     in_range = free[(free["auc_emp"] >= 0.5) & (free["failure"].isin(["", "ci undefined"]))]
     assert t1["count"].sum() == len(in_range)
+    rec = pd.read_csv(tmp_path / "recommended.csv")
+    assert {"sensitivity", "epsilon", "delta", "tau", "tolerance", "worst_bin_mae", "ci_within_tolerance"} <= set(rec.columns)
+    assert set(rec["tolerance"]) <= {0.01, 0.015, 0.02}
     settings = pd.read_csv(tmp_path / "settings.csv")
     assert list(settings["setting"]) == SMALL and (settings["replications"] == reps).all()
     timing = json.loads((tmp_path / "timing.json").read_text())
