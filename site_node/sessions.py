@@ -73,14 +73,14 @@ class SessionStore:
     def add(self, make: Callable[[str], Session]) -> Session:
         """Create a session with a fresh id via ``make(session_id)`` and store it."""
         with self._lock:
-            self._purge(self._clock())
+            now = self._clock()
+            self._purge(now)
             if len(self._sessions) >= self.max_sessions:
                 raise ResourceExhausted(
                     f"this site has {self.max_sessions} open sessions, its limit; close sessions you no longer need"
                 )
-        session = make(secrets.token_hex(16))
-        with self._lock:
-            self._sessions[session.session_id] = (session, self._clock())
+            session = make(secrets.token_hex(16))
+            self._sessions[session.session_id] = (session, now)
         return session
 
     def get(self, analyst: str, session_id: str) -> Session:

@@ -278,3 +278,16 @@ def test_distinct_survivor_functions_are_capped(make_site_config, client_cls, sn
         assert snapshot(config.ledger_path) == before
         assert c.Describe(pb.DescribeRequest()).policy.max_survivor_uploads == 2
         c.close()
+
+
+def test_open_sessions_are_capped(make_site_config, client_cls):
+    config = make_site_config(site={"max_sessions": 2})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        first, _ = c.open(), c.open()
+        with pytest.raises(grpc.RpcError) as info:
+            c.open()
+        assert info.value.code() == C.RESOURCE_EXHAUSTED and "open sessions" in info.value.details()
+        c.CloseSession(pb.CloseSessionRequest(session_id=first))
+        assert c.open()
+        c.close()
