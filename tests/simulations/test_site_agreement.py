@@ -1,0 +1,68 @@
+"""Protocol mode computes, per site, exactly what the site daemon's ``Site`` returns for the same uploads."""
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dsroc import RocGlmParts, SurvivorFunction, mean_parts, rocglm_grid, sq_dev_parts
+from dsroc.v1 import site_pb2 as pb
+from simulations.dgp import generate_replication
+from simulations.protocol import release_scores
+from simulations.settings import select_settings
+from site_node.config import parse_config
+from site_node.ledger import SqliteLedger
+from site_node.scores import ScoreSpec
+from site_node.site import NEGATIVES, POSITIVES, Site
+
+
+def _site(tmp_path, scores, labels):
+    pd.DataFrame({"pred": scores, "y": labels}).to_parquet(tmp_path / "data.parquet")
+    config = parse_config(
+        {
+            "site": {"name": "sim", "listen": "127.0.0.1:0"},
+            "policy": {"privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.1, "budget_epsilon": 20.0,
+                       "budget_delta": 0.5},
+            "analysts": {"alice": {"token_sha256": hashlib.sha256(b"t").hexdigest(), "datasets": ["*"]}},
+            "datasets": {"test": {"path": "data.parquet", "outcomes": ["y"], "scores": ["pred"]}},
+        },
+        source=tmp_path / "site.toml",
+    )
+    return Site(config, SqliteLedger(tmp_path / "ledger.sqlite"))
+
+
+def test_protocol_site_step_equals_site_node(tmp_path):
+    seed, rep = 3, 1
+    setting = select_settings(["sens=0.2_eps=5_delta=0.01"])[0]
+    d = generate_replication(seed, rep)
+    released = []
+    for k in range(5):
+        m = d.sites == k
+        released.append(release_scores(d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)], setting.tau, seed, rep, k))
+    pooled0 = np.concatenate([r[0] for r in released])
+    pooled1 = np.concatenate([r[1] for r in released])
+    k = 2  # any one site
+    m = d.sites == k
+    site = _site(tmp_path, d.scores[m], d.labels[m])
+    session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
+    site.upload_survivor(session, NEGATIVES, pooled0, declared_n=pooled0.size)
+    site.upload_survivor(session, POSITIVES, pooled1, declared_n=pooled1.size)
+
+    # What protocol mode computes for this site
+    s0, s1 = d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)]
+    pv0 = SurvivorFunction(pooled0)(s1, ties="mid")
+    pv1 = SurvivorFunction(pooled1)(s0, ties="mid")
+    theta = np.array([0.7, 1.1])
+    ours = RocGlmParts.from_placements(pv0, rocglm_grid()).evaluate(theta)
+    theirs, _, n_points = site.rocglm_parts(session, theta, pb.GridSpec(n_points=30))
+    assert n_points == 28
+    np.testing.assert_allclose(theirs.score, ours.score, rtol=1e-12)
+    np.testing.assert_allclose(theirs.information, ours.information, rtol=1e-12)
+    assert theirs.deviance == pytest.approx(ours.deviance, rel=1e-12)
+
+    first = site.placement_moments(session, None)
+    assert first.pv0 == mean_parts(pv0) and first.pv1 == mean_parts(pv1)
+    second = site.placement_moments(session, (0.3, 0.6))
+    assert second.ssd_pv0 == pytest.approx(sq_dev_parts(pv0, 0.3), rel=1e-12)
+    assert second.ssd_pv1 == pytest.approx(sq_dev_parts(pv1, 0.6), rel=1e-12)
