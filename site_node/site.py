@@ -31,7 +31,7 @@ from dsroc import (
 
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, column_dtype, outcome_values
-from .errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .guard import (
     SiteSensitivity,
     check_edges,

@@ -8,16 +8,14 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import sqlalchemy as sa
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.config import ConfigError, load_config
-from site_node.init import CONFIG_TEMPLATE, init_site, sample_dataset
+from site_node.init import init_site, sample_dataset
 from site_node.testing import running_server
 
 NEG = pb.SCORE_CLASS_NEGATIVES

@@ -8,7 +8,6 @@ import time
 
 import grpc
 import numpy as np
-import pandas as pd
 import pytest
 
 from dsroc.v1 import site_pb2 as pb
