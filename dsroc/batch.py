@@ -54,8 +54,9 @@ def group_sizes(groups, n_groups: int) -> np.ndarray:
     return np.bincount(groups, minlength=n_groups).astype(np.int64)
 
 
-def _group_order(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
-    """Permutation sorting the elements by (group, value)."""
+def _group_order(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, bool]:
+    """Permutation sorting the elements by (group, value), and whether it keeps every element in its
+    group's slice (groups already stored one after another)."""
     if np.all(groups[1:] >= groups[:-1]):
         # Groups stored one after another (the usual batch layout): sort each slice on its own, which is
         # cache-friendly and needs no second sort key.
@@ -65,11 +66,11 @@ def _group_order(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.nd
             if hi > lo:
                 order[lo:hi] = np.argsort(values[lo:hi])
                 order[lo:hi] += lo
-        return order
+        return order, True
     order = np.argsort(values)
     # Small integer keys make numpy's stable sort a radix sort: O(N) for the second key.
     key_type = np.int16 if n_groups <= np.iinfo(np.int16).max else np.int64
-    return order[np.argsort(groups[order].astype(key_type), kind="stable")]
+    return order[np.argsort(groups[order].astype(key_type), kind="stable")], False
 
 
 def _sorted_below_counts(values, refs, groups, n_groups, *, need_lt=True):
@@ -81,8 +82,8 @@ def _sorted_below_counts(values, refs, groups, n_groups, *, need_lt=True):
     None unless ``need_lt``: the strict survivor function needs only ``le``).
     """
     n = values.size
-    order = _group_order(values, groups, n_groups)
-    v, g = values[order], groups[order]
+    order, in_place = _group_order(values, groups, n_groups)
+    v, g = values[order], (groups if in_place else groups[order])
     new_block = np.empty(n, dtype=bool)
     new_block[0] = True
     np.not_equal(v[1:], v[:-1], out=new_block[1:])
