@@ -20,6 +20,7 @@ several hospitals without any patient record leaving any of them.
 Quick start:
   dsroc-site init mysite              # example config, sample data, dev certificates, a first token
   $EDITOR mysite/site.toml            # your datasets, analysts and privacy policy
+  dsroc-site check --config mysite/site.toml      # config, certificates and data columns
   dsroc-site serve --config mysite/site.toml
   dsroc-site budget --config mysite/site.toml     # privacy budget spent per dataset
   dsroc-site audit --config mysite/site.toml --last 20
@@ -85,6 +86,45 @@ def _cmd_serve(args) -> int:
         pass
     server.stop(grace=args.grace)
     return 0
+
+
+def _cmd_check(args) -> int:
+    from .config import load_config
+    from .datasets import DatasetStore, outcome_values, score_values
+    from .errors import SiteError
+    from .server import server_credentials
+
+    config = load_config(args.config)
+    problems = 0
+    if config.tls is not None:
+        try:
+            server_credentials(config)
+            print(f"tls: ok ({'mutual TLS' if config.tls.client_ca else 'server certificate only'})")
+        except Exception as exc:  # noqa: BLE001 - reported to the administrator
+            problems += 1
+            print(f"tls: {exc}")
+    else:
+        print("tls: not configured (serve needs --insecure)")
+    store = DatasetStore(config.datasets)
+    for name, ds in config.datasets.items():
+        try:
+            table = store.table(name)
+        except SiteError:
+            problems += 1
+            print(f"dataset {name}: cannot be read (see the log above)")
+            continue
+        print(f"dataset {name}: {len(table)} rows, columns {list(table.columns)}")
+        checks = [(c, lambda c=c: outcome_values(table, name, c)) for c in ds.outcomes]
+        checks += [(c, lambda c=c: score_values(table, name, c, ds.score_range)) for c in ds.scores]
+        for column, check in checks:
+            try:
+                check()
+                print(f"  {column}: ok")
+            except SiteError as exc:
+                problems += 1
+                print(f"  {column}: {exc}")
+    print("no problems found" if not problems else f"{problems} problem(s) found")
+    return 0 if not problems else 1
 
 
 def _cmd_budget(args) -> int:
@@ -154,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8)")
     p.add_argument("--grace", type=float, default=5.0, help="seconds to finish running calls on shutdown")
     p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("check", help="check the config, TLS files and every dataset's declared columns")
+    p.add_argument("--config", required=True, help="site TOML file")
+    p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("budget", help="privacy budget spent per dataset, and every release")
     p.add_argument("--config", required=True, help="site TOML file")

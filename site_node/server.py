@@ -18,7 +18,7 @@ from .ledger import SqliteLedger
 from .servicer import SiteServicer
 from .site import Site
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials"]
 
 log = logging.getLogger("dsroc.site")
 
@@ -31,7 +31,8 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
             ("grpc.max_receive_message_length", max_message_bytes)]
 
 
-def _server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
+def server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
+    """TLS credentials from the config's ``[tls]`` files; mutual TLS when ``client_ca`` is set."""
     tls = config.tls
     if tls is None:
         raise ConfigError(
@@ -63,7 +64,7 @@ class SiteServer:
         self.config = config
         self.insecure = insecure
         self.address = address or config.listen
-        credentials = None if insecure else _server_credentials(config)
+        credentials = None if insecure else server_credentials(config)
         self.ledger = SqliteLedger(config.ledger_path)
         self.audit = AuditLog(config.audit_path)
         self.site = Site(config, self.ledger)

@@ -130,3 +130,19 @@ def test_cli_init_serve_budget_audit(tmp_path):
     assert bad.returncode == 2 and "config file not found" in bad.stderr
     helptext = subprocess.run(cli + ["--help"], capture_output=True, text=True, env=env, check=True).stdout
     assert "dsroc-site init" in helptext and "serve" in helptext
+
+
+def test_cli_check_reports_per_column_problems(tmp_path, capsys):
+    import pandas as pd
+
+    from site_node.cli import main
+
+    result = init_site(tmp_path / "s")
+    assert main(["check", "--config", str(result.config)]) == 0
+    assert "no problems found" in capsys.readouterr().out
+    frame = pd.read_csv(result.dataset)
+    frame.loc[:4, "y"] = 3
+    frame.to_csv(result.dataset, index=False)
+    assert main(["check", "--config", str(result.config)]) == 1
+    out = capsys.readouterr().out
+    assert "y: dataset 'sample', outcome column 'y': labels must be 0 or 1" in out and "pred: ok" in out
