@@ -33,6 +33,10 @@ TOLERANCES = (0.01, 0.015, 0.02)
 MAX_FAILURE_SHARE = 0.01  # a setting whose fits fail more often than this is not recommended
 
 
+_REPORT_COLUMNS = ["setting", "sensitivity", "epsilon", "delta", "tau", "rep", "auc_emp", "delta_auc", "delta_ci",
+                   "failure", "area_between"]
+
+
 def auc_bins(auc) -> pd.Categorical:
     """Empirical-AUC bin of each value: ``(0.5, 0.525]``, ..., ``(0.975, 1]`` (0.5 itself in the first bin)."""
     labels = [f"({a:g}, {b:g}]" for a, b in zip(AUC_EDGES[:-1], AUC_EDGES[1:])]
@@ -196,7 +200,7 @@ def write_report(out, *, tolerances=TOLERANCES) -> dict:
         raise ValueError(f"tolerances must be positive numbers, got {tolerances}")
     tolerance = tolerances[0]
     out = Path(out)
-    results = load_results(out)
+    results = load_results(out, columns=_REPORT_COLUMNS)
     mode = json.loads((out / "config.json").read_text())["mode"]
     summary = {"mode": mode, "replications": int(results["rep"].nunique())}
     if (results["setting"] == NOISE_FREE).any():
