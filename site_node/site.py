@@ -41,6 +41,7 @@ from .guard import (
     check_threshold,
     release_sensitivity,
     require_privacy_level,
+    secondary_suppression,
     site_sensitivity,
 )
 from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
@@ -295,10 +296,13 @@ class Site:
         return brier_parts(session.scores, session.labels)
 
     def calibration_parts(self, session: Session, request) -> CalibrationParts:
-        """Per-bin sums; bins below the privacy level are suppressed (only their index is released)."""
+        """Per-bin sums; bins below the privacy level are suppressed (only their index is released), and
+        more bins when needed so that the suppressed ones cannot be recovered as a complement."""
         edges = check_edges(self.policy, request)
         self._probabilities(session, "calibration")
-        return calibration_parts(session.scores, session.labels, edges, privacy_level=self.policy.privacy_level)
+        q = self.policy.privacy_level
+        parts = calibration_parts(session.scores, session.labels, edges, privacy_level=q)
+        return secondary_suppression(parts, session.scores.size, q)
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
         """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""

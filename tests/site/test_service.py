@@ -97,8 +97,10 @@ def test_full_sequence_one_site(client, frame):
     edges = np.linspace(0, 1, 11)
     counts, _ = np.histogram(s, bins=edges)
     released = {x.index: x for x in c.bins}
-    assert set(released) == set(np.flatnonzero(counts >= 5)) and set(c.suppressed) == set(np.flatnonzero(counts < 5))
     assert c.suppressed, "the sample data should have a sparse bin, so suppression is exercised"
+    assert set(np.flatnonzero(counts < 5)) <= set(c.suppressed) and set(released) | set(c.suppressed) == set(range(10))
+    hidden = counts[list(c.suppressed)].sum()
+    assert hidden == 0 or hidden >= 5  # the withheld bins cannot be recovered as n minus the released counts
     for i, x in released.items():
         in_bin = (s >= edges[i]) & ((s < edges[i + 1]) if i < 9 else (s <= 1))
         assert x.count == in_bin.sum() and x.sum_scores == pytest.approx(s[in_bin].sum())
@@ -207,3 +209,20 @@ def test_health_service_reports_serving(server):
         for service in ("", "dsroc.v1.SiteService"):
             r = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
             assert r.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_calibration_secondary_suppression(make_site_config, client_cls):
+    # 200 patients; the top bin gets exactly 3 (below q = 5), bin 5 is the smallest of the others.
+    rng = np.random.default_rng(9)
+    sizes = [30, 25, 25, 20, 20, 8, 25, 22, 22, 3]
+    pred = np.concatenate([rng.uniform(b / 10 + 0.001, (b + 1) / 10 - 0.001, k) for b, k in enumerate(sizes)])
+    frame = sample_dataset(200, seed=9).assign(pred=pred.round(6))
+    config = make_site_config(frames={"test": frame})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        r = c.CalibrationParts(pb.CalibrationPartsRequest(session_id=c.open()))
+        # Bin 9 alone would be recoverable as 200 - 197 = 3: bin 5 (the smallest released) is withheld too.
+        assert list(r.suppressed) == [5, 9]
+        assert [b.index for b in r.bins] == [0, 1, 2, 3, 4, 6, 7, 8]
+        assert 200 - sum(b.count for b in r.bins) == 11
+        c.close()
