@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -185,6 +185,9 @@ def run_study(
     wall0, cpu0 = time.perf_counter(), time.process_time()
     tasks = [Task(mode, int(seed), a, min(a + chunk, reps), chosen) for a in range(0, reps, chunk)]
     results_done = (out / RESULTS / "_complete.json").exists()
+    if results_done and (out / "timing.json").exists():
+        # Nothing left to do: keep the timing of the run that computed the results.
+        return json.loads((out / "timing.json").read_text())
     todo = [] if results_done else [t for t in tasks if not (out / CHUNKS / t.file_name).exists()]
     done_reps = reps - sum(t.stop - t.start for t in todo)
     bar = _Progress(reps, done_reps, len(chosen), progress)

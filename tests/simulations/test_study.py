@@ -95,6 +95,7 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
     timing = run_study(tmp_path / "resumed", **kwargs)
     assert timing["replications_computed_now"] == 5  # only the missing chunk
     pd.testing.assert_frame_equal(load_results(tmp_path / "full"), load_results(tmp_path / "resumed"))
+    assert run_study(tmp_path / "resumed", **kwargs) == timing  # finished: nothing recomputed, timing kept
     with pytest.raises(ValueError, match="different run"):
         run_study(tmp_path / "resumed", **{**kwargs, "seed": 5})
 
