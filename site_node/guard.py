@@ -30,6 +30,7 @@ __all__ = [
     "check_edges",
     "check_threshold",
     "secondary_suppression",
+    "check_threshold_bands",
 ]
 
 
@@ -199,3 +200,33 @@ def secondary_suppression(parts: CalibrationParts, n: int, q: int) -> Calibratio
         edges=parts.edges, bins=parts.bins[keep], count=parts.count[keep], sum_score=parts.sum_score[keep],
         sum_label=parts.sum_label[keep], suppressed=np.sort(np.concatenate([parts.suppressed, parts.bins[~keep]])),
     )
+
+
+def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray, q: int) -> None:
+    """Refuse a confusion threshold whose band to a neighbouring earlier threshold holds 1 to q-1 patients of a class.
+
+    Two confusion matrices at thresholds a < b differ exactly by the patients with scores in [a, b).
+    Keeping every band between adjacent answered thresholds at 0 or at least q patients per class
+    means no difference of any two answers describes fewer than q patients (a union of such bands
+    is again 0 or at least q). Only the new threshold's neighbours need checking.
+
+    Parameters
+    ----------
+    sorted_classes : sequence of sorted ndarray
+        The true scores of each class, sorted.
+    threshold : float
+    answered : sorted ndarray
+        Thresholds answered before.
+    q : int
+    """
+    i = int(np.searchsorted(answered, threshold))
+    neighbours = [answered[j] for j in (i - 1, i) if 0 <= j < answered.size]
+    for scores in sorted_classes:
+        at_least = lambda v: scores.size - int(np.searchsorted(scores, v, side="left"))  # noqa: E731
+        for other in neighbours:
+            band = abs(at_least(other) - at_least(threshold))
+            if 0 < band < q:
+                raise PermissionDenied(
+                    f"privacy level: threshold {threshold} is too close to the threshold {other} answered before; "
+                    f"the patients between them would be fewer than q = {q}"
+                )

@@ -22,7 +22,7 @@ import numpy as np
 from dsroc import analytic_gaussian_sigma, gdp_epsilon, gdp_mu, gdp_release_mu
 
 from .config import Policy
-from .errors import FailedPrecondition, ResourceExhausted
+from .errors import FailedPrecondition, PermissionDenied, ResourceExhausted
 
 __all__ = ["ReleaseKey", "Release", "BudgetStatus", "budget_mu", "Ledger", "SqliteLedger"]
 
@@ -121,6 +121,23 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def fix_calibration_edges(self, key: tuple[str, str, str], edges: np.ndarray) -> None:
+        """Record the calibration edges of ``(dataset, source, outcome)``, or refuse different ones.
+
+        Bins of two different edge sets overlap, and their differences describe patients that no
+        single answer covers; so the first edges answered are the only ones (PermissionDenied).
+        """
+
+    @abstractmethod
+    def answer_threshold(self, key: tuple[str, str, str], threshold: float,
+                         check: Callable[[np.ndarray], None]) -> None:
+        """Record a confusion-matrix threshold of ``(dataset, source, outcome)``.
+
+        A threshold answered before is free; a new one is recorded only if ``check(answered)`` (the
+        sorted earlier thresholds) does not raise.
+        """
+
+    @abstractmethod
     def history(self) -> list[dict]:
         """Every release (without values), oldest first."""
 
@@ -157,6 +174,20 @@ CREATE TABLE IF NOT EXISTS survivor_uploads (
     score_class INTEGER NOT NULL,
     survivor TEXT NOT NULL,
     PRIMARY KEY (dataset, source, outcome, score_class, survivor)
+);
+CREATE TABLE IF NOT EXISTS calibration_edges (
+    dataset TEXT NOT NULL,
+    source TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    edges BLOB NOT NULL,
+    PRIMARY KEY (dataset, source, outcome)
+);
+CREATE TABLE IF NOT EXISTS confusion_thresholds (
+    dataset TEXT NOT NULL,
+    source TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    threshold REAL NOT NULL,
+    PRIMARY KEY (dataset, source, outcome, threshold)
 );
 CREATE TABLE IF NOT EXISTS glm_evaluations (
     dataset TEXT NOT NULL,
@@ -244,22 +275,19 @@ class SqliteLedger(Ledger):
                        np.frombuffer(values[0], dtype=np.float64), np.frombuffer(values[1], dtype=np.float64))
 
     def use_evaluation(self, key, cap):
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                used = self._used(key)
-                if used >= cap:
-                    raise ResourceExhausted(
-                        f"query cap: this site answers at most {cap} ROC-GLM evaluations per uploaded survivor function"
-                    )
-                db.execute("INSERT INTO glm_evaluations VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET used = used + 1",
-                           (*key, 1))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        return cap - used - 1
+        used = []
+
+        def body(db):
+            used.append(self._used(key))
+            if used[0] >= cap:
+                raise ResourceExhausted(
+                    f"query cap: this site answers at most {cap} ROC-GLM evaluations per uploaded survivor function"
+                )
+            db.execute("INSERT INTO glm_evaluations VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET used = used + 1",
+                       (*key, 1))
+
+        self._transaction(body)
+        return cap - used[0] - 1
 
     def _used(self, key) -> int:
         row = self._db.execute(
@@ -272,25 +300,62 @@ class SqliteLedger(Ledger):
             return max(cap - self._used(key), 0)
 
     def record_survivor(self, key, cap):
+        def body(db):
+            seen = db.execute("SELECT 1 FROM survivor_uploads WHERE dataset=? AND source=? AND outcome=? "
+                              "AND score_class=? AND survivor=?", key).fetchone()
+            if seen is not None:
+                return
+            (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE dataset=? AND source=? "
+                                  "AND outcome=? AND score_class=?", key[:4]).fetchone()
+            if count >= cap:
+                raise ResourceExhausted(
+                    f"query cap: this site accepts at most {cap} different survivor functions per dataset, "
+                    "score source, outcome and class"
+                )
+            db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
+
+        self._transaction(body)
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], None]) -> None:
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
+            self._db.execute("BEGIN IMMEDIATE")
             try:
-                seen = db.execute("SELECT 1 FROM survivor_uploads WHERE dataset=? AND source=? AND outcome=? "
-                                  "AND score_class=? AND survivor=?", key).fetchone()
-                if seen is None:
-                    (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE dataset=? AND source=? "
-                                          "AND outcome=? AND score_class=?", key[:4]).fetchone()
-                    if count >= cap:
-                        raise ResourceExhausted(
-                            f"query cap: this site accepts at most {cap} different survivor functions per dataset, "
-                            "score source, outcome and class"
-                        )
-                    db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
-                db.execute("COMMIT")
+                body(self._db)
+                self._db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                self._db.execute("ROLLBACK")
                 raise
+
+    def fix_calibration_edges(self, key, edges):
+        edges = np.asarray(edges, dtype=np.float64)
+
+        def body(db):
+            row = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? AND outcome=?",
+                             key).fetchone()
+            if row is None:
+                db.execute("INSERT INTO calibration_edges VALUES (?,?,?,?)", (*key, edges.tobytes()))
+                return
+            fixed = np.frombuffer(row[0], dtype=np.float64)
+            if fixed.shape != edges.shape or not np.array_equal(fixed, edges):
+                raise PermissionDenied(
+                    "privacy level: this site answers calibration for this dataset, score source and outcome only "
+                    f"with the bin edges it answered first, {fixed.tolist()}: bins of different edges overlap, and "
+                    "their differences could describe fewer than q patients"
+                )
+
+        self._transaction(body)
+
+    def answer_threshold(self, key, threshold, check):
+        def body(db):
+            answered = np.array([r[0] for r in db.execute(
+                "SELECT threshold FROM confusion_thresholds WHERE dataset=? AND source=? AND outcome=? "
+                "ORDER BY threshold", key)], dtype=np.float64)
+            if np.any(answered == threshold):
+                return
+            check(answered)
+            db.execute("INSERT INTO confusion_thresholds VALUES (?,?,?,?)", (*key, float(threshold)))
+
+        self._transaction(body)
 
     def history(self):
         with self._lock:

@@ -6,6 +6,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -51,6 +52,16 @@ class Session:
         # True scores per class, split once.
         self.negatives = self.scores[self.labels == 0]
         self.positives = self.scores[self.labels == 1]
+
+    @cached_property
+    def sorted_negatives(self) -> np.ndarray:
+        """True negative scores, ascending."""
+        return np.sort(self.negatives)
+
+    @cached_property
+    def sorted_positives(self) -> np.ndarray:
+        """True positive scores, ascending."""
+        return np.sort(self.positives)
 
 
 class SessionStore:

@@ -41,6 +41,7 @@ from .guard import (
     check_threshold,
     release_sensitivity,
     require_privacy_level,
+    check_threshold_bands,
     secondary_suppression,
     site_sensitivity,
 )
@@ -204,9 +205,9 @@ class Site:
         with session.lock:
             if not session.fingerprint:
                 h = hashlib.sha256()
-                h.update(np.sort(session.negatives).tobytes())
+                h.update(session.sorted_negatives.tobytes())
                 h.update(b"|")
-                h.update(np.sort(session.positives).tobytes())
+                h.update(session.sorted_positives.tobytes())
                 session.fingerprint = h.hexdigest()
             return session.fingerprint
 
@@ -301,10 +302,21 @@ class Site:
         edges = check_edges(self.policy, request)
         self._probabilities(session, "calibration")
         q = self.policy.privacy_level
-        parts = calibration_parts(session.scores, session.labels, edges, privacy_level=q)
-        return secondary_suppression(parts, session.scores.size, q)
+        parts = secondary_suppression(calibration_parts(session.scores, session.labels, edges, privacy_level=q),
+                                      session.scores.size, q)
+        self.ledger.fix_calibration_edges(self._answer_key(session), edges)
+        return parts
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
         """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""
         threshold = check_threshold(threshold)
-        return confusion_parts(session.scores, session.labels, threshold, privacy_level=self.policy.privacy_level)
+        q = self.policy.privacy_level
+        cells = confusion_parts(session.scores, session.labels, threshold, privacy_level=q)
+        classes = (session.sorted_negatives, session.sorted_positives)
+        self.ledger.answer_threshold(self._answer_key(session), threshold,
+                                     lambda answered: check_threshold_bands(classes, threshold, answered, q))
+        return cells
+
+    @staticmethod
+    def _answer_key(session: Session) -> tuple[str, str, str]:
+        return session.dataset, session.spec.key, session.outcome

@@ -290,3 +290,36 @@ def test_open_sessions_are_capped(make_site_config, client_cls):
         c.CloseSession(pb.CloseSessionRequest(session_id=first))
         assert c.open()
         c.close()
+
+
+def test_confusion_thresholds_cannot_be_differenced(client, frame, refused):
+    s, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
+    session = client.open()
+    client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.3))
+    # A second threshold just above 0.3 with 1..4 patients of some class in between is refused.
+    close = np.sort(s[s >= 0.3])[2] + 1e-9  # 3 patients with scores in [0.3, close)
+    bands = [((s[y == c] >= 0.3) & (s[y == c] < close)).sum() for c in (0, 1)]
+    assert any(0 < b < 5 for b in bands)
+    details = refused(lambda: client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=close)),
+                      grpc.StatusCode.PERMISSION_DENIED, "too close to the threshold 0.3")
+    # Apart from the two thresholds and q, the message carries no number (no count).
+    assert not re.search(r"\d", details.replace(str(close), "").replace("0.3", "").replace("q = 5", ""))
+    # The same threshold again is free, also in a new session; a well-separated one is answered.
+    again = client.ConfusionParts(pb.ConfusionPartsRequest(session_id=client.open(), threshold=0.3))
+    assert again.tp == np.sum((s >= 0.3) & (y == 1))
+    far = 0.5
+    assert all(b == 0 or b >= 5 for b in [((s[y == c] >= 0.3) & (s[y == c] < far)).sum() for c in (0, 1)])
+    client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=far))
+
+
+def test_calibration_edges_are_fixed_once_answered(client, refused):
+    session = client.open()
+    ten = pb.Values(values=np.linspace(0, 1, 11).tolist())
+    first = client.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=ten))
+    same = client.CalibrationParts(pb.CalibrationPartsRequest(session_id=client.open(), n_bins=10))
+    assert list(same.suppressed) == list(first.suppressed) and len(same.bins) == len(first.bins)
+    refused(lambda: client.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, n_bins=5)),
+            grpc.StatusCode.PERMISSION_DENIED, "only with the bin edges it answered first")
+    # Another score source is another question with its own edges.
+    model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-1, coefficients=[pb.Coefficient(name="nodes", value=0.2)])
+    client.CalibrationParts(pb.CalibrationPartsRequest(session_id=client.open(model=model), n_bins=5))
