@@ -134,7 +134,8 @@ class SiteServiceServicer:
 
     def UploadSurvivor(self, request_iterator, context):
         """The analyst's pooled noisy scores of one class (S~0 from negatives, S~1 from positives).
-        The first message must carry the header; all messages carry scores.
+        The first message must carry the header; all messages carry scores. A site accepts a limited
+        number of different survivor functions per (dataset, score source, outcome, class).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -166,7 +167,10 @@ class SiteServiceServicer:
 
     def CalibrationParts(self, request, context):
         """Per bin: count, sum of scores, sum of labels; bins with fewer than q patients are suppressed and
-        only their indices are returned (nothing about them, not even the count).
+        only their indices are returned (nothing about them, not even the count). More bins are withheld
+        when needed so that the withheld ones hold 0 or at least q patients together (otherwise n minus the
+        released counts would reveal them). Only the edges answered first for a (dataset, score source,
+        outcome) are answered later (different edges would overlap and could be differenced).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -174,7 +178,8 @@ class SiteServiceServicer:
 
     def ConfusionParts(self, request, context):
         """Confusion matrix at a threshold (predicted positive when score >= threshold); refused when any
-        cell covers fewer than q patients.
+        cell covers fewer than q patients, or when 1 to q-1 patients of a class lie between the threshold
+        and a neighbouring threshold answered before (the two answers could be differenced).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
