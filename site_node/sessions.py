@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
@@ -17,7 +18,7 @@ from .errors import NotFound, ResourceExhausted
 from .guard import SiteSensitivity
 from .scores import ScoreSpec
 
-__all__ = ["Survivor", "Session", "SessionStore"]
+__all__ = ["Survivor", "ScoredData", "Session", "SessionStore"]
 
 
 @dataclass
@@ -31,27 +32,31 @@ class Survivor:
 
 
 @dataclass
-class Session:
-    """One analyst's session on (dataset, outcome, score source) with the site's true data for it."""
+class ScoredData:
+    """The site's true scores and labels for one (dataset, score source, outcome), shared by sessions.
 
-    session_id: str
-    analyst: str
+    Derived arrays and the site's sensitivity are computed once, on first use.
+    """
+
     dataset: str
     outcome: str
     spec: ScoreSpec
     scores: np.ndarray
     labels: np.ndarray
     score_range: tuple[float, float]
-    fingerprint: str
     features: dict | None = None
     sensitivity: SiteSensitivity | None = None
-    survivors: dict = field(default_factory=dict)  # dsroc.v1.ScoreClass value -> Survivor
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self):
         # True scores per class, split once.
         self.negatives = self.scores[self.labels == 0]
         self.positives = self.scores[self.labels == 1]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(dataset, score source, outcome): what ledger records about answers are keyed by."""
+        return self.dataset, self.spec.key, self.outcome
 
     @cached_property
     def sorted_negatives(self) -> np.ndarray:
@@ -62,6 +67,26 @@ class Session:
     def sorted_positives(self) -> np.ndarray:
         """True positive scores, ascending."""
         return np.sort(self.positives)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Hash of the sorted class scores: detects a dataset that changed since a persisted release."""
+        h = hashlib.sha256()
+        h.update(self.sorted_negatives.tobytes())
+        h.update(b"|")
+        h.update(self.sorted_positives.tobytes())
+        return h.hexdigest()
+
+
+@dataclass
+class Session:
+    """One analyst's session: the shared data it is bound to and the survivor functions it received."""
+
+    session_id: str
+    analyst: str
+    data: ScoredData
+    survivors: dict = field(default_factory=dict)  # dsroc.v1.ScoreClass value -> Survivor
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 class SessionStore:

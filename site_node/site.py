@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,11 +49,12 @@ from .guard import (
 )
 from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
 from .scores import ScoreSpec, compute_scores
-from .sessions import Session, SessionStore, Survivor
+from .sessions import ScoredData, Session, SessionStore, Survivor
 
 __all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "PlacementMoments", "Site"]
 
 NEGATIVES, POSITIVES = 1, 2  # dsroc.v1.ScoreClass values
+_SCORED_CACHE = 8  # (dataset, source, outcome) score vectors kept for new sessions
 _CLASS_NAMES = {NEGATIVES: "negatives", POSITIVES: "positives"}
 
 
@@ -97,6 +100,8 @@ class Site:
         self.ledger = ledger
         self.datasets = DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions)
+        self._scored: OrderedDict[tuple[str, str, str], ScoredData] = OrderedDict()
+        self._scored_lock = threading.Lock()
 
     # ------------------------------------------------------------------ datasets and budget
     def _allowed(self, analyst: str, dataset: str) -> DatasetConfig:
@@ -136,18 +141,29 @@ class Site:
             raise InvalidArgument(
                 f"dataset {dataset!r} has no declared outcome column {outcome!r} (declared: {list(config.outcomes)})"
             )
+        data = self._scored_data(dataset, outcome, spec, config)
+        return self.sessions.add(lambda session_id: Session(session_id, analyst, data))
+
+    def _scored_data(self, dataset: str, outcome: str, spec: ScoreSpec, config: DatasetConfig) -> ScoredData:
+        """The shared true scores for (dataset, source, outcome); the last few are kept for new sessions."""
+        key = (dataset, spec.key, outcome)
+        with self._scored_lock:
+            data = self._scored.get(key)
+            if data is not None:
+                self._scored.move_to_end(key)
+                return data
         table = self.datasets.table(dataset)
         labels = outcome_values(table, dataset, outcome)
         scores, score_range = compute_scores(spec, config, table)
         features = None
         if spec.model is not None:
             features = {name: np.asarray(table[name], dtype=np.float64) for name in spec.model.features}
-
-        def make(session_id: str) -> Session:
-            return Session(session_id, analyst, dataset, outcome, spec, scores, labels, score_range,
-                           fingerprint="", features=features)
-
-        return self.sessions.add(make)
+        data = ScoredData(dataset, outcome, spec, scores, labels, score_range, features)
+        with self._scored_lock:
+            data = self._scored.setdefault(key, data)
+            while len(self._scored) > _SCORED_CACHE:
+                self._scored.popitem(last=False)  # sessions still using it keep it alive
+        return data
 
     def session(self, analyst: str, session_id: str) -> Session:
         """The analyst's open session."""
@@ -159,15 +175,15 @@ class Site:
 
     # ------------------------------------------------------------------ sensitivity and release
     def sensitivity(self, session: Session) -> SiteSensitivity:
-        """The site's sensitivity for the session's scores (computed once per session)."""
-        with session.lock:
-            if session.sensitivity is None:
-                config = self.datasets.config(session.dataset)
-                session.sensitivity = site_sensitivity(
-                    self._rule(config), policy=self.policy, score_range=session.score_range,
-                    model=session.spec.model, features=session.features,
+        """The site's sensitivity for the session's scores (computed once per dataset, source, outcome)."""
+        data = session.data
+        with data.lock:
+            if data.sensitivity is None:
+                data.sensitivity = site_sensitivity(
+                    self._rule(self.datasets.config(data.dataset)), policy=self.policy, score_range=data.score_range,
+                    model=data.spec.model, features=data.features,
                 )
-            return session.sensitivity
+            return data.sensitivity
 
     def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
                 sensitivity: float = 0.0) -> tuple[Release, float, np.ndarray]:
@@ -179,12 +195,13 @@ class Site:
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
         used_delta = release_sensitivity(site_delta, sensitivity)
-        negatives, positives = session.negatives, session.positives
+        data = session.data
+        negatives, positives = data.negatives, data.positives
         # The release covers both classes, so each must meet the privacy level.
         require_privacy_level(negatives.size, self.policy.privacy_level, "each class of a release (negatives)")
         require_privacy_level(positives.size, self.policy.privacy_level, "each class of a release (positives)")
         tau = analytic_gaussian_sigma(epsilon, delta, used_delta)
-        key = ReleaseKey(session.dataset, session.spec.key, session.outcome, epsilon, delta, used_delta)
+        key = ReleaseKey(*data.key, epsilon, delta, used_delta)
 
         def draw():
             # A fresh 128-bit seed per release from the OS; one generator, so the two classes get
@@ -194,22 +211,10 @@ class Site:
 
         release, charged = self.ledger.release(
             key, analyst=session.analyst, tau=tau, rule=site_delta.rule,
-            fingerprint=self._fingerprint(session), policy=self.policy, draw=draw,
+            fingerprint=data.fingerprint, policy=self.policy, draw=draw,
         )
         values = release.negatives if score_class == NEGATIVES else release.positives
         return release, charged, values
-
-    @staticmethod
-    def _fingerprint(session: Session) -> str:
-        """Hash of the session's sorted class scores: detects a dataset that changed since a release."""
-        with session.lock:
-            if not session.fingerprint:
-                h = hashlib.sha256()
-                h.update(session.sorted_negatives.tobytes())
-                h.update(b"|")
-                h.update(session.sorted_positives.tobytes())
-                session.fingerprint = h.hexdigest()
-            return session.fingerprint
 
     # ------------------------------------------------------------------ survivor functions
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int) -> Survivor:
@@ -224,7 +229,7 @@ class Site:
         ordered = np.sort(values)
         survivor = Survivor(SurvivorFunction(ordered), hashlib.sha256(ordered.tobytes()).hexdigest())
         self.ledger.record_survivor(
-            (session.dataset, session.spec.key, session.outcome, score_class, survivor.digest),
+            (*session.data.key, score_class, survivor.digest),
             self.policy.max_survivor_uploads,
         )
         with session.lock:
@@ -242,7 +247,7 @@ class Site:
     def _eval_key(session: Session, survivor: Survivor) -> tuple[str, str, str, str]:
         # Keyed by content, not by session: re-uploading the same S~0 or opening a new session does
         # not reset the count.
-        return session.dataset, session.spec.key, session.outcome, survivor.digest
+        return (*session.data.key, survivor.digest)
 
     def _placements(self, session: Session, score_class: int) -> np.ndarray:
         """PV0 of the true positives under S~0 (class NEGATIVES) or PV1 of the negatives under S~1."""
@@ -252,7 +257,7 @@ class Site:
                 which = "S~0 (pooled noisy negatives)" if score_class == NEGATIVES else "S~1 (pooled noisy positives)"
                 raise FailedPrecondition(f"upload the survivor function {which} with UploadSurvivor first")
             if survivor.placements is None:
-                query = session.positives if score_class == NEGATIVES else session.negatives
+                query = session.data.positives if score_class == NEGATIVES else session.data.negatives
                 # Sorted once: every later use (grid counts, sums) is order-free, and counts on sorted
                 # values are cheap for each RocGlmParts call.
                 survivor.placements = np.sort(survivor.function(query))
@@ -263,7 +268,7 @@ class Site:
         """The site's ROC-GLM score, information and deviance at theta; counts one evaluation."""
         theta = check_theta(theta)
         grid = check_grid(self.policy, grid_message)
-        require_privacy_level(session.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
+        require_privacy_level(session.data.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
         pv0 = self._placements(session, NEGATIVES)
         left = self.ledger.use_evaluation(self._eval_key(session, session.survivors[NEGATIVES]),
                                           self.policy.max_glm_evaluations)
@@ -277,8 +282,8 @@ class Site:
             for name, value in zip(("global_means.mean_pv0", "global_means.mean_pv1"), means):
                 if not np.isfinite(value):
                     raise InvalidArgument(f"{name} must be finite, got {value}")
-        require_privacy_level(session.positives.size, q, "the placement moments (positives)")
-        require_privacy_level(session.negatives.size, q, "the placement moments (negatives)")
+        require_privacy_level(session.data.positives.size, q, "the placement moments (positives)")
+        require_privacy_level(session.data.negatives.size, q, "the placement moments (negatives)")
         pv0, pv1 = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)
         if means is None:
             return PlacementMoments(pv0=mean_parts(pv0), pv1=mean_parts(pv1))
@@ -286,15 +291,16 @@ class Site:
                                 second_pass=True)
 
     def _probabilities(self, session: Session, what: str) -> None:
-        lo, hi = session.score_range
+        lo, hi = session.data.score_range
         if lo < 0.0 or hi > 1.0:
             raise InvalidArgument(f"{what} needs probabilities in [0, 1]; this score column's declared range is [{lo}, {hi}]")
 
     def brier_parts(self, session: Session) -> BrierParts:
         """Sum of squared errors and n."""
         self._probabilities(session, "the Brier score")
-        require_privacy_level(session.scores.size, self.policy.privacy_level, "the Brier parts")
-        return brier_parts(session.scores, session.labels)
+        data = session.data
+        require_privacy_level(data.scores.size, self.policy.privacy_level, "the Brier parts")
+        return brier_parts(data.scores, data.labels)
 
     def calibration_parts(self, session: Session, request) -> CalibrationParts:
         """Per-bin sums; bins below the privacy level are suppressed (only their index is released), and
@@ -302,21 +308,19 @@ class Site:
         edges = check_edges(self.policy, request)
         self._probabilities(session, "calibration")
         q = self.policy.privacy_level
-        parts = secondary_suppression(calibration_parts(session.scores, session.labels, edges, privacy_level=q),
-                                      session.scores.size, q)
-        self.ledger.fix_calibration_edges(self._answer_key(session), edges)
+        data = session.data
+        parts = secondary_suppression(calibration_parts(data.scores, data.labels, edges, privacy_level=q),
+                                      data.scores.size, q)
+        self.ledger.fix_calibration_edges(data.key, edges)
         return parts
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
         """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""
         threshold = check_threshold(threshold)
         q = self.policy.privacy_level
-        cells = confusion_parts(session.scores, session.labels, threshold, privacy_level=q)
-        classes = (session.sorted_negatives, session.sorted_positives)
-        self.ledger.answer_threshold(self._answer_key(session), threshold,
+        data = session.data
+        cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=q)
+        classes = (data.sorted_negatives, data.sorted_positives)
+        self.ledger.answer_threshold(data.key, threshold,
                                      lambda answered: check_threshold_bands(classes, threshold, answered, q))
         return cells
-
-    @staticmethod
-    def _answer_key(session: Session) -> tuple[str, str, str]:
-        return session.dataset, session.spec.key, session.outcome

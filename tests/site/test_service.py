@@ -226,3 +226,12 @@ def test_calibration_secondary_suppression(make_site_config, client_cls):
         assert [b.index for b in r.bins] == [0, 1, 2, 3, 4, 6, 7, 8]
         assert 200 - sum(b.count for b in r.bins) == 11
         c.close()
+
+
+def test_sessions_on_the_same_question_share_the_site_data(client, server):
+    a, b = client.open(), client.open()
+    other = client.open(model=pb.GlmModel(link=pb.LINK_LOGIT, coefficients=[pb.Coefficient(name="age", value=0.01)]))
+    site = server.site
+    data = [site.session("alice", s).data for s in (a, b, other)]
+    assert data[0] is data[1] and data[0] is not data[2]
+    assert data[0].key == ("test", "column:pred", "y")
