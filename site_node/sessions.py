@@ -29,6 +29,7 @@ class Survivor:
     function: SurvivorFunction
     digest: str
     placements: np.ndarray | None = None
+    models: dict = field(default_factory=dict)  # grid bytes -> dsroc.RocGlmParts on these placements
 
 
 @dataclass

@@ -249,8 +249,9 @@ class Site:
         # not reset the count.
         return (*session.data.key, survivor.digest)
 
-    def _placements(self, session: Session, score_class: int) -> np.ndarray:
-        """PV0 of the true positives under S~0 (class NEGATIVES) or PV1 of the negatives under S~1."""
+    def _placements(self, session: Session, score_class: int) -> tuple[Survivor, np.ndarray]:
+        """The uploaded survivor function of a class and, under it, PV0 of the true positives (class
+        NEGATIVES: S~0) or PV1 of the true negatives (class POSITIVES: S~1)."""
         with session.lock:
             survivor = session.survivors.get(score_class)
             if survivor is None:
@@ -261,7 +262,7 @@ class Site:
                 # Sorted once: every later use (grid counts, sums) is order-free, and counts on sorted
                 # values are cheap for each RocGlmParts call.
                 survivor.placements = np.sort(survivor.function(query))
-            return survivor.placements
+            return survivor, survivor.placements
 
     # ------------------------------------------------------------------ aggregates
     def rocglm_parts(self, session: Session, theta, grid_message) -> tuple[PartsAtTheta, int, int]:
@@ -269,10 +270,14 @@ class Site:
         theta = check_theta(theta)
         grid = check_grid(self.policy, grid_message)
         require_privacy_level(session.data.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
-        pv0 = self._placements(session, NEGATIVES)
-        left = self.ledger.use_evaluation(self._eval_key(session, session.survivors[NEGATIVES]),
-                                          self.policy.max_glm_evaluations)
-        parts = RocGlmParts.from_placements(pv0, grid).evaluate(theta)
+        survivor, pv0 = self._placements(session, NEGATIVES)
+        left = self.ledger.use_evaluation(self._eval_key(session, survivor), self.policy.max_glm_evaluations)
+        with session.lock:
+            # The counts depend on the grid only: build them once, evaluate at each theta in O(grid size).
+            model = survivor.models.get(grid.tobytes())
+            if model is None:
+                model = survivor.models[grid.tobytes()] = RocGlmParts.from_placements(pv0, grid)
+        parts = model.evaluate(theta)
         return parts, left, grid.size
 
     def placement_moments(self, session: Session, means: tuple[float, float] | None) -> PlacementMoments:
@@ -284,7 +289,7 @@ class Site:
                     raise InvalidArgument(f"{name} must be finite, got {value}")
         require_privacy_level(session.data.positives.size, q, "the placement moments (positives)")
         require_privacy_level(session.data.negatives.size, q, "the placement moments (negatives)")
-        pv0, pv1 = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)
+        (_, pv0), (_, pv1) = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)
         if means is None:
             return PlacementMoments(pv0=mean_parts(pv0), pv1=mean_parts(pv1))
         return PlacementMoments(ssd_pv0=sq_dev_parts(pv0, means[0]), ssd_pv1=sq_dev_parts(pv1, means[1]),

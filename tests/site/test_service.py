@@ -25,8 +25,8 @@ def brute_placements(ref, query):
     return ((ref > query).sum(1) + 0.5 * (ref == query).sum(1)) / ref.shape[1]
 
 
-def statsmodels_parts(k, n1, theta):
-    X = sm.add_constant(ndtri(GRID))
+def statsmodels_parts(k, n1, theta, grid=GRID):
+    X = sm.add_constant(ndtri(grid))
     model = sm.GLM(np.column_stack([k, n1 - k]), X, family=sm.families.Binomial(link=sm.families.links.Probit()))
     mu = norm.cdf(X @ theta)
     # Deviance of the indicator data set u_ij (Bernoulli; saturated log-likelihood 0): -2 loglik.
@@ -80,6 +80,14 @@ def test_full_sequence_one_site(client, frame):
     np.testing.assert_allclose(np.reshape(r.information, (2, 2)), info, rtol=1e-8)
     assert r.deviance == pytest.approx(deviance, rel=1e-9)
     assert r.evaluations_left == 29 and r.n_thresholds == 28
+    # Another grid, then the default grid again: each answer is for the grid asked.
+    small = np.linspace(0, 1, 12)[1:-1]
+    r12 = client.RocGlmParts(pb.RocGlmPartsRequest(session_id=session, theta=theta, grid=pb.GridSpec(n_points=12)))
+    score12, _, deviance12 = statsmodels_parts(np.array([(pv0 <= t).sum() for t in small]), s1.size, theta, small)
+    np.testing.assert_allclose(r12.score, score12, rtol=1e-8, atol=1e-8)
+    assert r12.deviance == pytest.approx(deviance12, rel=1e-9) and r12.n_thresholds == 10
+    again = client.RocGlmParts(pb.RocGlmPartsRequest(session_id=session, theta=theta))
+    assert again.deviance == r.deviance and again.evaluations_left == 27
 
     pv1 = brute_placements(noisy1, s0)
     m1 = client.PlacementMoments(pb.PlacementMomentsRequest(session_id=session))
