@@ -172,10 +172,18 @@ def test_cli_rejects_bad_input(tmp_path, capsys):
         main(["run", "--mode", "fast", "--out", str(tmp_path)])
 
 
+# The medians of the paper's Table 1 (Schalk et al. 2024), bins (0.5, 0.525] ... (0.975, 1].
+PAPER_TABLE1_MEDIANS = [0.0005, 0.0006, 0.0009, 0.0012, 0.0015, 0.0017, 0.0018, 0.0018, 0.0016, 0.0015,
+                        0.0011, 0.0004, -0.0002, -0.0013, -0.0026, -0.0044, -0.0065, -0.0091, -0.0113, -0.0062]
+
+
 @pytest.mark.slow
 def test_full_paper_study(tmp_path):
     timing = run_study(tmp_path, mode="paper", reps=10_000, workers=2, progress=None)
-    assert timing["wall_seconds"] < 600
-    t1 = table1(load_results(tmp_path))
-    assert t1["count"].sum() > 9_900
-    assert t1["mean"].abs().max() < 0.015
+    assert timing["wall_seconds"] < 300  # the target on 2 cores
+    results = load_results(tmp_path)
+    free = results[results["setting"] == "noise-free"]
+    t1 = table1(results)
+    usable = free[free["failure"].isin(["", "ci undefined"]) & (free["auc_emp"] >= 0.5)]
+    assert t1["count"].sum() == len(usable) > 9_700
+    np.testing.assert_allclose(t1["median"], PAPER_TABLE1_MEDIANS, atol=0.001)
