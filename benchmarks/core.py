@@ -55,7 +55,7 @@ def main() -> None:
         fit_rocglm(RocGlmParts.from_placements(placement_values(scores[: n // 2], scores[n // 2 :]), grid))
 
     t_rocglm = best_of(rocglm_from_scores, 3)
-    print(f"1 000 000 scores")
+    print("1 000 000 scores")
     print(f"  empirical_auc:                                      {t_auc:6.3f} s")
     print(f"  delong_variance:                                    {t_delong:6.3f} s")
     print(f"  fit_rocglm incl. placement values and counts:       {t_rocglm:6.3f} s")

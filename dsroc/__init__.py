@@ -6,8 +6,10 @@ gRPC wire types; nothing here imports it.)
 """
 
 from .auc import (
+    BatchCI,
     SurvivorFunction,
     auc_ci,
+    auc_ci_batch,
     auc_test,
     delong_variance,
     delong_variance_from_moments,
@@ -53,7 +55,7 @@ from .sensitivity import SensitivityEstimate, model_sensitivity
 
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
-    "auc_ci", "auc_test",
+    "auc_ci", "auc_ci_batch", "BatchCI", "auc_test",
     "MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_variance",
     "rocglm_grid", "rocglm_counts", "PartsAtTheta", "RocGlmParts", "RocGlmResult", "RocGlmBatchResult",
     "fit_rocglm", "fit_rocglm_batch", "rocglm_auc", "rocglm_curve",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
@@ -9,16 +11,36 @@ from scipy.stats import norm
 from ._checks import as_scores, split_by_class
 
 __all__ = [
+    "BatchCI",
     "SurvivorFunction",
     "placement_values",
     "empirical_auc",
     "delong_variance",
     "delong_variance_from_moments",
     "auc_ci",
+    "auc_ci_batch",
     "auc_test",
 ]
 
 _TIES = ("mid", "strict")
+_CI_METHODS = ("logit", "wald")
+
+
+def check_ties(ties: str) -> None:
+    """Refuse an unknown tie convention."""
+    if ties not in _TIES:
+        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+
+
+def survivor_from_counts(less, less_equal, n_ref, ties: str):
+    """``S(c)`` from the number of reference values below ``c`` and at most ``c`` (arrays broadcast).
+
+    ``(#{ref > c} + 1/2 #{ref = c}) / n`` with ``ties="mid"``; ``#{ref > c} / n`` with ``"strict"``.
+    """
+    greater = n_ref - less_equal
+    if ties == "strict":
+        return greater / n_ref
+    return (greater + 0.5 * (less_equal - less)) / n_ref
 
 
 class SurvivorFunction:
@@ -44,15 +66,11 @@ class SurvivorFunction:
 
     def __call__(self, query_scores, *, ties: str = "mid") -> np.ndarray:
         """Evaluate the survivor function at ``query_scores``."""
-        if ties not in _TIES:
-            raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+        check_ties(ties)
         q = as_scores(query_scores, name="query_scores")
-        right = np.searchsorted(self._sorted, q, side="right")
-        greater = self.n - right
-        if ties == "strict":
-            return greater / self.n
-        equal = right - np.searchsorted(self._sorted, q, side="left")
-        return (greater + 0.5 * equal) / self.n
+        less_equal = np.searchsorted(self._sorted, q, side="right")
+        less = None if ties == "strict" else np.searchsorted(self._sorted, q, side="left")
+        return survivor_from_counts(less, less_equal, self.n, ties)
 
 
 def placement_values(ref_scores, query_scores, *, ties: str = "mid") -> np.ndarray:
@@ -93,19 +111,22 @@ def empirical_auc(scores, labels) -> float:
     return float(pv1.mean())
 
 
-def delong_variance_from_moments(*, var_pv0: float, n1: int, var_pv1: float, n0: int) -> float:
+def delong_variance_from_moments(*, var_pv0, n1, var_pv1, n0):
     """DeLong variance from the sample variances of the placement values.
 
     ``var(AUC) = var(PV1) / n0 + var(PV0) / n1`` (DeLong 1988; Sun and Xu 2014), where ``PV0`` are the
-    ``n1`` positives' placement values and ``PV1`` the ``n0`` negatives'.
+    ``n1`` positives' placement values and ``PV1`` the ``n0`` negatives'. Arguments may be arrays (one
+    entry per data set); a float is returned for scalar input.
     """
     for name, value in (("n0", n0), ("n1", n1)):
-        if value < 2:
+        if np.any(np.asarray(value) < 2):
             raise ValueError(f"{name} must be at least 2 for a sample variance, got {value}")
     for name, value in (("var_pv0", var_pv0), ("var_pv1", var_pv1)):
-        if not np.isfinite(value) or value < 0:
+        v = np.asarray(value, dtype=np.float64)
+        if not (np.isfinite(v).all() and (v >= 0).all()):
             raise ValueError(f"{name} must be a finite non-negative variance, got {value}")
-    return float(var_pv1 / n0 + var_pv0 / n1)
+    result = np.asarray(var_pv1, dtype=np.float64) / n0 + np.asarray(var_pv0, dtype=np.float64) / n1
+    return float(result) if result.ndim == 0 else result
 
 
 def delong_variance(scores, labels) -> float:
@@ -117,6 +138,44 @@ def delong_variance(scores, labels) -> float:
     return delong_variance_from_moments(
         var_pv0=float(pv0.var(ddof=1)), n1=pv0.size, var_pv1=float(pv1.var(ddof=1)), n0=pv1.size
     )
+
+
+class BatchCI(NamedTuple):
+    """Confidence intervals for many AUCs; ``defined`` is False where the interval does not exist."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    defined: np.ndarray
+
+
+def _check_ci_options(level: float, method: str) -> None:
+    if method not in _CI_METHODS:
+        raise ValueError(f"method must be 'logit' or 'wald', got {method!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+
+
+def auc_ci_batch(auc, variance, *, level: float = 0.95, method: str = "logit") -> BatchCI:
+    """Vectorised :func:`auc_ci`: the same intervals for arrays of AUCs and variances.
+
+    Where :func:`auc_ci` raises (an AUC of exactly 0 or 1 with the logit method, or an invalid input),
+    the bounds are NaN and ``defined`` is False, so that a caller can record why.
+    """
+    _check_ci_options(level, method)
+    a = np.asarray(auc, dtype=np.float64)
+    v = np.asarray(variance, dtype=np.float64)
+    defined = np.isfinite(a) & (a >= 0.0) & (a <= 1.0) & np.isfinite(v) & (v >= 0.0)
+    z = norm.ppf(0.5 + level / 2.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(v)
+        if method == "wald":
+            lo, hi = np.maximum(0.0, a - z * se), np.minimum(1.0, a + z * se)
+        else:
+            defined &= (a > 0.0) & (a < 1.0)
+            half = z * se / (a * (1.0 - a))
+            centre = logit(a)
+            lo, hi = expit(centre - half), expit(centre + half)
+    return BatchCI(np.where(defined, lo, np.nan), np.where(defined, hi, np.nan), defined)
 
 
 def auc_ci(auc: float, variance: float, *, level: float = 0.95, method: str = "logit") -> tuple[float, float]:
@@ -139,26 +198,18 @@ def auc_ci(auc: float, variance: float, *, level: float = 0.95, method: str = "l
     -------
     (lower, upper) : tuple of float
     """
-    if method not in ("logit", "wald"):
-        raise ValueError(f"method must be 'logit' or 'wald', got {method!r}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    _check_ci_options(level, method)
     if not (np.isfinite(auc) and 0.0 <= auc <= 1.0):
         raise ValueError(f"auc must lie in [0, 1], got {auc}")
     if not (np.isfinite(variance) and variance >= 0.0):
         raise ValueError(f"variance must be finite and non-negative, got {variance}")
-    z = norm.ppf(0.5 + level / 2.0)
-    se = np.sqrt(variance)
-    if method == "wald":
-        return float(max(0.0, auc - z * se)), float(min(1.0, auc + z * se))
-    if auc in (0.0, 1.0):
+    if method == "logit" and auc in (0.0, 1.0):
         raise ValueError(
             f"the logit CI is undefined at AUC = {auc:g} (logit is infinite); use method='wald' "
             "or report the AUC without a logit interval"
         )
-    half = z * se / (auc * (1.0 - auc))
-    centre = logit(auc)
-    return float(expit(centre - half)), float(expit(centre + half))
+    ci = auc_ci_batch(auc, variance, level=level, method=method)
+    return float(ci.lower), float(ci.upper)
 
 
 def auc_test(ci: tuple[float, float], a0: float) -> bool:

@@ -13,14 +13,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit, logit, ndtri
 
 from ._checks import as_labels, as_scores
+from .auc import check_ties, delong_variance_from_moments, survivor_from_counts
 from .rocglm import rocglm_grid
 
 __all__ = [
     "GroupedPlacements",
-    "BatchCI",
     "check_groups",
     "group_sizes",
     "grouped_placement_values",
@@ -29,11 +28,7 @@ __all__ = [
     "grouped_variance",
     "grouped_delong_variance",
     "grouped_rocglm_counts",
-    "auc_ci_batch",
 ]
-
-_TIES = ("mid", "strict")
-
 
 def check_groups(groups, size: int, n_groups: int, *, name: str = "groups") -> np.ndarray:
     """Validate group ids: integers in ``[0, n_groups)``, one per element of an array of length ``size``."""
@@ -107,20 +102,6 @@ def _sorted_below_counts(values, refs, groups, n_groups, *, need_lt=True):
     return order, g, counts
 
 
-def _survivor(lt, le, n_ref, ties):
-    """``S(c) = (#{ref > c} + 1/2 #{ref = c}) / n`` (mid) or ``#{ref > c} / n`` (strict), as in dsroc.auc."""
-    greater = n_ref - le
-    if ties == "strict":
-        return greater / n_ref
-    equal = le - lt
-    return (greater + 0.5 * equal) / n_ref
-
-
-def _check_ties(ties):
-    if ties not in _TIES:
-        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
-
-
 def grouped_placement_values(ref_scores, ref_groups, query_scores, query_groups, *, n_groups: int, ties: str = "mid") -> np.ndarray:
     """Survivor function of each group's reference scores at that group's query scores.
 
@@ -143,7 +124,7 @@ def grouped_placement_values(ref_scores, ref_groups, query_scores, query_groups,
     ndarray
         One value in [0, 1] per query score.
     """
-    _check_ties(ties)
+    check_ties(ties)
     ref = as_scores(ref_scores, name="ref_scores")
     query = as_scores(query_scores, name="query_scores")
     rg = check_groups(ref_groups, ref.size, n_groups, name="ref_groups")
@@ -158,7 +139,7 @@ def grouped_placement_values(ref_scores, ref_groups, query_scores, query_groups,
         raise ValueError(f"group(s) {empty[:5].tolist()} have query scores but no reference scores")
     out = np.empty(values.size)
     with np.errstate(invalid="ignore", divide="ignore"):  # groups without reference hold no query
-        out[order] = _survivor(lt, le, n_ref[g], ties)
+        out[order] = survivor_from_counts(lt, le, n_ref[g], ties)
     return out[ref.size :]
 
 
@@ -181,7 +162,7 @@ def grouped_class_placements(scores, labels, groups, *, n_groups: int, ties: str
     for a negative, ``S1`` of its group's positives (``PV1``) -- what :func:`dsroc.placement_values`
     gives on each group alone. Every group needs at least one negative and one positive.
     """
-    _check_ties(ties)
+    check_ties(ties)
     s = as_scores(scores, name="scores")
     y = as_labels(labels, name="labels")
     if y.size != s.size:
@@ -198,7 +179,7 @@ def grouped_class_placements(scores, labels, groups, *, n_groups: int, ties: str
     lt = np.where(pos, lt0, lt1) if mid else None
     le, n_ref = np.where(pos, le0, le1), np.where(pos, n0[gs], n1[gs])
     pv = np.empty(s.size)
-    pv[order] = _survivor(lt, le, n_ref, ties)
+    pv[order] = survivor_from_counts(lt, le, n_ref, ties)
     return GroupedPlacements(pv, n0, n1)
 
 
@@ -233,7 +214,7 @@ def grouped_delong_variance(placements: GroupedPlacements, labels, groups, *, n_
     g = check_groups(groups, y.size, n_groups)
     # One grouped variance over (group, class) cells: cell 2g holds PV1 of the negatives, 2g + 1 PV0.
     var = grouped_variance(placements.pv, 2 * g + y, n_groups=2 * n_groups).reshape(n_groups, 2)
-    return var[:, 0] / placements.n0 + var[:, 1] / placements.n1
+    return delong_variance_from_moments(var_pv0=var[:, 1], n1=placements.n1, var_pv1=var[:, 0], n0=placements.n0)
 
 
 def grouped_rocglm_counts(pv0, groups, grid=None, *, n_groups: int) -> np.ndarray:
@@ -249,37 +230,3 @@ def grouped_rocglm_counts(pv0, groups, grid=None, *, n_groups: int) -> np.ndarra
     first = np.searchsorted(grid, pv, side="left")
     hist = np.bincount(g * (nt + 1) + first, minlength=n_groups * (nt + 1)).reshape(n_groups, nt + 1)
     return np.cumsum(hist[:, :nt], axis=1, dtype=np.int64)
-
-
-class BatchCI(NamedTuple):
-    """Confidence intervals for many AUCs; ``defined`` is False where the interval does not exist."""
-
-    lower: np.ndarray
-    upper: np.ndarray
-    defined: np.ndarray
-
-
-def auc_ci_batch(auc, variance, *, level: float = 0.95, method: str = "logit") -> BatchCI:
-    """Vectorised :func:`dsroc.auc_ci`: the same intervals for arrays of AUCs and variances.
-
-    Where :func:`dsroc.auc_ci` raises (an AUC of exactly 0 or 1 with the logit method, or a NaN
-    input), the bounds are NaN and ``defined`` is False, so a caller can record why.
-    """
-    if method not in ("logit", "wald"):
-        raise ValueError(f"method must be 'logit' or 'wald', got {method!r}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
-    a = np.asarray(auc, dtype=np.float64)
-    v = np.asarray(variance, dtype=np.float64)
-    defined = np.isfinite(a) & (a >= 0.0) & (a <= 1.0) & np.isfinite(v) & (v >= 0.0)
-    z = ndtri(0.5 + level / 2.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se = np.sqrt(v)
-        if method == "wald":
-            lo, hi = np.maximum(0.0, a - z * se), np.minimum(1.0, a + z * se)
-        else:
-            defined &= (a > 0.0) & (a < 1.0)
-            half = z * se / (a * (1.0 - a))
-            centre = logit(a)
-            lo, hi = expit(centre - half), expit(centre + half)
-    return BatchCI(np.where(defined, lo, np.nan), np.where(defined, hi, np.nan), defined)

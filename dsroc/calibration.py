@@ -63,8 +63,13 @@ class CalibrationParts:
 
 
 def calibration_parts(scores, labels, edges, *, privacy_level: int) -> CalibrationParts:
-    """A site's calibration parts: per bin count, sum of scores and sum of labels; bins with fewer than
-    ``privacy_level`` patients (including empty ones) are suppressed.
+    """A site's calibration parts: per bin count, sum of scores and sum of labels.
+
+    Bins with fewer than ``privacy_level`` patients (including empty ones) are suppressed. That alone
+    is not enough: whoever knows the site's n (it is released with the Brier parts) and the released
+    counts knows the suppressed bins' total, which for a single sparse bin is its count. So the smallest
+    released bins are suppressed as well (secondary suppression) until the suppressed bins together
+    hold 0 or at least ``privacy_level`` patients.
 
     Scores must be probabilities in [0, 1].
     """
@@ -78,6 +83,12 @@ def calibration_parts(scores, labels, edges, *, privacy_level: int) -> Calibrati
     sum_score = np.bincount(idx[inside], weights=s[inside], minlength=m)
     sum_label = np.bincount(idx[inside], weights=y[inside], minlength=m)
     released = count >= q
+    hidden = int(count[~released].sum())
+    for i in np.flatnonzero(released)[np.argsort(count[released], kind="stable")]:
+        if hidden == 0 or hidden >= q:
+            break
+        released[i] = False
+        hidden += int(count[i])
     bins = np.flatnonzero(released)
     return CalibrationParts(
         edges=edges,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dsroc import fit_rocglm_batch, rocglm_grid
+from dsroc import auc_ci_batch, fit_rocglm_batch, rocglm_grid
 from dsroc.batch import (
-    auc_ci_batch,
     grouped_class_placements,
     grouped_delong_variance,
     grouped_mean,

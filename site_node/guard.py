@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsroc import CalibrationParts, calibration_edges, model_sensitivity, rocglm_grid
+from dsroc import calibration_edges, model_sensitivity, rocglm_grid
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -29,7 +29,6 @@ __all__ = [
     "check_theta",
     "check_edges",
     "check_threshold",
-    "secondary_suppression",
     "check_threshold_bands",
 ]
 
@@ -176,30 +175,6 @@ def check_edges(policy: Policy, request) -> np.ndarray:
 def check_threshold(value: float) -> float:
     """A classification threshold: a finite number."""
     return _finite("threshold", value)
-
-
-def secondary_suppression(parts: CalibrationParts, n: int, q: int) -> CalibrationParts:
-    """Withhold further calibration bins until the withheld bins together hold 0 or at least q patients.
-
-    Suppressing the bins below q is not enough on its own: the analyst knows the site's n (from
-    BrierParts or a release) and the released counts, so the withheld bins' total is
-    ``n - sum(released counts)`` — with one sparse bin, exactly its count. The smallest released bins
-    are withheld as well (standard secondary suppression) until that total is 0 or at least q. Every
-    edge lies in [0, 1] with first edge 0 and last 1 (checked), so every patient has a bin.
-    """
-    hidden = int(n - parts.count.sum())
-    keep = np.ones(parts.bins.size, dtype=bool)
-    for i in np.argsort(parts.count, kind="stable"):
-        if hidden == 0 or hidden >= q:
-            break
-        keep[i] = False
-        hidden += int(parts.count[i])
-    if keep.all():
-        return parts
-    return CalibrationParts(
-        edges=parts.edges, bins=parts.bins[keep], count=parts.count[keep], sum_score=parts.sum_score[keep],
-        sum_label=parts.sum_label[keep], suppressed=np.sort(np.concatenate([parts.suppressed, parts.bins[~keep]])),
-    )
 
 
 def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray, q: int) -> None:

@@ -44,7 +44,6 @@ from .guard import (
     release_sensitivity,
     require_privacy_level,
     check_threshold_bands,
-    secondary_suppression,
     site_sensitivity,
 )
 from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
@@ -314,8 +313,7 @@ class Site:
         self._probabilities(session, "calibration")
         q = self.policy.privacy_level
         data = session.data
-        parts = secondary_suppression(calibration_parts(data.scores, data.labels, edges, privacy_level=q),
-                                      data.scores.size, q)
+        parts = calibration_parts(data.scores, data.labels, edges, privacy_level=q)
         self.ledger.fix_calibration_edges(data.key, edges)
         return parts
 

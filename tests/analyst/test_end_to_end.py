@@ -62,16 +62,21 @@ def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
 
 def test_calibration_matches_pooled_bins_and_withholds_the_small_cell(negligible, pooled, five_sites):
     cal = negligible.calibration
-    s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
+    s = pooled["pred"].to_numpy()
     pooled = pooled.assign(bin=np.minimum((s * 10).astype(int), 9), site=np.repeat(np.arange(5), 400))
-    # site s0 has exactly 3 patients in the top bin (< q = 5): the analyst must not see that cell at all
-    assert ("s0", 9) in cal.suppressed
-    assert 9 not in cal.per_site["s0"].bins
-    released = pooled[~((pooled.site == 0) & (pooled.bin == 9))]
+    # site s0 has exactly 3 patients in the top bin (< q = 5): the analyst must not see that cell at all,
+    # nor recover it as s0's n minus its released counts (so s0 withholds at least one more bin).
+    withheld = {(int(site[1:]), b) for site, b in cal.suppressed}
+    assert (0, 9) in withheld and 9 not in cal.per_site["s0"].bins
+    s0_withheld = [b for site, b in withheld if site == 0]
+    assert len(s0_withheld) >= 2
+    assert int(pooled[(pooled.site == 0) & pooled.bin.isin(s0_withheld)].shape[0]) >= 5
+    cells = list(zip(pooled.site, pooled.bin))
+    released = pooled[[cell not in withheld for cell in cells]]
     g = released.groupby("bin").agg(n=("y", "size"), obs=("y", "mean"), pred=("pred", "mean"))
-    suppressed_elsewhere = {b for site, b in cal.suppressed if site != "s0"}
     for b in range(10):
-        if b in suppressed_elsewhere:
+        if b not in g.index:
+            assert cal.count[b] == 0 and np.isnan(cal.observed[b])
             continue
         assert cal.count[b] == g.loc[b, "n"]
         assert cal.observed[b] == pytest.approx(g.loc[b, "obs"], abs=1e-12)

@@ -54,8 +54,9 @@ def test_calibration_bins_match_pandas_cut():
 
 
 def test_suppressed_cells_release_nothing_and_are_listed():
-    s = np.r_[np.full(7, 0.05), np.full(3, 0.55), np.full(6, 0.95)]
-    y = np.r_[np.zeros(7), np.ones(3), np.ones(6)].astype(int)
+    # two sparse bins holding 3 + 3 >= q together: no secondary suppression needed
+    s = np.r_[np.full(7, 0.05), np.full(3, 0.45), np.full(3, 0.55), np.full(6, 0.95)]
+    y = np.r_[np.zeros(7), np.zeros(3), np.ones(3), np.ones(6)].astype(int)
     parts = calibration_parts(s, y, calibration_edges(10), privacy_level=5)
     assert parts.bins.tolist() == [0, 9]
     assert parts.count.tolist() == [7, 6]
@@ -105,3 +106,17 @@ def test_two_pass_moments_equal_numpy():
     assert var == pytest.approx(x.var(ddof=1), rel=1e-9)
     with pytest.raises(ValueError, match="n >= 2"):
         pooled_variance([0.0], 1)
+
+
+def test_secondary_suppression_hides_a_sparse_bin_from_the_complement():
+    # 3 patients in bin 5 (< q): n minus the released counts would reveal them, so the smallest released
+    # bin is withheld too, and the withheld bins together hold at least q patients.
+    s = np.r_[np.full(20, 0.05), np.full(6, 0.35), np.full(3, 0.55), np.full(9, 0.95)]
+    y = np.r_[np.zeros(20), np.ones(6), np.ones(3), np.ones(9)].astype(int)
+    parts = calibration_parts(s, y, calibration_edges(10), privacy_level=5)
+    assert parts.bins.tolist() == [0, 9]
+    assert 3 in parts.suppressed.tolist() and 5 in parts.suppressed.tolist()
+    assert s.size - parts.count.sum() == 9  # what the complement reveals: 3 + 6 >= q
+    # Nothing sparse: nothing extra withheld.
+    full = calibration_parts(s[s != 0.55], y[s != 0.55], calibration_edges(10), privacy_level=5)
+    assert full.bins.tolist() == [0, 3, 9]

@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from dsroc import auc_ci, delong_variance, empirical_auc, placement_values, rocglm_counts, rocglm_grid
+from dsroc import auc_ci, auc_ci_batch, delong_variance, empirical_auc, placement_values, rocglm_counts, rocglm_grid
 from dsroc.batch import (
-    auc_ci_batch,
     grouped_class_placements,
     grouped_delong_variance,
     grouped_mean,
