@@ -4,6 +4,7 @@ from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteError
 from analyst.display import CalibrationDisplay, RocCurveDisplay
 from analyst.federation import Federation
+from analyst.recommend import RecommendedSetting, recommend_settings
 from analyst.result import ConfusionResult, SitePrivacy, TestResult, ValidationResult
 from analyst.session import ValidationSession
 
@@ -11,6 +12,7 @@ __all__ = [
     "CalibrationDisplay",
     "ConfusionResult",
     "Federation",
+    "RecommendedSetting",
     "RocCurveDisplay",
     "SiteConfig",
     "SiteError",
@@ -19,4 +21,5 @@ __all__ = [
     "ValidationResult",
     "ValidationSession",
     "load_federation_file",
+    "recommend_settings",
 ]

@@ -100,6 +100,24 @@ def _cmd_budget(args) -> int:
     return 0
 
 
+def _cmd_recommend(args) -> int:
+    from analyst.recommend import recommend_settings
+
+    settings = recommend_settings(args.sensitivity, tolerance=args.tolerance, table=args.table)
+    if args.json:
+        print(json.dumps([s.__dict__ for s in settings], indent=2))
+        return 0
+    source = args.table or "the packaged paper-mode study (10 000 replications per setting)"
+    print(f"(epsilon, delta) recommended for Delta = {args.sensitivity:g}: settings studied at Delta = "
+          f"{settings[0].studied_sensitivity:g} whose mean |AUC_emp - AUC_ROC-GLM| stayed within "
+          f"{args.tolerance:g} in every empirical-AUC bin; source: {source}. Most private first.")
+    print(f"  {'epsilon':>7} {'delta':>8} {'tau':>8} {'worst-bin MAE':>14} {'worst-bin delta-ci':>19}  CI within tolerance")
+    for r in settings:
+        print(f"  {r.epsilon:>7g} {r.delta:>8g} {r.tau:>8.4f} {r.worst_bin_mae:>14.4f} {r.worst_bin_delta_ci:>19.4f}  "
+              f"{'yes' if r.ci_within_tolerance else 'no'}")
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from analyst.demo import run_demo
 
@@ -152,6 +170,20 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--dataset", required=True, metavar="D", help="dataset name")
     b.add_argument("--json", action="store_true", help="print JSON instead of text")
     b.set_defaults(func=_cmd_budget)
+
+    r = sub.add_parser(
+        "recommend", help="list the (epsilon, delta) the simulation study recommends for a sensitivity",
+        description="List the (epsilon, delta) settings that kept the ROC-GLM AUC within a tolerance of the "
+                    "empirical AUC in every AUC bin of the simulation study, for the smallest studied Delta at "
+                    "least the given one; most private first.")
+    r.add_argument("--sensitivity", type=float, required=True, metavar="DELTA",
+                   help="the sites' l2-sensitivity (the largest over the sites; see 'dsroc validate' or describe)")
+    r.add_argument("--tolerance", type=float, default=0.015, metavar="T",
+                   help="MAE tolerance of the AUC (default 0.015; the packaged table has 0.01, 0.015, 0.02)")
+    r.add_argument("--table", default=None, metavar="PATH",
+                   help="a recommended.csv of another 'python -m simulations run' (default: the packaged study)")
+    r.add_argument("--json", action="store_true", help="print JSON instead of text")
+    r.set_defaults(func=_cmd_recommend)
 
     m = sub.add_parser(
         "demo", help="five local TLS site daemons on GBSG2: distributed vs pooled results",

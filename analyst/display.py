@@ -48,6 +48,8 @@ class RocCurveDisplay:
         Confidence level of ``auc_ci``.
     name : str
         Legend label of the curve.
+    ci_method : {"logit", "wald"}
+        How the interval was computed (named in the legend).
     """
 
     gamma1: float
@@ -56,12 +58,13 @@ class RocCurveDisplay:
     auc_ci: tuple[float, float]
     level: float = 0.95
     name: str = "distributed ROC-GLM"
+    ci_method: str = "logit"
 
     @classmethod
     def from_result(cls, result, *, name: str = "distributed ROC-GLM") -> "RocCurveDisplay":
         """Build the display from a :class:`analyst.ValidationResult`."""
         g1, g2 = (float(v) for v in result.rocglm.params)
-        return cls(g1, g2, result.auc, tuple(result.auc_ci), result.level, name)
+        return cls(g1, g2, result.auc, tuple(result.auc_ci), result.level, name, result.ci_method)
 
     def curve(self, t: np.ndarray) -> np.ndarray:
         """True-positive fraction of the fitted curve at false-positive fractions ``t``."""
@@ -98,9 +101,11 @@ class RocCurveDisplay:
         t = np.concatenate([[0.0], np.linspace(1e-4, 1 - 1e-4, 400), [1.0]])
         lo, hi = self.band(t)
         pct = round(100 * self.level)
+        method = {"logit": "logit-scale", "wald": "Wald"}.get(self.ci_method, self.ci_method)
         ax.fill_between(t, lo, hi, color="tab:blue", alpha=0.2,
-                        label=f"{pct}% CI of the AUC [{self.auc_ci[0]:.3f}, {self.auc_ci[1]:.3f}]")
-        ax.plot(t, self.curve(t), color="tab:blue", lw=2, label=f"{self.name} (AUC {self.auc:.3f})")
+                        label=f"{pct}% CI of the AUC [{self.auc_ci[0]:.3f}, {self.auc_ci[1]:.3f}]\n"
+                              f"({method} DeLong CI; binormal curves, slope $\\gamma_2$)")
+        ax.plot(t, self.curve(t), color="tab:blue", lw=2, label=f"{self.name}, binormal (AUC {self.auc:.3f})")
         if reference is not None:
             fpr, tpr, label = reference
             ax.step(fpr, tpr, where="post", color="black", lw=1, alpha=0.8, label=label)
@@ -151,11 +156,12 @@ class CalibrationDisplay:
             ok = np.isfinite(pred) & np.isfinite(obs)
             ax.plot(pred[ok], obs[ok], lw=0.8, alpha=0.6, marker=".", label=name)
         ok = np.isfinite(self.predicted) & np.isfinite(self.observed)
-        ax.plot(self.predicted[ok], self.observed[ok], color="black", lw=2, label="all sites")
+        ax.plot(self.predicted[ok], self.observed[ok], color="black", lw=2, label="all sites (marker area ~ n)")
         sizes = 15 + 200 * self.count[ok] / max(1, self.count[ok].max(initial=1))
         ax.scatter(self.predicted[ok], self.observed[ok], s=sizes, color="black", zorder=3)
-        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean predicted probability",
-               ylabel="observed fraction of positives", title="Calibration", aspect="equal")
+        # a small margin so that points at 0 or 1 (small sites' bins) are not cut in half
+        ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="mean predicted probability per bin",
+               ylabel="observed fraction with outcome 1", title="Calibration", aspect="equal")
         ax.legend(loc="upper left", fontsize="small")
         self.ax_, self.figure_ = ax, ax.figure
         return self

@@ -15,6 +15,7 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, fan_out
+from analyst.recommend import recommendation_warning
 from analyst.result import TestResult, ValidationResult
 from analyst.session import Progress, ValidationSession, score_source
 
@@ -122,6 +123,9 @@ class Federation:
         Returns
         -------
         ValidationResult
+            Its ``warnings`` say when (epsilon, delta) is not among the settings the simulation study
+            recommends for the sites' largest Delta (:func:`analyst.recommend_settings`); the
+            validation still runs, since the sites alone decide what they release.
         """
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
@@ -160,6 +164,7 @@ class Federation:
             confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
             privacy = s.privacy(releases, sens)
+            advice = recommendation_warning(epsilon, delta, (p.sensitivity for p in privacy.values()))
             lap("finish")
             timing["total"] = time.perf_counter() - started
             return ValidationResult(
@@ -167,7 +172,7 @@ class Federation:
                 n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
                 ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
                 grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing)
+                test=test, timing=timing, warnings=() if advice is None else (advice,))
 
     def close(self) -> None:
         """Close the channels to all sites."""

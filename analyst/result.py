@@ -15,6 +15,7 @@ __all__ = [
     "SitePrivacy",
     "TestResult",
     "ValidationResult",
+    "bin_labels",
     "calibration_to_dict",
     "rocglm_to_dict",
 ]
@@ -36,6 +37,19 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
     return f"{x:.{digits}f}"
+
+
+_CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
+
+
+def bin_labels(lower, upper, *, digits: int = 2) -> list[str]:
+    """Calibration bin labels ``[a, b)``, the last one closed ``[a, b]`` (a score of 1 belongs to it)."""
+    lower, upper = list(lower), list(upper)
+    # enough digits to tell explicit edges such as 0.05 or 0.125 apart
+    while digits < 6 and any(round(v, digits) != round(v, 12) for v in lower + upper):
+        digits += 1
+    return [f"[{lo:.{digits}f}, {up:.{digits}f}{']' if k == len(lower) - 1 else ')'}"
+            for k, (lo, up) in enumerate(zip(lower, upper))]
 
 
 def rocglm_to_dict(fit) -> dict[str, Any]:
@@ -193,6 +207,9 @@ class ValidationResult:
         Confusion matrix at the requested threshold.
     test : TestResult or None
         Test of ``H0: AUC <= a0``.
+    warnings : tuple of str
+        Advice about the analysis, e.g. that (epsilon, delta) is not among the settings the simulation
+        study recommends for the sites' Delta. Fitting warnings are in ``rocglm.warnings``.
     """
 
     dataset: str
@@ -217,6 +234,7 @@ class ValidationResult:
     confusion: ConfusionResult | None = None
     test: TestResult | None = None
     timing: Mapping[str, float] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     __test__ = False
 
@@ -245,6 +263,7 @@ class ValidationResult:
             "delta": _num(self.delta),
             "grid": [_num(t) for t in np.asarray(self.grid)],
             "timing": {k: _num(v) for k, v in self.timing.items()},
+            "warnings": list(self.warnings),
         }
 
     def to_json(self, path: str | Path | None = None, *, extra: Mapping[str, Any] | None = None) -> str:
@@ -289,7 +308,8 @@ class ValidationResult:
             f"  privacy request: epsilon = {self.epsilon:g}, delta = {self.delta:g}",
             "",
             f"AUC (ROC-GLM)        {_fmt(self.auc)}   {pct}% CI [{_fmt(self.auc_ci[0])}, {_fmt(self.auc_ci[1])}]"
-            f" ({self.ci_method}, distributed DeLong variance {self.auc_variance:.3g})",
+            f" ({_CI_NAMES.get(self.ci_method, self.ci_method)} CI, distributed DeLong SE "
+            f"{_fmt(math.sqrt(self.auc_variance) if self.auc_variance >= 0 else None)})",
             f"ROC-GLM              gamma1 = {_fmt(self.rocglm.params[0])}, gamma2 = {_fmt(self.rocglm.params[1])}, "
             f"{self.rocglm.iterations} Fisher-scoring iterations, "
             f"{'converged' if self.rocglm.converged else 'NOT converged'}",
@@ -310,9 +330,12 @@ class ValidationResult:
         cal = self.calibration
         lines += ["", "Calibration (cells with fewer than q patients are withheld by the sites)",
                   "  bin            n   mean score   observed"]
-        for lo, up, ob, pr, c in zip(cal.lower, cal.upper, cal.observed, cal.predicted, cal.count):
+        labels = bin_labels(cal.lower, cal.upper)
+        width = max(len(b) for b in labels)
+        lines[-1] = f"  {'bin':<{width}}  {'n':>5}   mean score   observed"
+        for label, ob, pr, c in zip(labels, cal.observed, cal.predicted, cal.count):
             note = "   (withheld by every site)" if c == 0 else ""
-            lines.append(f"  [{lo:.2f}, {up:.2f}]  {int(c):5d}   {_fmt(pr):>10}   {_fmt(ob):>8}{note}")
+            lines.append(f"  {label:<{width}}  {int(c):5d}   {_fmt(pr):>10}   {_fmt(ob):>8}{note}")
         if cal.suppressed:
             cells = ", ".join(f"{s}:{b}" for s, b in cal.suppressed)
             lines.append(f"  suppressed (site:bin): {cells}")
@@ -325,4 +348,6 @@ class ValidationResult:
             )
         if any(not p.formal_bound for p in self.privacy.values()):
             lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
+        if self.warnings:
+            lines += ["", "Warnings"] + [f"  - {w}" for w in self.warnings]
         return "\n".join(lines)

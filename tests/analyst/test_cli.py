@@ -30,7 +30,8 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     model.write_text(json.dumps(helpers.MODEL))
     out = tmp_path / "report"
     rc = main(["validate", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--model", str(model),
-               "--epsilon", "5", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6"])
+               "--epsilon", "5", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6",
+               "--sensitivity", "0.19"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
     for key in ("auc", "auc_ci", "rocglm", "brier", "calibration", "privacy", "confusion", "test"):
@@ -39,7 +40,11 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     assert report["confusion"]["tp"] > 0 and report["test"]["a0"] == 0.6
     for png in ("roc.png", "calibration.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
-    assert f"{report['auc']:.4f}" in (out / "summary.txt").read_text()
+    summary = (out / "summary.txt").read_text()
+    assert f"{report['auc']:.4f}" in summary
+    # (5, 0.01) is not recommended for Delta = 0.19: a warning in the report and the summary, not a refusal
+    assert len(report["warnings"]) == 1 and report["warnings"][0] in summary.replace("\n  - ", "\n")
+    assert "[0.00, 0.10)" in summary and "[0.90, 1.00]" in summary and "logit-scale CI" in summary
     captured = capsys.readouterr()
     assert "noisy release" in captured.err and "[s4]" in captured.err  # progress per step and site
 

@@ -52,6 +52,12 @@ def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
     logit = np.log(res.auc / (1 - res.auc))
     half = z * np.sqrt(var) / (res.auc * (1 - res.auc))
     assert res.auc_ci == pytest.approx((1 / (1 + np.exp(-(logit - half))), 1 / (1 + np.exp(-(logit + half)))), abs=1e-6)
+    # the CI is centred at the ROC-GLM AUC, not at the empirical one: on these data the two differ enough
+    # that the interval around the empirical AUC would fail the check above
+    emp = pv1.mean()
+    assert emp == pytest.approx(dsroc.empirical_auc(s, y), abs=1e-12) and abs(emp - res.auc) > 1e-3
+    assert np.max(np.abs(np.subtract(dsroc.auc_ci(emp, var), res.auc_ci))) > 1e-4
+    assert res.warnings == ()  # (5, 0.01) is recommended for the sites' tiny Delta
     assert res.test.reject == (res.auc_ci[0] > 0.7)
     assert res.brier == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
     assert (res.n, res.n0, res.n1) == (len(pooled), s0.size, s1.size)
@@ -99,6 +105,29 @@ def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
         assert p.sensitivity == pytest.approx(0.1) and p.tau == pytest.approx(tau, rel=1e-9)
         assert p.mu_remaining > 0
     assert res.auc_ci[0] < res.auc < res.auc_ci[1]
+
+
+def test_wald_interval_at_another_level(five_sites, pki, negligible, helpers):
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, alpha=0.1, ci_method="wald")
+    # the same release (same epsilon, delta, Delta) is replayed, so the fit is the same
+    assert res.auc == pytest.approx(negligible.auc, abs=1e-12)
+    half = norm.ppf(0.95) * np.sqrt(negligible.auc_variance)
+    assert res.auc_ci == pytest.approx((res.auc - half, res.auc + half), abs=1e-9)
+    assert res.level == pytest.approx(0.9) and "90% CI" in str(res) and "Wald (AUC-scale) CI" in str(res)
+
+
+def test_settings_outside_the_recommendation_are_flagged_not_refused(five_sites, pki, helpers):
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, sensitivity=0.19)
+    assert all(p.sensitivity == pytest.approx(0.19) for p in res.privacy.values())
+    # the study recommends (5, 0.1) and (10, delta >= 1e-4) for Delta = 0.2, not (5, 0.01)
+    assert len(res.warnings) == 1 and "epsilon = 5, delta = 0.01 is not among" in res.warnings[0]
+    assert "(10, 0.01)" in res.warnings[0]
+    assert res.to_dict()["warnings"] == list(res.warnings)
+    assert "Warnings\n  - epsilon = 5, delta = 0.01 is not among" in str(res)
 
 
 def test_a_model_sent_as_coefficients_gives_the_score_column_result(five_sites, pki, negligible, helpers):

@@ -1,0 +1,1 @@
+"""Package data of the analyst: the simulation study's recommended privacy settings."""

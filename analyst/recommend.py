@@ -1,0 +1,160 @@
+"""Privacy settings recommended by the simulation study: which (epsilon, delta) keep the AUC accurate for a Delta."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+__all__ = ["DEFAULT_TOLERANCE", "RecommendedSetting", "recommend_settings", "recommendation_warning"]
+
+#: Default MAE tolerance: at 0.01 the ROC-GLM's own bias near AUC 0.95 already uses up the margin
+#: (docs/simulations.md), at 0.015 the qualifying settings are monotone in epsilon and delta.
+DEFAULT_TOLERANCE = 0.015
+
+_PACKAGED = "recommended_paper.csv"
+_COLUMNS = ("sensitivity", "epsilon", "delta", "tau", "tolerance", "worst_bin_mae", "worst_bin_delta_ci",
+            "ci_within_tolerance")
+
+
+@dataclass(frozen=True)
+class RecommendedSetting:
+    """One (epsilon, delta) that met the tolerance in every empirical-AUC bin of the simulation study.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The privacy level of each site's release.
+    studied_sensitivity : float
+        The studied Delta the recommendation comes from (the smallest studied Delta >= the one asked for).
+    tau : float
+        The noise SD the analytic Gaussian mechanism gives at (epsilon, delta, studied Delta).
+    tolerance : float
+        The MAE tolerance met.
+    worst_bin_mae : float
+        Largest mean |AUC_emp - AUC_ROC-GLM| over the empirical-AUC bins.
+    worst_bin_delta_ci : float
+        Largest mean difference of the CI limits (noisy vs true scores) over the bins.
+    ci_within_tolerance : bool
+        Whether ``worst_bin_delta_ci`` also meets the tolerance.
+    """
+
+    epsilon: float
+    delta: float
+    studied_sensitivity: float
+    tau: float
+    tolerance: float
+    worst_bin_mae: float
+    worst_bin_delta_ci: float
+    ci_within_tolerance: bool
+
+    def __str__(self) -> str:
+        return f"epsilon = {self.epsilon:g}, delta = {self.delta:g}"
+
+
+def _read_table(table: str | Path | None) -> tuple[list[dict[str, float]], str]:
+    """Rows of a ``recommended.csv`` as dictionaries of numbers, and a name of the source for messages."""
+    if table is None:
+        source = f"the packaged table {_PACKAGED}"
+        text = resources.files("analyst").joinpath("data", _PACKAGED).read_text(encoding="utf-8")
+    else:
+        source = str(table)
+        try:
+            text = Path(table).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ValueError(f"recommendation table not found: {table}") from None
+    reader = csv.DictReader(text.splitlines())
+    missing = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise ValueError(f"recommendation table {source} lacks the column(s) {missing}; "
+                         "expected a recommended.csv written by 'python -m simulations run'")
+    rows = []
+    for i, raw in enumerate(reader, start=2):
+        try:
+            row = {c: float(raw[c]) for c in _COLUMNS if c != "ci_within_tolerance"}
+        except (TypeError, ValueError):
+            raise ValueError(f"recommendation table {source}, line {i}: a number is malformed") from None
+        row["ci_within_tolerance"] = str(raw["ci_within_tolerance"]).strip().lower() == "true"
+        rows.append(row)
+    return rows, source
+
+
+def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERANCE,
+                       table: str | Path | None = None) -> list[RecommendedSetting]:
+    """The (epsilon, delta) settings the simulation study recommends for a sensitivity Delta.
+
+    The study (``python -m simulations run``, paper mode) ran a grid of Delta, epsilon and delta; a
+    setting is recommended when its mean |AUC_emp - AUC_ROC-GLM| stays within ``tolerance`` in every
+    empirical-AUC bin and its fits rarely fail. Sites whose Delta lies between two studied values get
+    the recommendation of the next larger studied Delta (more noise: conservative).
+
+    Parameters
+    ----------
+    sensitivity : float
+        The sites' l2-sensitivity Delta (the largest over the sites).
+    tolerance : float
+        MAE tolerance; must be one the table was written with (the packaged table: 0.01, 0.015, 0.02).
+    table : path, optional
+        A ``recommended.csv`` of another run of the study; default the packaged full paper-mode study.
+
+    Returns
+    -------
+    list of RecommendedSetting
+        Ordered by privacy: smallest epsilon first, then smallest delta.
+
+    Raises
+    ------
+    ValueError
+        When ``sensitivity`` exceeds every Delta in the table or no studied setting for the next larger
+        Delta met the tolerance (no recommendation exists), or when ``tolerance`` is not in the table.
+    """
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, float)) or not (
+            math.isfinite(sensitivity) and sensitivity > 0):
+        raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
+    rows, source = _read_table(table)
+    tolerances = sorted({r["tolerance"] for r in rows})
+    if not any(math.isclose(tolerance, t, rel_tol=1e-9) for t in tolerances):
+        raise ValueError(f"tolerance {tolerance:g} is not in {source}; available: "
+                         f"{', '.join(f'{t:g}' for t in tolerances) or 'none (the table is empty)'}")
+    studied = sorted({r["sensitivity"] for r in rows})
+    # Delta values print with a few digits; accept a sensitivity equal to a studied Delta up to rounding.
+    larger = [d for d in studied if d >= sensitivity or math.isclose(d, sensitivity, rel_tol=1e-9)]
+    if not larger:
+        raise ValueError(f"no recommendation exists for sensitivity {sensitivity:g}: it exceeds every Delta "
+                         f"for which {source} recommends any setting (largest {max(studied):g}); "
+                         "no studied (epsilon, delta) kept the AUC accurate at that much noise")
+    chosen = larger[0]
+    picked = [r for r in rows if r["sensitivity"] == chosen and math.isclose(r["tolerance"], tolerance, rel_tol=1e-9)]
+    if not picked:
+        raise ValueError(f"no recommendation exists for sensitivity {sensitivity:g} at tolerance {tolerance:g}: "
+                         f"no studied (epsilon, delta) met it in every AUC bin for Delta = {chosen:g} in {source}")
+    picked.sort(key=lambda r: (r["epsilon"], r["delta"]))
+    return [RecommendedSetting(epsilon=r["epsilon"], delta=r["delta"], studied_sensitivity=chosen, tau=r["tau"],
+                               tolerance=r["tolerance"], worst_bin_mae=r["worst_bin_mae"],
+                               worst_bin_delta_ci=r["worst_bin_delta_ci"],
+                               ci_within_tolerance=r["ci_within_tolerance"])
+            for r in picked]
+
+
+def recommendation_warning(epsilon: float, delta: float, sensitivities: Iterable[float], *,
+                           tolerance: float = DEFAULT_TOLERANCE, table: str | Path | None = None) -> str | None:
+    """A warning when (epsilon, delta) is not recommended for the largest of the sites' Delta, else None.
+
+    The largest Delta adds the most noise, so it decides whether the AUC can be trusted.
+    """
+    delta_max = max(float(s) for s in sensitivities)
+    try:
+        settings = recommend_settings(delta_max, tolerance=tolerance, table=table)
+    except ValueError as exc:
+        return f"{exc}; the AUC may be pulled towards 0.5 by the noise"
+    if any(math.isclose(s.epsilon, epsilon, rel_tol=1e-9) and math.isclose(s.delta, delta, rel_tol=1e-9)
+           for s in settings):
+        return None
+    listed = "; ".join(f"({s.epsilon:g}, {s.delta:g})" for s in settings)
+    return (f"epsilon = {epsilon:g}, delta = {delta:g} is not among the settings the simulation study recommends "
+            f"for Delta = {delta_max:.3g} (studied Delta {settings[0].studied_sensitivity:g}, MAE of the AUC within "
+            f"{tolerance:g} in every AUC bin); recommended (epsilon, delta): {listed}. "
+            "The AUC may be pulled towards 0.5 by the noise")

@@ -1,0 +1,99 @@
+"""Recommended privacy settings: the packaged simulation table, read independently with pandas."""
+
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analyst import recommend_settings
+from analyst.cli import main
+from analyst.recommend import recommendation_warning
+
+
+@pytest.fixture(scope="module")
+def table():
+    with resources.files("analyst").joinpath("data", "recommended_paper.csv").open() as f:
+        return pd.read_csv(f)
+
+
+def expected(table, sensitivity, tolerance):
+    """The rows of the smallest studied Delta >= sensitivity at this tolerance, most private first."""
+    studied = np.sort(table["sensitivity"].unique())
+    chosen = studied[studied >= sensitivity].min()
+    rows = table[(table["sensitivity"] == chosen) & np.isclose(table["tolerance"], tolerance)]
+    return chosen, list(rows.sort_values(["epsilon", "delta"])[["epsilon", "delta"]].itertuples(index=False, name=None))
+
+
+def test_the_packaged_table_is_the_full_paper_mode_study(table):
+    assert set(table["mode"]) == {"paper"} and set(table["replications"]) == {10000}
+    assert sorted(table["tolerance"].unique()) == [0.01, 0.015, 0.02]
+    # every listed setting met its tolerance in every AUC bin and failed in at most 1 % of replications
+    assert (table["worst_bin_mae"] <= table["tolerance"]).all() and (table["failure_share"] <= 0.01).all()
+
+
+@pytest.mark.parametrize("tolerance", [0.01, 0.015, 0.02])
+def test_recommendations_are_the_tables_rows_for_the_next_studied_delta(table, tolerance):
+    studied = np.sort(table["sensitivity"].unique())
+    asked = np.concatenate([studied, studied * 0.999, (studied[:-1] + studied[1:]) / 2, [1e-9]])
+    for sensitivity in asked:
+        chosen, rows = expected(table, sensitivity, tolerance)
+        if not rows:  # e.g. Delta = 0.3 at tolerance 0.01: studied, but nothing met it
+            with pytest.raises(ValueError, match=f"Delta = {chosen:g}"):
+                recommend_settings(float(sensitivity), tolerance=tolerance)
+            continue
+        got = recommend_settings(float(sensitivity), tolerance=tolerance)
+        assert [(s.epsilon, s.delta) for s in got] == rows
+        assert {s.studied_sensitivity for s in got} == {chosen} and chosen >= sensitivity * (1 - 1e-12)
+        assert all(s.worst_bin_mae <= tolerance for s in got)
+
+
+def test_the_demo_delta_gets_delta_0_2_and_not_the_papers_epsilon_5():
+    got = recommend_settings(0.19)
+    assert [(s.epsilon, s.delta) for s in got] == [(5, 0.1), (10, 1e-4), (10, 1e-3), (10, 0.01), (10, 0.1)]
+    assert got[0].studied_sensitivity == 0.2 and got[0].tau == pytest.approx(0.0850, abs=1e-4)
+    assert recommendation_warning(10, 0.01, [0.18, 0.19]) is None
+    text = recommendation_warning(5, 0.01, [0.18, 0.19])
+    assert "epsilon = 5, delta = 0.01 is not among" in text and "Delta = 0.19" in text and "(10, 0.01)" in text
+
+
+def test_no_recommendation_beyond_the_studied_deltas(table):
+    with pytest.raises(ValueError, match="exceeds every Delta"):
+        recommend_settings(table["sensitivity"].max() * 1.01)
+    assert "exceeds every Delta" in recommendation_warning(10, 0.1, [0.05, 0.45])
+
+
+def test_bad_arguments_and_tables_are_named(tmp_path, table):
+    for bad in (0, -0.1, float("nan"), float("inf"), True, "0.1"):
+        with pytest.raises(ValueError, match="sensitivity must be a positive"):
+            recommend_settings(bad)
+    with pytest.raises(ValueError, match="tolerance 0.03 is not in .* available: 0.01, 0.015, 0.02"):
+        recommend_settings(0.1, tolerance=0.03)
+    with pytest.raises(ValueError, match="not found"):
+        recommend_settings(0.1, table=tmp_path / "missing.csv")
+    table.drop(columns=["tau"]).to_csv(tmp_path / "no_tau.csv", index=False)
+    with pytest.raises(ValueError, match=r"lacks the column\(s\) \['tau'\]"):
+        recommend_settings(0.1, table=tmp_path / "no_tau.csv")
+    # another run's table is used as given
+    mine = table[(table["sensitivity"] == 0.1) & (table["tolerance"] == 0.02) & (table["epsilon"] == 10)]
+    mine.to_csv(tmp_path / "mine.csv", index=False)
+    got = recommend_settings(0.05, tolerance=0.02, table=tmp_path / "mine.csv")
+    assert [(s.epsilon, s.delta) for s in got] == list(mine.sort_values("delta")[["epsilon", "delta"]].itertuples(
+        index=False, name=None))
+
+
+def test_cli_recommend(capsys, table):
+    assert main(["recommend", "--sensitivity", "0.19"]) == 0
+    out = capsys.readouterr().out
+    _, rows = expected(table, 0.19, 0.015)
+    lines = [line.split() for line in out.splitlines()[2:]]
+    assert [(float(a[0]), float(a[1])) for a in lines] == rows
+    assert "Delta = 0.2" in out and "within 0.015" in out
+    assert main(["recommend", "--sensitivity", "0.05", "--tolerance", "0.01", "--json"]) == 0
+    import json
+
+    got = json.loads(capsys.readouterr().out)
+    assert [(r["epsilon"], r["delta"]) for r in got] == expected(table, 0.05, 0.01)[1]
+    assert main(["recommend", "--sensitivity", "0.9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dsroc: error: no recommendation exists") and "Traceback" not in err
