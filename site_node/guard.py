@@ -133,6 +133,10 @@ def release_sensitivity(site: SiteSensitivity, requested: float) -> float:
 def check_grid(policy: Policy, grid_message) -> np.ndarray:
     """The threshold grid of a ``dsroc.v1.GridSpec``, within the site's size cap."""
     which = grid_message.WhichOneof("grid") if grid_message is not None else None
+    # n_points is checked against the cap before a grid is built: a grid of 2**32 points would take
+    # 32 GB of memory.
+    if which == "n_points":
+        _check_cap("the grid", int(grid_message.n_points) - 2, "thresholds", policy.max_thresholds)
     with analyst_input("grid"):
         if which == "n_points":
             grid = rocglm_grid(int(grid_message.n_points))
@@ -140,11 +144,13 @@ def check_grid(policy: Policy, grid_message) -> np.ndarray:
             grid = rocglm_grid(np.asarray(grid_message.thresholds.values, dtype=np.float64))
         else:
             grid = rocglm_grid(None)
-    if grid.size > policy.max_thresholds:
-        raise PermissionDenied(
-            f"policy: the grid has {grid.size} thresholds; this site answers grids of at most {policy.max_thresholds}"
-        )
+    _check_cap("the grid", grid.size, "thresholds", policy.max_thresholds)
     return grid
+
+
+def _check_cap(what: str, size: int, unit: str, cap: int) -> None:
+    if size > cap:
+        raise PermissionDenied(f"policy: {what} has {size} {unit}; this site answers at most {cap}")
 
 
 def check_theta(values) -> np.ndarray:
@@ -158,6 +164,8 @@ def check_theta(values) -> np.ndarray:
 def check_edges(policy: Policy, request) -> np.ndarray:
     """Calibration bin edges of a ``CalibrationPartsRequest``: n_bins (default 10) or explicit edges."""
     which = request.WhichOneof("bins")
+    if which != "edges":  # before building the edges (memory), as for grids
+        _check_cap("n_bins", int(request.n_bins), "calibration bins", policy.max_thresholds)
     with analyst_input("edges" if which == "edges" else "n_bins"):
         if which == "edges":
             edges = calibration_edges(edges=np.asarray(request.edges.values, dtype=np.float64))
@@ -165,10 +173,7 @@ def check_edges(policy: Policy, request) -> np.ndarray:
                 raise ValueError("explicit edges must start at 0 and end at 1 so that every patient has a bin")
         else:
             edges = calibration_edges(int(request.n_bins) if request.n_bins else 10)
-    if edges.size - 1 > policy.max_thresholds:
-        raise PermissionDenied(
-            f"policy: {edges.size - 1} calibration bins; this site answers at most {policy.max_thresholds}"
-        )
+    _check_cap("the edges", edges.size - 1, "calibration bins", policy.max_thresholds)
     return edges
 
 

@@ -1,0 +1,329 @@
+"""An attacker-analyst with a valid token against a real daemon: huge and malformed requests, other
+analysts' sessions, concurrency against the caps and the budget, and the audit log's completeness."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from dsroc import analytic_gaussian_sigma, gdp_mu
+from dsroc.v1 import site_pb2 as pb
+from site_node.cli import build_parser
+from site_node.config import ConfigError
+from site_node.ledger import budget_mu
+from site_node.server import SiteServer, is_loopback
+from site_node.testing import running_server
+
+NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
+C = grpc.StatusCode
+ROOT = Path(__file__).resolve().parents[2]
+ALICE, CAROL = "token-of-alice", "token-of-carol"  # alice as in conftest
+
+
+def _healthy(address: str) -> bool:
+    with grpc.insecure_channel(address) as ch:
+        reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
+    return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def _refused(fn, code, match=None):
+    with pytest.raises(grpc.RpcError) as info:
+        fn()
+    assert info.value.code() == code, info.value.details()
+    if match:
+        assert match in info.value.details(), info.value.details()
+    return info.value.details()
+
+
+def _audit(server) -> list[dict]:
+    return [json.loads(line) for line in server.config.audit_path.read_text().splitlines()]
+
+
+def test_huge_grid_and_bin_counts_are_refused_before_any_allocation(server, client, snapshot):
+    s = client.open()
+    client.upload(s, NEG, np.linspace(0.01, 0.99, 50))
+    before, peak = snapshot(server.config.ledger_path), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    largest = 2**32 - 1  # uint32: a grid or edge array this long would take 32 GB
+    _refused(lambda: client.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1],
+                                                              grid=pb.GridSpec(n_points=largest))),
+             C.PERMISSION_DENIED, "at most 100")
+    _refused(lambda: client.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=largest)),
+             C.PERMISSION_DENIED, "at most 100")
+    # The server runs in this process: its peak memory grew by far less than one such array (KiB).
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 200 * 1024
+    assert snapshot(server.config.ledger_path) == before
+    assert _healthy(server.bound_address)
+
+
+def test_undecodable_requests_are_refused_as_invalid_and_audited(server, client):
+    unary = client.channel.unary_unary("/dsroc.v1.SiteService/OpenSession")
+    details = _refused(lambda: unary(b"\xff\xff\xff", metadata=client.metadata, timeout=10), C.INVALID_ARGUMENT,
+                       "could not be parsed")
+    streaming = client.channel.stream_unary("/dsroc.v1.SiteService/UploadSurvivor")
+    _refused(lambda: streaming(iter([b"\x0a\xff"]), metadata=client.metadata, timeout=10), C.INVALID_ARGUMENT,
+             "could not be parsed")
+    entries = _audit(server)
+    assert [(e["call"], e["decision"], e["analyst"]) for e in entries] == [
+        ("OpenSession", "INVALID_ARGUMENT", "alice"), ("UploadSurvivor", "INVALID_ARGUMENT", "alice")]
+    assert entries[0]["message"] == details
+    assert client.Describe(pb.DescribeRequest()).datasets and _healthy(server.bound_address)
+
+
+def test_malformed_survivor_streams(server, client, snapshot):
+    s = client.open()
+    before = snapshot(server.config.ledger_path)
+    header = pb.SurvivorHeader(session_id=s, score_class=NEG, n=2)
+    two_headers = [pb.SurvivorChunk(header=header, scores=[0.1]), pb.SurvivorChunk(header=header, scores=[0.2])]
+    _refused(lambda: client.UploadSurvivor(iter(two_headers)), C.INVALID_ARGUMENT, "only the first")
+    _refused(lambda: client.UploadSurvivor(iter([])), C.INVALID_ARGUMENT, "header")
+    _refused(lambda: client.upload(s, 3, [0.1, 0.2]), C.INVALID_ARGUMENT, "score_class")
+    _refused(lambda: client.upload(s, NEG, [0.1, float("inf")]), C.INVALID_ARGUMENT, "non-finite")
+    _refused(lambda: client.upload(s, NEG, [0.1], n=2**64 - 1), C.INVALID_ARGUMENT, "at most")
+
+    sent = []
+
+    def outgrowing():  # announces 10 scores, then keeps sending
+        yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=10), scores=[0.5] * 10)
+        for _ in range(2000):
+            sent.append(1)
+            yield pb.SurvivorChunk(scores=[0.5] * 1000)
+
+    _refused(lambda: client.UploadSurvivor(outgrowing()), C.INVALID_ARGUMENT, "header.n is 10 but more")
+    assert len(sent) < 2000  # refused at the first extra chunk, long before the stream ended
+    assert snapshot(server.config.ledger_path) == before
+    # Nothing was stored in the session either: the next call is still out of order.
+    _refused(lambda: client.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1])), C.FAILED_PRECONDITION)
+    assert _healthy(server.bound_address)
+
+
+def test_a_negative_chunk_size_on_the_wire_is_capped(server, client):
+    s = client.open()
+    # chunk_size = -1 encoded as a 10-byte varint: it parses as the largest uint32, which the site caps.
+    wire = pb.ReleaseRequest(session_id=s, score_class=NEG, epsilon=5, delta=0.01).SerializeToString()
+    wire += b"\x30" + b"\xff" * 9 + b"\x01"
+    raw = client.channel.unary_stream("/dsroc.v1.SiteService/ReleaseNoisyScores",
+                                      response_deserializer=pb.ReleaseChunk.FromString)
+    chunks = list(raw(wire, metadata=client.metadata, timeout=30))
+    limit = server.config.policy.max_chunk_scores
+    assert chunks[0].info.n == sum(len(c.scores) for c in chunks) and all(len(c.scores) <= limit for c in chunks)
+
+
+@pytest.fixture
+def two_analysts(make_site_config):
+    analysts = {name: {"token_sha256": hashlib.sha256(token.encode()).hexdigest(), "datasets": ["*"]}
+                for name, token in (("alice", ALICE), ("carol", CAROL))}
+    with running_server(make_site_config(analysts=analysts), insecure=True) as srv:
+        yield srv
+
+
+def test_another_analysts_session_is_not_found(two_analysts, client_factory, snapshot):
+    alice, carol = client_factory(two_analysts.bound_address), client_factory(two_analysts.bound_address, CAROL)
+    s = alice.open()
+    alice.release(s, NEG)
+    before = snapshot(two_analysts.config.ledger_path)
+    calls = [
+        lambda: carol.Sensitivity(pb.SensitivityRequest(session_id=s)),
+        lambda: carol.release(s, POS),
+        lambda: carol.upload(s, NEG, [0.2, 0.4]),
+        lambda: carol.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1])),
+        lambda: carol.PlacementMoments(pb.PlacementMomentsRequest(session_id=s)),
+        lambda: carol.BrierParts(pb.BrierPartsRequest(session_id=s)),
+        lambda: carol.CalibrationParts(pb.CalibrationPartsRequest(session_id=s)),
+        lambda: carol.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.5)),
+        lambda: carol.CloseSession(pb.CloseSessionRequest(session_id=s)),
+    ]
+    for call in calls:
+        # The same answer as for a session that never existed: carol learns nothing about alice's.
+        assert "does not exist or has expired" in _refused(call, C.NOT_FOUND)
+    assert snapshot(two_analysts.config.ledger_path) == before
+    assert alice.BrierParts(pb.BrierPartsRequest(session_id=s)).n > 0  # carol's CloseSession did not close it
+    assert [e["analyst"] for e in _audit(two_analysts)][-10:-1] == ["carol"] * 9
+
+
+def test_the_theta_cap_holds_under_concurrency(make_site_config, client_factory, snapshot):
+    cap = 5
+    with running_server(make_site_config(policy={"max_glm_evaluations": cap}), insecure=True, max_workers=8) as srv:
+        c = client_factory(srv.bound_address)
+        s = c.open()
+        c.upload(s, NEG, np.linspace(0.01, 0.99, 120))
+
+        def evaluate(i):
+            try:
+                return c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0.01 * i, 1])).evaluations_left
+            except grpc.RpcError as exc:
+                return exc.code()
+
+        with ThreadPoolExecutor(16) as pool:
+            results = list(pool.map(evaluate, range(48)))
+        answered = sorted(r for r in results if isinstance(r, int))
+        assert answered == list(range(cap))  # each count 4..0 handed out exactly once
+        assert results.count(C.RESOURCE_EXHAUSTED) == 48 - cap
+        used = snapshot(srv.config.ledger_path)[2]
+        assert [row[-1] for row in used] == [cap]
+        assert _healthy(srv.bound_address)
+
+
+def test_concurrent_first_releases_cannot_overspend_the_budget(make_site_config, client_factory, snapshot):
+    policy = {"max_epsilon": 2.0, "max_delta": 0.01, "budget_epsilon": 2.0, "budget_delta": 0.01}
+    with running_server(make_site_config(policy=policy), insecure=True) as srv:
+        # Each release alone fits the budget; any two together exceed it (independent check with dsroc).
+        epsilons = [2.0 - 1e-3 * i for i in range(8)]
+        mus = [1.0 / analytic_gaussian_sigma(e, 0.01, 1.0) for e in epsilons]
+        assert max(mus) <= budget_mu(2.0, 0.01) * (1 + 1e-9) < gdp_mu(sorted(mus)[:2])
+
+        def release(eps):
+            c = client_factory(srv.bound_address)
+            try:
+                return c.release(c.open(), NEG, epsilon=eps)[0].mu_charged
+            except grpc.RpcError as exc:
+                return exc.code()
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(release, epsilons))
+        assert sum(isinstance(r, float) and r > 0 for r in results) == 1
+        assert results.count(C.RESOURCE_EXHAUSTED) == 7
+        assert srv.ledger.budget("test", srv.config.policy).releases == 1
+        releases, values = snapshot(srv.config.ledger_path)[:2]
+        assert len(releases) == 1 and len(values) == 2  # the charged release and nothing else was stored
+
+
+def test_release_once_and_a_larger_sensitivity_is_a_new_charge(server, client):
+    s = client.open()
+    first, v1, _ = client.release(s, NEG, epsilon=4.0)
+    again, v2, _ = client.release(client.open(), NEG, epsilon=4.0)
+    assert again.mu_charged == 0.0 and again.repeated and np.array_equal(v1, v2)
+    wider, v3, _ = client.release(s, NEG, epsilon=4.0, sensitivity=2.0)
+    assert wider.sensitivity == 2.0 and wider.mu_charged == pytest.approx(first.mu)  # Delta/tau: same ratio
+    assert wider.release_id != first.release_id and not np.array_equal(v1, v3)
+    assert np.std(v3 - np.sort(v3)) == 0 and wider.tau == pytest.approx(2 * first.tau)
+    assert server.ledger.budget("test", server.config.policy).releases == 2
+    _refused(lambda: client.release(s, NEG, epsilon=4.0, sensitivity=0.5), C.INVALID_ARGUMENT, "larger sensitivity")
+
+
+def test_models_are_capped_per_dataset_also_after_a_restart(make_site_config, client_cls, snapshot):
+    config = make_site_config(policy={"max_models": 2})
+
+    def model(intercept):
+        return pb.GlmModel(link=pb.LINK_LOGIT, intercept=intercept, coefficients=[pb.Coefficient(name="age", value=0.05)])
+
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        c.open(model=model(-3))
+        c.open(model=model(-2))
+        c.open(model=model(-3))  # the same model again is free
+        before = snapshot(config.ledger_path)
+        details = _refused(lambda: c.open(model=model(-2.5)), C.RESOURCE_EXHAUSTED, "at most 2 different models")
+        assert "age" not in details
+        assert snapshot(config.ledger_path) == before
+        assert c.open()  # the administrator's score columns are not models
+        assert c.Describe(pb.DescribeRequest()).policy.max_models == 2
+        c.close()
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        _refused(lambda: c.open(model=model(-1)), C.RESOURCE_EXHAUSTED)
+        assert c.open(model=model(-2))
+        c.close()
+
+
+def test_a_refused_session_records_no_model(make_site_config, client_cls, snapshot):
+    config = make_site_config(site={"max_sessions": 1})
+    model = pb.GlmModel(link=pb.LINK_PROBIT, coefficients=[pb.Coefficient(name="nodes", value=0.1)])
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        c.open()
+        before = snapshot(config.ledger_path)
+        _refused(lambda: c.open(model=model), C.RESOURCE_EXHAUSTED, "open sessions")
+        assert snapshot(config.ledger_path) == before
+        c.close()
+
+
+def test_the_audit_log_records_every_request_and_only_grows(server, client, client_factory):
+    s = client.open()  # 1
+    _, noisy, _ = client.release(s, NEG)  # 2
+    client.upload(s, NEG, noisy)  # 3
+    client.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1]))  # 4
+    _refused(lambda: client.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0])), C.INVALID_ARGUMENT)  # 5
+    _refused(lambda: client.release(s, NEG, epsilon=99), C.PERMISSION_DENIED)  # 6
+    stranger = client_factory(server.bound_address, token="stolen?")
+    _refused(lambda: stranger.upload(s, NEG, noisy), C.UNAUTHENTICATED)  # 7
+    _refused(lambda: client_factory(server.bound_address, token=None).BrierParts(
+        pb.BrierPartsRequest(session_id=s)), C.UNAUTHENTICATED)  # 8
+    first = server.config.audit_path.read_text()
+    entries = _audit(server)
+    assert [(e["call"], e["decision"]) for e in entries] == [
+        ("OpenSession", "OK"), ("ReleaseNoisyScores", "OK"), ("UploadSurvivor", "OK"), ("RocGlmParts", "OK"),
+        ("RocGlmParts", "INVALID_ARGUMENT"), ("ReleaseNoisyScores", "PERMISSION_DENIED"),
+        ("UploadSurvivor", "UNAUTHENTICATED"), ("BrierParts", "UNAUTHENTICATED"),
+    ]
+    assert all({"time", "analyst", "call", "parameters", "decision", "message", "privacy_cost"} <= set(e)
+               for e in entries)
+    assert entries[1]["privacy_cost"] > 0 and entries[6]["analyst"] == ""
+    # Never a released or uploaded score, never a token.
+    assert not any(f"{v:.6f}"[:8] in first for v in noisy[:20])
+    assert "stolen?" not in first and ALICE not in first
+    client.BrierParts(pb.BrierPartsRequest(session_id=s))
+    assert server.config.audit_path.read_text().startswith(first)  # appended, nothing rewritten
+    assert os.stat(server.config.audit_path).st_mode & 0o077 == 0  # readable by the site account only
+
+
+_CRASH = """
+import os, sys
+import numpy as np
+sys.path.insert(0, {root!r})
+from site_node.config import Policy
+from site_node.ledger import ReleaseKey, SqliteLedger
+
+ledger = SqliteLedger({path!r})
+key = ReleaseKey("test", "column:pred", "y", 1.0, 1e-3, 1.0)
+
+def draw():
+    if {how!r} == "raise":
+        raise MemoryError("while drawing")
+    os._exit(3)  # the process dies inside the charging transaction
+
+try:
+    ledger.release(key, analyst="a", tau=4.0, rule="range", fingerprint="f", policy=Policy(), draw=draw)
+except MemoryError:
+    sys.exit(4)
+"""
+
+
+@pytest.mark.parametrize("how, code", [("crash", 3), ("raise", 4)])
+def test_a_crash_while_charging_leaves_neither_charge_nor_release(tmp_path, how, code, snapshot):
+    path = tmp_path / "ledger.sqlite"
+    proc = subprocess.run([sys.executable, "-c", _CRASH.format(root=str(ROOT), path=str(path), how=how)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code, proc.stderr
+    assert snapshot(path)[:2] == ((), ())  # reopened after the crash: no release, no values
+
+
+def test_plain_text_only_on_loopback(make_site_config):
+    assert all(map(is_loopback, ["127.0.0.1:1", "localhost:1", "[::1]:1", "127.0.0.2:0"]))
+    assert not any(map(is_loopback, ["0.0.0.0:1", "[::]:1", "10.1.2.3:1", "example.org:1"]))
+    with pytest.raises(ConfigError, match="--insecure serves only a loopback address"):
+        SiteServer(make_site_config(), insecure=True, address="0.0.0.0:0")
+
+
+def test_help_texts_explain_every_command():
+    parser = build_parser()
+    top = parser.format_help()
+    commands = ["init", "token", "serve", "check", "budget", "audit"]
+    assert all(c in top for c in commands) and "privacy" in top
+    sub = parser._subparsers._group_actions[0].choices
+    assert sorted(sub) == sorted(commands)
+    serve = sub["serve"].format_help()
+    for option in ("--config", "--insecure", "--grace", "--workers", "--listen"):
+        assert option in serve
+    assert "loopback" in serve and "SIGTERM" in top + serve
