@@ -13,7 +13,7 @@ from google.protobuf.json_format import MessageToDict
 
 from .audit import AuditLog, AuditRecord
 from .config import AnalystConfig
-from .errors import Unauthenticated, status_for
+from .errors import InvalidArgument, Unauthenticated, status_for
 
 __all__ = ["hash_token", "new_token", "current_analyst", "AuthAuditInterceptor", "OPEN_METHOD_PREFIXES"]
 
@@ -102,10 +102,13 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
 
         def wrapped(request, context):
             record = AuditRecord(analyst, call, peer=context.peer())
-            if not streaming_request:
-                record.parameters = _loggable(MessageToDict(request, preserving_proto_field_name=True))
             token, who = audit.begin(record), _analyst.set(analyst)
             try:
+                if streaming_request:
+                    request = _parsed_stream(request)
+                else:
+                    _require_parsed(request)
+                    record.parameters = _loggable(MessageToDict(request, preserving_proto_field_name=True))
                 # A server-streaming servicer does all checks and charging before returning its
                 # iterator, so the record is complete here.
                 return behavior(request, context)
@@ -133,9 +136,38 @@ def _wrap(handler, wrap_behavior, analyst: str, call: str):
         behavior = getattr(handler, attr)
         if behavior is not None:
             return make(wrap_behavior(behavior, analyst, call, streaming_request),
-                        request_deserializer=handler.request_deserializer,
+                        request_deserializer=_tolerant(handler.request_deserializer),
                         response_serializer=handler.response_serializer)
     raise ValueError("handler has no behaviour")
+
+
+# A request whose bytes do not parse: gRPC itself would answer INTERNAL without an audit record, so
+# the deserializer returns this marker and the wrapped behaviour refuses it (audited) as INVALID_ARGUMENT.
+_UNPARSABLE = object()
+
+
+def _tolerant(deserializer):
+    if deserializer is None:
+        return None
+
+    def parse(data):
+        try:
+            return deserializer(data)
+        except Exception:  # noqa: BLE001 - any parse failure is the caller's malformed message
+            return _UNPARSABLE
+
+    return parse
+
+
+def _require_parsed(message) -> None:
+    if message is _UNPARSABLE:
+        raise InvalidArgument("the request message could not be parsed (malformed protobuf for this call)")
+
+
+def _parsed_stream(messages):
+    for message in messages:
+        _require_parsed(message)
+        yield message
 
 
 def _refuse(handler, message: str):

@@ -59,7 +59,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                 sensitivity_rule=policy.sensitivity, max_glm_evaluations=policy.max_glm_evaluations,
                 max_thresholds=policy.max_thresholds, session_idle_seconds=self.site.config.session_idle_seconds,
                 max_chunk_scores=policy.max_chunk_scores, max_survivor_scores=policy.max_survivor_scores,
-                max_survivor_uploads=policy.max_survivor_uploads,
+                max_survivor_uploads=policy.max_survivor_uploads, max_models=policy.max_models,
             ),
         )
 
@@ -110,6 +110,9 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                 raise InvalidArgument("only the first UploadSurvivor message may carry a header")
             values = np.asarray(message.scores, dtype=np.float64)
             received += values.size
+            # Refused as soon as the stream outgrows its header or the cap, not after buffering it all.
+            if header.n and received > header.n:
+                raise InvalidArgument(f"header.n is {header.n} but more scores arrived")
             if received > limit:
                 raise InvalidArgument(f"this site accepts survivor functions of at most {limit} scores")
             parts.append(values)
