@@ -55,6 +55,7 @@ class Policy:
     max_chunk_scores: int = 65536
     max_survivor_scores: int = 20_000_000
     max_survivor_uploads: int = 25
+    max_models: int = 3
 
 
 @dataclass(frozen=True)
@@ -280,6 +281,7 @@ def _parse_policy(p: _Reader) -> Policy:
         max_chunk_scores=p.positive("max_chunk_scores", int, d.max_chunk_scores),
         max_survivor_scores=p.positive("max_survivor_scores", int, d.max_survivor_scores),
         max_survivor_uploads=p.positive("max_survivor_uploads", int, d.max_survivor_uploads),
+        max_models=p.positive("max_models", int, d.max_models),
         **values,
     )
     if policy.model_sensitivity_bins < 2:

@@ -46,6 +46,8 @@ max_thresholds = 100            # largest ROC-GLM grid (and number of calibratio
 max_chunk_scores = 65536        # scores per streamed message
 max_survivor_scores = 20000000  # largest uploaded survivor function
 max_survivor_uploads = 25       # different survivor functions accepted per dataset, score source, outcome, class
+max_models = 3                  # different analyst GLMs accepted per dataset, ever: two models that differ in one
+                                # patient's score can be differenced (e.g. Brier sums) to reveal that patient's outcome
 
 # One table per analyst. Only the SHA-256 of the token is stored; the token itself was printed once.
 [analysts.{analyst}]

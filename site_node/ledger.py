@@ -121,6 +121,14 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def record_model(self, dataset: str, source: str, cap: int) -> None:
+        """Record an analyst's model (canonical ``source`` text) used on ``dataset``.
+
+        A model seen before is free; a new one beyond ``cap`` distinct ones raises
+        :class:`ResourceExhausted` and records nothing.
+        """
+
+    @abstractmethod
     def fix_calibration_edges(self, key: tuple[str, str, str], edges: np.ndarray) -> None:
         """Record the calibration edges of ``(dataset, source, outcome)``, or refuse different ones.
 
@@ -174,6 +182,11 @@ CREATE TABLE IF NOT EXISTS survivor_uploads (
     score_class INTEGER NOT NULL,
     survivor TEXT NOT NULL,
     PRIMARY KEY (dataset, source, outcome, score_class, survivor)
+);
+CREATE TABLE IF NOT EXISTS models (
+    dataset TEXT NOT NULL,
+    source TEXT NOT NULL,
+    PRIMARY KEY (dataset, source)
 );
 CREATE TABLE IF NOT EXISTS calibration_edges (
     dataset TEXT NOT NULL,
@@ -313,6 +326,20 @@ class SqliteLedger(Ledger):
                     "score source, outcome and class"
                 )
             db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
+
+        self._transaction(body)
+
+    def record_model(self, dataset, source, cap):
+        def body(db):
+            if db.execute("SELECT 1 FROM models WHERE dataset=? AND source=?", (dataset, source)).fetchone():
+                return
+            (count,) = db.execute("SELECT COUNT(*) FROM models WHERE dataset=?", (dataset,)).fetchone()
+            if count >= cap:
+                raise ResourceExhausted(
+                    f"query cap: this site accepts at most {cap} different models for dataset {dataset!r}; "
+                    "answers about different models could be differenced down to single patients"
+                )
+            db.execute("INSERT INTO models VALUES (?,?)", (dataset, source))
 
         self._transaction(body)
 

@@ -141,7 +141,15 @@ class Site:
                 f"dataset {dataset!r} has no declared outcome column {outcome!r} (declared: {list(config.outcomes)})"
             )
         data = self._scored_data(dataset, outcome, spec, config)
-        return self.sessions.add(lambda session_id: Session(session_id, analyst, data))
+
+        def make(session_id: str) -> Session:
+            # Recorded only once the session cap has passed, so a refused session records no model.
+            # Every model is a new question about the same patients (per dataset, whatever the outcome).
+            if spec.model is not None:
+                self.ledger.record_model(dataset, spec.key, self.policy.max_models)
+            return Session(session_id, analyst, data)
+
+        return self.sessions.add(make)
 
     def _scored_data(self, dataset: str, outcome: str, spec: ScoreSpec, config: DatasetConfig) -> ScoredData:
         """The shared true scores for (dataset, source, outcome); the last few are kept for new sessions."""

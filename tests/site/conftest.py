@@ -117,7 +117,7 @@ def ledger_snapshot(path) -> tuple:
     with sqlite3.connect(path) as db:
         return tuple(tuple(db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall())
                      for t in ("releases", "release_values", "glm_evaluations", "survivor_uploads",
-                                                               "calibration_edges", "confusion_thresholds"))
+                                                               "calibration_edges", "confusion_thresholds", "models"))
 
 
 @pytest.fixture
