@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT (graceful shutdown)")
     p.add_argument("--config", required=True, help="site TOML file")
-    p.add_argument("--insecure", action="store_true", help="plain text instead of TLS (local development only)")
+    p.add_argument("--insecure", action="store_true", help="plain text instead of TLS; local development only, so only on a loopback address")
     p.add_argument("--listen", default=None, help="override the config's listen address")
     p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8)")
     p.add_argument("--grace", type=float, default=5.0, help="seconds to finish running calls on shutdown")

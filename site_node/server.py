@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from concurrent import futures
 from pathlib import Path
@@ -18,7 +19,7 @@ from .ledger import SqliteLedger
 from .servicer import SiteServicer
 from .site import Site
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback"]
 
 log = logging.getLogger("dsroc.site")
 
@@ -47,6 +48,17 @@ def server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
     return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=ca is not None)
 
 
+def is_loopback(address: str) -> bool:
+    """Whether a listen address ``host:port`` binds to the loopback interface only."""
+    host = address.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class SiteServer:
     """The daemon: a gRPC server for one site config.
 
@@ -64,6 +76,12 @@ class SiteServer:
         self.config = config
         self.insecure = insecure
         self.address = address or config.listen
+        if insecure and not is_loopback(self.address):
+            # Plain text would carry bearer tokens and released scores over the network in clear.
+            raise ConfigError(
+                f"{config.source or '<config>'}: site.listen: --insecure serves only a loopback address "
+                f"(127.0.0.1, ::1, localhost), not {self.address}; configure [tls] to serve on the network"
+            )
         credentials = None if insecure else server_credentials(config)
         self.ledger = SqliteLedger(config.ledger_path)
         self.audit = AuditLog(config.audit_path)
