@@ -55,7 +55,7 @@ class Policy:
     max_chunk_scores: int = 65536
     max_survivor_scores: int = 20_000_000
     max_survivor_uploads: int = 25
-    max_models: int = 3
+    max_models: int = 1
 
 
 @dataclass(frozen=True)

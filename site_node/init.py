@@ -46,8 +46,9 @@ max_thresholds = 100            # largest ROC-GLM grid (and number of calibratio
 max_chunk_scores = 65536        # scores per streamed message
 max_survivor_scores = 20000000  # largest uploaded survivor function
 max_survivor_uploads = 25       # different survivor functions accepted per dataset, score source, outcome, class
-max_models = 3                  # different analyst GLMs accepted per dataset, ever: two models that differ in one
-                                # patient's score can be differenced (e.g. Brier sums) to reveal that patient's outcome
+max_models = 1                  # different analyst GLMs accepted per dataset, ever. Raise with care: answers about two
+                                # models whose scores differ for one patient only (e.g. their Brier sums) differ by
+                                # that patient's contribution, which reveals the patient's outcome
 
 # One table per analyst. Only the SHA-256 of the token is stored; the token itself was printed once.
 [analysts.{analyst}]
