@@ -1,5 +1,12 @@
 """The analyst's side of dsroc: connect to the sites, run the distributed validation, report and plot."""
 
+import os
+
+# gRPC's documented default log level; without it gRPC 1.85 also logs INFO lines (e.g. each failed TLS
+# handshake) on stderr, which a SiteError already reports in one line. Read when grpc is first imported.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteError
 from analyst.display import CalibrationDisplay, RocCurveDisplay

@@ -7,6 +7,7 @@ import json
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 __all__ = ["main"]
@@ -212,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            # fitting warnings are on the result and printed in its summary; no second, source-line copy
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return args.func(args)
     except SiteError as exc:
         print(f"dsroc: {exc}", file=sys.stderr)
         return 3

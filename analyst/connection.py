@@ -101,8 +101,12 @@ class SiteConnection:
                     time.sleep(delay)
                     delay *= 2
                     continue
-                details = exc.details() if hasattr(exc, "details") else str(exc)
-                raise SiteError(self.name, code, details or code.name) from None
+                details = (exc.details() if hasattr(exc, "details") else str(exc)) or code.name
+                if code == grpc.StatusCode.UNAVAILABLE:
+                    # the transport's text ("Socket closed", a TLS error) rarely says what to check
+                    details += (f" (after {attempt + 1} attempt{'s' if attempt else ''}: is the site running at "
+                                f"{self.config.address}, and do its CA and client certificate match the site's TLS?)")
+                raise SiteError(self.name, code, details) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, fan_out
 from analyst.recommend import recommendation_warning
 from analyst.result import TestResult, ValidationResult
-from analyst.session import Progress, ValidationSession, score_source
+from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
 __all__ = ["Federation"]
 
@@ -133,6 +133,8 @@ class Federation:
             raise ValueError(f"ci_method must be 'logit' or 'wald', got {ci_method!r}")
         if a0 is not None and not 0 <= a0 <= 1:
             raise ValueError(f"a0 must lie in [0, 1], got {a0}")
+        check_privacy_request(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+        score_source(score=score, model=model)  # a malformed model fails here, before any site is asked
         grid_values = dsroc.rocglm_grid(grid)
         dsroc.calibration_edges(n_bins, edges=edges)
         timing: dict[str, float] = {}

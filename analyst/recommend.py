@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import numbers
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -111,7 +112,7 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
         When ``sensitivity`` exceeds every Delta in the table or no studied setting for the next larger
         Delta met the tolerance (no recommendation exists), or when ``tolerance`` is not in the table.
     """
-    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, float)) or not (
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, numbers.Real) or not (
             math.isfinite(sensitivity) and sensitivity > 0):
         raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
     rows, source = _read_table(table)

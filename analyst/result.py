@@ -334,17 +334,20 @@ class ValidationResult:
         width = max(len(b) for b in labels)
         lines[-1] = f"  {'bin':<{width}}  {'n':>5}   mean score   observed"
         for label, ob, pr, c in zip(labels, cal.observed, cal.predicted, cal.count):
-            note = "   (withheld by every site)" if c == 0 else ""
-            lines.append(f"  {label:<{width}}  {int(c):5d}   {_fmt(pr):>10}   {_fmt(ob):>8}{note}")
+            # a bin no site released has an unknown count (possibly 0), not a count of 0
+            n, note = (f"{int(c):5d}", "") if c > 0 else (f"{'-':>5}", "   (withheld by every site)")
+            lines.append(f"  {label:<{width}}  {n}   {_fmt(pr):>10}   {_fmt(ob):>8}{note}")
         if cal.suppressed:
             cells = ", ".join(f"{s}:{b}" for s, b in cal.suppressed)
             lines.append(f"  suppressed (site:bin): {cells}")
+        w = max([4] + [len(n) for n in self.privacy])
         lines += ["", "Privacy per site (the site chose Delta and tau; budget composed as Gaussian DP)",
-                  "  site            Delta   rule    tau       epsilon  delta    spent epsilon / budget"]
+                  f"  {'site':<{w}}  {'Delta':<7} {'rule':<7} {'tau':<9} {'epsilon':<8} {'delta':<8} "
+                  "epsilon spent / budget (at the budget's delta)"]
         for name, p in self.privacy.items():
             lines.append(
-                f"  {name:<14} {p.sensitivity:<7.4g} {p.sensitivity_rule:<7} {p.tau:<9.4g} {p.epsilon:<8g} "
-                f"{p.delta:<8g} {p.epsilon_spent:.3g} / {p.budget_epsilon:g} (delta {p.budget_delta:g})"
+                f"  {name:<{w}}  {p.sensitivity:<7.4g} {p.sensitivity_rule:<7} {p.tau:<9.4g} {p.epsilon:<8g} "
+                f"{p.delta:<8g} {p.epsilon_spent:.2f} / {p.budget_epsilon:g} (delta {p.budget_delta:g})"
             )
         if any(not p.formal_bound for p in self.privacy.values()):
             lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -13,7 +14,8 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteConnection, fan_out
 from analyst.result import ConfusionResult, SitePrivacy
 
-__all__ = ["Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "grid_spec", "score_source"]
+__all__ = ["Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
+           "score_source"]
 
 #: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
 Progress = Callable[[str, "str | None", str], None]
@@ -48,6 +50,18 @@ def score_source(*, score: str | None = None, model=None) -> pb.ScoreSource:
     return pb.ScoreSource(model=pb.GlmModel(
         link=link, intercept=float(model.intercept),
         coefficients=[pb.Coefficient(name=k, value=float(v)) for k, v in model.coefficients.items()]))
+
+
+def check_privacy_request(*, epsilon: float, delta: float, sensitivity: float | None = None) -> None:
+    """Reject a malformed (epsilon, delta, sensitivity) before any site is asked (the sites check it too)."""
+    for name, value in (("epsilon", epsilon), ("delta", delta)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    if delta >= 1:
+        raise ValueError(f"delta must be below 1, got {delta}")
+    if sensitivity is not None and (isinstance(sensitivity, bool) or not isinstance(sensitivity, numbers.Real)
+                                    or not (np.isfinite(sensitivity) and sensitivity > 0)):
+        raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
 
 
 def grid_spec(grid) -> pb.GridSpec:
@@ -163,13 +177,7 @@ class ValidationSession:
         timeout : float
             Deadline of each streamed release.
         """
-        for name, value in (("epsilon", epsilon), ("delta", delta)):
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a positive finite number, got {value}")
-        if delta >= 1:
-            raise ValueError(f"delta must be below 1, got {delta}")
-        if sensitivity is not None and not (np.isfinite(sensitivity) and sensitivity > 0):
-            raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity}")
+        check_privacy_request(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
 
         def one_class(conn, cls):
             chunks = conn.call("ReleaseNoisyScores", pb.ReleaseRequest(
