@@ -133,16 +133,18 @@ class Ledger(ABC):
         """Record the calibration edges of ``(dataset, source, outcome)``, or refuse different ones.
 
         Bins of two different edge sets overlap, and their differences describe patients that no
-        single answer covers; so the first edges answered are the only ones (PermissionDenied).
+        single answer covers; so the first edges answered for a (dataset, source), whatever the
+        outcome (bin counts do not depend on it), are the only ones (PermissionDenied).
         """
 
     @abstractmethod
     def answer_threshold(self, key: tuple[str, str, str], threshold: float,
-                         check: Callable[[np.ndarray], None]) -> None:
+                         check: Callable[[np.ndarray, np.ndarray], None]) -> None:
         """Record a confusion-matrix threshold of ``(dataset, source, outcome)``.
 
-        A threshold answered before is free; a new one is recorded only if ``check(answered)`` (the
-        sorted earlier thresholds) does not raise.
+        A threshold answered before for this outcome is free; a new one is recorded only if
+        ``check(answered, answered_any_outcome)`` does not raise: the sorted earlier thresholds of this
+        outcome, and of every outcome of the (dataset, source) (their row totals can be differenced).
         """
 
     @abstractmethod
@@ -357,15 +359,15 @@ class SqliteLedger(Ledger):
         edges = np.asarray(edges, dtype=np.float64)
 
         def body(db):
-            row = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? AND outcome=?",
-                             key).fetchone()
+            row = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? LIMIT 1",
+                             key[:2]).fetchone()
             if row is None:
                 db.execute("INSERT INTO calibration_edges VALUES (?,?,?,?)", (*key, edges.tobytes()))
                 return
             fixed = np.frombuffer(row[0], dtype=np.float64)
             if fixed.shape != edges.shape or not np.array_equal(fixed, edges):
                 raise PermissionDenied(
-                    "privacy level: this site answers calibration for this dataset, score source and outcome only "
+                    "privacy level: this site answers calibration for this dataset and score source (any outcome) only "
                     f"with the bin edges it answered first, {fixed.tolist()}: bins of different edges overlap, and "
                     "their differences could describe fewer than q patients"
                 )
@@ -374,12 +376,12 @@ class SqliteLedger(Ledger):
 
     def answer_threshold(self, key, threshold, check):
         def body(db):
-            answered = np.array([r[0] for r in db.execute(
-                "SELECT threshold FROM confusion_thresholds WHERE dataset=? AND source=? AND outcome=? "
-                "ORDER BY threshold", key)], dtype=np.float64)
+            rows = db.execute("SELECT threshold, outcome FROM confusion_thresholds WHERE dataset=? AND source=? "
+                              "ORDER BY threshold", key[:2]).fetchall()
+            answered = np.array([t for t, outcome in rows if outcome == key[2]], dtype=np.float64)
             if np.any(answered == threshold):
                 return
-            check(answered)
+            check(answered, np.unique(np.array([t for t, _ in rows], dtype=np.float64)))
             db.execute("INSERT INTO confusion_thresholds VALUES (?,?,?,?)", (*key, float(threshold)))
 
         self._transaction(body)

@@ -332,6 +332,12 @@ class Site:
         data = session.data
         cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=q)
         classes = (data.sorted_negatives, data.sorted_positives)
-        self.ledger.answer_threshold(data.key, threshold,
-                                     lambda answered: check_threshold_bands(classes, threshold, answered, q))
+
+        def check(answered: np.ndarray, answered_any_outcome: np.ndarray) -> None:
+            check_threshold_bands(classes, threshold, answered, q)
+            # Row totals (tp + fp) do not depend on the outcome: bands of all patients must hold
+            # against the thresholds answered for the dataset's other outcomes too.
+            check_threshold_bands((data.sorted_scores,), threshold, answered_any_outcome, q)
+
+        self.ledger.answer_threshold(data.key, threshold, check)
         return cells

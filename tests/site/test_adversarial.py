@@ -327,3 +327,33 @@ def test_help_texts_explain_every_command():
     for option in ("--config", "--insecure", "--grace", "--workers", "--listen"):
         assert option in serve
     assert "loopback" in serve and "SIGTERM" in top + serve
+
+
+def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, client_cls, snapshot):
+    from site_node.init import sample_dataset
+
+    frame = sample_dataset(300, seed=1)
+    frame["y2"] = 1 - frame["y"]  # a second outcome of the same patients
+    config = make_site_config(frames={"two": frame}, datasets={"two": {
+        "path": "data/two.csv", "outcomes": ["y", "y2"], "scores": ["pred"]}})
+    s = np.sort(frame["pred"].to_numpy())
+    close = s[s >= 0.3][2] + 1e-9  # 3 patients in [0.3, close): tp + fp at the two thresholds differ by 3
+    assert ((s >= 0.3) & (s < close)).sum() == 3
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        first, second = c.open(dataset="two", outcome="y"), c.open(dataset="two", outcome="y2")
+        cells = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=first, threshold=0.3))
+        before = snapshot(config.ledger_path)
+        _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=close)),
+                 C.PERMISSION_DENIED, "too close to the threshold 0.3")
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=first, n_bins=10))
+        assert snapshot(config.ledger_path)[5] == before[5]  # the refused threshold was not recorded
+        before = snapshot(config.ledger_path)
+        _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=5)),
+                 C.PERMISSION_DENIED, "only with the bin edges it answered first")
+        assert snapshot(config.ledger_path) == before
+        # The same threshold and the same edges are answered for the other outcome.
+        other = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=0.3))
+        assert (other.tp, other.fp) == (cells.fp, cells.tp)
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=10))
+        c.close()
