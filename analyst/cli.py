@@ -129,31 +129,35 @@ def _cmd_demo(args) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dsroc", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
-        description="Validate a binary prediction model on data held by several hospitals (distributed "
+        description="Validate a binary prediction model on data held by several hospitals (distributed\n"
                     "ROC-GLM with differential privacy): AUC with CI, ROC curve, Brier score, calibration.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     v = sub.add_parser("validate", help="run a distributed validation and write a report folder",
                        description="Run the distributed validation over the sites of a federation file and "
-                                   "write report.json, summary.txt, roc.png and calibration.png to --out.")
+                                   "write report.json, summary.txt, roc.png and calibration.png to --out. The "
+                                   "summary and report warn when (epsilon, delta) is not among the settings the "
+                                   "simulation study recommends for the sites' Delta (see 'dsroc recommend'). "
+                                   "Exit status 0 on success, 2 for bad input, 3 when a site refused or failed.")
     v.add_argument("--federation", required=True, metavar="F", help="federation TOML file (sites, addresses, tokens, CA)")
-    v.add_argument("--dataset", required=True, metavar="D", help="dataset name as the sites declare it")
+    v.add_argument("--dataset", required=True, metavar="NAME", help="dataset name as the sites declare it")
     v.add_argument("--outcome", required=True, metavar="Y", help="outcome column (labels 0/1)")
     src = v.add_mutually_exclusive_group(required=True)
     src.add_argument("--score", metavar="S", help="a score column of the dataset (probabilities)")
     src.add_argument("--model", metavar="M.json",
                      help='a GLM as JSON: {"link": "logit", "intercept": b0, "coefficients": {"col": b, ...}}')
-    v.add_argument("--epsilon", type=float, required=True, metavar="E", help="epsilon of each site's noisy release")
-    v.add_argument("--delta", type=float, required=True, metavar="D", help="delta of each site's noisy release")
+    v.add_argument("--epsilon", type=float, required=True, metavar="EPS", help="epsilon of each site's noisy release")
+    v.add_argument("--delta", type=float, required=True, metavar="DELTA", help="delta of each site's noisy release")
     v.add_argument("--out", required=True, metavar="DIR", help="report folder (created)")
     v.add_argument("--grid", type=int, default=None, metavar="M",
                    help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
-    v.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level of the AUC CI (default 0.05)")
-    v.add_argument("--ci-method", choices=("logit", "wald"), default="logit", help="CI scale (default logit)")
-    v.add_argument("--n-bins", type=int, default=10, help="calibration bins on [0,1] (default 10)")
-    v.add_argument("--threshold", type=float, default=None, help="also report the confusion matrix at this threshold")
+    v.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level of the AUC CI (default 0.05)")
+    v.add_argument("--ci-method", choices=("logit", "wald"), default="logit",
+                   help="logit: the logit-scale DeLong CI (default); wald: the AUC-scale one (pROC's)")
+    v.add_argument("--n-bins", type=int, default=10, metavar="N", help="calibration bins on [0,1] (default 10)")
+    v.add_argument("--threshold", type=float, default=None, metavar="T", help="also report the confusion matrix at this threshold")
     v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0")
-    v.add_argument("--sensitivity", type=float, default=None,
+    v.add_argument("--sensitivity", type=float, default=None, metavar="SENS",
                    help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
     v.add_argument("--quiet", action="store_true", help="no progress messages")
     v.set_defaults(func=_cmd_validate)
@@ -168,7 +172,7 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("budget", help="show each site's spent and remaining privacy budget for a dataset",
                        description="Spent and remaining privacy budget per site (Gaussian-DP composition).")
     b.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
-    b.add_argument("--dataset", required=True, metavar="D", help="dataset name")
+    b.add_argument("--dataset", required=True, metavar="NAME", help="dataset name")
     b.add_argument("--json", action="store_true", help="print JSON instead of text")
     b.set_defaults(func=_cmd_budget)
 
@@ -188,8 +192,7 @@ def _parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser(
         "demo", help="five local TLS site daemons on GBSG2: distributed vs pooled results",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Load GBSG2 (lifelines), fit a logistic model for 2-year recurrence-free survival on a 60%% "
+        description="Load GBSG2 (lifelines), fit a logistic model for 2-year recurrence-free survival on a 60% "
                     "training split, split the rest over five sites, start five dsroc-site daemons with TLS on "
                     "loopback, validate through the network and print the results beside the pooled truth.")
     m.add_argument("--out", default=None, metavar="DIR",
@@ -199,9 +202,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--n-patients", type=int, default=None, metavar="N",
                    help="use a random subset of N of the 686 patients (default: all; each site needs at least "
                         "q = 5 patients of each class, so N of about 400 or more)")
-    m.add_argument("--epsilon", type=float, default=5.0, help="epsilon per release (default 5, as in the paper)")
-    m.add_argument("--delta", type=float, default=0.01, help="delta per release (default 0.01, as in the paper)")
-    m.add_argument("--seed", type=int, default=2024, help="seed of the split (default 2024)")
+    m.add_argument("--epsilon", type=float, default=5.0, metavar="EPS", help="epsilon per release (default 5, as in the paper)")
+    m.add_argument("--delta", type=float, default=0.01, metavar="DELTA", help="delta per release (default 0.01, as in the paper)")
+    m.add_argument("--seed", type=int, default=2024, metavar="S", help="seed of the split (default 2024)")
     m.add_argument("--quiet", action="store_true", help="no progress messages")
     m.set_defaults(func=_cmd_demo)
     return p

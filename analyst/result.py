@@ -317,8 +317,10 @@ class ValidationResult:
         for w in self.rocglm.warnings:
             lines.append(f"  warning: {w}")
         if self.test is not None:
-            verdict = "rejected" if self.test.reject else "not rejected"
-            lines.append(f"Test H0: AUC <= {self.test.a0:g}   {verdict} (whole {pct}% CI above a0: {self.test.reject})")
+            where = "lies" if self.test.reject else "does not lie"
+            lines.append(f"Test H0: AUC <= {self.test.a0:g}   {'rejected' if self.test.reject else 'not rejected'}: "
+                         f"the {pct}% CI {where} wholly above {self.test.a0:g} (one-sided level "
+                         f"{(1 - self.test.level) / 2:g})")
         lines.append(f"Brier score          {_fmt(self.brier)}")
         if self.confusion is not None:
             c = self.confusion

@@ -57,6 +57,38 @@ def test_summary_text_names_the_key_numbers():
     assert "Privacy per site" in text and "H0: AUC <= 0.6" in text
 
 
+def test_summary_labels_bins_half_open_and_names_the_ci_and_the_test():
+    from dataclasses import replace
+
+    from analyst.result import bin_labels
+
+    res = make_result()
+    text = str(res)
+    rows = [line.split()[:2] for line in text.splitlines() if line.startswith("  [")]
+    assert [" ".join(r) for r in rows] == [f"[{k / 10:.2f}, {(k + 1) / 10:.2f}{']' if k == 9 else ')'}"
+                                          for k in range(10)]
+    assert "logit-scale CI, distributed DeLong SE " + f"{np.sqrt(res.auc_variance):.4f}" in text
+    verdict = "rejected" if res.test.reject else "not rejected"
+    assert f"H0: AUC <= 0.6   {verdict}" in text and "one-sided level 0.025" in text
+    assert "Wald (AUC-scale) CI" in str(replace(res, ci_method="wald"))
+    assert "Warnings" not in text
+    assert "Warnings\n  - look out" in str(replace(res, warnings=("look out",)))
+    assert bin_labels([0.0, 0.05, 0.125], [0.05, 0.125, 1.0]) == ["[0.000, 0.050)", "[0.050, 0.125)",
+                                                                  "[0.125, 1.000]"]
+
+
+def test_a_bin_no_site_released_shows_no_count():
+    rng = np.random.default_rng(3)
+    s, y = rng.uniform(0, 0.5, 60), rng.integers(0, 2, 60)  # nothing above 0.5: the upper bins are withheld
+    cal = dsroc.aggregate_calibration([dsroc.calibration_parts(s, y, dsroc.calibration_edges(10), privacy_level=5)],
+                                      site_names=["a"])
+    from dataclasses import replace
+
+    text = str(replace(make_result(), calibration=cal))
+    top = next(line for line in text.splitlines() if line.startswith("  [0.90, 1.00]"))
+    assert top.split()[2:4] == ["-", "-"] and "withheld by every site" in top
+
+
 def test_roc_band_matches_the_ci_limits():
     res = make_result()
     disp = RocCurveDisplay.from_result(res)
@@ -78,5 +110,7 @@ def test_report_folder_and_plots(tmp_path):
     assert "AUC (ROC-GLM)" in paths["summary"].read_text()
     axes = res.plot()
     assert axes[0].ax_.get_title() == "ROC curve" and axes[1].ax_.get_title() == "Calibration"
+    legend = [t.get_text() for t in axes[0].ax_.get_legend().get_texts()]
+    assert any("logit-scale DeLong CI" in t and f"{res.auc_ci[0]:.3f}" in t for t in legend)
     cal = CalibrationDisplay.from_result(res)
     assert set(cal.per_site) == {"a", "b"}
