@@ -8,6 +8,7 @@ identical values, after a restart too, at no further cost: averaging repeated re
 
 from __future__ import annotations
 
+import os
 import secrets
 import sqlite3
 import threading
@@ -221,6 +222,8 @@ class SqliteLedger(Ledger):
     def __init__(self, path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The ledger holds every released value and which questions were asked: site account only.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -40,9 +40,12 @@ def _name(common_name: str) -> x509.Name:
 
 
 def _write(path: Path, data: bytes, *, private: bool = False) -> Path:
-    path.write_bytes(data)
-    if private:
-        os.chmod(path, 0o600)
+    # A private key is created readable by its owner only: never world-readable, not even briefly.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "wb") as f:
+        if private:
+            os.fchmod(fd, 0o600)  # an existing file keeps its mode under O_CREAT
+        f.write(data)
     return path
 
 

@@ -357,3 +357,13 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
         assert (other.tp, other.fp) == (cells.fp, cells.tp)
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=10))
         c.close()
+
+
+def test_keys_ledger_and_audit_are_private_to_the_site_account(server, client, tmp_path):
+    from site_node.pki import generate_dev_pki
+
+    client.open()
+    pki = generate_dev_pki(tmp_path / "pki")
+    for path in (pki.ca_key, pki.server_key, pki.client_key, server.config.ledger_path, server.config.audit_path):
+        assert os.stat(path).st_mode & 0o077 == 0, path
+    assert os.stat(pki.ca_cert).st_mode & 0o044  # certificates are public
