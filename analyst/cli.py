@@ -45,6 +45,12 @@ def _cmd_validate(args) -> int:
     from analyst.report import write_report
 
     model = _load_model(args.model) if args.model else None
+    # make the report folder first: a folder that cannot be written should fail before any site spends budget
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {args.out}: cannot create the report folder ({exc.strerror})") from None
     with Federation.from_file(args.federation) as fed:
         print(f"Validating on {len(fed.sites)} sites: {', '.join(fed.names)}", file=sys.stderr)
         started = time.perf_counter()

@@ -262,6 +262,8 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
     from site_node.pki import generate_dev_pki
 
     say = (lambda *a: print(*a, file=stream or sys.stdout, flush=True))
+    if json_path is not None and not Path(json_path).resolve().parent.is_dir():
+        raise ValueError(f"--json {json_path}: its folder does not exist")
     t_start = time.perf_counter()
     out = Path(tempfile.mkdtemp(prefix="dsroc-demo-") if out is None else out).resolve()
     if out.exists() and any(out.iterdir()) and not (out / _MARKER).exists():

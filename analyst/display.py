@@ -108,7 +108,8 @@ class RocCurveDisplay:
         ax.plot(t, self.curve(t), color="tab:blue", lw=2, label=f"{self.name}, binormal (AUC {self.auc:.3f})")
         if reference is not None:
             fpr, tpr, label = reference
-            ax.step(fpr, tpr, where="post", color="black", lw=1, alpha=0.8, label=label)
+            # straight lines between the ROC points: a step where one class changes, a diagonal across ties
+            ax.plot(fpr, tpr, color="black", lw=1, alpha=0.8, label=label)
         ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="chance")
         ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="false-positive fraction (1 - specificity)",
                ylabel="true-positive fraction (sensitivity)", title="ROC curve", aspect="equal")

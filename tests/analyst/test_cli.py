@@ -64,6 +64,16 @@ def test_cli_errors_are_clear(tmp_path, five_sites, pki, helpers, capsys):
     assert rc == 2 and "not found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["validate", "--federation", str(fed)])  # argparse: required options missing
+    # bad input fails before any site is asked (the wrong token would otherwise give exit 3)
+    (tmp_path / "a_file").write_text("")
+    common = ["validate", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--score", "pred"]
+    rc = main(common + ["--epsilon", "5", "--delta", "0.01", "--out", str(tmp_path / "a_file" / "report")])
+    assert rc == 2 and "cannot create the report folder" in capsys.readouterr().err
+    rc = main(common + ["--epsilon", "-1", "--delta", "0.01", "--out", str(tmp_path / "r")])
+    assert rc == 2 and "epsilon must be a positive finite number" in capsys.readouterr().err
+    rc = main(["recommend", "--sensitivity", "0.1", "--tolerance", "0.5"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "tolerance 0.5 is not in" in err
 
 
 def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
