@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -354,5 +355,6 @@ class ValidationResult:
         if any(not p.formal_bound for p in self.privacy.values()):
             lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
         if self.warnings:
-            lines += ["", "Warnings"] + [f"  - {w}" for w in self.warnings]
+            lines += ["", "Warnings"] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
+                                                      break_on_hyphens=False) for w in self.warnings]
         return "\n".join(lines)
