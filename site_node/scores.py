@@ -15,9 +15,15 @@ from .config import DatasetConfig
 from .datasets import feature_values, score_values
 from .errors import InvalidArgument
 
-__all__ = ["ScoreSpec", "model_columns", "compute_scores"]
+__all__ = ["ScoreSpec", "model_columns", "compute_scores", "MAX_ABS_COEFFICIENT"]
 
 _LINKS = {1: "logit", 2: "probit"}  # dsroc.v1.Link values
+
+# Coefficients this large make a logit or probit saturate anyway. Larger ones let a model overflow
+# on purpose: beta_1 x_1 = +inf and beta_2 x_2 = -inf exactly for the patients with x_1 > a and x_2 > b
+# give those patients a NaN score, and counting NaNs in a release (or an error from an aggregate)
+# would then count patients matching any condition the analyst likes, below q too.
+MAX_ABS_COEFFICIENT = 1e6
 
 
 @dataclass(frozen=True)
@@ -46,11 +52,13 @@ class ScoreSpec:
                 raise InvalidArgument("score.model.coefficients: every coefficient needs a column name")
             if c.name in coefficients:
                 raise InvalidArgument(f"score.model.coefficients: column {c.name!r} appears twice")
-            if not math.isfinite(c.value):
-                raise InvalidArgument(f"score.model.coefficients: the coefficient of {c.name!r} must be finite")
+            if not math.isfinite(c.value) or abs(c.value) > MAX_ABS_COEFFICIENT:
+                raise InvalidArgument(f"score.model.coefficients: the coefficient of {c.name!r} must be finite "
+                                      f"and at most {MAX_ABS_COEFFICIENT:g} in absolute value")
             coefficients[c.name] = c.value
-        if not math.isfinite(m.intercept):
-            raise InvalidArgument("score.model.intercept must be finite")
+        if not math.isfinite(m.intercept) or abs(m.intercept) > MAX_ABS_COEFFICIENT:
+            raise InvalidArgument(f"score.model.intercept must be finite and at most {MAX_ABS_COEFFICIENT:g} "
+                                  "in absolute value")
         if not coefficients:
             raise InvalidArgument("score.model needs at least one coefficient (a constant model has no ROC curve)")
         return cls(model=GlmModel(link=_LINKS[m.link], intercept=m.intercept, coefficients=coefficients))
@@ -88,4 +96,9 @@ def compute_scores(spec: ScoreSpec, config: DatasetConfig, table: pd.DataFrame) 
         if name not in allowed:
             raise InvalidArgument(f"score.model: dataset {config.name!r} has no model column {name!r}")
     columns = feature_values(table, config.name, spec.model.features)
-    return spec.model.predict(columns), (0.0, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = spec.model.predict(columns)
+    if not np.isfinite(scores).all():
+        # Only features near 1e300 can get here (coefficients are bounded); never say for how many rows.
+        raise InvalidArgument(f"score.model: the model's linear predictor overflows on dataset {config.name!r}")
+    return scores, (0.0, 1.0)

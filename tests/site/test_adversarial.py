@@ -367,3 +367,25 @@ def test_keys_ledger_and_audit_are_private_to_the_site_account(server, client, t
     for path in (pki.ca_key, pki.server_key, pki.client_key, server.config.ledger_path, server.config.audit_path):
         assert os.stat(path).st_mode & 0o077 == 0, path
     assert os.stat(pki.ca_cert).st_mode & 0o044  # certificates are public
+
+
+def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapshot):
+    from site_node.scores import MAX_ABS_COEFFICIENT
+
+    # age > 60 and size > 30 would make +inf - inf = NaN exactly for those patients: a count query.
+    assert 0 < ((frame["age"] > 60) & (frame["size"] > 30)).sum()
+    overflowing = pb.GlmModel(link=pb.LINK_LOGIT, coefficients=[pb.Coefficient(name="age", value=1.7976e308 / 60),
+                                                                pb.Coefficient(name="size", value=-1.7976e308 / 30)])
+    before = snapshot(server.config.ledger_path)
+    _refused(lambda: client.open(model=overflowing), C.INVALID_ARGUMENT, "at most 1e+06 in absolute value")
+    big_intercept = pb.GlmModel(link=pb.LINK_PROBIT, intercept=-1e7, coefficients=[pb.Coefficient(name="age", value=1)])
+    _refused(lambda: client.open(model=big_intercept), C.INVALID_ARGUMENT, "intercept")
+    assert snapshot(server.config.ledger_path) == before
+    # At the bound the link saturates to exact 0 and 1: finite scores, a normal session.
+    sharp = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-MAX_ABS_COEFFICIENT,
+                        coefficients=[pb.Coefficient(name="age", value=MAX_ABS_COEFFICIENT),
+                                      pb.Coefficient(name="size", value=-MAX_ABS_COEFFICIENT)])
+    s = client.open(model=sharp)
+    _, noisy, _ = client.release(s, NEG)
+    assert np.isfinite(noisy).all()
+    assert client.BrierParts(pb.BrierPartsRequest(session_id=s)).n == len(frame)
