@@ -129,7 +129,7 @@ class CalibrationDisplay:
     count : ndarray
         Patients per aggregated bin.
     per_site : dict of str to (predicted, observed)
-        Each site's curve over the bins it released.
+        Each site's curve, one value per bin, NaN where the site withheld the bin.
     """
 
     predicted: np.ndarray
@@ -141,7 +141,11 @@ class CalibrationDisplay:
     def from_result(cls, result) -> "CalibrationDisplay":
         """Build the display from a :class:`analyst.ValidationResult`."""
         cal = result.calibration
-        per_site = {s: (c.predicted, c.observed) for s, c in cal.per_site.items()}
+        per_site = {}
+        for name, c in cal.per_site.items():
+            pred, obs = np.full(cal.count.size, np.nan), np.full(cal.count.size, np.nan)
+            pred[c.bins], obs[c.bins] = c.predicted, c.observed
+            per_site[name] = (pred, obs)
         return cls(cal.predicted, cal.observed, cal.count, per_site)
 
     def plot(self, ax=None) -> "CalibrationDisplay":
@@ -153,11 +157,11 @@ class CalibrationDisplay:
         """
         ax = _ax(ax)
         ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
+        # NaN (withheld) bins break the lines: no segment pretends to join bins across a withheld one
         for name, (pred, obs) in self.per_site.items():
-            ok = np.isfinite(pred) & np.isfinite(obs)
-            ax.plot(pred[ok], obs[ok], lw=0.8, alpha=0.6, marker=".", label=name)
+            ax.plot(pred, obs, lw=0.8, alpha=0.6, marker=".", label=name)
         ok = np.isfinite(self.predicted) & np.isfinite(self.observed)
-        ax.plot(self.predicted[ok], self.observed[ok], color="black", lw=2, label="all sites (marker area ~ n)")
+        ax.plot(self.predicted, self.observed, color="black", lw=2, label="all sites (marker area ~ n)")
         sizes = 15 + 200 * self.count[ok] / max(1, self.count[ok].max(initial=1))
         ax.scatter(self.predicted[ok], self.observed[ok], s=sizes, color="black", zorder=3)
         # a small margin so that points at 0 or 1 (small sites' bins) are not cut in half

@@ -114,3 +114,10 @@ def test_report_folder_and_plots(tmp_path):
     assert any("logit-scale DeLong CI" in t and f"{res.auc_ci[0]:.3f}" in t for t in legend)
     cal = CalibrationDisplay.from_result(res)
     assert set(cal.per_site) == {"a", "b"}
+    # one value per bin, NaN exactly where the site withheld the bin (so the plotted line breaks there)
+    assert res.calibration.suppressed  # the extreme bins have fewer than q patients at some site
+    for name, sc in res.calibration.per_site.items():
+        pred, obs = cal.per_site[name]
+        assert pred.size == 10 and np.array_equal(np.flatnonzero(np.isfinite(pred)), np.sort(sc.bins))
+        assert np.allclose(obs[sc.bins], sc.observed) and np.allclose(pred[sc.bins], sc.predicted)
+        assert {b for s, b in res.calibration.suppressed if s == name} <= set(np.flatnonzero(np.isnan(pred)))
