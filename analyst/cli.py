@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import threading
@@ -112,13 +113,14 @@ def _cmd_recommend(args) -> int:
 
     settings = recommend_settings(args.sensitivity, tolerance=args.tolerance, table=args.table)
     if args.json:
-        print(json.dumps([s.__dict__ for s in settings], indent=2))
+        print(json.dumps([dataclasses.asdict(s) for s in settings], indent=2))
         return 0
     source = args.table or "the packaged paper-mode study (10 000 replications per setting)"
     print(f"(epsilon, delta) recommended for Delta = {args.sensitivity:g}: settings studied at Delta = "
           f"{settings[0].studied_sensitivity:g} whose mean |AUC_emp - AUC_ROC-GLM| stayed within "
           f"{args.tolerance:g} in every empirical-AUC bin; source: {source}. Most private first.")
-    print(f"  {'epsilon':>7} {'delta':>8} {'tau':>8} {'worst-bin MAE':>14} {'worst-bin delta-ci':>19}  CI within tolerance")
+    print(f"  {'epsilon':>7} {'delta':>8} {'tau':>8} {'worst-bin MAE':>14} {'worst-bin delta-ci':>19}  "
+          "CI within tolerance")
     for r in settings:
         print(f"  {r.epsilon:>7g} {r.delta:>8g} {r.tau:>8.4f} {r.worst_bin_mae:>14.4f} {r.worst_bin_delta_ci:>19.4f}  "
               f"{'yes' if r.ci_within_tolerance else 'no'}")

@@ -326,7 +326,8 @@ class ValidationResult:
         if self.confusion is not None:
             c = self.confusion
             lines += [
-                f"At threshold {c.threshold:g}:  TP {c.tp}  FP {c.fp}  FN {c.fn}  TN {c.tn}",
+                f"At threshold {c.threshold:g} (score >= {c.threshold:g} predicts 1):  "
+                f"TP {c.tp}  FP {c.fp}  FN {c.fn}  TN {c.tn}",
                 f"  sensitivity {_fmt(c.sensitivity)}  specificity {_fmt(c.specificity)}  "
                 f"PPV {_fmt(c.ppv)}  NPV {_fmt(c.npv)}",
             ]
