@@ -182,7 +182,8 @@ def check_threshold(value: float) -> float:
     return _finite("threshold", value)
 
 
-def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray, q: int) -> None:
+def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray, q: int, *,
+                          what: str = "threshold") -> None:
     """Refuse a confusion threshold whose band to a neighbouring earlier threshold holds 1 to q-1 patients of a class.
 
     Two confusion matrices at thresholds a < b differ exactly by the patients with scores in [a, b).
@@ -198,6 +199,8 @@ def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray
     answered : sorted ndarray
         Thresholds answered before.
     q : int
+    what : str
+        How the message names ``threshold`` ("threshold", "calibration edge").
     """
     i = int(np.searchsorted(answered, threshold))
     neighbours = [answered[j] for j in (i - 1, i) if 0 <= j < answered.size]
@@ -207,6 +210,6 @@ def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray
             band = abs(at_least(other) - at_least(threshold))
             if 0 < band < q:
                 raise PermissionDenied(
-                    f"privacy level: threshold {threshold} is too close to the threshold {other} answered before; "
+                    f"privacy level: {what} {threshold} is too close to the threshold {other} answered before; "
                     f"the patients between them would be fewer than q = {q}"
                 )

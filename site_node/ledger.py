@@ -130,12 +130,15 @@ class Ledger(ABC):
         """
 
     @abstractmethod
-    def fix_calibration_edges(self, key: tuple[str, str, str], edges: np.ndarray) -> None:
+    def fix_calibration_edges(self, key: tuple[str, str, str], edges: np.ndarray,
+                              check: Callable[[np.ndarray], None]) -> None:
         """Record the calibration edges of ``(dataset, source, outcome)``, or refuse different ones.
 
         Bins of two different edge sets overlap, and their differences describe patients that no
         single answer covers; so the first edges answered for a (dataset, source), whatever the
-        outcome (bin counts do not depend on it), are the only ones (PermissionDenied).
+        outcome (bin counts do not depend on it), are the only ones (PermissionDenied). The first
+        edges are recorded only if ``check(thresholds)`` (the sorted confusion thresholds answered
+        for the dataset and source, any outcome) does not raise.
         """
 
     @abstractmethod
@@ -145,7 +148,8 @@ class Ledger(ABC):
 
         A threshold answered before for this outcome is free; a new one is recorded only if
         ``check(answered, answered_any_outcome)`` does not raise: the sorted earlier thresholds of this
-        outcome, and of every outcome of the (dataset, source) (their row totals can be differenced).
+        outcome, and of every outcome of the (dataset, source) together with the inner calibration
+        edges answered for it (row totals and cumulative bin counts can be differenced).
         """
 
     @abstractmethod
@@ -358,13 +362,16 @@ class SqliteLedger(Ledger):
                 self._db.execute("ROLLBACK")
                 raise
 
-    def fix_calibration_edges(self, key, edges):
+    def fix_calibration_edges(self, key, edges, check):
         edges = np.asarray(edges, dtype=np.float64)
 
         def body(db):
             row = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? LIMIT 1",
                              key[:2]).fetchone()
             if row is None:
+                check(np.unique(np.array([r[0] for r in db.execute(
+                    "SELECT threshold FROM confusion_thresholds WHERE dataset=? AND source=?", key[:2])],
+                    dtype=np.float64)))
                 db.execute("INSERT INTO calibration_edges VALUES (?,?,?,?)", (*key, edges.tobytes()))
                 return
             fixed = np.frombuffer(row[0], dtype=np.float64)
@@ -384,7 +391,10 @@ class SqliteLedger(Ledger):
             answered = np.array([t for t, outcome in rows if outcome == key[2]], dtype=np.float64)
             if np.any(answered == threshold):
                 return
-            check(answered, np.unique(np.array([t for t, _ in rows], dtype=np.float64)))
+            edges = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? LIMIT 1",
+                               key[:2]).fetchone()
+            inner = np.frombuffer(edges[0], dtype=np.float64)[1:-1] if edges else np.empty(0)
+            check(answered, np.unique(np.concatenate([[t for t, _ in rows], inner]).astype(np.float64)))
             db.execute("INSERT INTO confusion_thresholds VALUES (?,?,?,?)", (*key, float(threshold)))
 
         self._transaction(body)

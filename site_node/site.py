@@ -322,7 +322,14 @@ class Site:
         q = self.policy.privacy_level
         data = session.data
         parts = calibration_parts(data.scores, data.labels, edges, privacy_level=q)
-        self.ledger.fix_calibration_edges(data.key, edges)
+
+        def check(thresholds: np.ndarray) -> None:
+            # Cumulative bin counts above an inner edge and a confusion matrix's row total (tp + fp)
+            # can be differenced like two confusion thresholds.
+            for edge in edges[1:-1]:
+                check_threshold_bands((data.sorted_scores,), edge, thresholds, q, what="calibration edge")
+
+        self.ledger.fix_calibration_edges(data.key, edges, check)
         return parts
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:

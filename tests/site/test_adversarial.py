@@ -346,7 +346,7 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
         before = snapshot(config.ledger_path)
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=close)),
                  C.PERMISSION_DENIED, "too close to the threshold 0.3")
-        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=first, n_bins=10))
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=first, n_bins=2))
         assert snapshot(config.ledger_path)[5] == before[5]  # the refused threshold was not recorded
         before = snapshot(config.ledger_path)
         _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=5)),
@@ -355,7 +355,39 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
         # The same threshold and the same edges are answered for the other outcome.
         other = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=0.3))
         assert (other.tp, other.fp) == (cells.fp, cells.tp)
-        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=10))
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=2))
+        c.close()
+
+
+def test_calibration_edges_and_confusion_thresholds_cannot_be_differenced(make_site_config, client_cls, frame,
+                                                                         snapshot):
+    s = np.sort(frame["pred"].to_numpy())
+    near = s[s >= 0.3][2] + 1e-9  # 3 patients in [0.3, near)
+    far = 0.6
+    assert ((s >= 0.3) & (s < far)).sum() >= 5 and ((s >= near) & (s < far)).sum() >= 5
+    with running_server(make_site_config(), insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        session = c.open()
+        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.3))
+        before = snapshot(srv.config.ledger_path)
+        # Bins above an edge just over 0.3 minus the row total at 0.3 would count 3 patients.
+        details = _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(
+            session_id=session, edges=pb.Values(values=[0, near, far, 1]))), C.PERMISSION_DENIED,
+            f"calibration edge {near} is too close to the threshold 0.3")
+        assert "3" not in details.replace(str(near), "").replace("0.3", "")
+        assert snapshot(srv.config.ledger_path) == before
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, 0.3, far, 1])))
+        c.close()
+    # The other way round, on a fresh site: a threshold next to an answered edge is refused.
+    with running_server(make_site_config("fresh"), insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        session = c.open()
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, 0.3, far, 1])))
+        before = snapshot(srv.config.ledger_path)
+        _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=near)),
+                 C.PERMISSION_DENIED, "too close to the threshold 0.3")
+        assert snapshot(srv.config.ledger_path) == before
+        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=far))  # an edge itself is fine
         c.close()
 
 
