@@ -98,7 +98,9 @@ def _short(text: str, width: int = 60) -> str:
             return f"GLM ({spec['link']} link, {n} coefficient{'' if n == 1 else 's'})"
         except (ValueError, KeyError, TypeError):
             pass
-    return text if len(text) <= width else text[: width - 3] + "..."
+    if text.startswith("column:"):
+        return f"score column '{text[7:]}'"
+    return "'" + (text if len(text) <= width else text[: width - 3] + "...") + "'"
 
 
 @dataclass(frozen=True)
@@ -303,7 +305,7 @@ class ValidationResult:
     def __str__(self) -> str:
         pct = round(100 * self.level)
         lines = [
-            f"Distributed validation of '{_short(self.score_source)}' on dataset '{self.dataset}', "
+            f"Distributed validation of {_short(self.score_source)} on dataset '{self.dataset}', "
             f"outcome '{self.outcome}'",
             f"  sites: {', '.join(self.sites)}   n = {self.n} (negatives {self.n0}, positives {self.n1})",
             f"  privacy request: epsilon = {self.epsilon:g}, delta = {self.delta:g}",
