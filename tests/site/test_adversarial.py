@@ -421,3 +421,19 @@ def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapsh
     _, noisy, _ = client.release(s, NEG)
     assert np.isfinite(noisy).all()
     assert client.BrierParts(pb.BrierPartsRequest(session_id=s)).n == len(frame)
+
+
+def test_the_model_cap_holds_under_concurrency(make_site_config, client_factory, snapshot):
+    with running_server(make_site_config(policy={"max_models": 2}), insecure=True) as srv:
+        def open_model(i):
+            c = client_factory(srv.bound_address)
+            model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-i, coefficients=[pb.Coefficient(name="grade", value=1)])
+            try:
+                return c.open(model=model)
+            except grpc.RpcError as exc:
+                return exc.code()
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(open_model, range(8)))
+        assert sum(isinstance(r, str) for r in results) == 2 and results.count(C.RESOURCE_EXHAUSTED) == 6
+        assert len(snapshot(srv.config.ledger_path)[6]) == 2
