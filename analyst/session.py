@@ -6,12 +6,13 @@ import numbers
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+import grpc
 import numpy as np
 
 import dsroc
 from dsroc.v1 import site_pb2 as pb
 
-from analyst.connection import SiteConnection, fan_out
+from analyst.connection import SiteConnection, SiteError, fan_out
 from analyst.result import ConfusionResult, SitePrivacy
 
 __all__ = ["Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
@@ -216,6 +217,7 @@ class ValidationSession:
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
 
         def upload(conn):
+            left = 0
             cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
             size = min(_UPLOAD_CHUNK, cap)
             for cls, a in arrays.items():
@@ -227,6 +229,9 @@ class ValidationSession:
                 r = conn.call("UploadSurvivor", messages, timeout=300.0)
                 if r.n_received != a.size:
                     raise ValueError(f"the site received {r.n_received} of {a.size} survivor scores")
+                if cls == pb.SCORE_CLASS_NEGATIVES:
+                    left = r.evaluations_left
+            self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")
 
         self._each("upload survivor functions", upload)
 
@@ -234,7 +239,18 @@ class ValidationSession:
         """Distributed Fisher scoring: :func:`dsroc.fit_rocglm` on the sum of the sites' parts."""
         parts = RemoteRocGlmParts(self, grid)
         self.progress("ROC-GLM fit", None, "distributed Fisher scoring")
-        fit = dsroc.fit_rocglm(parts, start=start)
+        try:
+            fit = dsroc.fit_rocglm(parts, start=start)
+        except SiteError as exc:
+            if exc.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "evaluations" in exc.message:
+                # the cap counts per survivor-function content, and a repeated (epsilon, delta) replays the
+                # same release, hence the same S~0: say so, since the site cannot know it is a repeat run
+                hint = ("; a fit takes about 5-10 evaluations and the count is per survivor function, so "
+                        "repeating a validation with the same (epsilon, delta) uses up the same allowance: ask "
+                        "for another (epsilon, delta) (a new release)")
+                exc.message += hint
+                exc.args = (exc.args[0] + hint,)
+            raise
         self.progress("ROC-GLM fit", None, f"{fit.iterations} iterations, {parts.evaluations} evaluations per site, "
                       f"AUC {fit.auc:.4f}")
         return fit

@@ -228,3 +228,23 @@ def test_plain_text_only_when_explicit(tmp_path, pki, helpers):
                 fed.describe()
     s, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
     assert res.brier == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
+
+
+def test_the_evaluation_cap_of_a_repeated_release_is_explained(tmp_path, pki, helpers):
+    import grpc
+
+    from site_node.testing import running_server
+
+    path = helpers.write_site(tmp_path / "c", "c", helpers.site_frames(seed=4)[2], pki)
+    path.write_text(path.read_text().replace("max_delta = 0.05", "max_delta = 0.05\nmax_glm_evaluations = 10"))
+    messages = []
+    with running_server(path) as server:
+        with helpers.federation([server.bound_address], pki) as fed:
+            first = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01,
+                                 progress=lambda step, site, msg: messages.append(msg))
+            assert "10 ROC-GLM evaluations left for this S~0" in messages
+            assert first.rocglm.iterations + 1 > 10 / 2  # so a second fit of the same S~0 cannot finish
+            with pytest.raises(SiteError) as err:
+                fed.validate("test", "y", score="pred", epsilon=5, delta=0.01)
+    assert err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and err.value.site == "s0"
+    assert "same (epsilon, delta)" in str(err.value) and "same (epsilon, delta)" in err.value.message
