@@ -166,7 +166,8 @@ class Federation:
             confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
             privacy = s.privacy(releases, sens)
-            advice = recommendation_warning(epsilon, delta, (p.sensitivity for p in privacy.values()))
+            advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
+                                            tau=max(p.tau for p in privacy.values()))
             lap("finish")
             timing["total"] = time.perf_counter() - started
             return ValidationResult(

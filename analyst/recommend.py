@@ -141,10 +141,12 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
 
 
 def recommendation_warning(epsilon: float, delta: float, sensitivities: Iterable[float], *,
-                           tolerance: float = DEFAULT_TOLERANCE, table: str | Path | None = None) -> str | None:
+                           tau: float | None = None, tolerance: float = DEFAULT_TOLERANCE,
+                           table: str | Path | None = None) -> str | None:
     """A warning when (epsilon, delta) is not recommended for the largest of the sites' Delta, else None.
 
-    The largest Delta adds the most noise, so it decides whether the AUC can be trusted.
+    The largest Delta adds the most noise, so it decides whether the AUC can be trusted. ``tau``, the
+    largest noise SD the sites used, is compared in the message with the noise of the recommended settings.
     """
     delta_max = max(float(s) for s in sensitivities)
     try:
@@ -155,7 +157,9 @@ def recommendation_warning(epsilon: float, delta: float, sensitivities: Iterable
            for s in settings):
         return None
     listed = "; ".join(f"({s.epsilon:g}, {s.delta:g})" for s in settings)
+    noise = "" if tau is None else (f" The sites' noise SD is tau = {tau:.3g}; the recommended settings have "
+                                    f"tau <= {max(s.tau for s in settings):.3g}.")
     return (f"epsilon = {epsilon:g}, delta = {delta:g} is not among the settings the simulation study recommends "
             f"for Delta = {delta_max:.3g} (studied Delta {settings[0].studied_sensitivity:g}, MAE of the AUC within "
-            f"{tolerance:g} in every AUC bin); recommended (epsilon, delta): {listed}. "
+            f"{tolerance:g} in every AUC bin); recommended (epsilon, delta): {listed}.{noise} "
             "The AUC may be pulled towards 0.5 by the noise")

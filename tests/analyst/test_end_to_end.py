@@ -153,7 +153,7 @@ def test_refusals_name_the_site_and_status(five_sites, pki, helpers):
         assert err.value.code == grpc.StatusCode.NOT_FOUND
         with fed.session("test", "y", score="pred") as s:
             with pytest.raises(SiteError) as err:
-                s.confusion(0.999)  # some cell below q at every site
+                s.confusion(0.99)  # some cell below q at every site (0.99 is on the sites' 0.01 lattice)
             assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
             with pytest.raises(SiteError) as err:
                 s.fit_rocglm()  # no survivor function uploaded yet

@@ -55,6 +55,8 @@ def test_the_demo_delta_gets_delta_0_2_and_not_the_papers_epsilon_5():
     assert recommendation_warning(10, 0.01, [0.18, 0.19]) is None
     text = recommendation_warning(5, 0.01, [0.18, 0.19])
     assert "epsilon = 5, delta = 0.01 is not among" in text and "Delta = 0.19" in text and "(10, 0.01)" in text
+    text = recommendation_warning(5, 0.01, [0.19], tau=0.106)
+    assert "tau = 0.106; the recommended settings have tau <= 0.0911" in text  # (10, 1e-4) at Delta 0.2
 
 
 def test_no_recommendation_beyond_the_studied_deltas(table):
