@@ -56,6 +56,7 @@ class Policy:
     max_survivor_scores: int = 20_000_000
     max_survivor_uploads: int = 25
     max_models: int = 1
+    threshold_steps: int = 100
 
 
 @dataclass(frozen=True)
@@ -282,6 +283,7 @@ def _parse_policy(p: _Reader) -> Policy:
         max_survivor_scores=p.positive("max_survivor_scores", int, d.max_survivor_scores),
         max_survivor_uploads=p.positive("max_survivor_uploads", int, d.max_survivor_uploads),
         max_models=p.positive("max_models", int, d.max_models),
+        threshold_steps=p.positive("threshold_steps", int, d.threshold_steps),
         **values,
     )
     if policy.model_sensitivity_bins < 2:

@@ -171,15 +171,31 @@ def check_edges(policy: Policy, request) -> np.ndarray:
             edges = calibration_edges(edges=np.asarray(request.edges.values, dtype=np.float64))
             if edges[0] != 0.0 or edges[-1] != 1.0:
                 raise ValueError("explicit edges must start at 0 and end at 1 so that every patient has a bin")
+            for edge in edges[1:-1]:
+                check_threshold(edge, steps=policy.threshold_steps, name="edges: edge")
         else:
             edges = calibration_edges(int(request.n_bins) if request.n_bins else 10)
     _check_cap("the edges", edges.size - 1, "calibration bins", policy.max_thresholds)
     return edges
 
 
-def check_threshold(value: float) -> float:
-    """A classification threshold: a finite number."""
-    return _finite("threshold", value)
+def check_threshold(value: float, *, score_range=(0.0, 1.0), steps: int = 100, name: str = "threshold") -> float:
+    """A classification threshold: a finite number on the site's lattice of ``steps`` steps of the score range.
+
+    Refusals are not recorded (a refused request changes nothing), so without a lattice an analyst
+    could bisect a refusal boundary (a band of 1 to q-1 patients, a cell below q) down to one
+    patient's exact score. On the lattice a refusal says no more than which step it is in.
+    """
+    value = _finite(name, value)
+    lo, hi = (float(v) for v in score_range)
+    step = (hi - lo) / steps
+    k = round((value - lo) / step)
+    if abs(value - (lo + k * step)) > 1e-9 * max(hi - lo, 1.0):
+        raise InvalidArgument(
+            f"{name} {value} is not on this site's lattice: use {lo:g} + k * {step:g} for an integer k "
+            f"(policy.threshold_steps = {steps} steps of the score range [{lo:g}, {hi:g}])"
+        )
+    return value
 
 
 def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray, q: int, *,

@@ -46,6 +46,8 @@ max_thresholds = 100            # largest ROC-GLM grid (and number of calibratio
 max_chunk_scores = 65536        # scores per streamed message
 max_survivor_scores = 20000000  # largest uploaded survivor function
 max_survivor_uploads = 25       # different survivor functions accepted per dataset, score source, outcome, class
+threshold_steps = 100           # confusion thresholds and explicit calibration edges lie on this many steps
+                                # of the score range (0.01 for probabilities): refusals cannot be bisected
 max_models = 1                  # different analyst GLMs accepted per dataset, ever. Raise with care: answers about two
                                 # models whose scores differ for one patient only (e.g. their Brier sums) differ by
                                 # that patient's contribution, which reveals the patient's outcome

@@ -60,6 +60,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                 max_thresholds=policy.max_thresholds, session_idle_seconds=self.site.config.session_idle_seconds,
                 max_chunk_scores=policy.max_chunk_scores, max_survivor_scores=policy.max_survivor_scores,
                 max_survivor_uploads=policy.max_survivor_uploads, max_models=policy.max_models,
+                threshold_steps=policy.threshold_steps,
             ),
         )
 

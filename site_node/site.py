@@ -334,7 +334,7 @@ class Site:
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
         """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""
-        threshold = check_threshold(threshold)
+        threshold = check_threshold(threshold, score_range=session.data.score_range, steps=self.policy.threshold_steps)
         q = self.policy.privacy_level
         data = session.data
         cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=q)

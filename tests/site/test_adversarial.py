@@ -337,15 +337,15 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
     config = make_site_config(frames={"two": frame}, datasets={"two": {
         "path": "data/two.csv", "outcomes": ["y", "y2"], "scores": ["pred"]}})
     s = np.sort(frame["pred"].to_numpy())
-    close = s[s >= 0.3][2] + 1e-9  # 3 patients in [0.3, close): tp + fp at the two thresholds differ by 3
-    assert ((s >= 0.3) & (s < close)).sum() == 3
+    base, close = 0.31, 0.32  # neighbours on the lattice; tp + fp at the two differ by 3 patients
+    assert ((s >= base) & (s < close)).sum() == 3
     with running_server(config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
         first, second = c.open(dataset="two", outcome="y"), c.open(dataset="two", outcome="y2")
-        cells = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=first, threshold=0.3))
+        cells = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=first, threshold=base))
         before = snapshot(config.ledger_path)
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=close)),
-                 C.PERMISSION_DENIED, "too close to the threshold 0.3")
+                 C.PERMISSION_DENIED, "too close to the threshold 0.31")
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=first, n_bins=2))
         assert snapshot(config.ledger_path)[5] == before[5]  # the refused threshold was not recorded
         before = snapshot(config.ledger_path)
@@ -353,7 +353,7 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
                  C.PERMISSION_DENIED, "only with the bin edges it answered first")
         assert snapshot(config.ledger_path) == before
         # The same threshold and the same edges are answered for the other outcome.
-        other = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=0.3))
+        other = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=base))
         assert (other.tp, other.fp) == (cells.fp, cells.tp)
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=2))
         c.close()
@@ -362,30 +362,30 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
 def test_calibration_edges_and_confusion_thresholds_cannot_be_differenced(make_site_config, client_cls, frame,
                                                                          snapshot):
     s = np.sort(frame["pred"].to_numpy())
-    near = s[s >= 0.3][2] + 1e-9  # 3 patients in [0.3, near)
-    far = 0.6
-    assert ((s >= 0.3) & (s < far)).sum() >= 5 and ((s >= near) & (s < far)).sum() >= 5
+    base, near, far = 0.31, 0.32, 0.6  # on the lattice; 3 patients in [base, near)
+    assert ((s >= base) & (s < near)).sum() == 3
+    assert ((s >= base) & (s < far)).sum() >= 5 and ((s >= near) & (s < far)).sum() >= 5
     with running_server(make_site_config(), insecure=True) as srv:
         c = client_cls(srv.bound_address)
         session = c.open()
-        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.3))
+        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=base))
         before = snapshot(srv.config.ledger_path)
-        # Bins above an edge just over 0.3 minus the row total at 0.3 would count 3 patients.
+        # Bins above the edge 0.32 minus the row total at 0.31 would count 3 patients.
         details = _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(
             session_id=session, edges=pb.Values(values=[0, near, far, 1]))), C.PERMISSION_DENIED,
-            f"calibration edge {near} is too close to the threshold 0.3")
-        assert "3" not in details.replace(str(near), "").replace("0.3", "")
+            f"calibration edge {near} is too close to the threshold {base}")
+        assert not any(ch.isdigit() for ch in details.replace(str(near), "").replace(str(base), "").replace("q = 5", ""))
         assert snapshot(srv.config.ledger_path) == before
-        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, 0.3, far, 1])))
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, base, far, 1])))
         c.close()
     # The other way round, on a fresh site: a threshold next to an answered edge is refused.
     with running_server(make_site_config("fresh"), insecure=True) as srv:
         c = client_cls(srv.bound_address)
         session = c.open()
-        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, 0.3, far, 1])))
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, base, far, 1])))
         before = snapshot(srv.config.ledger_path)
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=near)),
-                 C.PERMISSION_DENIED, "too close to the threshold 0.3")
+                 C.PERMISSION_DENIED, "too close to the threshold 0.31")
         assert snapshot(srv.config.ledger_path) == before
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=far))  # an edge itself is fine
         c.close()

@@ -296,10 +296,12 @@ def test_confusion_thresholds_cannot_be_differenced(client, frame, refused):
     s, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
     session = client.open()
     client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.3))
-    # A second threshold just above 0.3 with 1..4 patients of some class in between is refused.
-    close = np.sort(s[s >= 0.3])[2] + 1e-9  # 3 patients with scores in [0.3, close)
+    # The next threshold of the site's 0.01 lattice, with 1..4 patients of some class in between, is refused.
+    close = 0.31
     bands = [((s[y == c] >= 0.3) & (s[y == c] < close)).sum() for c in (0, 1)]
     assert any(0 < b < 5 for b in bands)
+    refused(lambda: client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.3 + 1e-6)),
+            grpc.StatusCode.INVALID_ARGUMENT, "lattice")  # off the lattice: no bisecting down to one patient
     details = refused(lambda: client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=close)),
                       grpc.StatusCode.PERMISSION_DENIED, "too close to the threshold 0.3")
     # Apart from the two thresholds and q, the message carries no number (no count).
