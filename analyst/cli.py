@@ -80,7 +80,9 @@ def _cmd_describe(args) -> int:
         print(f"{site} ({d.get('site_name', '')}, api {d.get('api_version', '')})")
         print(f"  policy: q = {p.get('privacy_level')}, per release epsilon <= {p.get('max_epsilon')}, "
               f"delta <= {p.get('max_delta')}; budget ({p.get('budget_epsilon')}, {p.get('budget_delta')}); "
-              f"sensitivity rule '{p.get('sensitivity_rule')}'")
+              f"sensitivity rule '{p.get('sensitivity_rule')}'"
+              + (f"; thresholds and bin edges on a lattice of {p['threshold_steps']} steps of the score range"
+                 if p.get("threshold_steps") else ""))
         for ds in d.get("datasets", []):
             b = ds.get("budget", {})
             cols = ", ".join(c["name"] for c in ds.get("columns", []))
@@ -163,7 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--ci-method", choices=("logit", "wald"), default="logit",
                    help="logit: the logit-scale DeLong CI (default); wald: the AUC-scale one (pROC's)")
     v.add_argument("--n-bins", type=int, default=10, metavar="N", help="calibration bins on [0,1] (default 10)")
-    v.add_argument("--threshold", type=float, default=None, metavar="T", help="also report the confusion matrix at this threshold")
+    v.add_argument("--threshold", type=float, default=None, metavar="T",
+                   help="also report the confusion matrix at this threshold (score >= T predicts 1); sites accept "
+                        "only thresholds on their lattice, e.g. multiples of 0.01 (see 'dsroc describe')")
     v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0")
     v.add_argument("--sensitivity", type=float, default=None, metavar="SENS",
                    help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
