@@ -103,6 +103,7 @@ class SiteConfig:
     tls: TlsConfig | None = None
     session_idle_seconds: float = 900.0
     max_sessions: int = 64
+    max_sessions_per_analyst: int = 16
     max_message_bytes: int = 16 * 1024 * 1024
     source: Path | None = field(default=None, compare=False)
 
@@ -206,6 +207,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     state_dir = _path(base, site.get("state_dir", str, "state"))
     idle = site.positive("session_idle_seconds", float, 900.0)
     max_sessions = site.positive("max_sessions", int, 64)
+    per_analyst = site.positive("max_sessions_per_analyst", int, min(16, max_sessions))
     max_bytes = site.positive("max_message_bytes", int, 16 * 1024 * 1024)
     site.done()
 
@@ -253,7 +255,8 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
             raise ConfigError(f"{src}: policy.sensitivity_value: is required by the sensitivity rule 'value'")
     return SiteConfig(
         name=name, listen=listen, state_dir=state_dir, policy=policy, analysts=analysts, datasets=datasets,
-        tls=tls, session_idle_seconds=idle, max_sessions=max_sessions, max_message_bytes=max_bytes, source=source,
+        tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
+        max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, source=source,
     )
 
 

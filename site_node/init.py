@@ -24,6 +24,7 @@ listen = "{listen}"        # host:port; use 0.0.0.0:PORT to accept connections f
 state_dir = "state"             # ledger.sqlite (privacy ledger) and audit.jsonl (audit log) go here
 session_idle_seconds = 900      # sessions expire after this much inactivity
 max_sessions = 64               # open sessions at once (all analysts)
+max_sessions_per_analyst = 16   # open sessions at once of one analyst (so one cannot lock out the others)
 max_message_bytes = 16777216    # gRPC message-size limit, both directions
 
 [tls]                           # TLS is on by default; `serve --insecure` is for local development only

@@ -101,9 +101,11 @@ class SessionStore:
     Sessions do not survive a restart; the ledger (releases, query caps) does.
     """
 
-    def __init__(self, *, idle_seconds: float, max_sessions: int, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, *, idle_seconds: float, max_sessions: int, max_per_analyst: int | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.idle_seconds = float(idle_seconds)
         self.max_sessions = int(max_sessions)
+        self.max_per_analyst = int(max_per_analyst or max_sessions)
         self._clock = clock
         self._sessions: dict[str, tuple[Session, float]] = {}
         self._lock = threading.Lock()
@@ -112,14 +114,19 @@ class SessionStore:
         for sid in [sid for sid, (_, seen) in self._sessions.items() if now - seen > self.idle_seconds]:
             del self._sessions[sid]
 
-    def add(self, make: Callable[[str], Session]) -> Session:
-        """Create a session with a fresh id via ``make(session_id)`` and store it."""
+    def add(self, analyst: str, make: Callable[[str], Session]) -> Session:
+        """Create a session of ``analyst`` with a fresh id via ``make(session_id)`` and store it."""
         with self._lock:
             now = self._clock()
             self._purge(now)
             if len(self._sessions) >= self.max_sessions:
                 raise ResourceExhausted(
                     f"this site has {self.max_sessions} open sessions, its limit; close sessions you no longer need"
+                )
+            if sum(s.analyst == analyst for s, _ in self._sessions.values()) >= self.max_per_analyst:
+                raise ResourceExhausted(
+                    f"you have {self.max_per_analyst} open sessions at this site, the limit per analyst; "
+                    "close sessions you no longer need"
                 )
             session = make(secrets.token_hex(16))
             self._sessions[session.session_id] = (session, now)

@@ -98,7 +98,8 @@ class Site:
         self.policy = config.policy
         self.ledger = ledger
         self.datasets = DatasetStore(config.datasets)
-        self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions)
+        self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
+                                     max_per_analyst=config.max_sessions_per_analyst)
         self._scored: OrderedDict[tuple[str, str, str], ScoredData] = OrderedDict()
         self._scored_lock = threading.Lock()
 
@@ -149,7 +150,7 @@ class Site:
                 self.ledger.record_model(dataset, spec.key, self.policy.max_models)
             return Session(session_id, analyst, data)
 
-        return self.sessions.add(make)
+        return self.sessions.add(analyst, make)
 
     def _scored_data(self, dataset: str, outcome: str, spec: ScoreSpec, config: DatasetConfig) -> ScoredData:
         """The shared true scores for (dataset, source, outcome); the last few are kept for new sessions."""

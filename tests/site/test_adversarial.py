@@ -437,3 +437,17 @@ def test_the_model_cap_holds_under_concurrency(make_site_config, client_factory,
             results = list(pool.map(open_model, range(8)))
         assert sum(isinstance(r, str) for r in results) == 2 and results.count(C.RESOURCE_EXHAUSTED) == 6
         assert len(snapshot(srv.config.ledger_path)[6]) == 2
+
+
+def test_one_analyst_cannot_take_every_session(make_site_config, client_factory):
+    analysts = {name: {"token_sha256": hashlib.sha256(token.encode()).hexdigest(), "datasets": ["*"]}
+                for name, token in (("alice", ALICE), ("carol", CAROL))}
+    config = make_site_config(analysts=analysts, site={"max_sessions": 4, "max_sessions_per_analyst": 2})
+    with running_server(config, insecure=True) as srv:
+        alice, carol = client_factory(srv.bound_address), client_factory(srv.bound_address, CAROL)
+        first = alice.open()
+        alice.open()
+        _refused(alice.open, C.RESOURCE_EXHAUSTED, "limit per analyst")
+        assert carol.open() and carol.open()
+        alice.CloseSession(pb.CloseSessionRequest(session_id=first))
+        assert alice.open()
