@@ -28,6 +28,7 @@ DEFAULT_GRID_SIZE = 30  # the paper's simulation grid: linspace(0, 1, 30) withou
 DEFAULT_START = (0.0, 1.0)  # the diagonal ROC(t) = t: neutral, valid for every data set
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 _SEPARATED = "the ROC-GLM counts are degenerate"
+_ETA_SATURATED = 8.0  # |eta| beyond which Phi(eta) is 0 or 1 to about 1e-15, as in R's glm warning
 
 
 def rocglm_grid(spec=None) -> np.ndarray:
@@ -285,6 +286,15 @@ def _summed_evaluator(parts) -> Callable[[np.ndarray], PartsAtTheta]:
     return evaluate
 
 
+def _grid_ends(parts) -> np.ndarray:
+    """First and last threshold of the parts' grid, or of the default grid when it is not known."""
+    grid = getattr(parts, "grid", None)
+    if grid is None and isinstance(parts, Sequence) and parts:
+        grid = getattr(parts[0], "grid", None)
+    grid = rocglm_grid() if grid is None else np.asarray(grid)
+    return grid[[0, -1]]
+
+
 def _check_local_degenerate(parts) -> None:
     """When the counts are at hand (local parts), refuse separated data up front with a clear cause."""
     seq = [parts] if isinstance(parts, RocGlmParts) else list(parts) if isinstance(parts, Sequence) else []
@@ -347,9 +357,15 @@ def fit_rocglm(parts, *, start=None, tol: float = 1e-8, max_iter: int = 25) -> R
     notes = []
     if not converged[0]:
         notes.append(f"Fisher scoring did not converge in {max_iter} iterations (relative deviance change >= {tol:g})")
-    eta = params[0] + params[1] * ndtri(np.array([1e-3, 1 - 1e-3]))
-    if np.abs(eta).max() > 8:
-        notes.append("fitted probabilities numerically 0 or 1 occurred: the data are close to separation (AUC near 0 or 1)")
+    # R's glm warns when fitted probabilities are numerically 0 or 1; check the curve at the ends of the
+    # grid (the default grid's when the parts are remote and their grid is not known here).
+    ends = ndtri(_grid_ends(parts))
+    if np.abs(params[0] + params[1] * ends).max() > _ETA_SATURATED:
+        notes.append(
+            "fitted probabilities numerically 0 or 1 occurred at the ends of the threshold grid: the indicator "
+            "data are close to separation (the positives' placement values crowd between few thresholds, "
+            "e.g. an AUC near 0 or 1, or a very steep binormal curve); read the estimate with care"
+        )
     for note in notes:
         warnings.warn(note, RuntimeWarning, stacklevel=2)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -152,3 +152,14 @@ def test_deviance_is_finite_for_extreme_parameters():
     for theta in ([40.0, 1.0], [-40.0, 1.0], [0.0, 30.0]):
         assert np.isfinite(parts.deviance(theta))
         assert np.isfinite(parts.score(theta)).all() and np.isfinite(parts.information(theta)).all()
+
+
+def test_near_separation_is_a_warning_not_a_crash():
+    grid = rocglm_grid()
+    counts = np.where(np.arange(grid.size) < 14, 1, 199)  # nearly every positive between two thresholds
+    with pytest.warns(RuntimeWarning, match="numerically 0 or 1"):
+        result = fit_rocglm(RocGlmParts(counts, 200, grid))
+    assert result.converged and result.params[1] > 3
+    assert any("close to separation" in w for w in result.warnings)
+    # an ordinary fit carries no such warning
+    assert fit_rocglm(RocGlmParts.from_placements(_placements(5), grid)).warnings == []
