@@ -6,6 +6,7 @@ import contextvars
 import hashlib
 import logging
 import secrets
+import threading
 from typing import Iterable
 
 import grpc
@@ -13,7 +14,8 @@ from google.protobuf.json_format import MessageToDict
 
 from .audit import AuditLog, AuditRecord
 from .config import AnalystConfig
-from .errors import InvalidArgument, Unauthenticated, status_for
+from .errors import InvalidArgument, ResourceExhausted, Unauthenticated, status_for
+from .slots import CallSlots
 
 __all__ = ["hash_token", "new_token", "current_analyst", "AuthAuditInterceptor", "OPEN_METHOD_PREFIXES"]
 
@@ -69,12 +71,16 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
     audit : AuditLog
     methods : iterable of str
         Full method names served (``/dsroc.v1.SiteService/Describe``, ...).
+    slots : CallSlots, optional
+        Per-analyst limit on calls in progress (``RESOURCE_EXHAUSTED`` beyond it); none if omitted.
     """
 
-    def __init__(self, analysts: Iterable[AnalystConfig], audit: AuditLog, methods: Iterable[str]):
+    def __init__(self, analysts: Iterable[AnalystConfig], audit: AuditLog, methods: Iterable[str],
+                 slots: CallSlots | None = None):
         self._by_hash = {a.token_sha256: a.name for a in analysts}
         self._audit = audit
         self._methods = frozenset(methods)
+        self._slots = slots
 
     def _authenticate(self, metadata) -> str | None:
         value = dict(metadata or ()).get("authorization", "")
@@ -97,21 +103,31 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
             return _refuse(handler, message)
         return _wrap(handler, self._wrap_behavior, analyst, call)
 
-    def _wrap_behavior(self, behavior, analyst: str, call: str, streaming_request: bool):
-        audit = self._audit
+    def _wrap_behavior(self, behavior, analyst: str, call: str, streaming_request: bool, streaming_response: bool):
+        audit, slots = self._audit, self._slots
 
         def wrapped(request, context):
             record = AuditRecord(analyst, call, peer=context.peer())
             token, who = audit.begin(record), _analyst.set(analyst)
+            release = _Once(lambda: slots.release(analyst)) if slots is not None else _Once(None)
             try:
+                if slots is not None and not slots.acquire(analyst):
+                    release.disarm()
+                    raise ResourceExhausted(
+                        f"you have {slots.limit} calls in progress at this site, the limit per analyst; "
+                        "wait for one to finish"
+                    )
                 if streaming_request:
                     request = _parsed_stream(request)
                 else:
                     _require_parsed(request)
                     record.parameters = _loggable(MessageToDict(request, preserving_proto_field_name=True))
                 # A server-streaming servicer does all checks and charging before returning its
-                # iterator, so the record is complete here.
-                return behavior(request, context)
+                # iterator, so the record is complete here; its slot is given back when the stream ends.
+                response = behavior(request, context)
+                if streaming_response:
+                    response, release = _Releasing(response, release), _Once(None)
+                return response
             except Exception as exc:
                 code, message = status_for(exc)
                 if code is grpc.StatusCode.INTERNAL:
@@ -119,23 +135,60 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
                 record.decision, record.message = code.name, message
                 context.abort(code, message)
             finally:
+                release()
                 _analyst.reset(who)
                 audit.end(record, token)
 
         return wrapped
 
 
+class _Once:
+    """Call ``fn`` at most once (``None``: do nothing)."""
+
+    def __init__(self, fn):
+        self._fn, self._lock = fn, threading.Lock()
+
+    def disarm(self) -> None:
+        self._fn = None
+
+    def __call__(self) -> None:
+        with self._lock:
+            fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
+
+
+class _Releasing:
+    """A response stream that gives back its call slot when it ends, fails or is dropped (client gone)."""
+
+    def __init__(self, iterator, release: _Once):
+        self._iterator, self._release = iter(iterator), release
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            return next(self._iterator)
+        except BaseException:
+            self._release()
+            raise
+
+    def __del__(self):
+        self._release()
+
+
 def _wrap(handler, wrap_behavior, analyst: str, call: str):
     kinds = (
-        ("unary_unary", grpc.unary_unary_rpc_method_handler, False),
-        ("unary_stream", grpc.unary_stream_rpc_method_handler, False),
-        ("stream_unary", grpc.stream_unary_rpc_method_handler, True),
-        ("stream_stream", grpc.stream_stream_rpc_method_handler, True),
+        ("unary_unary", grpc.unary_unary_rpc_method_handler, False, False),
+        ("unary_stream", grpc.unary_stream_rpc_method_handler, False, True),
+        ("stream_unary", grpc.stream_unary_rpc_method_handler, True, False),
+        ("stream_stream", grpc.stream_stream_rpc_method_handler, True, True),
     )
-    for attr, make, streaming_request in kinds:
+    for attr, make, streaming_request, streaming_response in kinds:
         behavior = getattr(handler, attr)
         if behavior is not None:
-            return make(wrap_behavior(behavior, analyst, call, streaming_request),
+            return make(wrap_behavior(behavior, analyst, call, streaming_request, streaming_response),
                         request_deserializer=_tolerant(handler.request_deserializer),
                         response_serializer=handler.response_serializer)
     raise ValueError("handler has no behaviour")

@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, help="site TOML file")
     p.add_argument("--insecure", action="store_true", help="plain text instead of TLS; local development only, so only on a loopback address")
     p.add_argument("--listen", default=None, help="override the config's listen address")
-    p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8)")
+    p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8); one analyst may use half of them")
     p.add_argument("--grace", type=float, default=5.0, help="seconds to finish running calls on shutdown")
     p.set_defaults(func=_cmd_serve)
 

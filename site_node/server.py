@@ -17,6 +17,7 @@ from .auth import AuthAuditInterceptor
 from .config import ConfigError, SiteConfig
 from .ledger import SqliteLedger
 from .servicer import SiteServicer
+from .slots import CallSlots
 from .site import Site
 
 __all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback"]
@@ -70,9 +71,13 @@ class SiteServer:
     address : str, optional
         Overrides ``config.listen`` (``127.0.0.1:0`` picks a free port).
     max_workers : int, default 8
+    max_calls_per_analyst : int, optional
+        Calls of one analyst in progress at once; default half the workers (at least 1), so that one
+        analyst with stalled streams cannot take every worker.
     """
 
-    def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8):
+    def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
+                 max_calls_per_analyst: int | None = None):
         self.config = config
         self.insecure = insecure
         self.address = address or config.listen
@@ -89,7 +94,8 @@ class SiteServer:
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
-            interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods)],
+            interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods,
+                                               CallSlots(max_calls_per_analyst or max(1, max_workers // 2)))],
             options=channel_options(config.max_message_bytes),
         )
         site_pb2_grpc.add_SiteServiceServicer_to_server(SiteServicer(self.site), self.server)

@@ -17,11 +17,13 @@ __all__ = ["running_site", "running_server", "site_channel", "site_stub"]
 
 
 @contextlib.contextmanager
-def running_server(config: SiteConfig | str | Path, *, insecure: bool = False, max_workers: int = 8) -> Iterator[SiteServer]:
+def running_server(config: SiteConfig | str | Path, *, insecure: bool = False, max_workers: int = 8,
+                   max_calls_per_analyst: int | None = None) -> Iterator[SiteServer]:
     """Start a REAL site server in-process on 127.0.0.1 (free port); yield the :class:`SiteServer`; stop it."""
     if not isinstance(config, SiteConfig):
         config = load_config(config)
-    server = SiteServer(config, insecure=insecure, address="127.0.0.1:0", max_workers=max_workers).start()
+    server = SiteServer(config, insecure=insecure, address="127.0.0.1:0", max_workers=max_workers,
+                        max_calls_per_analyst=max_calls_per_analyst).start()
     try:
         yield server
     finally:

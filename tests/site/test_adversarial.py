@@ -121,10 +121,15 @@ def test_a_negative_chunk_size_on_the_wire_is_capped(server, client):
 
 
 @pytest.fixture
-def two_analysts(make_site_config):
+def two_analysts_config(make_site_config):
     analysts = {name: {"token_sha256": hashlib.sha256(token.encode()).hexdigest(), "datasets": ["*"]}
                 for name, token in (("alice", ALICE), ("carol", CAROL))}
-    with running_server(make_site_config(analysts=analysts), insecure=True) as srv:
+    return make_site_config(analysts=analysts)
+
+
+@pytest.fixture
+def two_analysts(two_analysts_config):
+    with running_server(two_analysts_config, insecure=True) as srv:
         yield srv
 
 
@@ -154,7 +159,7 @@ def test_another_analysts_session_is_not_found(two_analysts, client_factory, sna
 
 def test_the_theta_cap_holds_under_concurrency(make_site_config, client_factory, snapshot):
     cap = 5
-    with running_server(make_site_config(policy={"max_glm_evaluations": cap}), insecure=True, max_workers=8) as srv:
+    with running_server(make_site_config(policy={"max_glm_evaluations": cap}), insecure=True, max_workers=16) as srv:
         c = client_factory(srv.bound_address)
         s = c.open()
         c.upload(s, NEG, np.linspace(0.01, 0.99, 120))
@@ -165,7 +170,7 @@ def test_the_theta_cap_holds_under_concurrency(make_site_config, client_factory,
             except grpc.RpcError as exc:
                 return exc.code()
 
-        with ThreadPoolExecutor(16) as pool:
+        with ThreadPoolExecutor(8) as pool:  # at most 8 at once: the per-analyst call limit is not hit
             results = list(pool.map(evaluate, range(48)))
         answered = sorted(r for r in results if isinstance(r, int))
         assert answered == list(range(cap))  # each count 4..0 handed out exactly once
@@ -177,7 +182,7 @@ def test_the_theta_cap_holds_under_concurrency(make_site_config, client_factory,
 
 def test_concurrent_first_releases_cannot_overspend_the_budget(make_site_config, client_factory, snapshot):
     policy = {"max_epsilon": 2.0, "max_delta": 0.01, "budget_epsilon": 2.0, "budget_delta": 0.01}
-    with running_server(make_site_config(policy=policy), insecure=True) as srv:
+    with running_server(make_site_config(policy=policy), insecure=True, max_workers=16) as srv:
         # Each release alone fits the budget; any two together exceed it (independent check with dsroc).
         epsilons = [2.0 - 1e-3 * i for i in range(8)]
         mus = [1.0 / analytic_gaussian_sigma(e, 0.01, 1.0) for e in epsilons]
@@ -424,7 +429,7 @@ def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapsh
 
 
 def test_the_model_cap_holds_under_concurrency(make_site_config, client_factory, snapshot):
-    with running_server(make_site_config(policy={"max_models": 2}), insecure=True) as srv:
+    with running_server(make_site_config(policy={"max_models": 2}), insecure=True, max_workers=16) as srv:
         def open_model(i):
             c = client_factory(srv.bound_address)
             model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-i, coefficients=[pb.Coefficient(name="grade", value=1)])
@@ -451,3 +456,52 @@ def test_one_analyst_cannot_take_every_session(make_site_config, client_factory)
         assert carol.open() and carol.open()
         alice.CloseSession(pb.CloseSessionRequest(session_id=first))
         assert alice.open()
+
+
+def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_factory):
+    import threading
+
+    with running_server(two_analysts_config, insecure=True, max_workers=4) as srv:  # 2 calls at once per analyst
+        alice, carol = client_factory(srv.bound_address), client_factory(srv.bound_address, CAROL)
+        s = alice.open()
+        stall = threading.Event()
+
+        def stalled():  # a header, then nothing until released
+            yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG), scores=[0.5])
+            stall.wait(30)
+
+        calls = [alice.stub.UploadSurvivor.future(stalled(), metadata=alice.metadata, timeout=60) for _ in range(2)]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # both streams have reached the servicer
+            try:
+                alice.Describe(pb.DescribeRequest())
+            except grpc.RpcError as exc:
+                assert exc.code() == C.RESOURCE_EXHAUSTED and "calls in progress" in exc.details()
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the per-analyst call limit never applied")
+        # The others and the health probe are still served while alice's streams hang.
+        assert carol.Describe(pb.DescribeRequest()).site_name and _healthy(srv.bound_address)
+        stall.set()
+        for call in calls:
+            assert call.result().n_received == 1
+        assert alice.Describe(pb.DescribeRequest()).site_name  # her slots are back
+        # Server-streamed answers give their slot back too, also when the client stops reading.
+        for _ in range(3):
+            alice.release(s, NEG)
+        for _ in range(3):
+            stream = alice.ReleaseNoisyScores(pb.ReleaseRequest(session_id=s, score_class=POS, epsilon=5,
+                                                                delta=0.01, chunk_size=1))
+            next(stream)
+            stream.cancel()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert alice.Describe(pb.DescribeRequest()).site_name
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() == C.RESOURCE_EXHAUSTED and time.monotonic() < deadline
+                time.sleep(0.1)
+        decisions = [e["decision"] for e in _audit(srv) if e["analyst"] == "alice"]
+        assert "RESOURCE_EXHAUSTED" in decisions  # refused calls are audited like every other

@@ -144,7 +144,12 @@ def test_a_changed_dataset_does_not_get_a_stale_release(site_config, client_cls,
         c.close()
 
 
-def test_concurrent_requests_for_one_release_charge_once(server, client_factory):
+def test_concurrent_requests_for_one_release_charge_once(site_config, client_factory):
+    with running_server(site_config, insecure=True, max_workers=16) as server:  # 8 calls at once per analyst
+        _concurrent_release(server, client_factory)
+
+
+def _concurrent_release(server, client_factory):
     from concurrent.futures import ThreadPoolExecutor
 
     def request(_):
