@@ -505,3 +505,28 @@ def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_fact
                 time.sleep(0.1)
         decisions = [e["decision"] for e in _audit(srv) if e["analyst"] == "alice"]
         assert "RESOURCE_EXHAUSTED" in decisions  # refused calls are audited like every other
+
+
+def test_query_records_survive_a_restart(make_site_config, client_cls):
+    config = make_site_config(policy={"max_glm_evaluations": 2, "max_survivor_uploads": 1})
+    s0 = np.linspace(0.05, 0.95, 60)
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        c.upload(s, NEG, s0)
+        for _ in range(2):
+            c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1]))
+        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.31))
+        c.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=2))
+        c.close()
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        assert c.upload(s, NEG, s0).evaluations_left == 0
+        _refused(lambda: c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1])), C.RESOURCE_EXHAUSTED)
+        _refused(lambda: c.upload(s, NEG, s0[1:]), C.RESOURCE_EXHAUSTED, "at most 1 different survivor")
+        _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.32)),
+                 C.PERMISSION_DENIED, "too close to the threshold 0.31")
+        _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=4)),
+                 C.PERMISSION_DENIED, "answered first")
+        c.close()
