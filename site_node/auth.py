@@ -130,6 +130,12 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
                 return response
             except Exception as exc:
                 code, message = status_for(exc)
+                if not context.is_active():
+                    # gRPC ended the call already (client cancelled, or a message above the size
+                    # limit): the analyst never sees ``message``, so the log must not claim it.
+                    record.decision = "CANCELLED"
+                    record.message = "the call ended before the site answered (client cancelled or message too large)"
+                    return None
                 if code is grpc.StatusCode.INTERNAL:
                     log.exception("internal error in %s for analyst %s", call, analyst)
                 record.decision, record.message = code.name, message

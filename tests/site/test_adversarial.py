@@ -530,3 +530,22 @@ def test_query_records_survive_a_restart(make_site_config, client_cls):
         _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=4)),
                  C.PERMISSION_DENIED, "answered first")
         c.close()
+
+
+def test_messages_above_the_size_limit(make_site_config, client_factory):
+    config = make_site_config(site={"max_message_bytes": 1024 * 1024})
+    with running_server(config, insecure=True) as srv:
+        c = client_factory(srv.bound_address)
+        c.channel.close()
+        c.channel = grpc.insecure_channel(srv.bound_address, options=[("grpc.max_send_message_length", 64 << 20)])
+        from site_node.testing import site_stub
+
+        c.stub = site_stub(c.channel)
+        _refused(lambda: c.OpenSession(pb.OpenSessionRequest(dataset="x" * (2 << 20))), C.RESOURCE_EXHAUSTED)
+        s = c.open()
+        _refused(lambda: c.upload(s, NEG, np.linspace(0, 1, 200_000), chunk=200_000), C.RESOURCE_EXHAUSTED)
+        # gRPC refuses an oversized message before the site sees it; a stream the site had begun to
+        # read is logged as ended, not with a refusal the analyst never received.
+        last = _audit(srv)[-1]
+        assert (last["call"], last["decision"]) == ("UploadSurvivor", "CANCELLED")
+        assert c.Describe(pb.DescribeRequest()).datasets and _healthy(srv.bound_address)
