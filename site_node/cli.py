@@ -176,7 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("init", help="write an example site folder (config, sample data, dev certificates, token)")
+    p = sub.add_parser("init", help="write an example site folder (config, sample data, dev certificates, token)",
+                       description="Write DIRECTORY/site.toml (a commented example config), data/sample.csv "
+                       "(synthetic patients) and pki/ (a development CA, server and client certificates), and print "
+                       "a bearer token for a first analyst; the config stores only its SHA-256. For production, "
+                       "replace the development certificates with ones of the hospital's own PKI.")
     p.add_argument("directory", help="folder to create")
     p.add_argument("--name", default="hospital", help="site name shown to analysts (default: hospital)")
     p.add_argument("--listen", default="127.0.0.1:50051", help="listen address (default: 127.0.0.1:50051)")
@@ -184,10 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite an existing site.toml")
     p.set_defaults(func=_cmd_init)
 
-    p = sub.add_parser("token", help="make a new analyst token and print it with its SHA-256 for the config")
+    p = sub.add_parser("token", help="make a new analyst token and print it with its SHA-256 for the config",
+                       description="Print a new random bearer token and its SHA-256. Put the hash in "
+                       "[analysts.NAME] token_sha256 and give the token to the analyst over a safe channel.")
     p.set_defaults(func=_cmd_token)
 
-    p = sub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT (graceful shutdown)")
+    p = sub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT (graceful shutdown)",
+                       description="Run the site daemon. TLS (mutual TLS when tls.client_ca is set) unless "
+                       "--insecure, which is refused on any but a loopback address. Prints "
+                       '{"event": "serving", "address": ...} on stdout once listening, JSON logs on stderr; the '
+                       "standard gRPC health service reports SERVING. On SIGTERM or SIGINT health turns NOT_SERVING, "
+                       "running calls get --grace seconds, then the daemon exits 0. Exit 2 on a config error.")
     p.add_argument("--config", required=True, help="site TOML file")
     p.add_argument("--insecure", action="store_true", help="plain text instead of TLS; local development only, so only on a loopback address")
     p.add_argument("--listen", default=None, help="override the config's listen address")
@@ -195,16 +206,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grace", type=float, default=5.0, help="seconds to finish running calls on shutdown")
     p.set_defaults(func=_cmd_serve)
 
-    p = sub.add_parser("check", help="check the config, TLS files and every dataset's declared columns")
+    p = sub.add_parser("check", help="check the config, TLS files and every dataset's declared columns",
+                       description="Load the config, read the TLS files and every dataset, and check each "
+                       "declared outcome and score column. Exit 1 if any problem was found.")
     p.add_argument("--config", required=True, help="site TOML file")
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("budget", help="privacy budget spent per dataset, and every release")
+    p = sub.add_parser("budget", help="privacy budget spent per dataset, and every release",
+                       description="Show the privacy budget spent and left per dataset (Gaussian-DP composition) "
+                       "and every release in the ledger: time, analyst, epsilon, delta, sensitivity, noise.")
     p.add_argument("--config", required=True, help="site TOML file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_budget)
 
-    p = sub.add_parser("audit", help="recent audit-log entries (every request, accepted or refused)")
+    p = sub.add_parser("audit", help="recent audit-log entries (every request, accepted or refused)",
+                       description="Show the last entries of the append-only audit log: every request, "
+                       "accepted or refused, with analyst, call, decision and privacy cost.")
     p.add_argument("--config", required=True, help="site TOML file")
     p.add_argument("--last", type=int, default=50, help="number of entries (default: 50)")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")

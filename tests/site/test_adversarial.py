@@ -331,7 +331,9 @@ def test_help_texts_explain_every_command():
     serve = sub["serve"].format_help()
     for option in ("--config", "--insecure", "--grace", "--workers", "--listen"):
         assert option in serve
-    assert "loopback" in serve and "SIGTERM" in top + serve
+    assert "loopback" in serve and "SIGTERM" in serve and "NOT_SERVING" in serve
+    for name in commands:  # every command says what it does on its own --help, not only in the list
+        assert len(sub[name].description or "") > 60, name
 
 
 def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, client_cls, snapshot):
