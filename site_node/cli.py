@@ -70,9 +70,10 @@ def _cmd_serve(args) -> int:
     from .server import SiteServer
 
     config = load_config(args.config)
+    server = SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers)
     if args.insecure:
         logging.getLogger("dsroc.site").warning("serving WITHOUT TLS (--insecure): for local development only")
-    server = SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers).start()
+    server.start()
     stopping = threading.Event()
 
     def on_signal(signum, frame):
