@@ -185,6 +185,8 @@ def check_threshold(value: float, *, score_range=(0.0, 1.0), steps: int = 100, n
     Refusals are not recorded (a refused request changes nothing), so without a lattice an analyst
     could bisect a refusal boundary (a band of 1 to q-1 patients, a cell below q) down to one
     patient's exact score. On the lattice a refusal says no more than which step it is in.
+    Returns the lattice point itself, so that values within the rounding tolerance of one (0.3 and
+    0.30000000000000004) are the same threshold and nothing can be probed between them.
     """
     value = _finite(name, value)
     lo, hi = (float(v) for v in score_range)
@@ -195,7 +197,7 @@ def check_threshold(value: float, *, score_range=(0.0, 1.0), steps: int = 100, n
             f"{name} {value} is not on this site's lattice: use {lo:g} + k * {step:g} for an integer k "
             f"(policy.threshold_steps = {steps} steps of the score range [{lo:g}, {hi:g}])"
         )
-    return value
+    return lo + (hi - lo) * k / steps
 
 
 def check_threshold_bands(sorted_classes, threshold: float, answered: np.ndarray, q: int, *,

@@ -553,3 +553,28 @@ def test_messages_above_the_size_limit(make_site_config, client_factory):
         assert last["call"] == "UploadSurvivor" and last["decision"] in ("CANCELLED", "INVALID_ARGUMENT")
         assert srv.ledger.budget("test", srv.config.policy).releases == 0
         assert c.Describe(pb.DescribeRequest()).datasets and _healthy(srv.bound_address)
+
+
+def test_thresholds_snap_to_the_lattice(server, client, frame):
+    from site_node.errors import InvalidArgument
+    from site_node.guard import check_threshold
+
+    assert check_threshold(0.30000000000000004) == check_threshold(0.3 - 1e-12) == 0.3
+    assert check_threshold(56.0 + 1e-9, score_range=(10.0, 110.0), steps=50) == 56.0  # steps of 2 from 10
+    with pytest.raises(InvalidArgument, match="use 10 \\+ k \\* 2"):
+        check_threshold(55.0, score_range=(10.0, 110.0), steps=50)
+    s, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
+    session = client.open()
+    a = client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.5))
+    b = client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.5 - 1e-12))
+    assert (a.tp, a.fp, a.fn, a.tn) == (b.tp, b.fp, b.fn, b.tn) == (
+        np.sum((s >= 0.5) & (y == 1)), np.sum((s >= 0.5) & (y == 0)), np.sum((s < 0.5) & (y == 1)),
+        np.sum((s < 0.5) & (y == 0)))
+    assert len(snapshot_thresholds(server)) == 1  # one threshold recorded, not two
+
+
+def snapshot_thresholds(server):
+    import sqlite3
+
+    with sqlite3.connect(server.config.ledger_path) as db:
+        return db.execute("SELECT threshold FROM confusion_thresholds").fetchall()
