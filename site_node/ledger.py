@@ -131,25 +131,23 @@ class Ledger(ABC):
 
     @abstractmethod
     def fix_calibration_edges(self, key: tuple[str, str, str], edges: np.ndarray,
-                              check: Callable[[np.ndarray], None]) -> None:
+                              check: Callable[[dict], None]) -> None:
         """Record the calibration edges of ``(dataset, source, outcome)``, or refuse different ones.
 
         Bins of two different edge sets overlap, and their differences describe patients that no
         single answer covers; so the first edges answered for a (dataset, source), whatever the
         outcome (bin counts do not depend on it), are the only ones (PermissionDenied). The first
-        edges are recorded only if ``check(thresholds)`` (the sorted confusion thresholds answered
-        for the dataset and source, any outcome) does not raise.
+        edges are recorded only if ``check(cuts)`` does not raise, ``cuts`` being the dataset's
+        answered cuts per score source (see :meth:`answer_threshold`).
         """
 
     @abstractmethod
-    def answer_threshold(self, key: tuple[str, str, str], threshold: float,
-                         check: Callable[[np.ndarray, np.ndarray], None]) -> None:
+    def answer_threshold(self, key: tuple[str, str, str], threshold: float, check: Callable[[dict], None]) -> None:
         """Record a confusion-matrix threshold of ``(dataset, source, outcome)``.
 
-        A threshold answered before for this outcome is free; a new one is recorded only if
-        ``check(answered, answered_any_outcome)`` does not raise: the sorted earlier thresholds of this
-        outcome, and of every outcome of the (dataset, source) together with the inner calibration
-        edges answered for it (row totals and cumulative bin counts can be differenced).
+        A threshold answered before for this source and outcome is free; a new one is recorded only
+        if ``check(cuts)`` does not raise, ``cuts`` mapping each score source of the dataset to its
+        answered cuts (sorted): its confusion thresholds, any outcome, and its inner calibration edges.
         """
 
     @abstractmethod
@@ -369,9 +367,7 @@ class SqliteLedger(Ledger):
             row = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? LIMIT 1",
                              key[:2]).fetchone()
             if row is None:
-                check(np.unique(np.array([r[0] for r in db.execute(
-                    "SELECT threshold FROM confusion_thresholds WHERE dataset=? AND source=?", key[:2])],
-                    dtype=np.float64)))
+                check(self._cuts(key[0]))
                 db.execute("INSERT INTO calibration_edges VALUES (?,?,?,?)", (*key, edges.tobytes()))
                 return
             fixed = np.frombuffer(row[0], dtype=np.float64)
@@ -386,18 +382,23 @@ class SqliteLedger(Ledger):
 
     def answer_threshold(self, key, threshold, check):
         def body(db):
-            rows = db.execute("SELECT threshold, outcome FROM confusion_thresholds WHERE dataset=? AND source=? "
-                              "ORDER BY threshold", key[:2]).fetchall()
-            answered = np.array([t for t, outcome in rows if outcome == key[2]], dtype=np.float64)
-            if np.any(answered == threshold):
+            if db.execute("SELECT 1 FROM confusion_thresholds WHERE dataset=? AND source=? AND outcome=? "
+                          "AND threshold=?", (*key, float(threshold))).fetchone():
                 return
-            edges = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? LIMIT 1",
-                               key[:2]).fetchone()
-            inner = np.frombuffer(edges[0], dtype=np.float64)[1:-1] if edges else np.empty(0)
-            check(answered, np.unique(np.concatenate([[t for t, _ in rows], inner]).astype(np.float64)))
+            check(self._cuts(key[0]))
             db.execute("INSERT INTO confusion_thresholds VALUES (?,?,?,?)", (*key, float(threshold)))
 
         self._transaction(body)
+
+    def _cuts(self, dataset: str) -> dict[str, np.ndarray]:
+        """Per score source of ``dataset``: its answered confusion thresholds and inner calibration edges."""
+        cuts: dict[str, list[float]] = {}
+        for source, threshold in self._db.execute(
+                "SELECT source, threshold FROM confusion_thresholds WHERE dataset=?", (dataset,)):
+            cuts.setdefault(source, []).append(threshold)
+        for source, edges in self._db.execute("SELECT source, edges FROM calibration_edges WHERE dataset=?", (dataset,)):
+            cuts.setdefault(source, []).extend(np.frombuffer(edges, dtype=np.float64)[1:-1].tolist())
+        return {source: np.unique(np.asarray(values, dtype=np.float64)) for source, values in cuts.items()}
 
     def history(self):
         with self._lock:

@@ -63,6 +63,17 @@ class ScoreSpec:
             raise InvalidArgument("score.model needs at least one coefficient (a constant model has no ROC curve)")
         return cls(model=GlmModel(link=_LINKS[m.link], intercept=m.intercept, coefficients=coefficients))
 
+    @classmethod
+    def from_key(cls, key: str) -> "ScoreSpec":
+        """The source a :attr:`key` (as stored in the ledger) names."""
+        kind, _, body = key.partition(":")
+        if kind == "column":
+            return cls(column=body)
+        if kind == "glm":
+            m = json.loads(body)
+            return cls(model=GlmModel(link=m["link"], intercept=m["intercept"], coefficients=dict(m["coefficients"])))
+        raise ValueError(f"not a score source key: {key!r}")
+
     @property
     def key(self) -> str:
         """Canonical text identifying the source, used as the ledger's release key."""

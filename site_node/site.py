@@ -36,6 +36,7 @@ from .datasets import DatasetStore, column_dtype, outcome_values
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .guard import (
     SiteSensitivity,
+    check_cut_overlaps,
     check_edges,
     check_grid,
     check_release_parameters,
@@ -43,7 +44,6 @@ from .guard import (
     check_threshold,
     release_sensitivity,
     require_privacy_level,
-    check_threshold_bands,
     site_sensitivity,
 )
 from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
@@ -323,13 +323,9 @@ class Site:
         q = self.policy.privacy_level
         data = session.data
         parts = calibration_parts(data.scores, data.labels, edges, privacy_level=q)
-
-        def check(thresholds: np.ndarray) -> None:
-            # Cumulative bin counts above an inner edge and a confusion matrix's row total (tp + fp)
-            # can be differenced like two confusion thresholds.
-            for edge in edges[1:-1]:
-                check_threshold_bands((data.sorted_scores,), edge, thresholds, q, what="calibration edge")
-
+        # The released bins above an inner edge can be differenced with any confusion row total or
+        # other bins, of this score source or another.
+        check = self._overlap_check(data, edges[1:-1], "calibration edge", classes=False)
         self.ledger.fix_calibration_edges(data.key, edges, check)
         return parts
 
@@ -339,13 +335,29 @@ class Site:
         q = self.policy.privacy_level
         data = session.data
         cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=q)
-        classes = (data.sorted_negatives, data.sorted_positives)
-
-        def check(answered: np.ndarray, answered_any_outcome: np.ndarray) -> None:
-            check_threshold_bands(classes, threshold, answered, q)
-            # Row totals (tp + fp) do not depend on the outcome: bands of all patients must hold
-            # against the thresholds answered for the dataset's other outcomes too.
-            check_threshold_bands((data.sorted_scores,), threshold, answered_any_outcome, q)
-
-        self.ledger.answer_threshold(data.key, threshold, check)
+        self.ledger.answer_threshold(data.key, threshold, self._overlap_check(data, [threshold], "threshold"))
         return cells
+
+    def _overlap_check(self, data: ScoredData, cuts, what: str, *, classes: bool = True):
+        """The ledger's check for new cuts: against every score source's answered cuts on this dataset.
+
+        Groups: all patients (row totals, bin counts) and, for confusion cells, each class of the
+        session's outcome (answers about other outcomes are compared by the same classes, to be safe).
+        """
+        groups = [np.ones(data.scores.size, dtype=bool)]
+        if classes:
+            groups += [data.labels == 0, data.labels == 1]
+
+        def check(answered: dict) -> None:
+            earlier = [(source, self._source_scores(data, source), cuts_of_source, source == data.spec.key)
+                       for source, cuts_of_source in answered.items()]
+            check_cut_overlaps(data.scores, cuts, earlier, groups, self.policy.privacy_level, what=what)
+
+        return check
+
+    def _source_scores(self, data: ScoredData, source: str) -> np.ndarray:
+        """The true scores of another score source on the session's dataset (same rows, same order)."""
+        if source == data.spec.key:
+            return data.scores
+        config = self.datasets.config(data.dataset)
+        return self._scored_data(data.dataset, data.outcome, ScoreSpec.from_key(source), config).scores

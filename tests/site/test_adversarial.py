@@ -578,3 +578,37 @@ def snapshot_thresholds(server):
 
     with sqlite3.connect(server.config.ledger_path) as db:
         return db.execute("SELECT threshold FROM confusion_thresholds").fetchall()
+
+
+def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_config, client_cls, snapshot):
+    from dsroc import GlmModel
+    from site_node.init import sample_dataset
+
+    frame = sample_dataset(300, seed=1)
+    glm = GlmModel(link="logit", intercept=-3.0, coefficients={"age": 0.03, "nodes": 0.2})
+    frame["risk"] = glm.predict({c: frame[c].to_numpy(float) for c in ("age", "nodes")})
+    config = make_site_config(frames={"test": frame}, datasets={"test": {
+        "path": "data/test.csv", "outcomes": ["y"], "scores": ["risk"], "model_columns": ["age", "nodes"]}})
+    s, y = frame["risk"].to_numpy(), frame["y"].to_numpy()
+
+    def cells_ok(t):
+        p = s >= t
+        return min(np.sum(p & (y == 1)), np.sum(p & (y == 0)), np.sum(~p & (y == 1)), np.sum(~p & (y == 0))) >= 5
+
+    pairs = [(k / 100, (k + 1) / 100) for k in range(5, 95)
+             if 0 < np.sum((s >= k / 100) & (s < (k + 1) / 100)) < 5 and cells_ok(k / 100) and cells_ok((k + 1) / 100)]
+    assert pairs, "the data should have a sparse band between answerable thresholds"
+    base, close = pairs[0]
+    model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-3.0, coefficients=[
+        pb.Coefficient(name="age", value=0.03), pb.Coefficient(name="nodes", value=0.2)])
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        column, same_scores = c.open(column="risk"), c.open(model=model)
+        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=column, threshold=base))
+        before = snapshot(config.ledger_path)
+        # The model's own threshold history is empty, but its scores are the column's.
+        _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=same_scores, threshold=close)),
+                 C.PERMISSION_DENIED, f"too close to the threshold {base} answered before for score source column:risk")
+        assert snapshot(config.ledger_path) == before
+        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=same_scores, threshold=base))  # the same set: nothing new
+        c.close()
