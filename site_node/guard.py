@@ -171,8 +171,11 @@ def check_edges(policy: Policy, request) -> np.ndarray:
             edges = calibration_edges(edges=np.asarray(request.edges.values, dtype=np.float64))
             if edges[0] != 0.0 or edges[-1] != 1.0:
                 raise ValueError("explicit edges must start at 0 and end at 1 so that every patient has a bin")
-            for edge in edges[1:-1]:
-                check_threshold(edge, steps=policy.threshold_steps, name="edges: edge")
+            # Equal-width bins (what n_bins gives) are fine as they are; other edges must be on the
+            # lattice, so that first-edge refusals cannot be bisected either.
+            if not np.allclose(edges, np.linspace(0.0, 1.0, edges.size), rtol=0.0, atol=1e-12):
+                for edge in edges[1:-1]:
+                    check_threshold(edge, steps=policy.threshold_steps, name="edges: edge")
         else:
             edges = calibration_edges(int(request.n_bins) if request.n_bins else 10)
     _check_cap("the edges", edges.size - 1, "calibration bins", policy.max_thresholds)

@@ -612,3 +612,12 @@ def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_confi
         assert snapshot(config.ledger_path) == before
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=same_scores, threshold=base))  # the same set: nothing new
         c.close()
+
+
+def test_explicit_edges_are_equal_width_or_on_the_lattice(server, client):
+    session = client.open()
+    _refused(lambda: client.CalibrationParts(pb.CalibrationPartsRequest(
+        session_id=session, edges=pb.Values(values=[0, 0.333, 1]))), C.INVALID_ARGUMENT, "lattice")
+    thirds = client.CalibrationParts(pb.CalibrationPartsRequest(
+        session_id=session, edges=pb.Values(values=np.linspace(0, 1, 4).tolist())))
+    assert len(thirds.edges) == 4
