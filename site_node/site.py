@@ -360,4 +360,11 @@ class Site:
         if source == data.spec.key:
             return data.scores
         config = self.datasets.config(data.dataset)
-        return self._scored_data(data.dataset, data.outcome, ScoreSpec.from_key(source), config).scores
+        try:
+            return self._scored_data(data.dataset, data.outcome, ScoreSpec.from_key(source), config).scores
+        except InvalidArgument:
+            # Answers about it were given, so without its scores the overlap cannot be checked: refuse.
+            raise FailedPrecondition(
+                f"the score source {source} answered before on dataset {data.dataset!r} can no longer be evaluated "
+                "(its column was removed from the config?); the site administrator must restore it"
+            ) from None

@@ -621,3 +621,23 @@ def test_explicit_edges_are_equal_width_or_on_the_lattice(server, client):
     thirds = client.CalibrationParts(pb.CalibrationPartsRequest(
         session_id=session, edges=pb.Values(values=np.linspace(0, 1, 4).tolist())))
     assert len(thirds.edges) == 4
+
+
+def test_cuts_of_a_removed_score_column_still_bind(make_site_config, client_cls, frame, snapshot):
+    frame = frame.assign(pred2=frame["pred"])
+    two = make_site_config(frames={"test": frame}, datasets={"test": {
+        "path": "data/test.csv", "outcomes": ["y"], "scores": ["pred", "pred2"]}})
+    with running_server(two, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        c.ConfusionParts(pb.ConfusionPartsRequest(session_id=c.open(column="pred2"), threshold=0.5))
+        c.close()
+    one = make_site_config(frames={"test": frame}, datasets={"test": {
+        "path": "data/test.csv", "outcomes": ["y"], "scores": ["pred"]}})
+    assert one.ledger_path == two.ledger_path
+    with running_server(one, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        before = snapshot(one.ledger_path)
+        _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=c.open(), threshold=0.4)),
+                 C.FAILED_PRECONDITION, "can no longer be evaluated")
+        assert snapshot(one.ledger_path) == before
+        c.close()
