@@ -99,8 +99,8 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
         if analyst is None or handler is None:
             message = ("missing or unknown bearer token (metadata 'authorization: Bearer <token>')"
                        if analyst is None else f"method {method} is not served by this site")
-            self._audit.write(AuditRecord(analyst or "", call, decision="UNAUTHENTICATED", message=message))
-            return _refuse(handler, message)
+            record = AuditRecord(analyst or "", call, decision="UNAUTHENTICATED", message=message)
+            return _refuse(handler, message, record, self._audit)
         return _wrap(handler, self._wrap_behavior, analyst, call)
 
     def _wrap_behavior(self, behavior, analyst: str, call: str, streaming_request: bool, streaming_response: bool):
@@ -229,10 +229,16 @@ def _parsed_stream(messages):
         yield message
 
 
-def _refuse(handler, message: str):
-    """A handler of the same shape as ``handler`` (unary if unknown) that refuses with UNAUTHENTICATED."""
+def _refuse(handler, message: str, record: AuditRecord, audit: AuditLog):
+    """A handler of the same shape as ``handler`` (unary if unknown) that audits and refuses with UNAUTHENTICATED.
+
+    The record is written here rather than when the call arrives, because only here is the caller's
+    address known: the one thing worth keeping about someone without a valid token.
+    """
 
     def abort(request, context):
+        record.peer = context.peer()
+        audit.write(record)
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
     if handler is None or handler.unary_unary is not None:

@@ -275,6 +275,7 @@ def test_the_audit_log_records_every_request_and_only_grows(server, client, clie
     assert all({"time", "analyst", "call", "parameters", "decision", "message", "privacy_cost"} <= set(e)
                for e in entries)
     assert entries[1]["privacy_cost"] > 0 and entries[6]["analyst"] == ""
+    assert all(e["peer"].startswith("ipv4:127.0.0.1:") for e in entries)  # also who tried without a token
     # Never a released or uploaded score, never a token.
     assert not any(f"{v:.6f}"[:8] in first for v in noisy[:20])
     assert "stolen?" not in first and ALICE not in first
