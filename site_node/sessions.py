@@ -70,11 +70,6 @@ class ScoredData:
         return np.sort(self.positives)
 
     @cached_property
-    def sorted_scores(self) -> np.ndarray:
-        """All true scores, ascending."""
-        return np.sort(self.scores)
-
-    @cached_property
     def fingerprint(self) -> str:
         """Hash of the sorted class scores: detects a dataset that changed since a persisted release."""
         h = hashlib.sha256()
