@@ -243,11 +243,11 @@ class ValidationSession:
             fit = dsroc.fit_rocglm(parts, start=start)
         except SiteError as exc:
             if exc.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "evaluations" in exc.message:
-                # the cap counts per survivor-function content, and a repeated (epsilon, delta) replays the
-                # same release, hence the same S~0: say so, since the site cannot know it is a repeat run
-                hint = ("; a fit takes about 5-10 evaluations and the count is per survivor function, so "
-                        "repeating a validation with the same (epsilon, delta) uses up the same allowance: ask "
-                        "for another (epsilon, delta) (a new release)")
+                # the cap counts new questions per survivor-function content (a repeated theta is free), and
+                # a repeated (epsilon, delta) replays the same release, hence the same S~0
+                hint = ("; a fit takes about 5-10 evaluations and the count is per survivor function: fits with "
+                        "other grids or starting values on the same (epsilon, delta) ask new questions of the "
+                        "same allowance; ask for another (epsilon, delta) (a new release) to get a fresh one")
                 exc.message += hint
                 exc.args = (exc.args[0] + hint,)
             raise

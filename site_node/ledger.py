@@ -103,10 +103,13 @@ class Ledger(ABC):
         """
 
     @abstractmethod
-    def use_evaluation(self, key: tuple[str, str, str, str], cap: int) -> int:
+    def use_evaluation(self, key: tuple[str, str, str, str], cap: int, *, query: str) -> int:
         """Count one theta-evaluation on a survivor function; return how many are left after it.
 
-        Raises :class:`ResourceExhausted` (and counts nothing) when the cap is reached.
+        ``query`` identifies the question (grid and theta): one answered before on the same survivor
+        function gets the identical answer, reveals nothing new and is not counted again, so that a
+        repeated validation does not use up the cap. Raises :class:`ResourceExhausted` (and counts
+        nothing) when the cap is reached.
         """
 
     @abstractmethod
@@ -215,6 +218,14 @@ CREATE TABLE IF NOT EXISTS glm_evaluations (
     used INTEGER NOT NULL,
     PRIMARY KEY (dataset, source, outcome, survivor)
 );
+CREATE TABLE IF NOT EXISTS glm_answered (
+    dataset TEXT NOT NULL,
+    source TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    survivor TEXT NOT NULL,
+    query TEXT NOT NULL,
+    PRIMARY KEY (dataset, source, outcome, survivor, query)
+);
 """
 
 
@@ -294,17 +305,22 @@ class SqliteLedger(Ledger):
         return Release(release_id, key, tau, mu, rule, created, analyst,
                        np.frombuffer(values[0], dtype=np.float64), np.frombuffer(values[1], dtype=np.float64))
 
-    def use_evaluation(self, key, cap):
+    def use_evaluation(self, key, cap, *, query):
         used = []
 
         def body(db):
             used.append(self._used(key))
+            if db.execute("SELECT 1 FROM glm_answered WHERE dataset=? AND source=? AND outcome=? AND survivor=? "
+                          "AND query=?", (*key, query)).fetchone():
+                used[0] -= 1  # a repeat: free
+                return
             if used[0] >= cap:
                 raise ResourceExhausted(
                     f"query cap: this site answers at most {cap} ROC-GLM evaluations per uploaded survivor function"
                 )
             db.execute("INSERT INTO glm_evaluations VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET used = used + 1",
                        (*key, 1))
+            db.execute("INSERT INTO glm_answered VALUES (?,?,?,?,?)", (*key, query))
 
         self._transaction(body)
         return cap - used[0] - 1

@@ -279,7 +279,9 @@ class Site:
         grid = check_grid(self.policy, grid_message)
         require_privacy_level(session.data.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
         survivor, pv0 = self._placements(session, NEGATIVES)
-        left = self.ledger.use_evaluation(self._eval_key(session, survivor), self.policy.max_glm_evaluations)
+        query = hashlib.sha256(grid.tobytes() + theta.tobytes()).hexdigest()
+        left = self.ledger.use_evaluation(self._eval_key(session, survivor), self.policy.max_glm_evaluations,
+                                          query=query)
         with session.lock:
             # The counts depend on the grid only: build them once, evaluate at each theta in O(grid size).
             model = survivor.models.get(grid.tobytes())

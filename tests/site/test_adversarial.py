@@ -517,8 +517,8 @@ def test_query_records_survive_a_restart(make_site_config, client_cls):
         c = client_cls(srv.bound_address)
         s = c.open()
         c.upload(s, NEG, s0)
-        for _ in range(2):
-            c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1]))
+        for i in range(2):
+            c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1 + i]))
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.31))
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=2))
         c.close()
@@ -526,7 +526,7 @@ def test_query_records_survive_a_restart(make_site_config, client_cls):
         c = client_cls(srv.bound_address)
         s = c.open()
         assert c.upload(s, NEG, s0).evaluations_left == 0
-        _refused(lambda: c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1])), C.RESOURCE_EXHAUSTED)
+        _refused(lambda: c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 3])), C.RESOURCE_EXHAUSTED)
         _refused(lambda: c.upload(s, NEG, s0[1:]), C.RESOURCE_EXHAUSTED, "at most 1 different survivor")
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.32)),
                  C.PERMISSION_DENIED, "too close to the threshold 0.31")

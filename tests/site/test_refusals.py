@@ -194,15 +194,37 @@ def test_query_cap_survives_new_sessions(make_site_config, client_cls, snapshot)
         s0 = np.linspace(0.05, 0.95, 200)
         s = c.open()
         assert c.upload(s, NEG, s0).evaluations_left == 3
-        left = [c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1])).evaluations_left for _ in range(3)]
+        left = [c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1 + i])).evaluations_left for i in range(3)]
         assert left == [2, 1, 0]
         before = snapshot(config.ledger_path)
         fresh = c.open()  # a new session with the same S~0 does not reset the cap
         assert c.upload(fresh, NEG, s0[::-1]).evaluations_left == 0
         with pytest.raises(grpc.RpcError) as info:
-            c.RocGlmParts(pb.RocGlmPartsRequest(session_id=fresh, theta=[0, 1]))
+            c.RocGlmParts(pb.RocGlmPartsRequest(session_id=fresh, theta=[0, 9]))
         assert info.value.code() == C.RESOURCE_EXHAUSTED and "at most 3" in info.value.details()
         assert snapshot(config.ledger_path) == before
+        c.close()
+
+
+def test_a_repeated_theta_is_answered_identically_and_not_counted(make_site_config, client_cls):
+    # Repeating a validation (same release, same S~0, same Fisher-scoring path) asks the same questions:
+    # the answers are identical, reveal nothing new and must not use up the query cap.
+    config = make_site_config(policy={"max_glm_evaluations": 2})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        c.upload(s, NEG, np.linspace(0.05, 0.95, 200))
+        first = c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0.3, 1.1]))
+        assert first.evaluations_left == 1
+        for _ in range(5):
+            again = c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0.3, 1.1]))
+            assert list(again.score) == list(first.score) and again.deviance == first.deviance
+            assert again.evaluations_left == 1
+        assert c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0.3, 1.2])).evaluations_left == 0
+        with pytest.raises(grpc.RpcError) as info:
+            c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0.3, 1.3]))
+        assert info.value.code() == C.RESOURCE_EXHAUSTED
+        assert c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0.3, 1.1])).deviance == first.deviance
         c.close()
 
 
