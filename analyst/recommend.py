@@ -152,7 +152,7 @@ def recommendation_warning(epsilon: float, delta: float, sensitivities: Iterable
     try:
         settings = recommend_settings(delta_max, tolerance=tolerance, table=table)
     except ValueError as exc:
-        return f"{exc}; the AUC may be pulled towards 0.5 by the noise"
+        return f"{exc}; the AUC may be pulled towards 0.5 by the noise."
     if any(math.isclose(s.epsilon, epsilon, rel_tol=1e-9) and math.isclose(s.delta, delta, rel_tol=1e-9)
            for s in settings):
         return None
@@ -162,4 +162,4 @@ def recommendation_warning(epsilon: float, delta: float, sensitivities: Iterable
     return (f"epsilon = {epsilon:g}, delta = {delta:g} is not among the settings the simulation study recommends "
             f"for Delta = {delta_max:.3g} (studied Delta {settings[0].studied_sensitivity:g}, MAE of the AUC within "
             f"{tolerance:g} in every AUC bin); recommended (epsilon, delta): {listed}.{noise} "
-            "The AUC may be pulled towards 0.5 by the noise")
+            "The AUC may be pulled towards 0.5 by the noise.")
