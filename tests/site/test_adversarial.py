@@ -494,9 +494,18 @@ def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_fact
         for _ in range(3):
             alice.release(s, NEG)
         for _ in range(3):
-            stream = alice.ReleaseNoisyScores(pb.ReleaseRequest(session_id=s, score_class=POS, epsilon=5,
-                                                                delta=0.01, chunk_size=1))
-            next(stream)
+            # A cancelled stream gives its slot back when the server notices the cancellation, which can
+            # lag behind the client under load: wait for it rather than race it.
+            deadline = time.monotonic() + 10
+            while True:
+                stream = alice.ReleaseNoisyScores(pb.ReleaseRequest(session_id=s, score_class=POS, epsilon=5,
+                                                                    delta=0.01, chunk_size=1))
+                try:
+                    next(stream)
+                    break
+                except grpc.RpcError as exc:
+                    assert exc.code() == C.RESOURCE_EXHAUSTED and time.monotonic() < deadline
+                    time.sleep(0.1)
             stream.cancel()
         deadline = time.monotonic() + 10
         while True:
