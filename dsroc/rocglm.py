@@ -84,10 +84,12 @@ def _probit_binomial(theta: np.ndarray, x: np.ndarray, k: np.ndarray, n: np.ndar
     r0 = np.exp(log_phi - log_1mmu)  # phi / (1 - mu)
     d_eta = k * r1 - (n - k) * r0  # = phi (k - n mu) / (mu (1 - mu))
     w = n * r1 * r0  # = n phi^2 / (mu (1 - mu))
-    score = np.stack([d_eta.sum(-1), (d_eta * x).sum(-1)], axis=-1)
-    wx = w * x
-    i00, i01, i11 = w.sum(-1), wx.sum(-1), (wx * x).sum(-1)
-    info = np.stack([np.stack([i00, i01], -1), np.stack([i01, i11], -1)], -2)
+    batch = eta.shape[:-1]
+    score = np.empty(batch + (2,))
+    score[..., 0], score[..., 1] = d_eta.sum(-1), d_eta @ x
+    info = np.empty(batch + (2, 2))
+    info[..., 0, 0], info[..., 0, 1], info[..., 1, 1] = w.sum(-1), w @ x, w @ (x * x)
+    info[..., 1, 0] = info[..., 0, 1]
     # The deviance of the indicator data set u_ij (Bernoulli, saturated log-likelihood 0) is -2 loglik:
     # a sum of log terms that adds up exactly over sites and equals the expanded-data GLM's deviance.
     with np.errstate(invalid="ignore"):
@@ -193,8 +195,11 @@ def _solve_2x2(info: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Solve ``info @ step = score`` for a batch of symmetric 2 x 2 systems in closed form."""
     a, b, d = info[..., 0, 0], info[..., 0, 1], info[..., 1, 1]
     det = a * d - b * b
+    step = np.empty(score.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.stack([(d * score[..., 0] - b * score[..., 1]) / det, (a * score[..., 1] - b * score[..., 0]) / det], -1)
+        step[..., 0] = (d * score[..., 0] - b * score[..., 1]) / det
+        step[..., 1] = (a * score[..., 1] - b * score[..., 0]) / det
+    return step
 
 
 def _fisher_scoring(evaluate, theta0: np.ndarray, *, tol: float, max_iter: int):
