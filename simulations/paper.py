@@ -6,26 +6,14 @@ import numpy as np
 import pandas as pd
 
 from dsroc import auc_ci_batch, fit_rocglm_batch, rocglm_grid
-from dsroc.batch import (
-    grouped_class_placements,
-    grouped_delong_variance,
-    grouped_mean,
-    grouped_rocglm_counts,
-)
+from dsroc.batch import grouped_class_placements, grouped_delong_variance, grouped_rocglm_counts
 
 from .curves import roc_area_between
 from .dgp import generate_batch
-from .records import setting_frame, tau_of
+from .records import failure_codes, setting_frame, tau_of
+from .truth import pooled_truth
 
 __all__ = ["run_paper_chunk"]
-
-
-def _failures(degenerate, converged, ci_defined):
-    out = np.full(degenerate.size, "", dtype=object)
-    out[~ci_defined] = "ci undefined"
-    out[~converged] = "no convergence"
-    out[degenerate] = "separation"
-    return out
 
 
 def run_paper_chunk(seed: int, reps, settings, *, grid=None) -> pd.DataFrame:
@@ -48,10 +36,7 @@ def run_paper_chunk(seed: int, reps, settings, *, grid=None) -> pd.DataFrame:
     batch = generate_batch(seed, reps)
     n_groups, g, y = batch.size, batch.groups, batch.labels
     pos = y == 1
-    truth = grouped_class_placements(batch.scores, y, g, n_groups=n_groups, ties="mid")
-    auc_emp = grouped_mean(truth.pv[~pos], g[~pos], n_groups=n_groups)  # mean PV1 = Mann-Whitney AUC
-    var_true = grouped_delong_variance(truth, y, g, n_groups=n_groups)
-    ref = auc_ci_batch(auc_emp, var_true)
+    auc_emp, var_true, ref = pooled_truth(batch)
     frames = []
     for setting in settings:
         tau = tau_of(setting)
@@ -72,7 +57,7 @@ def run_paper_chunk(seed: int, reps, settings, *, grid=None) -> pd.DataFrame:
             "gamma2": fit.params[:, 1],
             "iterations": fit.iterations,
             "converged": fit.converged,
-            "failure": _failures(fit.degenerate, fit.converged, ref.defined),
+            "failure": failure_codes(fit.degenerate, fit.converged, ref.defined),
             "ci_lower": ref.lower,
             "ci_upper": ref.upper,
             "ci_lower_dist": app.lower,

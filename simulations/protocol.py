@@ -1,91 +1,84 @@
-"""Protocol mode: what the deployed system computes -- five sites, released noisy scores, distributed fit and CI.
+"""Protocol mode, batched: what the deployed system computes -- five sites, released noisy scores, distributed fit and CI.
 
-The network is replaced by direct calls. Each step is the computation ``site_node.site.Site`` performs
-for that call, on the same :mod:`dsroc` functions (the daemon's methods need a configured site with a
-ledger and sessions, so the study calls the functions they are built on): a release draws both
-classes' noise from one generator with ``add_gaussian_noise``; placement values come from
-``SurvivorFunction`` (mid-rank ties); the ROC-GLM parts from ``RocGlmParts.from_placements``, summed
-over sites by ``fit_rocglm``; the CI from the two-pass ``mean_parts`` / ``sq_dev_parts`` moments and
-``delong_variance_from_moments``; the privacy level from the site guard's ``require_privacy_level``.
+The network is replaced by direct calls, and all replications of a chunk are computed together. Each
+step equals what the site daemons and the analyst compute, one replication at a time, on the same
+:mod:`dsroc` functions (``tests/simulations/conftest.py`` keeps that per-site loop, and the tests compare
+the two):
+
+- a site's release adds ``add_gaussian_noise(scores, tau, rng)`` to its negatives, then its positives,
+  with ``rng = default_rng([seed, rep, 1 + site])``. That is ``scores + tau * z`` with ``z`` the
+  generator's standard normal draws, bit for bit (numpy's ``normal(0, tau)`` is ``0 + tau * z``), so the
+  draws are made once per (replication, site) and scaled per setting (common random numbers);
+- each site places its true positives under the pooled released negatives ``S~0`` and its true
+  negatives under the pooled released positives ``S~1`` (mid-rank ties); pooled over the sites these are
+  the grouped placement values of the replication;
+- the sites' ``RocGlmParts`` are linear in the counts, so their sum is the parts of the summed counts,
+  the counts of all the replication's positives: the distributed Fisher scoring is
+  ``fit_rocglm_batch`` on them (same steps, same iterations);
+- the CI's two-pass moments over the sites are the pooled sample variances of the replication's PV0
+  and PV1 (equal up to the order of summation, ~1e-15); the CI is centred at the ROC-GLM AUC;
+- a site with fewer than q negatives or positives refuses (the site guard's ``require_privacy_level``).
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
-from dsroc import (
-    RocGlmParts,
-    SurvivorFunction,
-    add_gaussian_noise,
-    auc_ci,
-    delong_variance,
-    delong_variance_from_moments,
-    empirical_auc,
-    fit_rocglm,
-    mean_parts,
-    pooled_mean,
-    pooled_variance,
-    rocglm_grid,
-    sq_dev_parts,
-)
+from dsroc import auc_ci_batch, delong_variance_from_moments, fit_rocglm_batch, rocglm_grid
+from dsroc.batch import grouped_placement_values, grouped_rocglm_counts, grouped_variance
 
 from site_node.errors import PermissionDenied
 from site_node.guard import require_privacy_level
 
-from .dgp import N_SITES, generate_replication
-from .records import setting_frame, tau_of
+from .dgp import N_SITES, Batch, generate_batch
+from .records import failure_codes, setting_frame, tau_of
+from .truth import pooled_truth
 
-__all__ = ["PRIVACY_LEVEL", "run_protocol_chunk", "release_scores"]
+__all__ = ["PRIVACY_LEVEL", "release_noise", "refused_replications", "run_protocol_chunk"]
 
 PRIVACY_LEVEL = 5  # q: the site default of SPEC section 3
 
 
-def release_scores(negatives, positives, tau: float, seed: int, rep: int, site: int):
-    """A site's release: both classes plus ``N(0, tau^2)`` noise, drawn from one generator as the site does.
+def _cells(batch: Batch) -> np.ndarray:
+    """Cell id (replication, site, class) of each element, in that lexicographic order."""
+    return (batch.groups * N_SITES + batch.sites) * 2 + batch.labels
 
-    The generator depends on (seed, replication, site) only, so positives and negatives get independent
-    noise and settings differ only by ``tau`` (common random numbers across settings).
+
+def release_noise(batch: Batch, seed: int) -> np.ndarray:
+    """The standard normal draws behind every site's release, aligned with the batch's elements.
+
+    Site ``k`` of replication ``rep`` draws from ``default_rng([seed, rep, 1 + k])``: first one value per
+    negative, then one per positive, each class in the order the site holds it. The release at noise
+    level ``tau`` is ``scores + tau * release_noise(...)``.
     """
-    if tau == 0.0:
-        return negatives, positives
-    rng = np.random.default_rng([seed, rep, 1 + site])
-    return add_gaussian_noise(negatives, tau, rng), add_gaussian_noise(positives, tau, rng)
+    order = np.argsort(_cells(batch), kind="stable")  # by (replication, site, class), site order within
+    per_site = np.bincount(batch.groups * N_SITES + batch.sites, minlength=batch.size * N_SITES)
+    draws = [
+        np.random.default_rng([seed, int(rep), 1 + k]).standard_normal(int(per_site[b * N_SITES + k]))
+        for b, rep in enumerate(batch.reps.tolist())
+        for k in range(N_SITES)
+    ]
+    z = np.empty(batch.scores.size)
+    z[order] = np.concatenate(draws)
+    return z
 
 
-def _pooled_variance_of(parts_per_site) -> tuple[float, int]:
-    """Two-pass distributed sample variance of values held by the sites."""
-    mean, n = pooled_mean(mean_parts(v) for v in parts_per_site)
-    return pooled_variance([sq_dev_parts(v, mean) for v in parts_per_site], n), n
+def refused_replications(batch: Batch, privacy_level: int = PRIVACY_LEVEL) -> np.ndarray:
+    """True for replications in which some site holds fewer than ``privacy_level`` negatives or positives.
 
-
-def _one_setting(seed, rep, sites, tau, grid):
-    """Distributed ROC-GLM and CI of one replication at noise level ``tau``; returns a dict of results."""
-    released = [release_scores(s0, s1, tau, seed, rep, k) for k, (s0, s1) in enumerate(sites)]
-    # The analyst pools the released scores into the global survivor functions and sends them back.
-    surv0 = SurvivorFunction(np.concatenate([r[0] for r in released]))
-    surv1 = SurvivorFunction(np.concatenate([r[1] for r in released]))
-    # Each site places its true scores under them.
-    pv0 = [surv0(s1, ties="mid") for _, s1 in sites]
-    pv1 = [surv1(s0, ties="mid") for s0, _ in sites]
-    out = {"failure": ""}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            fit = fit_rocglm([RocGlmParts.from_placements(p, grid) for p in pv0])
-    except ValueError:
-        out.update(failure="separation", auc_rocglm=np.nan, gamma1=np.nan, gamma2=np.nan, iterations=0, converged=False)
-        return out
-    out.update(auc_rocglm=fit.auc, gamma1=fit.params[0], gamma2=fit.params[1], iterations=fit.iterations, converged=fit.converged)
-    if not fit.converged:
-        out["failure"] = "no convergence"
-    var_pv0, n1 = _pooled_variance_of(pv0)
-    var_pv1, n0 = _pooled_variance_of(pv1)
-    out["var_dist"] = delong_variance_from_moments(var_pv0=var_pv0, n1=n1, var_pv1=var_pv1, n0=n0)
-    out["ci_dist"] = auc_ci(fit.auc, out["var_dist"])
-    return out
+    Such a site refuses its release and aggregates, so the replication has no distributed result.
+    """
+    sizes = np.bincount(_cells(batch), minlength=batch.size * N_SITES * 2).reshape(batch.size, N_SITES, 2)
+    refused = np.zeros(batch.size, dtype=bool)
+    for b, per_site in enumerate(sizes.tolist()):
+        try:
+            for n0, n1 in per_site:
+                require_privacy_level(n0, privacy_level, "each class of a release (negatives)")
+                require_privacy_level(n1, privacy_level, "each class of a release (positives)")
+        except PermissionDenied:
+            refused[b] = True
+    return refused
 
 
 def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: int = PRIVACY_LEVEL) -> pd.DataFrame:
@@ -98,43 +91,60 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
     AUC with the DeLong variance from the distributed two-pass moments of the placement values. The
     reference is the empirical AUC of the pooled true scores with its DeLong logit CI. A site with
     fewer than ``privacy_level`` negatives or positives refuses (failure ``"disclosure"``).
+
+    Returns
+    -------
+    DataFrame
+        One row per (setting, replication), columns :data:`simulations.records.COLUMNS`.
     """
     grid = rocglm_grid(grid)
-    rows = {setting: [] for setting in settings}
-    for rep in reps:
-        data = generate_replication(seed, rep)
-        s, y = data.scores, data.labels
-        auc_emp = empirical_auc(s, y)
-        var_true = delong_variance(s, y)
-        try:
-            ref = auc_ci(auc_emp, var_true)
-        except ValueError:
-            ref = (np.nan, np.nan)
-        sites = [(s[(data.sites == k) & (y == 0)], s[(data.sites == k) & (y == 1)]) for k in range(N_SITES)]
-        try:  # each site releases, and aggregates, only over at least q negatives and q positives
-            for s0, s1 in sites:
-                require_privacy_level(s0.size, privacy_level, "each class of a release (negatives)")
-                require_privacy_level(s1.size, privacy_level, "each class of a release (positives)")
-            refused = False
-        except PermissionDenied:
-            refused = True
-        base = {"rep": rep, "n": s.size, "n1": int(y.sum()), "auc_emp": auc_emp, "var_true": var_true,
-                "ci_lower": ref[0], "ci_upper": ref[1]}
-        for setting in settings:
-            if refused:
-                res = {"failure": "disclosure", "auc_rocglm": np.nan, "gamma1": np.nan, "gamma2": np.nan,
-                       "iterations": 0, "converged": False}
-            else:
-                res = _one_setting(seed, rep, sites, tau_of(setting), grid)
-            if not np.isfinite(ref[0]) and res["failure"] == "":
-                res["failure"] = "ci undefined"
-            lo, hi = res.pop("ci_dist", (np.nan, np.nan))
-            res.update(ci_lower_dist=lo, ci_upper_dist=hi, delta_ci=abs(lo - ref[0]) + abs(hi - ref[1]))
-            res.setdefault("var_dist", np.nan)
-            rows[setting].append({**base, **res})
+    batch = generate_batch(seed, reps)
+    B, g, s = batch.size, batch.groups, batch.scores
+    neg, pos = batch.labels == 0, batch.labels == 1
+    n0 = batch.n - batch.n1
+    auc_emp, var_true, ref = pooled_truth(batch)
+    refused = refused_replications(batch, privacy_level)
+    z = release_noise(batch, seed)
+    # Split by class once: s0/s1 true scores, z0/z1 their release noise, g0/g1 their replications.
+    s0, s1, z0, z1, g0, g1 = s[neg], s[pos], z[neg], z[pos], g[neg], g[pos]
     frames = []
-    for setting, records in rows.items():
-        columns = {name: np.array([r[name] for r in records]) for name in records[0]}
-        columns["delta_auc"] = columns["auc_emp"] - columns["auc_rocglm"]
+    for setting in settings:
+        tau = tau_of(setting)
+        released0, released1 = (s0, s1) if tau == 0.0 else (s0 + tau * z0, s1 + tau * z1)
+        # The analyst pools the releases into S~0 and S~1; each site places its true scores under them.
+        pv0 = grouped_placement_values(released0, g0, s1, g1, n_groups=B, ties="mid")
+        pv1 = grouped_placement_values(released1, g1, s0, g0, n_groups=B, ties="mid")
+        fit = fit_rocglm_batch(grouped_rocglm_counts(pv0, g1, grid, n_groups=B), batch.n1, grid)
+        var_dist = delong_variance_from_moments(
+            var_pv0=grouped_variance(pv0, g1, n_groups=B), n1=batch.n1,
+            var_pv1=grouped_variance(pv1, g0, n_groups=B), n0=n0,
+        )
+        # No fit, no moments: a refusing site answers nothing, and separated counts stop the analyst.
+        no_fit = refused | fit.degenerate
+        var_dist[no_fit] = np.nan
+        params, auc = fit.params.copy(), fit.auc.copy()
+        params[refused], auc[refused] = np.nan, np.nan
+        iterations, converged = np.where(refused, 0, fit.iterations), fit.converged & ~refused
+        dist = auc_ci_batch(auc, var_dist)
+        columns = {
+            "rep": batch.reps,
+            "n": batch.n,
+            "n1": batch.n1,
+            "auc_emp": auc_emp,
+            "auc_rocglm": auc,
+            "delta_auc": auc_emp - auc,
+            "gamma1": params[:, 0],
+            "gamma2": params[:, 1],
+            "iterations": iterations,
+            "converged": converged,
+            "failure": failure_codes(fit.degenerate, converged, ref.defined, refused),
+            "ci_lower": ref.lower,
+            "ci_upper": ref.upper,
+            "ci_lower_dist": dist.lower,
+            "ci_upper_dist": dist.upper,
+            "delta_ci": np.abs(dist.lower - ref.lower) + np.abs(dist.upper - ref.upper),
+            "var_true": var_true,
+            "var_dist": var_dist,
+        }
         frames.append(setting_frame(setting, columns))
     return pd.concat(frames, ignore_index=True)

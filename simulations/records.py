@@ -9,7 +9,7 @@ import pandas as pd
 
 from .settings import Setting
 
-__all__ = ["COLUMNS", "FAILURES", "FIT_FAILURES", "setting_frame", "tau_of"]
+__all__ = ["COLUMNS", "FAILURES", "FIT_FAILURES", "failure_codes", "setting_frame", "tau_of"]
 
 # name -> dtype; one row per (setting, replication).
 COLUMNS = {
@@ -48,6 +48,18 @@ FAILURES = {
 
 # Failures that leave no usable ROC-GLM AUC; "ci undefined" only removes the replication's CIs.
 FIT_FAILURES = ("separation", "no convergence", "disclosure")
+
+
+def failure_codes(degenerate, converged, ci_defined, refused=None) -> np.ndarray:
+    """Failure code per replication (:data:`FAILURES`), the first cause that applies in this order:
+    a site's refusal, separated counts, no convergence, an undefined reference CI; ``""`` otherwise."""
+    out = np.full(np.shape(degenerate), "", dtype=object)
+    out[~np.asarray(ci_defined)] = "ci undefined"
+    out[~np.asarray(converged)] = "no convergence"
+    out[np.asarray(degenerate)] = "separation"
+    if refused is not None:
+        out[np.asarray(refused)] = "disclosure"
+    return out
 
 
 @lru_cache(maxsize=None)

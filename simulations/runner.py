@@ -20,7 +20,7 @@ __all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_res
 MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk}
 # Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
 # files, and the results, are the same whatever the parallelism.
-DEFAULT_CHUNK = {"paper": 100, "protocol": 10}
+DEFAULT_CHUNK = {"paper": 100, "protocol": 100}
 RESULTS, CHUNKS = "results", "chunks"
 
 
@@ -158,7 +158,7 @@ def run_study(
     scheduler : str or distributed.Client, optional
         Address of a Dask scheduler (or a client) to run the chunks on.
     chunk : int, optional
-        Replications per chunk (default: 100 in paper mode, 10 in protocol mode).
+        Replications per chunk (default: 100 in both modes).
     progress : file or None
         Where progress lines go.
 

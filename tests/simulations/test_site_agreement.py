@@ -9,7 +9,6 @@ import pytest
 from dsroc import RocGlmParts, SurvivorFunction, mean_parts, rocglm_grid, sq_dev_parts
 from dsroc.v1 import site_pb2 as pb
 from simulations.dgp import generate_replication
-from simulations.protocol import release_scores
 from simulations.settings import select_settings
 from site_node.config import parse_config
 from site_node.ledger import SqliteLedger
@@ -32,14 +31,14 @@ def _site(tmp_path, scores, labels):
     return Site(config, SqliteLedger(tmp_path / "ledger.sqlite"))
 
 
-def test_protocol_site_step_equals_site_node(tmp_path):
+def test_protocol_site_step_equals_site_node(tmp_path, protocol_reference):
     seed, rep = 3, 1
     setting = select_settings(["sens=0.2_eps=5_delta=0.01"])[0]
     d = generate_replication(seed, rep)
     released = []
     for k in range(5):
         m = d.sites == k
-        released.append(release_scores(d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)], setting.tau, seed, rep, k))
+        released.append(protocol_reference.release_scores(d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)], setting.tau, seed, rep, k))
     pooled0 = np.concatenate([r[0] for r in released])
     pooled1 = np.concatenate([r[1] for r in released])
     k = 2  # any one site

@@ -22,7 +22,7 @@ from simulations import runner
 from simulations.cli import main
 from simulations.dgp import generate_replication
 from simulations.paper import run_paper_chunk
-from simulations.protocol import release_scores, run_protocol_chunk
+from simulations.protocol import run_protocol_chunk
 from simulations.report import table1
 from simulations.runner import load_results, run_study
 from simulations.settings import select_settings
@@ -58,8 +58,9 @@ def test_small_run_writes_every_output(tmp_path, mode, reps):
     assert by["sens=0.4_eps=0.5_delta=1e-05"] > 5 * by["sens=0.1_eps=10_delta=0.1"]
 
 
-def test_identical_results_for_one_and_two_workers(tmp_path):
-    kwargs = dict(mode="paper", reps=12, seed=9, settings=SMALL, chunk=5, progress=None)
+@pytest.mark.parametrize("mode", ["paper", "protocol"])
+def test_identical_results_for_one_and_two_workers(tmp_path, mode):
+    kwargs = dict(mode=mode, reps=12, seed=9, settings=SMALL, chunk=5, progress=None)
     run_study(tmp_path / "one", workers=1, **kwargs)
     run_study(tmp_path / "two", workers=2, **kwargs)
     pd.testing.assert_frame_equal(load_results(tmp_path / "one"), load_results(tmp_path / "two"))
@@ -137,22 +138,6 @@ def test_noise_free_protocol_equals_paper_where_they_must():
         np.testing.assert_allclose(protocol.loc[ok, col], paper.loc[ok, col], rtol=0, atol=1e-9)
     np.testing.assert_allclose(protocol.loc[ok, "var_dist"], paper.loc[ok, "var_true"], rtol=1e-9)
     np.testing.assert_array_equal(protocol["iterations"][ok], paper["iterations"][ok])
-
-
-def test_protocol_distributed_fit_equals_pooled_counts_fit():
-    setting = select_settings(["sens=0.1_eps=5_delta=0.01"])[0]
-    frame = run_protocol_chunk(6, range(2), [setting])
-    grid = rocglm_grid()
-    for rep in range(2):
-        d = generate_replication(6, rep)
-        neg = []
-        for k in range(5):
-            m = d.sites == k
-            r0, _ = release_scores(d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)], setting.tau, 6, rep, k)
-            neg.append(r0)
-        pv0 = placement_values(np.concatenate(neg), d.scores[d.labels == 1])
-        pooled = fit_rocglm_batch(rocglm_counts(pv0, grid)[None, :], [pv0.size], grid)
-        assert frame["auc_rocglm"].iloc[rep] == pytest.approx(pooled.auc[0], abs=1e-9)
 
 
 def test_table1_needs_noise_free(tmp_path):

@@ -1,0 +1,144 @@
+"""The per-replication protocol-mode reference: one site at a time, as the deployed daemons compute.
+
+This is the straightforward loop that :func:`simulations.protocol.run_protocol_chunk` batches; the tests
+compare the batched study against it. Each step is the computation ``site_node.site.Site`` performs for
+that call, on the same :mod:`dsroc` functions: a release draws both classes' noise from one generator
+with ``add_gaussian_noise``; placement values come from ``SurvivorFunction`` (mid-rank ties); the
+ROC-GLM parts from ``RocGlmParts.from_placements``, summed over sites by ``fit_rocglm``; the CI from
+the two-pass ``mean_parts`` / ``sq_dev_parts`` moments and ``delong_variance_from_moments``; the
+privacy level from the site guard's ``require_privacy_level``.
+"""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dsroc import (
+    RocGlmParts,
+    SurvivorFunction,
+    add_gaussian_noise,
+    auc_ci,
+    delong_variance,
+    delong_variance_from_moments,
+    empirical_auc,
+    fit_rocglm,
+    mean_parts,
+    pooled_mean,
+    pooled_variance,
+    rocglm_grid,
+    sq_dev_parts,
+)
+from simulations.dgp import N_SITES, generate_replication
+from simulations.protocol import PRIVACY_LEVEL
+from simulations.records import setting_frame, tau_of
+from site_node.errors import PermissionDenied
+from site_node.guard import require_privacy_level
+
+
+def release_scores(negatives, positives, tau: float, seed: int, rep: int, site: int):
+    """A site's release: both classes plus ``N(0, tau^2)`` noise, drawn from one generator as the site does."""
+    if tau == 0.0:
+        return negatives, positives
+    rng = np.random.default_rng([seed, rep, 1 + site])
+    return add_gaussian_noise(negatives, tau, rng), add_gaussian_noise(positives, tau, rng)
+
+
+def site_classes(data):
+    """Each site's (true negatives, true positives) of one replication."""
+    s, y = data.scores, data.labels
+    return [(s[(data.sites == k) & (y == 0)], s[(data.sites == k) & (y == 1)]) for k in range(N_SITES)]
+
+
+def _pooled_variance_of(parts_per_site) -> tuple[float, int]:
+    """Two-pass distributed sample variance of values held by the sites."""
+    mean, n = pooled_mean(mean_parts(v) for v in parts_per_site)
+    return pooled_variance([sq_dev_parts(v, mean) for v in parts_per_site], n), n
+
+
+def site_fit_parts(seed, rep, sites, tau, grid):
+    """Per site: its ``RocGlmParts`` and its true scores' placement values (PV0 of positives, PV1 of negatives)."""
+    released = [release_scores(s0, s1, tau, seed, rep, k) for k, (s0, s1) in enumerate(sites)]
+    surv0 = SurvivorFunction(np.concatenate([r[0] for r in released]))
+    surv1 = SurvivorFunction(np.concatenate([r[1] for r in released]))
+    pv0 = [surv0(s1, ties="mid") for _, s1 in sites]
+    pv1 = [surv1(s0, ties="mid") for s0, _ in sites]
+    return [RocGlmParts.from_placements(p, grid) for p in pv0], pv0, pv1
+
+
+def _one_setting(seed, rep, sites, tau, grid):
+    parts, pv0, pv1 = site_fit_parts(seed, rep, sites, tau, grid)
+    out = {"failure": ""}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fit = fit_rocglm(parts)
+    except ValueError:
+        out.update(failure="separation", auc_rocglm=np.nan, gamma1=np.nan, gamma2=np.nan, iterations=0, converged=False)
+        return out
+    out.update(auc_rocglm=fit.auc, gamma1=fit.params[0], gamma2=fit.params[1], iterations=fit.iterations, converged=fit.converged)
+    if not fit.converged:
+        out["failure"] = "no convergence"
+    var_pv0, n1 = _pooled_variance_of(pv0)
+    var_pv1, n0 = _pooled_variance_of(pv1)
+    out["var_dist"] = delong_variance_from_moments(var_pv0=var_pv0, n1=n1, var_pv1=var_pv1, n0=n0)
+    out["ci_dist"] = auc_ci(fit.auc, out["var_dist"])
+    return out
+
+
+def run_protocol_reference(seed: int, reps, settings, *, grid=None, privacy_level: int = PRIVACY_LEVEL) -> pd.DataFrame:
+    """Protocol mode one replication, setting and site at a time (the pre-batching implementation)."""
+    grid = rocglm_grid(grid)
+    rows = {setting: [] for setting in settings}
+    for rep in reps:
+        data = generate_replication(seed, rep)
+        s, y = data.scores, data.labels
+        auc_emp = empirical_auc(s, y)
+        var_true = delong_variance(s, y)
+        try:
+            ref = auc_ci(auc_emp, var_true)
+        except ValueError:
+            ref = (np.nan, np.nan)
+        sites = site_classes(data)
+        try:
+            for s0, s1 in sites:
+                require_privacy_level(s0.size, privacy_level, "each class of a release (negatives)")
+                require_privacy_level(s1.size, privacy_level, "each class of a release (positives)")
+            refused = False
+        except PermissionDenied:
+            refused = True
+        base = {"rep": rep, "n": s.size, "n1": int(y.sum()), "auc_emp": auc_emp, "var_true": var_true,
+                "ci_lower": ref[0], "ci_upper": ref[1]}
+        for setting in settings:
+            if refused:
+                res = {"failure": "disclosure", "auc_rocglm": np.nan, "gamma1": np.nan, "gamma2": np.nan,
+                       "iterations": 0, "converged": False}
+            else:
+                res = _one_setting(seed, rep, sites, tau_of(setting), grid)
+            if not np.isfinite(ref[0]) and res["failure"] == "":
+                res["failure"] = "ci undefined"
+            lo, hi = res.pop("ci_dist", (np.nan, np.nan))
+            res.update(ci_lower_dist=lo, ci_upper_dist=hi, delta_ci=abs(lo - ref[0]) + abs(hi - ref[1]))
+            res.setdefault("var_dist", np.nan)
+            rows[setting].append({**base, **res})
+    frames = []
+    for setting, records in rows.items():
+        columns = {name: np.array([r[name] for r in records]) for name in records[0]}
+        columns["delta_auc"] = columns["auc_emp"] - columns["auc_rocglm"]
+        frames.append(setting_frame(setting, columns))
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.fixture
+def protocol_reference():
+    """The per-replication reference implementation of protocol mode and its per-site steps."""
+    return types.SimpleNamespace(
+        run=run_protocol_reference,
+        release_scores=release_scores,
+        site_classes=site_classes,
+        site_fit_parts=site_fit_parts,
+    )
