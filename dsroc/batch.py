@@ -129,17 +129,19 @@ def grouped_placement_values(ref_scores, ref_groups, query_scores, query_groups,
     query = as_scores(query_scores, name="query_scores")
     rg = check_groups(ref_groups, ref.size, n_groups, name="ref_groups")
     qg = check_groups(query_groups, query.size, n_groups, name="query_groups")
-    values = np.concatenate([ref, query])
     groups = np.concatenate([rg, qg])
-    is_ref = np.zeros(values.size, dtype=np.int8)
-    is_ref[: ref.size] = 1
+    # Lay the groups out one after another (a stable sort of the ids: one merge when both inputs are
+    # stored by group), so that each group's slice is sorted on its own (see _group_order).
+    layout = np.argsort(groups, kind="stable")
+    values, groups = np.concatenate([ref, query])[layout], groups[layout]
+    is_ref = (layout < ref.size).view(np.int8)
     order, g, ((lt, le, n_ref),) = _sorted_below_counts(values, [is_ref], groups, n_groups)
-    empty = np.setdiff1d(np.unique(qg), np.flatnonzero(n_ref))
+    empty = np.flatnonzero((np.bincount(qg, minlength=n_groups) > 0) & (n_ref == 0))
     if empty.size:
         raise ValueError(f"group(s) {empty[:5].tolist()} have query scores but no reference scores")
     out = np.empty(values.size)
     with np.errstate(invalid="ignore", divide="ignore"):  # groups without reference hold no query
-        out[order] = survivor_from_counts(lt, le, n_ref[g], ties)
+        out[layout[order]] = survivor_from_counts(lt, le, n_ref[g], ties)
     return out[ref.size :]
 
 
