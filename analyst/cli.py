@@ -117,7 +117,7 @@ def _cmd_recommend(args) -> int:
     if args.json:
         print(json.dumps([dataclasses.asdict(s) for s in settings], indent=2))
         return 0
-    source = args.table or "the packaged paper-mode study (10 000 replications per setting)"
+    source = args.table or "the packaged protocol-mode study (the deployed procedure, 10 000 replications per setting)"
     print(f"(epsilon, delta) recommended for Delta = {args.sensitivity:g}: settings studied at Delta = "
           f"{settings[0].studied_sensitivity:g} whose mean |AUC_emp - AUC_ROC-GLM| stayed within "
           f"{args.tolerance:g} in every empirical-AUC bin; source: {source}. Most private first.")

@@ -16,7 +16,7 @@ __all__ = ["DEFAULT_TOLERANCE", "RecommendedSetting", "recommend_settings", "rec
 #: (docs/simulations.md), at 0.015 the qualifying settings are monotone in epsilon and delta.
 DEFAULT_TOLERANCE = 0.015
 
-_PACKAGED = "recommended_paper.csv"
+_PACKAGED = "recommended_protocol.csv"
 _COLUMNS = ("sensitivity", "epsilon", "delta", "tau", "tolerance", "worst_bin_mae", "worst_bin_delta_ci",
             "ci_within_tolerance")
 
@@ -87,7 +87,8 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
                        table: str | Path | None = None) -> list[RecommendedSetting]:
     """The (epsilon, delta) settings the simulation study recommends for a sensitivity Delta.
 
-    The study (``python -m simulations run``, paper mode) ran a grid of Delta, epsilon and delta; a
+    The study (``python -m simulations run --mode protocol``: the deployed procedure) ran a grid of
+    Delta, epsilon and delta; a
     setting is recommended when its mean |AUC_emp - AUC_ROC-GLM| stays within ``tolerance`` in every
     empirical-AUC bin and its fits rarely fail. Sites whose Delta lies between two studied values get
     the recommendation of the next larger studied Delta (more noise: conservative).
@@ -99,7 +100,7 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
     tolerance : float
         MAE tolerance; must be one the table was written with (the packaged table: 0.01, 0.015, 0.02).
     table : path, optional
-        A ``recommended.csv`` of another run of the study; default the packaged full paper-mode study.
+        A ``recommended.csv`` of another run of the study; default the packaged full protocol-mode study.
 
     Returns
     -------

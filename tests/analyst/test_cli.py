@@ -30,7 +30,7 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     model.write_text(json.dumps(helpers.MODEL))
     out = tmp_path / "report"
     rc = main(["validate", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--model", str(model),
-               "--epsilon", "5", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6",
+               "--epsilon", "1", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6",
                "--sensitivity", "0.19"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
@@ -42,7 +42,7 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     summary = (out / "summary.txt").read_text()
     assert f"{report['auc']:.4f}" in summary
-    # (5, 0.01) is not recommended for Delta = 0.19: a warning in the report and the summary, not a refusal
+    # (1, 0.01) is not recommended for Delta = 0.19: a warning in the report and the summary, not a refusal
     assert len(report["warnings"]) == 1 and " ".join(report["warnings"][0].split()) in " ".join(summary.split())
     assert "[0.00, 0.10)" in summary and "[0.90, 1.00]" in summary and "logit-scale CI" in summary
     captured = capsys.readouterr()

@@ -121,13 +121,13 @@ def test_wald_interval_at_another_level(five_sites, pki, negligible, helpers):
 def test_settings_outside_the_recommendation_are_flagged_not_refused(five_sites, pki, helpers):
     _, addresses, _ = five_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, sensitivity=0.19)
+        res = fed.validate("test", "y", score="pred", epsilon=1, delta=0.01, sensitivity=0.19)
     assert all(p.sensitivity == pytest.approx(0.19) for p in res.privacy.values())
-    # the study recommends (5, 0.1) and (10, delta >= 1e-4) for Delta = 0.2, not (5, 0.01)
-    assert len(res.warnings) == 1 and "epsilon = 5, delta = 0.01 is not among" in res.warnings[0]
-    assert "(10, 0.01)" in res.warnings[0]
+    # the study recommends epsilon >= 5 for Delta = 0.2 (e.g. (5, 0.01), (10, 0.01)), not (1, 0.01)
+    assert len(res.warnings) == 1 and "epsilon = 1, delta = 0.01 is not among" in res.warnings[0]
+    assert "(5, 0.01)" in res.warnings[0] and "(10, 0.01)" in res.warnings[0]
     assert res.to_dict()["warnings"] == list(res.warnings)
-    assert "Warnings\n  - epsilon = 5, delta = 0.01 is not among" in str(res)
+    assert "Warnings\n  - epsilon = 1, delta = 0.01 is not among" in str(res)
 
 
 def test_a_model_sent_as_coefficients_gives_the_score_column_result(five_sites, pki, negligible, helpers):
