@@ -74,13 +74,9 @@ class RocCurveDisplay:
 
     def band(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper band: the curves with slope ``gamma2`` and AUC at the CI limits."""
-        from scipy.stats import norm
+        from dsroc import rocglm_curve, rocglm_intercept_for_auc
 
-        from dsroc import rocglm_curve
-
-        scale = np.sqrt(1.0 + self.gamma2**2)
-        # AUC = Phi(g1 / sqrt(1 + g2^2)), so the intercept giving AUC = a is Phi^-1(a) * sqrt(1 + g2^2).
-        lo, hi = (rocglm_curve((float(norm.ppf(a)) * scale, self.gamma2), t) for a in self.auc_ci)
+        lo, hi = (rocglm_curve((rocglm_intercept_for_auc(a, self.gamma2), self.gamma2), t) for a in self.auc_ci)
         return lo, hi
 
     def plot(self, ax=None, *, reference: Sequence | None = None) -> "RocCurveDisplay":

@@ -50,6 +50,7 @@ from .rocglm import (
     rocglm_counts,
     rocglm_curve,
     rocglm_grid,
+    rocglm_intercept_for_auc,
 )
 from .sensitivity import SensitivityEstimate, model_sensitivity
 
@@ -58,7 +59,7 @@ __all__ = [
     "auc_ci", "auc_ci_batch", "BatchCI", "auc_test",
     "MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_variance",
     "rocglm_grid", "rocglm_counts", "PartsAtTheta", "RocGlmParts", "RocGlmResult", "RocGlmBatchResult",
-    "fit_rocglm", "fit_rocglm_batch", "rocglm_auc", "rocglm_curve",
+    "fit_rocglm", "fit_rocglm_batch", "rocglm_auc", "rocglm_intercept_for_auc", "rocglm_curve",
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",
     "gdp_epsilon", "add_gaussian_noise",
     "SensitivityEstimate", "model_sensitivity", "GlmModel",

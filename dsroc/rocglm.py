@@ -21,6 +21,7 @@ __all__ = [
     "fit_rocglm",
     "fit_rocglm_batch",
     "rocglm_auc",
+    "rocglm_intercept_for_auc",
     "rocglm_curve",
 ]
 
@@ -449,6 +450,18 @@ def rocglm_auc(params) -> float | np.ndarray:
     p = np.asarray(params, dtype=np.float64)
     value = ndtr(p[..., 0] / np.sqrt(1.0 + p[..., 1] ** 2))
     return float(value) if np.ndim(value) == 0 else value
+
+
+def rocglm_intercept_for_auc(auc, gamma2: float):
+    """The intercept gamma1 whose binormal curve with slope ``gamma2`` has area ``auc`` (inverse of
+    :func:`rocglm_auc`): ``Phi^-1(auc) sqrt(1 + gamma2^2)``. Used to draw a CI band of curves."""
+    a = np.asarray(auc, dtype=np.float64)
+    if np.any((a <= 0) | (a >= 1)) or not np.isfinite(a).all():
+        raise ValueError(f"auc must lie strictly between 0 and 1, got {auc}")
+    if not np.isfinite(gamma2):
+        raise ValueError(f"gamma2 must be finite, got {gamma2}")
+    value = ndtri(a) * np.sqrt(1.0 + float(gamma2) ** 2)
+    return float(value) if value.ndim == 0 else value
 
 
 def rocglm_curve(params, t) -> np.ndarray:

@@ -17,6 +17,7 @@ from dsroc import (
     rocglm_counts,
     rocglm_curve,
     rocglm_grid,
+    rocglm_intercept_for_auc,
 )
 
 
@@ -163,3 +164,12 @@ def test_near_separation_is_a_warning_not_a_crash():
     assert any("close to separation" in w for w in result.warnings)
     # an ordinary fit carries no such warning
     assert fit_rocglm(RocGlmParts.from_placements(_placements(5), grid)).warnings == []
+
+
+@pytest.mark.parametrize("auc, gamma2", [(0.6, 1.0), (0.83, 0.4), (0.97, 2.2)])
+def test_intercept_for_auc_inverts_the_closed_form(auc, gamma2):
+    gamma1 = rocglm_intercept_for_auc(auc, gamma2)
+    integral, _ = quad(lambda t: rocglm_curve((gamma1, gamma2), t), 0, 1, epsabs=1e-12, limit=200)
+    assert integral == pytest.approx(auc, abs=1e-7)
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        rocglm_intercept_for_auc(1.0, gamma2)
