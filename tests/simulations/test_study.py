@@ -12,9 +12,7 @@ from dsroc import (
     delong_variance_from_moments,
     empirical_auc,
     fit_rocglm,
-    fit_rocglm_batch,
     placement_values,
-    rocglm_counts,
     rocglm_grid,
     RocGlmParts,
 )
