@@ -117,20 +117,21 @@ def site_sensitivity(rule: str, *, policy: Policy, score_range, model=None, feat
     return SiteSensitivity(estimate.value, "model", False, estimate.note)
 
 
-# A larger sensitivity than the site's only adds noise; beyond this factor the scores are pure noise
-# and the noise scale could overflow.
+# A larger sensitivity than the site's only adds noise; beyond this factor times the width of the
+# score range the scores are pure noise and the noise scale could overflow.
 MAX_SENSITIVITY_FACTOR = 1e6
 
 
-def release_sensitivity(site: SiteSensitivity, requested: float) -> float:
+def release_sensitivity(site: SiteSensitivity, requested: float, *, score_range=(0.0, 1.0)) -> float:
     """The sensitivity of a release: the site's, or a larger one the analyst asks for (0 = the site's)."""
     requested = _finite("sensitivity", requested)
     if requested == 0:
         return site.value
-    if requested > MAX_SENSITIVITY_FACTOR * site.value:
+    width = float(score_range[1]) - float(score_range[0])
+    if requested > MAX_SENSITIVITY_FACTOR * width:
         raise InvalidArgument(
-            f"sensitivity {requested:g} is more than {MAX_SENSITIVITY_FACTOR:g} times the site's value {site.value:g}: "
-            "the released scores would be pure noise"
+            f"sensitivity {requested:g} is more than {MAX_SENSITIVITY_FACTOR:g} times the width of the score range "
+            f"({width:g}): the released scores would be pure noise"
         )
     if requested < site.value:
         raise InvalidArgument(

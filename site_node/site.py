@@ -203,7 +203,7 @@ class Site:
         score_class = _check_class(score_class)
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
-        used_delta = release_sensitivity(site_delta, sensitivity)
+        used_delta = release_sensitivity(site_delta, sensitivity, score_range=session.data.score_range)
         data = session.data
         negatives, positives = data.negatives, data.positives
         # The release covers both classes, so each must meet the privacy level.

@@ -49,7 +49,7 @@ def test_finding5_overflowing_threshold_and_sensitivity_are_invalid_not_internal
         assert details.startswith(f"threshold {threshold}") and "must lie in the score range [0, 1]" in details
     details = _refused(lambda: client.release(s, NEG, epsilon=0.48, delta=5e-324, sensitivity=1e308),
                        grpc.StatusCode.INVALID_ARGUMENT)
-    assert details.startswith("sensitivity 1e+308 is more than 1e+06 times the site's value 1")
+    assert details.startswith("sensitivity 1e+308 is more than 1e+06 times the width of the score range (1)")
     details = _refused(lambda: client.PlacementMoments(pb.PlacementMomentsRequest(
         session_id=s, global_means=pb.GlobalMeans(mean_pv0=1e308, mean_pv1=0.5))), grpc.StatusCode.INVALID_ARGUMENT)
     assert details == "global_means.mean_pv0 must lie in [0, 1] (a mean of placement values), got 1e+308"
