@@ -141,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="dsroc", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
         description="Validate a binary prediction model on data held by several hospitals (distributed\n"
                     "ROC-GLM with differential privacy): AUC with CI, ROC curve, Brier score, calibration.")
+    from site_node.cli import package_version
+
+    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     v = sub.add_parser("validate", help="run a distributed validation and write a report folder",

@@ -264,6 +264,7 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
         Where the results are printed (default stdout).
     """
     from site_node.auth import hash_token, new_token
+    from site_node.init import federation_document
     from site_node.pki import generate_dev_pki
 
     say = (lambda *a: print(*a, file=stream or sys.stdout, flush=True))
@@ -294,13 +295,11 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
     (out / "analyst.token").write_text(token + "\n", encoding="utf-8")
     os.chmod(out / "analyst.token", 0o600)
     configs = write_site_files(data, out / "sites", token_hash=hash_token(token), pki=pki, privacy_level=_Q)
-    fed_lines = ["# Federation of the dsroc demo (generated).", "[options]", "timeout = 30", ""]
-    for name, _, port in configs:
-        fed_lines += ["[[sites]]", f'name = "{name}"', f'address = "127.0.0.1:{port}"',
-                      'token_file = "analyst.token"', f"ca_file = {json.dumps(str(pki.ca_cert))}",
-                      f"client_cert = {json.dumps(str(pki.client_cert))}",
-                      f"client_key = {json.dumps(str(pki.client_key))}", ""]
-    (out / "federation.toml").write_text("\n".join(fed_lines), encoding="utf-8")
+    entries = [{"name": name, "address": f"127.0.0.1:{port}", "token_file": "analyst.token",
+                "ca_file": str(pki.ca_cert), "client_cert": str(pki.client_cert), "client_key": str(pki.client_key)}
+               for name, _, port in configs]
+    (out / "federation.toml").write_text(federation_document(entries, comment="Federation of the dsroc demo "
+                                                                              "(generated)."), encoding="utf-8")
 
     with running_daemons(configs, pki=pki, token=token, progress=progress):
         t_ready = time.perf_counter()

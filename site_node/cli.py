@@ -10,7 +10,17 @@ import sys
 import threading
 from datetime import datetime, timezone
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "package_version"]
+
+
+def package_version() -> str:
+    """The installed dsroc distribution's version (the source tree's pyproject when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dsroc")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 DESCRIPTION = """\
 dsroc-site runs a hospital's site for dsroc: a daemon that answers privacy-checked questions about a
@@ -18,7 +28,8 @@ prediction model's performance on local patient data, so that analysts can valid
 several hospitals without any patient record leaving any of them.
 
 Quick start:
-  dsroc-site init mysite              # example config, sample data, dev certificates, a first token
+  dsroc-site init mysite              # example config, sample data, dev certificates, the analyst's files
+  dsroc-site init --federation 2 fed  # or: two local sites and the analyst's fed/federation.toml
   $EDITOR mysite/site.toml            # your datasets, analysts and privacy policy
   dsroc-site check --config mysite/site.toml      # config, certificates and data columns
   dsroc-site serve --config mysite/site.toml
@@ -39,18 +50,32 @@ class _JsonFormatter(logging.Formatter):
 
 
 def _cmd_init(args) -> int:
-    from .init import init_site
+    from .init import init_federation, init_site
 
+    if args.federation is not None:
+        fed = init_federation(args.directory, args.federation, analyst=args.analyst, overwrite=args.force)
+        for r in fed.sites:
+            print(f"wrote {r.config} (site {r.name!r} on {r.address}, {r.dataset.name}: synthetic patients of its own)")
+        print(f"wrote {fed.federation} (the analyst's federation file: tokens, CAs and client keys of every site)")
+        print()
+        configs = " ".join(f"--config {r.config}" for r in fed.sites)
+        print(f"Check the sites:    dsroc-site check {configs}")
+        print(f"Start the sites:    dsroc-site serve {configs} &")
+        print(f"Validate:           dsroc validate --federation {fed.federation} --dataset sample --outcome y "
+              "--score pred --epsilon 5 --delta 0.01 --out report")
+        return 0
     result = init_site(args.directory, name=args.name, listen=args.listen, analyst=args.analyst,
                        overwrite=args.force)
     print(f"wrote {result.config}")
     print(f"      {result.dataset} (synthetic sample data)")
     print(f"      {result.pki.ca_cert.parent}/ (development CA, server and client certificates)")
+    print(f"      {result.snippet.parent}/ (for the analyst: federation.toml, the token file, CA and client key)")
     print()
     print(f"Bearer token for analyst {result.analyst!r} (shown once; the config stores only its SHA-256):")
     print(f"  {result.token}")
     print()
-    print("Give the analyst this token, pki/ca.crt and pki/client.crt + pki/client.key (mutual TLS).")
+    print(f"Give the analyst the folder {result.snippet.parent}/ over a safe channel; it connects with")
+    print(f"  dsroc validate --federation {result.snippet} ...")
     print(f"Start the site with:  dsroc-site serve --config {result.config}")
     return 0
 
@@ -66,14 +91,24 @@ def _cmd_token(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    from .config import load_config
+    from .config import ConfigError, load_config
     from .server import SiteServer
 
-    config = load_config(args.config)
-    server = SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers)
+    if args.listen is not None and len(args.config) > 1:
+        raise ConfigError("--listen overrides the address of one site; give a single --config with it")
+    configs = [load_config(path) for path in args.config]  # every config is checked before any site starts
+    servers = [SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers)
+               for config in configs]
     if args.insecure:
         logging.getLogger("dsroc.site").warning("serving WITHOUT TLS (--insecure): for local development only")
-    server.start()
+    started = []
+    try:
+        for server in servers:
+            started.append(server.start())
+    except BaseException:
+        for server in started:
+            server.stop(grace=0)
+        raise
     stopping = threading.Event()
 
     def on_signal(signum, frame):
@@ -82,20 +117,23 @@ def _cmd_serve(args) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    print(json.dumps({"event": "serving", "address": server.bound_address}), flush=True)
+    for config, server in zip(configs, servers):
+        print(json.dumps({"event": "serving", "address": server.bound_address, "site": config.name}), flush=True)
     while not stopping.wait(0.5):
         pass
-    server.stop(grace=args.grace)
+    for server in servers:
+        server.stop(grace=args.grace)
     return 0
 
 
-def _cmd_check(args) -> int:
+def _check_one(path) -> int:
+    """Check one site config; print a line per item and return the number of problems."""
     from .config import load_config
-    from .datasets import DatasetStore, outcome_values, score_values
+    from .datasets import DatasetStore, feature_values, outcome_values, score_values
     from .errors import SiteError
     from .server import server_credentials
 
-    config = load_config(args.config)
+    config = load_config(path)
     problems = 0
     if config.tls is not None:
         try:
@@ -115,15 +153,25 @@ def _cmd_check(args) -> int:
             print(f"dataset {name}: cannot be read (see the log above)")
             continue
         print(f"dataset {name}: {len(table)} rows, columns {list(table.columns)}")
-        checks = [(c, lambda c=c: outcome_values(table, name, c)) for c in ds.outcomes]
-        checks += [(c, lambda c=c: score_values(table, name, c, ds.score_range)) for c in ds.scores]
-        for column, check in checks:
+        checks = [(c, "outcome", lambda c=c: outcome_values(table, name, c)) for c in ds.outcomes]
+        checks += [(c, "score", lambda c=c: score_values(table, name, c, ds.score_range)) for c in ds.scores]
+        checks += [(c, "model", lambda c=c: feature_values(table, name, [c])) for c in ds.model_columns or ()]
+        for column, kind, check in checks:
             try:
                 check()
-                print(f"  {column}: ok")
+                print(f"  {column}: ok ({kind} column)")
             except SiteError as exc:
                 problems += 1
-                print(f"  {column}: {exc}")
+                print(f"  {column}: {exc} ({kind} column)")
+    return problems
+
+
+def _cmd_check(args) -> int:
+    problems = 0
+    for path in args.config:
+        if len(args.config) > 1:
+            print(f"== {path}")
+        problems += _check_one(path)
     print("no problems found" if not problems else f"{problems} problem(s) found")
     return 0 if not problems else 1
 
@@ -175,18 +223,25 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dsroc-site``."""
     parser = argparse.ArgumentParser(prog="dsroc-site", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("init", help="write an example site folder (config, sample data, dev certificates, token)",
                        description="Write DIRECTORY/site.toml (a commented example config), data/sample.csv "
-                       "(synthetic patients) and pki/ (a development CA, server and client certificates), and print "
-                       "a bearer token for a first analyst; the config stores only its SHA-256. For production, "
-                       "replace the development certificates with ones of the hospital's own PKI.")
+                       "(synthetic patients, drawn per site name) and pki/ (a development CA, server and client "
+                       "certificates), and print a bearer token for a first analyst; the config stores only its "
+                       "SHA-256. analyst/ holds what the analyst needs: federation.toml (a [[sites]] table that "
+                       "'dsroc validate --federation' accepts as is), the token file (mode 0600), the CA and the "
+                       "client certificate and key. For production, replace the development certificates with "
+                       "ones of the hospital's own PKI.")
     p.add_argument("directory", help="folder to create")
     p.add_argument("--name", default="hospital", help="site name shown to analysts (default: hospital)")
     p.add_argument("--listen", default="127.0.0.1:50051", help="listen address (default: 127.0.0.1:50051)")
     p.add_argument("--analyst", default="analyst1", help="name of the first analyst (default: analyst1)")
     p.add_argument("--force", action="store_true", help="overwrite an existing site.toml")
+    p.add_argument("--federation", type=int, default=None, metavar="N",
+                   help="set up N local sites DIRECTORY/site1 ... on free loopback ports and the analyst's "
+                        "DIRECTORY/federation.toml (ignores --name and --listen)")
     p.set_defaults(func=_cmd_init)
 
     p = sub.add_parser("token", help="make a new analyst token and print it with its SHA-256 for the config",
@@ -200,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
                        '{"event": "serving", "address": ...} on stdout once listening, JSON logs on stderr; the '
                        "standard gRPC health service reports SERVING. On SIGTERM or SIGINT health turns NOT_SERVING, "
                        "running calls get --grace seconds, then the daemon exits 0. Exit 2 on a config error.")
-    p.add_argument("--config", required=True, help="site TOML file")
+    p.add_argument("--config", required=True, action="append", help="site TOML file (repeat to run several "
+                   "local sites in one process, e.g. the sites of 'init --federation')")
     p.add_argument("--insecure", action="store_true", help="plain text instead of TLS; local development only, so only on a loopback address")
     p.add_argument("--listen", default=None, help="override the config's listen address")
     p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8); one analyst may use half of them")
@@ -209,8 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="check the config, TLS files and every dataset's declared columns",
                        description="Load the config, read the TLS files and every dataset, and check each "
-                       "declared outcome and score column. Exit 1 if any problem was found.")
-    p.add_argument("--config", required=True, help="site TOML file")
+                       "declared outcome, score and model column. Exit 1 if any problem was found.")
+    p.add_argument("--config", required=True, action="append", help="site TOML file (repeat for several sites)")
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("budget", help="privacy budget spent per dataset, and every release",
@@ -240,7 +296,7 @@ def main(argv=None) -> int:
 
     try:
         return args.func(args)
-    except (ConfigError, FileExistsError, OSError) as exc:
+    except (ConfigError, FileExistsError, OSError, ValueError) as exc:
         print(f"dsroc-site: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,18 +1,28 @@
-"""``dsroc-site init``: a commented example config, a sample dataset, development certificates and a first token."""
+"""``dsroc-site init``: a commented example config, sample data, development certificates and the analyst's files."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import tomli_w
 from scipy.special import expit
 
 from .auth import hash_token, new_token
 from .pki import DevPki, generate_dev_pki
 
-__all__ = ["InitResult", "init_site", "sample_dataset", "CONFIG_TEMPLATE"]
+__all__ = ["ANALYST_DIR", "CONFIG_TEMPLATE", "FederationInit", "InitResult", "federation_document", "init_federation",
+           "init_site", "name_seed",
+           "sample_dataset"]
+
+#: Sub-folder of a site folder with everything the analyst needs: a federation snippet, the token, CA and client key.
+ANALYST_DIR = "analyst"
 
 CONFIG_TEMPLATE = """\
 # dsroc site configuration (written by `dsroc-site init`). Relative paths are relative to this file.
@@ -80,13 +90,52 @@ model_columns = ["age", "size", "nodes", "grade"]   # columns an analyst's GLM m
 
 @dataclass(frozen=True)
 class InitResult:
-    """What ``init`` wrote."""
+    """What ``init`` wrote.
+
+    Attributes
+    ----------
+    config, dataset : Path
+        ``site.toml`` and the sample data.
+    pki : DevPki
+        The development certificates.
+    analyst, token : str
+        The first analyst's name and bearer token (the config stores only its SHA-256).
+    snippet : Path
+        ``analyst/federation.toml``: a ``[[sites]]`` table that ``dsroc validate --federation`` accepts as is.
+    token_file : Path
+        ``analyst/<analyst>.token`` (mode 0600), read by the snippet.
+    """
 
     config: Path
     dataset: Path
     pki: DevPki
     analyst: str
     token: str
+    snippet: Path
+    token_file: Path
+    name: str
+    address: str
+
+    def site_entry(self, folder) -> dict:
+        """The analyst's ``[[sites]]`` table for this site, its paths relative to ``folder``."""
+        adir = self.snippet.parent
+        rel = lambda p: os.path.relpath(p, folder)  # noqa: E731
+        return {"name": self.name, "address": self.address, "token_file": rel(self.token_file),
+                "ca_file": rel(adir / "ca.crt"), "client_cert": rel(adir / "client.crt"),
+                "client_key": rel(adir / "client.key")}
+
+
+@dataclass(frozen=True)
+class FederationInit:
+    """What ``init --federation N`` wrote: the sites and the analyst's federation file."""
+
+    sites: tuple[InitResult, ...]
+    federation: Path
+
+
+def name_seed(name: str) -> int:
+    """A seed derived from a site name, so that sites with different names get different sample patients."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little")
 
 
 def sample_dataset(n: int = 400, *, seed: int = 0) -> pd.DataFrame:
@@ -102,9 +151,36 @@ def sample_dataset(n: int = 400, *, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"age": age, "size": size, "nodes": nodes, "grade": grade, "y": y, "pred": pred})
 
 
+def _analyst_address(listen: str, hosts) -> str:
+    """Where the analyst connects: the listen address, with a wildcard host replaced by the certificate's first name."""
+    host, _, port = listen.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        host = hosts[0]
+    return f"{host}:{port}"
+
+
+def federation_document(entries, *, comment: str = "") -> str:
+    """A federation TOML file (``[[sites]]`` tables) as text; the single place that writes one."""
+    header = "".join(f"# {line}\n" for line in comment.splitlines())
+    return header + tomli_w.dumps({"sites": list(entries)})
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write a secret (token, key) readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o600)
+
+
 def init_site(directory, *, name: str = "hospital", listen: str = "127.0.0.1:50051", analyst: str = "analyst1",
-              hosts=("localhost", "127.0.0.1"), overwrite: bool = False) -> InitResult:
-    """Write a ready-to-serve site folder: ``site.toml``, ``data/sample.csv``, ``pki/`` and a token.
+              hosts=("localhost", "127.0.0.1"), overwrite: bool = False, n_patients: int = 400) -> InitResult:
+    """Write a ready-to-serve site folder and the analyst's files.
+
+    Writes ``site.toml``, ``data/sample.csv`` (synthetic patients drawn from a seed derived from
+    ``name``, so that two sites never hold the same patients), ``pki/`` and ``analyst/``: a federation
+    snippet (one ``[[sites]]`` table), the token file (mode 0600) and copies of the CA certificate and
+    the client certificate and key, to hand to the analyst as one folder.
 
     Parameters
     ----------
@@ -114,16 +190,64 @@ def init_site(directory, *, name: str = "hospital", listen: str = "127.0.0.1:500
         Site name, listen address and the first analyst's name.
     hosts : sequence of str
         Names the server certificate is valid for.
+    n_patients : int
+        Rows of the sample data.
     """
     directory = Path(directory)
     config = directory / "site.toml"
     if config.exists() and not overwrite:
-        raise FileExistsError(f"{config} exists; choose another folder")
+        raise FileExistsError(f"{config} exists; choose another folder (or --force)")
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"listen must be host:port, got {listen!r}")
     (directory / "data").mkdir(parents=True, exist_ok=True)
     dataset = directory / "data" / "sample.csv"
-    sample_dataset().to_csv(dataset, index=False)
+    sample_dataset(n_patients, seed=name_seed(name)).to_csv(dataset, index=False)
     pki = generate_dev_pki(directory / "pki", hosts=hosts, client_name=analyst)
     token = new_token()
     config.write_text(CONFIG_TEMPLATE.format(name=name, listen=listen, analyst=analyst,
                                              token_hash=hash_token(token)), encoding="utf-8")
-    return InitResult(config, dataset, pki, analyst, token)
+    # the analyst's folder: everything needed to connect, nothing the site keeps secret (no CA or server key)
+    adir = directory / ANALYST_DIR
+    adir.mkdir(exist_ok=True)
+    token_file = adir / f"{analyst}.token"
+    _write_private(token_file, (token + "\n").encode())
+    shutil.copyfile(pki.ca_cert, adir / "ca.crt")
+    shutil.copyfile(pki.client_cert, adir / "client.crt")
+    _write_private(adir / "client.key", pki.client_key.read_bytes())
+    result = InitResult(config, dataset, pki, analyst, token, adir / "federation.toml", token_file, name,
+                        _analyst_address(listen, hosts))
+    result.snippet.write_text(federation_document(
+        [result.site_entry(adir)],
+        comment=f"Analyst's federation entry for site {name!r} (written by dsroc-site init).\n"
+                "Use as is: dsroc validate --federation THIS_FILE ...; or copy the [[sites]] table into a\n"
+                "federation file with other sites (paths are relative to the file that holds them)."),
+        encoding="utf-8")
+    return result
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_federation(directory, n_sites: int, *, analyst: str = "analyst1", overwrite: bool = False) -> FederationInit:
+    """Set up ``n_sites`` local sites (``site1`` ... on free loopback ports) and the analyst's ``federation.toml``.
+
+    Each site gets its own folder (as :func:`init_site`), its own certificates, token and sample
+    patients; ``DIRECTORY/federation.toml`` lists them all for ``dsroc validate --federation``.
+    """
+    if isinstance(n_sites, bool) or not isinstance(n_sites, int) or not 1 <= n_sites <= 50:
+        raise ValueError(f"--federation needs a number of sites from 1 to 50, got {n_sites!r}")
+    directory = Path(directory)
+    federation = directory / "federation.toml"
+    if federation.exists() and not overwrite:
+        raise FileExistsError(f"{federation} exists; choose another folder (or --force)")
+    sites = tuple(init_site(directory / f"site{k}", name=f"site{k}", listen=f"127.0.0.1:{_free_port()}",
+                            analyst=analyst, overwrite=overwrite) for k in range(1, n_sites + 1))
+    federation.write_text(federation_document(
+        [r.site_entry(directory) for r in sites],
+        comment=f"Analyst's federation of {n_sites} local sites (written by dsroc-site init --federation)."),
+        encoding="utf-8")
+    return FederationInit(sites, federation)
