@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.special import ndtr, ndtri
 
 from ._checks import as_scores
+from .probit import ProbitCounts, ProbitTerms, iterate_to_mle
 
 __all__ = [
     "rocglm_grid",
@@ -27,7 +28,6 @@ __all__ = [
 
 DEFAULT_GRID_SIZE = 30  # the paper's simulation grid: linspace(0, 1, 30) without its end points
 DEFAULT_START = (0.0, 1.0)  # the diagonal ROC(t) = t: neutral, valid for every data set
-_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 _SEPARATED = "the ROC-GLM counts are degenerate"
 _ETA_SATURATED = 8.0  # |eta| beyond which Phi(eta) is 0 or 1 to about 1e-15, as in R's glm warning
 
@@ -47,7 +47,7 @@ def rocglm_grid(spec=None) -> np.ndarray:
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         if spec < 4:
             raise ValueError(f"grid size must be an integer >= 4 (two inner points at least), got {spec}")
-        return np.linspace(0.0, 1.0, int(spec))[1:-1]
+        return _rational_grid(int(spec))
     grid = np.asarray(spec, dtype=np.float64)
     if grid.ndim != 1 or grid.size < 2:
         raise ValueError(f"grid must be a one-dimensional array of at least 2 thresholds, got shape {grid.shape}")
@@ -60,7 +60,22 @@ def rocglm_grid(spec=None) -> np.ndarray:
         )
     if np.any(np.diff(grid) <= 0.0):
         raise ValueError("grid thresholds must be strictly increasing (no duplicates)")
+    if np.array_equal(grid, np.linspace(0.0, 1.0, grid.size + 2)[1:-1]):
+        return _rational_grid(grid.size + 2)  # the same grid, each point rounded once (see _rational_grid)
     return grid
+
+
+def _rational_grid(m: int) -> np.ndarray:
+    """``t_j = j / (m - 1)``, j = 1 .. m - 2, each the correctly rounded quotient.
+
+    ``linspace`` computes ``j * (1 / (m - 1))``, which can be one unit in the last place off ``j / (m - 1)``
+    (3 of the 28 default points), so that a placement value ``k / n0`` *equal* to ``j / (m - 1)`` (``n0`` a
+    multiple of ``m - 1``) would fall on either side by rounding. With both sides correctly rounded
+    quotients of integers the float comparison ``PV0 <= t_j`` is exact: rounding is monotone and maps
+    equal rationals to equal floats, and two different ratios of integers below 2**40 differ by far more
+    than the rounding error, so their order is kept.
+    """
+    return np.arange(1, m - 1, dtype=np.float64) / (m - 1)
 
 
 def rocglm_counts(pv0, grid) -> np.ndarray:
@@ -68,36 +83,6 @@ def rocglm_counts(pv0, grid) -> np.ndarray:
     pv = as_scores(pv0, name="pv0", score_range=(0.0, 1.0))
     grid = rocglm_grid(grid)
     return np.searchsorted(np.sort(pv), grid, side="right").astype(np.int64)
-
-
-def _probit_binomial(theta: np.ndarray, x: np.ndarray, k: np.ndarray, n: np.ndarray):
-    """Score, expected information and deviance of a binomial probit model, broadcast over batches.
-
-    ``theta`` has shape (..., 2), ``x`` (nT,), ``k`` (..., nT) successes out of ``n`` (...,) trials per
-    row. Everything is computed in log space (Mills ratios, log-CDFs), so extreme linear predictors
-    neither underflow nor divide by zero, and the deviance is a sum of log terms.
-    """
-    eta = theta[..., 0, None] + theta[..., 1, None] * x
-    n = n[..., None]
-    log_mu, log_1mmu = log_ndtr(eta), log_ndtr(-eta)
-    log_phi = -0.5 * eta**2 - _LOG_SQRT_2PI
-    r1 = np.exp(log_phi - log_mu)  # phi / mu
-    r0 = np.exp(log_phi - log_1mmu)  # phi / (1 - mu)
-    d_eta = k * r1 - (n - k) * r0  # = phi (k - n mu) / (mu (1 - mu))
-    w = n * r1 * r0  # = n phi^2 / (mu (1 - mu))
-    batch = eta.shape[:-1]
-    score = np.empty(batch + (2,))
-    score[..., 0], score[..., 1] = d_eta.sum(-1), d_eta @ x
-    info = np.empty(batch + (2, 2))
-    info[..., 0, 0], info[..., 0, 1], info[..., 1, 1] = w.sum(-1), w @ x, w @ (x * x)
-    info[..., 1, 0] = info[..., 0, 1]
-    # The deviance of the indicator data set u_ij (Bernoulli, saturated log-likelihood 0) is -2 loglik:
-    # a sum of log terms that adds up exactly over sites and equals the expanded-data GLM's deviance.
-    with np.errstate(invalid="ignore"):
-        loglik_terms = np.where(k > 0, k * log_mu, 0.0) + np.where(n - k > 0, (n - k) * log_1mmu, 0.0)
-    loglike = loglik_terms.sum(-1)
-    deviance = -2.0 * loglike
-    return score, info, deviance, loglike
 
 
 def _degenerate(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -116,6 +101,21 @@ class PartsAtTheta:
 
     def __add__(self, other: "PartsAtTheta") -> "PartsAtTheta":
         return PartsAtTheta(self.score + other.score, self.information + other.information, self.deviance + other.deviance)
+
+
+def _matrix(info3: np.ndarray) -> np.ndarray:
+    """The symmetric 2 x 2 matrix from its three entries ``(I00, I01, I11)``."""
+    return np.array([[info3[0], info3[1]], [info3[1], info3[2]]])
+
+
+def _inverse(m: np.ndarray) -> np.ndarray:
+    """Inverse of a symmetric 2 x 2 matrix in closed form (pseudo-inverse when it is singular)."""
+    (a, b), (_, d) = m.tolist()
+    det = a * d - b * b
+    if det == 0.0 or not np.isfinite(det):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.linalg.pinv(m)
+    return np.array([[d, -b], [-b, a]]) / det
 
 
 def _as_theta(theta) -> np.ndarray:
@@ -154,6 +154,8 @@ class RocGlmParts:
             raise ValueError(f"counts must be integers between 0 and n_trials = {n_trials}")
         self.counts = k
         self.n_trials = int(n_trials)
+        self._probit = None
+        self._is_degenerate = None
 
     @classmethod
     def from_placements(cls, pv0, grid=None) -> "RocGlmParts":
@@ -162,77 +164,47 @@ class RocGlmParts:
         pv = as_scores(pv0, name="pv0", score_range=(0.0, 1.0))
         return cls(rocglm_counts(pv, grid), pv.size, grid)
 
-    def _terms(self, theta):
-        return _probit_binomial(_as_theta(theta), self.x, self.counts, np.asarray(float(self.n_trials)))
+    @property
+    def probit(self) -> ProbitCounts:
+        """The counts laid out for fast evaluation (built on first use)."""
+        if self._probit is None:
+            self._probit = ProbitCounts(self.x, self.counts[None, :], np.array([float(self.n_trials)]))
+        return self._probit
+
+    def _terms(self, theta) -> ProbitTerms:
+        return self.probit(_as_theta(theta)[None, :])
 
     def loglike(self, theta) -> float:
         """Log-likelihood (without the binomial coefficients) at theta."""
-        return float(self._terms(theta)[3])
+        return -0.5 * float(self._terms(theta).deviance[0])
 
     def score(self, theta) -> np.ndarray:
         """Score vector (gradient of the log-likelihood) at theta."""
-        return self._terms(theta)[0]
+        return self._terms(theta).score[0]
 
     def information(self, theta) -> np.ndarray:
         """Expected (Fisher) information matrix at theta."""
-        return self._terms(theta)[1]
+        return _matrix(self._terms(theta).info[0])
+
+    def observed_information(self, theta) -> np.ndarray:
+        """Observed information (minus the Hessian of the log-likelihood) at theta."""
+        return _matrix(self.probit.observed(self._terms(theta))[0])
 
     def deviance(self, theta) -> float:
         """Deviance of the indicator data set at theta (``-2 loglike``; its saturated model has loglike 0)."""
-        return float(self._terms(theta)[2])
+        return float(self._terms(theta).deviance[0])
 
     def evaluate(self, theta) -> PartsAtTheta:
         """Score, information and deviance at theta: what a site returns per Fisher-scoring step."""
-        score, info, dev, _ = self._terms(theta)
-        return PartsAtTheta(score, info, float(dev))
+        t = self._terms(theta)
+        return PartsAtTheta(t.score[0], _matrix(t.info[0]), float(t.deviance[0]))
 
     @property
     def is_degenerate(self) -> bool:
         """True when every count is 0 or n_trials (separated data, no finite estimate)."""
-        return bool(_degenerate(self.counts, self.n_trials))
-
-
-def _solve_2x2(info: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """Solve ``info @ step = score`` for a batch of symmetric 2 x 2 systems in closed form."""
-    a, b, d = info[..., 0, 0], info[..., 0, 1], info[..., 1, 1]
-    det = a * d - b * b
-    step = np.empty(score.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        step[..., 0] = (d * score[..., 0] - b * score[..., 1]) / det
-        step[..., 1] = (a * score[..., 1] - b * score[..., 0]) / det
-    return step
-
-
-def _fisher_scoring(evaluate, theta0: np.ndarray, *, tol: float, max_iter: int):
-    """Fisher scoring ``theta <- theta + I^-1 V`` for a batch of independent problems.
-
-    ``evaluate(theta[B, 2]) -> (score[B, 2], info[B, 2, 2], deviance[B])``. Stops a row when
-    ``|dev_m - dev_{m-1}| / (|dev_m| + 0.1) < tol`` (R's glm rule); converged rows keep their estimate.
-    Returns theta, iterations, converged, the deviance trace (list of [B] arrays) and the final parts.
-    """
-    theta = theta0.copy()
-    score, info, dev = evaluate(theta)
-    trace = [dev.copy()]
-    iterations = np.zeros(theta.shape[0], dtype=np.int64)
-    converged = np.zeros(theta.shape[0], dtype=bool)
-    for _ in range(max_iter):
-        active = ~converged
-        step = _solve_2x2(info, score)
-        ok = np.isfinite(step).all(-1)
-        active &= ok
-        if not active.any():
-            break
-        proposal = np.where(active[:, None], theta + step, theta)
-        new_score, new_info, new_dev = evaluate(proposal)
-        iterations += active
-        done = active & (np.abs(new_dev - dev) / (np.abs(new_dev) + 0.1) < tol)
-        theta = proposal
-        score = np.where(active[:, None], new_score, score)
-        info = np.where(active[:, None, None], new_info, info)
-        dev = np.where(active, new_dev, dev)
-        converged |= done
-        trace.append(dev.copy())
-    return theta, iterations, converged, trace, (score, info, dev)
+        if self._is_degenerate is None:
+            self._is_degenerate = bool(_degenerate(self.counts, self.n_trials))
+        return self._is_degenerate
 
 
 @dataclass
@@ -246,14 +218,18 @@ class RocGlmResult:
     auc : float
         ``Phi(gamma1 / sqrt(1 + gamma2^2))``.
     iterations : int
-        Fisher-scoring steps taken (the number of evaluations is ``iterations + 1``).
+        Steps taken (the number of evaluations is ``iterations + 1``): Fisher scoring to R's deviance
+        rule, then Newton (local counts) or Fisher (remote sites) steps to the maximum-likelihood estimate.
     converged : bool
+        R's deviance rule met and, unless ``xtol = 0``, the last step below ``xtol`` (relative).
     deviance_trace : list of float
         Deviance at the start and after each step.
     cov : ndarray
         Inverse expected information at the estimate (2 x 2).
     warnings : list of str
         Non-convergence or extreme fitted values, reported rather than raised.
+    last_step : float
+        Size of the last step relative to the parameters, ``max|step| / max(max|theta|, 1)``.
     """
 
     params: np.ndarray
@@ -263,6 +239,7 @@ class RocGlmResult:
     deviance_trace: list
     cov: np.ndarray
     warnings: list = field(default_factory=list)
+    last_step: float = float("nan")
 
     @property
     def deviance(self) -> float:
@@ -293,12 +270,14 @@ def _summed_evaluator(parts) -> Callable[[np.ndarray], PartsAtTheta]:
 
 
 def _grid_ends(parts) -> np.ndarray:
-    """First and last threshold of the parts' grid, or of the default grid when it is not known."""
+    """Probits of the first and last threshold of the parts' grid, or of the default grid when it is not known."""
+    if isinstance(parts, RocGlmParts):
+        return parts.x[[0, -1]]
     grid = getattr(parts, "grid", None)
     if grid is None and isinstance(parts, Sequence) and parts:
         grid = getattr(parts[0], "grid", None)
     grid = rocglm_grid() if grid is None else np.asarray(grid)
-    return grid[[0, -1]]
+    return ndtri(grid[[0, -1]])
 
 
 def _check_local_degenerate(parts) -> None:
@@ -306,8 +285,10 @@ def _check_local_degenerate(parts) -> None:
     seq = [parts] if isinstance(parts, RocGlmParts) else list(parts) if isinstance(parts, Sequence) else []
     if not seq or not all(isinstance(p, RocGlmParts) for p in seq):
         return
-    grids = {tuple(p.grid) for p in seq}
-    if len(grids) != 1:
+    if len(seq) == 1:
+        if not seq[0].is_degenerate:
+            return
+    elif len({p.grid.tobytes() for p in seq}) != 1:
         raise ValueError("all parts must use the same threshold grid")
     k = sum(p.counts for p in seq)
     n = sum(p.n_trials for p in seq)
@@ -321,8 +302,33 @@ def _check_local_degenerate(parts) -> None:
         raise ValueError(f"{_SEPARATED}: {cause}; the probit regression has no finite estimate (separation)")
 
 
-def fit_rocglm(parts, *, start=None, tol: float = 1e-8, max_iter: int = 25) -> RocGlmResult:
-    """Fit the ROC-GLM by Fisher scoring over one or many sites' parts.
+def _check_options(tol: float, xtol: float, max_iter: int) -> None:
+    if not (tol > 0):
+        raise ValueError(f"tol must be positive, got {tol}")
+    if not (xtol >= 0):
+        raise ValueError(f"xtol must be non-negative, got {xtol}")
+    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+
+
+def _remote_evaluator(parts):
+    """Terms at theta (1, 2) from objects returning :class:`PartsAtTheta` (summed over sites)."""
+    evaluate_one = _summed_evaluator(parts)
+
+    def evaluate(theta):
+        p = evaluate_one(theta[0])
+        score = np.asarray(p.score, dtype=np.float64).reshape(1, 2)
+        info = np.asarray(p.information, dtype=np.float64).reshape(2, 2)
+        dev = np.asarray([p.deviance], dtype=np.float64)
+        if not (np.isfinite(score).all() and np.isfinite(info).all() and np.isfinite(dev).all()):
+            raise ValueError(f"the ROC-GLM parts at theta = {theta[0].tolist()} are not finite")
+        return ProbitTerms(score, info[[0, 0, 1], [0, 1, 1]][None, :], dev)
+
+    return evaluate
+
+
+def fit_rocglm(parts, *, start=None, tol: float = 1e-8, xtol: float = 1e-10, max_iter: int = 25) -> RocGlmResult:
+    """Fit the ROC-GLM by Fisher scoring over one or many sites' parts, to the maximum-likelihood estimate.
 
     Parameters
     ----------
@@ -333,40 +339,36 @@ def fit_rocglm(parts, *, start=None, tol: float = 1e-8, max_iter: int = 25) -> R
     start : (float, float), optional
         Starting value; default ``(0, 1)``, the diagonal.
     tol : float, default 1e-8
-        Relative deviance change at which to stop (R's ``glm`` rule).
+        R's ``glm`` rule: Fisher scoring until the relative deviance change is below ``tol``.
+    xtol : float, default 1e-10
+        Then steps until the step is below ``xtol`` relative to the parameters (Newton steps for a
+        single :class:`RocGlmParts`, whose counts are at hand; Fisher steps otherwise). ``0`` stops at
+        R's rule, reproducing R's ``glm`` estimate (about 1e-6 from the MLE).
     max_iter : int, default 25
-        Maximum Fisher-scoring steps. Non-convergence is reported in ``warnings``, not raised.
+        Maximum steps. Non-convergence is reported in ``warnings``, not raised.
 
     Returns
     -------
     RocGlmResult
     """
-    if not (tol > 0):
-        raise ValueError(f"tol must be positive, got {tol}")
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    _check_options(tol, xtol, max_iter)
     _check_local_degenerate(parts)
-    evaluate_one = _summed_evaluator(parts)
-
-    def evaluate(theta):
-        p = evaluate_one(theta[0])
-        score = np.asarray(p.score, dtype=np.float64).reshape(1, 2)
-        info = np.asarray(p.information, dtype=np.float64).reshape(1, 2, 2)
-        dev = np.asarray([p.deviance], dtype=np.float64)
-        if not (np.isfinite(score).all() and np.isfinite(info).all() and np.isfinite(dev).all()):
-            raise ValueError(f"the ROC-GLM parts at theta = {theta[0].tolist()} are not finite")
-        return score, info, dev
-
+    local = isinstance(parts, RocGlmParts)
+    evaluate = parts.probit if local else _remote_evaluator(parts)
     theta0 = _as_theta(DEFAULT_START if start is None else start)[None, :]
-    theta, iterations, converged, trace, (_, info, _) = _fisher_scoring(evaluate, theta0, tol=tol, max_iter=max_iter)
-    params = theta[0]
+    fit = iterate_to_mle(evaluate, theta0, tol=tol, xtol=xtol, max_iter=max_iter,
+                         observed=parts.probit.observed if local else None)
+    params = fit.theta[0]
     notes = []
-    if not converged[0]:
-        notes.append(f"Fisher scoring did not converge in {max_iter} iterations (relative deviance change >= {tol:g})")
+    if not fit.converged[0]:
+        rule = "the deviance rule was met but the parameters still moved" if fit.deviance_rule[0] else (
+            f"relative deviance change >= {tol:g}")
+        notes.append(f"Fisher scoring did not converge in {max_iter} iterations ({rule}; last relative step "
+                     f"{fit.last_step[0]:.2g}, xtol {xtol:g})")
     # R's glm warns when fitted probabilities are numerically 0 or 1; check the curve at the ends of the
     # grid (the default grid's when the parts are remote and their grid is not known here).
-    ends = ndtri(_grid_ends(parts))
-    if np.abs(params[0] + params[1] * ends).max() > _ETA_SATURATED:
+    g1, g2 = params.tolist()
+    if max(abs(g1 + g2 * e) for e in _grid_ends(parts).tolist()) > _ETA_SATURATED:
         notes.append(
             "fitted probabilities numerically 0 or 1 occurred at the ends of the threshold grid: the indicator "
             "data are close to separation (the positives' placement values crowd between few thresholds, "
@@ -374,16 +376,16 @@ def fit_rocglm(parts, *, start=None, tol: float = 1e-8, max_iter: int = 25) -> R
         )
     for note in notes:
         warnings.warn(note, RuntimeWarning, stacklevel=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cov = np.linalg.pinv(info[0])
+    cov = _inverse(_matrix(fit.info[0]))
     return RocGlmResult(
         params=params,
         auc=rocglm_auc(params),
-        iterations=int(iterations[0]),
-        converged=bool(converged[0]),
-        deviance_trace=[float(d[0]) for d in trace],
+        iterations=int(fit.iterations[0]),
+        converged=bool(fit.converged[0]),
+        deviance_trace=[float(d[0]) for d in fit.trace],
         cov=cov,
         warnings=notes,
+        last_step=float(fit.last_step[0]),
     )
 
 
@@ -402,8 +404,9 @@ class RocGlmBatchResult:
     degenerate: np.ndarray
 
 
-def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e-8, max_iter: int = 25) -> RocGlmBatchResult:
-    """Fit many ROC-GLMs at once, vectorised over rows, with the same Fisher scoring as :func:`fit_rocglm`.
+def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e-8, xtol: float = 1e-10,
+                     max_iter: int = 25, newton: bool = True) -> RocGlmBatchResult:
+    """Fit many ROC-GLMs at once, vectorised over rows, with the iteration of :func:`fit_rocglm` on local counts.
 
     Parameters
     ----------
@@ -413,9 +416,14 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
         Positives per data set.
     grid : None, int or array_like
         The common threshold grid.
+    start, tol, xtol, max_iter
+        As for :func:`fit_rocglm`.
+    newton : bool, default True
+        Newton steps after R's deviance rule, as :func:`fit_rocglm` takes on local counts; ``False``
+        takes Fisher steps throughout, the steps of the distributed fit over remote sites.
     """
+    _check_options(tol, xtol, max_iter)
     grid = rocglm_grid(grid)
-    x = ndtri(grid)
     k = np.asarray(counts, dtype=np.float64)
     n = np.asarray(n_trials, dtype=np.float64)
     if k.ndim != 2 or k.shape[1] != grid.size:
@@ -426,22 +434,17 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
         raise ValueError("counts must lie between 0 and n_trials, and n_trials must be >= 1")
     degenerate = _degenerate(k, n)
     fit = ~degenerate
-    kf, nf = k[fit], n[fit]
-
-    def evaluate(theta):
-        return _probit_binomial(theta, x, kf, nf)[:3]
-
-    theta0 = np.tile(_as_theta(DEFAULT_START if start is None else start), (kf.shape[0], 1))
-    theta, iters, conv, _, (_, _, dev) = _fisher_scoring(evaluate, theta0, tol=tol, max_iter=max_iter)
     B = k.shape[0]
     params = np.full((B, 2), np.nan)
-    params[fit] = theta
     out_dev = np.full(B, np.nan)
-    out_dev[fit] = dev
     iterations = np.zeros(B, dtype=np.int64)
-    iterations[fit] = iters
     converged = np.zeros(B, dtype=bool)
-    converged[fit] = conv
+    if fit.any():
+        theta0 = np.tile(_as_theta(DEFAULT_START if start is None else start), (int(fit.sum()), 1))
+        model = ProbitCounts(ndtri(grid), k[fit], n[fit])
+        res = iterate_to_mle(model, theta0, tol=tol, xtol=xtol, max_iter=max_iter,
+                             observed=model.observed if newton else None)
+        params[fit], out_dev[fit], iterations[fit], converged[fit] = res.theta, res.deviance, res.iterations, res.converged
     return RocGlmBatchResult(params, rocglm_auc(params), converged, iterations, out_dev, degenerate)
 
 

@@ -14,7 +14,8 @@ the two):
   the grouped placement values of the replication;
 - the sites' ``RocGlmParts`` are linear in the counts, so their sum is the parts of the summed counts,
   the counts of all the replication's positives: the distributed Fisher scoring is
-  ``fit_rocglm_batch`` on them (same steps, same iterations);
+  ``fit_rocglm_batch`` on them with Fisher steps throughout (``newton=False``: same steps, same
+  iterations);
 - the CI's two-pass moments over the sites are the pooled sample variances of the replication's PV0
   and PV1 (equal up to the order of summation, ~1e-15); the CI is centred at the ROC-GLM AUC;
 - a site with fewer than q negatives or positives refuses (the site guard's ``require_privacy_level``).
@@ -114,7 +115,7 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
         # The analyst pools the releases into S~0 and S~1; each site places its true scores under them.
         pv0 = grouped_placement_values(released0, g0, s1, g1, n_groups=B, ties="mid")
         pv1 = grouped_placement_values(released1, g1, s0, g0, n_groups=B, ties="mid")
-        fit = fit_rocglm_batch(grouped_rocglm_counts(pv0, g1, grid, n_groups=B), batch.n1, grid)
+        fit = fit_rocglm_batch(grouped_rocglm_counts(pv0, g1, grid, n_groups=B), batch.n1, grid, newton=False)
         var_dist = delong_variance_from_moments(
             var_pv0=grouped_variance(pv0, g1, n_groups=B), n1=batch.n1,
             var_pv1=grouped_variance(pv1, g0, n_groups=B), n0=n0,

@@ -66,7 +66,7 @@ def test_distributed_fisher_scoring_equals_summed_count_fit(protocol_reference):
         pv0 = grouped_placement_values(released[neg], g[neg], s[pos], g[pos], n_groups=batch.size)
         pv1 = grouped_placement_values(released[pos], g[pos], s[neg], g[neg], n_groups=batch.size)
         counts = grouped_rocglm_counts(pv0, g[pos], grid, n_groups=batch.size)
-        batched = fit_rocglm_batch(counts, batch.n1, grid)
+        batched = fit_rocglm_batch(counts, batch.n1, grid, newton=False)
         var0 = grouped_variance(pv0, g[pos], n_groups=batch.size)
         var1 = grouped_variance(pv1, g[neg], n_groups=batch.size)
         for b, rep in enumerate(reps):

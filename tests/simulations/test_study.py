@@ -135,7 +135,10 @@ def test_noise_free_protocol_equals_paper_where_they_must():
     for col in ("auc_emp", "auc_rocglm", "gamma1", "gamma2"):
         np.testing.assert_allclose(protocol.loc[ok, col], paper.loc[ok, col], rtol=0, atol=1e-9)
     np.testing.assert_allclose(protocol.loc[ok, "var_dist"], paper.loc[ok, "var_true"], rtol=1e-9)
-    np.testing.assert_array_equal(protocol["iterations"][ok], paper["iterations"][ok])
+    # Both go to the MLE: the pooled fit with Newton steps after R's rule, the distributed one with
+    # Fisher steps (the sites return the expected information only), which take more of them.
+    assert (paper["iterations"][ok] <= protocol["iterations"][ok]).all()
+    assert paper["converged"][ok].all() and protocol["converged"][ok].all()
 
 
 def test_table1_needs_noise_free(tmp_path):
