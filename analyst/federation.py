@@ -191,9 +191,11 @@ class Federation:
             ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)
             lap("ci")
             brier, n = s.brier()
+            # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
+            # something with answers given before, while calibration only withholds more bins.
+            confusion = None if threshold is None else s.confusion(threshold)
             calibration = s.calibration(n_bins=n_bins, edges=edges)
             lap("brier_calibration")
-            confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
             privacy = s.privacy(releases, sens)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
