@@ -39,6 +39,7 @@ from .privacy import (
     gdp_mu,
     gdp_release_mu,
 )
+from .noise_correction import NoiseCorrectedAUC, noise_corrected_auc, noise_variance, released_auc
 from .rocglm import (
     PartsAtTheta,
     RocGlmBatchResult,
@@ -68,4 +69,5 @@ __all__ = [
     "aggregate_calibration",
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
+    "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
 ]
