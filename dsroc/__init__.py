@@ -29,6 +29,8 @@ from ._checks import check_scores_labels
 from .confusion import ConfusionParts, ConfusionSummary, aggregate_confusion, confusion_parts
 from .errors import DisclosureError
 from .glm_model import GlmModel
+from .histogram import bin_scores, consistent_counts, histogram_edges
+from .histogram_validation import HistogramValidation, histogram_validation
 from .moments import MeanParts, mean_parts, pooled_mean, pooled_variance, sq_dev_parts
 from .privacy import (
     add_gaussian_noise,
@@ -70,4 +72,5 @@ __all__ = [
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
     "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
+    "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]

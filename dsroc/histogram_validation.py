@@ -1,0 +1,247 @@
+"""One entry point for the histogram protocol: every estimate, with intervals that include the privacy noise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .auc import auc_ci_batch
+from .histogram import (
+    bin_representatives,
+    check_counts,
+    check_edges,
+    consistent_counts,
+    histogram_confusion,
+    histogram_pr,
+    histogram_roc,
+)
+from .histogram_auc import (
+    check_sigma,
+    histogram_auc,
+    histogram_auc_noise_variance,
+    histogram_delong_variance,
+    histogram_rocglm,
+    histogram_rocglm_noise_variance,
+)
+from .histogram_calibration import (
+    Estimate,
+    HistogramCalibrationCurve,
+    Recalibration,
+    calibration_in_the_large,
+    histogram_brier,
+    histogram_calibration_curve,
+    histogram_recalibration,
+    scalar_brier,
+)
+
+__all__ = ["ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "HistogramValidation", "histogram_validation"]
+
+ESTIMATORS = ("rocglm", "empirical")
+DEFAULT_ESTIMATOR = "rocglm"
+# ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted.
+DEFAULT_TAIL_SIGMAS = 5.0
+
+
+@dataclass
+class HistogramValidation:
+    """Everything the analyst reports from the summed noisy histograms (all post-processing).
+
+    Attributes
+    ----------
+    edges : ndarray
+        The public grid.
+    sigma : float
+        Noise SD of each summed cell.
+    counts0, counts1 : ndarray
+        Consistent counts (non-negative, monotone cumulative sums) of negatives and positives.
+    n0, n1 : float
+        Estimated class sizes.
+    fpr, tpr : ndarray
+        ROC points at the edges.
+    recall, precision : ndarray
+        PR points at the edges ``e_0 .. e_{B-1}``.
+    estimator : str
+        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges) or ``"empirical"``.
+    auc, auc_variance, auc_ci, auc_ci_defined
+        The reported AUC, its variance (sampling + noise) and logit interval.
+    auc_empirical, auc_empirical_variance
+        Binned empirical AUC (ties one half) and its variance (DeLong on the binned placement values plus
+        the noise's by the delta method).
+    rocglm_params, rocglm_auc, rocglm_noise_variance
+        The ROC-GLM through the edges (NaN if no fit) and its noise variance (parametric bootstrap).
+    sampling_variance : float
+        DeLong variance of the binned AUC (the sampling part of both AUC variances).
+    brier, brier_scalar : Estimate
+        Binned Brier score; unbinned one from the scalar release (None without it).
+    calibration : HistogramCalibrationCurve
+    oe : Estimate
+        Calibration-in-the-large O/E (from the scalar releases when given, else binned).
+    recalibration : Recalibration or None
+        Calibration intercept and slope (None when the representatives are not probabilities).
+    notes : list of str
+    """
+
+    edges: np.ndarray
+    sigma: float
+    counts0: np.ndarray
+    counts1: np.ndarray
+    n0: float
+    n1: float
+    fpr: np.ndarray
+    tpr: np.ndarray
+    recall: np.ndarray
+    precision: np.ndarray
+    estimator: str
+    auc: float
+    auc_variance: float
+    auc_ci: tuple
+    auc_ci_defined: bool
+    auc_empirical: float
+    auc_empirical_variance: float
+    rocglm_params: np.ndarray
+    rocglm_auc: float
+    rocglm_noise_variance: float
+    sampling_variance: float
+    brier: Estimate | None
+    brier_scalar: Estimate | None
+    calibration: HistogramCalibrationCurve | None
+    oe: Estimate | None
+    recalibration: Recalibration | None
+    notes: list = field(default_factory=list)
+
+    def confusion(self, edge: int) -> dict:
+        """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
+
+        Returns ``tp, fp, fn, tn`` (estimated counts), ``sensitivity``, ``specificity``, ``ppv``, ``npv``
+        and ``noise_sd_above`` / ``noise_sd_below`` (noise SD of a predicted-positive / -negative cell).
+        """
+        cells = histogram_confusion(self.counts0, self.counts1, edge)
+        above = cells.pop("bins_above")
+        below = self.edges.size - 1 - above
+
+        def ratio(a, b):
+            return a / (a + b) if a + b > 0 else float("nan")
+
+        cells.update(
+            sensitivity=ratio(cells["tp"], cells["fn"]), specificity=ratio(cells["tn"], cells["fp"]),
+            ppv=ratio(cells["tp"], cells["fp"]), npv=ratio(cells["tn"], cells["fn"]),
+            noise_sd_above=float(self.sigma * np.sqrt(above)), noise_sd_below=float(self.sigma * np.sqrt(below)),
+        )
+        return cells
+
+
+def _optional_scalar(name, value):
+    if value is None:
+        return None
+    v = float(value)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
+                         tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, representatives=None,
+                         sum_sq=None, sum_p=None, sum_y=None, scalar_sigma=None, noise_draws: int = 100,
+                         seed=0) -> HistogramValidation:
+    """Validate a model from the summed noisy per-class histograms of its scores.
+
+    Parameters
+    ----------
+    h0, h1 : array_like, shape (B,)
+        Summed noisy counts of negatives and positives on the grid (integers or floats; may be negative).
+    edges : array_like, shape (B + 1,)
+        The public grid.
+    sigma : float
+        Noise SD of each summed cell, ``sqrt(sum of the sites' sigma^2)`` (0: exact counts).
+    estimator : {"rocglm", "empirical"}, default "rocglm"
+        The reported AUC: the ROC-GLM through the ROC points at the edges (smooths the noise and the
+        binning; see docs/simulations.md for the evidence) or the binned empirical AUC.
+    tail_sigmas : float, default 5
+        The ROC-GLM uses only edges with at least ``tail_sigmas * sigma`` estimated patients of each
+        class on either side.
+    level : float, default 0.95
+        Confidence level.
+    representatives : array_like, optional
+        Score of each bin for Brier and calibration; the midpoints by default. Brier and calibration are
+        computed only when they are probabilities.
+    sum_sq, sum_p, sum_y : float, optional
+        Summed noisy scalar releases ``sum (y - p)^2``, ``sum p``, ``sum y`` (each of noise SD
+        ``scalar_sigma``) for the unbinned Brier score and O/E.
+    noise_draws : int, default 100
+        Parametric-bootstrap draws for the ROC-GLM's noise variance.
+    seed : int, default 0
+        Seed of that bootstrap (the result is deterministic).
+    """
+    e = check_edges(edges)
+    m = e.size - 1
+    raw0, raw1 = check_counts(h0, name="h0", n_bins=m), check_counts(h1, name="h1", n_bins=m)
+    if raw0.ndim != 1 or raw1.ndim != 1:
+        raise ValueError("h0 and h1 must be one-dimensional (one count per bin)")
+    sigma = check_sigma(sigma)
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    tail_sigmas = check_sigma(tail_sigmas, name="tail_sigmas")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    scalars = {k: _optional_scalar(k, v) for k, v in (("sum_sq", sum_sq), ("sum_p", sum_p), ("sum_y", sum_y))}
+    if any(v is not None for v in scalars.values()) and scalar_sigma is None:
+        raise ValueError("scalar_sigma (the noise SD of the scalar releases) is required with sum_sq, sum_p or sum_y")
+    c0, c1 = consistent_counts(raw0), consistent_counts(raw1)
+    n0, n1 = float(c0.sum()), float(c1.sum())
+    if n0 < 2 or n1 < 2:
+        raise ValueError(
+            f"the histograms hold too few patients of a class (estimated n0 = {n0:.1f}, n1 = {n1:.1f}; "
+            "at least 2 each): the noise swamps the counts"
+        )
+    notes = []
+    fpr, tpr = histogram_roc(c0, c1)
+    recall, precision = histogram_pr(c0, c1)
+    auc_emp = float(histogram_auc(c0, c1))
+    sampling = float(histogram_delong_variance(c0, c1))
+    var_emp = sampling + float(histogram_auc_noise_variance(c0, c1, sigma=sigma))
+    tail = tail_sigmas * sigma
+    glm = histogram_rocglm(c0, c1, tail_count=tail)
+    params, auc_glm = glm.params, float(glm.auc)
+    var_glm_noise = float("nan")
+    if np.isfinite(auc_glm):
+        var_glm_noise = histogram_rocglm_noise_variance(c0, c1, sigma=sigma, draws=noise_draws, seed=seed, tail_count=tail)
+    elif estimator == "rocglm":
+        notes.append(f"no ROC-GLM fit ({int(glm.points)} usable edge(s)): reporting the binned empirical AUC")
+    if estimator == "rocglm" and np.isfinite(auc_glm) and np.isfinite(var_glm_noise):
+        used, auc, variance = "rocglm", auc_glm, sampling + var_glm_noise
+    else:
+        used, auc, variance = "empirical", auc_emp, var_emp
+    ci = auc_ci_batch(auc, variance, level=level)
+    if not bool(ci.defined):
+        notes.append(f"the logit CI is undefined at AUC = {auc:g}")
+    r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
+    brier = brier_s = calibration = oe = recal = None
+    if r.min() >= 0.0 and r.max() <= 1.0:
+        brier = histogram_brier(c0, c1, r, sigma=sigma, level=level)
+        calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
+        if r.min() > 0.0 and r.max() < 1.0:
+            recal = histogram_recalibration(c0, c1, r, sigma=sigma)
+        n_hat, var_n = n0 + n1, 2 * m * sigma**2
+        if scalars["sum_sq"] is not None:
+            brier_s = scalar_brier(scalars["sum_sq"], n_hat, sigma_scalar=scalar_sigma, var_n=var_n, level=level,
+                                   sampling_variance=histogram_brier(c0, c1, r, sigma=0.0).variance)
+        if scalars["sum_p"] is not None and scalars["sum_y"] is not None:
+            o, e_events = scalars["sum_y"], scalars["sum_p"]
+            var_o, var_e = o * (1 - o / n_hat) + scalar_sigma**2, scalar_sigma**2 + e_events * (1 - e_events / n_hat)
+        else:
+            o, e_events = n1, float(((c0 + c1) * r).sum())
+            var_o, var_e = n1 * n0 / (n0 + n1) + m * sigma**2, float(((c0 + c1) * r * (1 - r)).sum()) + 2 * m * sigma**2 * float((r**2).mean())
+        if o > 0 and e_events > 0:
+            oe = calibration_in_the_large(o, e_events, var_observed=max(var_o, 0.0), var_expected=max(var_e, 0.0), level=level)
+    else:
+        notes.append("scores are not probabilities (grid outside [0, 1]): no Brier score or calibration")
+    return HistogramValidation(
+        edges=e, sigma=sigma, counts0=c0, counts1=c1, n0=n0, n1=n1, fpr=fpr, tpr=tpr, recall=recall,
+        precision=precision, estimator=used, auc=float(auc), auc_variance=float(variance),
+        auc_ci=(float(ci.lower), float(ci.upper)), auc_ci_defined=bool(ci.defined), auc_empirical=auc_emp,
+        auc_empirical_variance=var_emp, rocglm_params=params, rocglm_auc=auc_glm, rocglm_noise_variance=var_glm_noise,
+        sampling_variance=sampling, brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
+        recalibration=recal, notes=notes,
+    )
+
