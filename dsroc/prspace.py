@@ -160,7 +160,13 @@ def grouped_average_precision(scores, labels, groups, *, n_groups: int) -> np.nd
 
     s, y = check_scores_labels(scores, labels)
     g = check_groups(groups, s.size, n_groups)
-    order = np.lexsort((y, -s, g))
+    # Descending score within group: one float sort, then a stable (radix) sort of small group ids.
+    order = np.argsort(-s)
+    key = g[order].astype(np.int16) if n_groups <= np.iinfo(np.int16).max else g[order]
+    order = order[np.argsort(key, kind="stable")]
+    ss, gg = s[order], g[order]
+    if np.any((ss[1:] == ss[:-1]) & (gg[1:] == gg[:-1])):  # ties: negatives before positives within a tie
+        order = np.lexsort((y, -s, g))
     ys, gs = y[order].astype(np.float64), g[order]
     n1 = np.bincount(g, weights=y, minlength=n_groups)
     size = np.bincount(g, minlength=n_groups)

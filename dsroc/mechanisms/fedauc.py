@@ -12,6 +12,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import expit
 from scipy.stats import rankdata
 
 from .._checks import as_labels, as_scores, check_scores_labels, split_by_class
@@ -66,7 +67,7 @@ def rank_auc(rank_sum, n_pos, n):
 
 def flip_probability(epsilon: float) -> float:
     """Randomized response's flip probability ``rho = 1 / (1 + e^epsilon)``."""
-    return 1.0 / (1.0 + math.exp(check_epsilon(epsilon)))
+    return float(expit(-check_epsilon(epsilon)))
 
 
 def randomized_response(labels, *, epsilon: float, rng: np.random.Generator) -> np.ndarray:
