@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .mech_checks import run_checks
 from .mech_report import write_mechanisms_report
+from .coverage import coverage_by_n, write_coverage
 from .report import TOLERANCES, write_report
 from .runner import DEFAULT_CHUNK, run_study
 
@@ -35,6 +36,8 @@ examples:
   python -m simulations run --mode protocol --reps 1000 --workers 2 --out runs/protocol
   python -m simulations report runs/full-paper
   python -m simulations mechanisms --reps 200 --workers 2 --out runs/mechanisms
+  python -m simulations run --mode protocol --n 100000 --reps 200 --settings noise-free sens=0.1_eps=5_delta=0.01 --out runs/cov-1e5
+  python -m simulations coverage runs/cov-1e3 runs/cov-1e4 runs/cov-1e5 --out runs/coverage
 
 Interrupted runs resume: call run again with the same options and --out.
 """
@@ -58,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chunk", type=int, help=f"replications per unit of work (default: {DEFAULT_CHUNK['paper']} in paper mode, {DEFAULT_CHUNK['protocol']} in protocol mode)")
     run.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
+    run.add_argument("--n", type=int, help="patients per replication (default: uniform in 100..2500, as in the paper); "
+                                           "e.g. the coverage study at 1000 ... 1000000")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     mech = sub.add_parser(
@@ -80,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("out", help="the run's output folder")
     rep.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
+    cov = sub.add_parser("coverage", help="stack the coverage tables of finished runs (e.g. one per --n)",
+                         description="Write coverage.csv/.md of several finished runs into --out.")
+    cov.add_argument("runs", nargs="+", help="the runs' output folders")
+    cov.add_argument("--out", required=True, help="folder for the combined coverage.csv and coverage.md")
     return parser
 
 
@@ -112,9 +121,13 @@ def main(argv=None) -> int:
         if args.command == "report" and _mode_of(args.out) == "mechanisms":
             print(json.dumps(write_mechanisms_report(args.out), indent=2, default=str))
             return 0
+        if args.command == "coverage":
+            table = write_coverage(args.out, coverage_by_n(args.runs))
+            print(table.to_string(index=False))
+            return 0
         if args.command == "run":
             timing = run_study(args.out, mode=args.mode, reps=args.reps, seed=args.seed, settings=args.settings,
-                               workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
+                               workers=args.workers, scheduler=args.scheduler, chunk=args.chunk, n=args.n,
                                progress=None if args.quiet else sys.stderr)
             print(json.dumps(timing, indent=2))
         summary = write_report(args.out, tolerances=args.tolerance)

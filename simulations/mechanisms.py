@@ -145,13 +145,18 @@ def _boyd_site(prep: _Prepared, epsilon: float, rng: np.random.Generator, statis
     return boyd.combine_site_releases(value, noisy_n1, prep.site_n, statistic=statistic)
 
 
-def run_mechanisms_chunk(seed: int, reps, settings) -> pd.DataFrame:
+def run_mechanisms_chunk(seed: int, reps, settings, *, n=None) -> pd.DataFrame:
     """Run replications ``reps`` of every setting through every mechanism of :data:`MECHANISMS`.
+
+    ``n`` is the runner's data-size override of the other modes; here each setting carries its own n,
+    so it must be None.
 
     Returns one row per (setting, replication, mechanism) with the pooled truth (``auc_true``,
     ``ap_true``) and the mechanism's release (``auc``, ``ap``; ``auc_unclipped`` before clipping to [0, 1]:
     part of Boyd's mechanisms, post-processing added to Sun's, which publish the unclipped value).
     """
+    if n is not None:
+        raise ValueError("the mechanisms study's settings fix n (n=250, 1000, 10000); --n does not apply")
     reps = list(reps)
     frames = []
     by_size: dict = {}
