@@ -230,14 +230,20 @@ def aucpr_min(prevalence, *, recall_range=(0.0, 1.0)):
     return float(out) if out.ndim == 0 else out
 
 
-def ap_min(n1: int, n0: int) -> float:
-    """Minimum average precision ``(1/n1) sum_{i=1}^{n1} i / (i + n0)`` (Boyd 2014, Thm 3.5)."""
+def ap_min(n1, n0) -> float:
+    """Minimum average precision ``(1/n1) sum_{i=1}^{n1} i / (i + n0)`` (Boyd 2014, Thm 3.5).
+
+    ``= (n1 - n0 (psi(n1 + n0 + 1) - psi(n0 + 1))) / n1``, which also takes non-integer counts (estimates
+    from noisy histograms).
+    """
+    values = {}
     for name, v in (("n1", n1), ("n0", n0)):
-        if isinstance(v, bool) or int(v) != v or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    if n1 < 1:
-        raise ValueError(f"n1 must be at least 1, got {n1!r}")
-    n1, n0 = int(n1), int(n0)
+        if isinstance(v, bool) or not (math.isfinite(float(v)) and float(v) >= 0):
+            raise ValueError(f"{name} must be a finite non-negative count, got {v!r}")
+        values[name] = float(v)
+    n1, n0 = values["n1"], values["n0"]
+    if n1 <= 0:
+        raise ValueError(f"n1 must be positive, got {n1!r}")
     return float((n1 - n0 * (digamma(n1 + n0 + 1.0) - digamma(n0 + 1.0))) / n1)
 
 
