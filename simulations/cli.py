@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on this Dask scheduler")
     mech.add_argument("--chunk", type=int, help=f"replications per unit of work (default: {DEFAULT_CHUNK['mechanisms']})")
     mech.add_argument("--check-runs", type=int, default=100, help="runs of the Sun checks (default: 100, as the paper)")
+    mech.add_argument("--check-reps", type=int, default=2000, help="data sets of the Boyd check (default: 2000)")
     mech.add_argument("--quiet", action="store_true", help="no progress lines")
     mech.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     rep = sub.add_parser("report", help="write tables and figures of a finished run",
@@ -101,7 +102,7 @@ def _mechanisms(args) -> dict:
     checks = Path(args.out) / "checks.json"
     if not checks.exists():
         tmp = checks.with_suffix(".tmp")
-        tmp.write_text(json.dumps(run_checks(args.seed, sun_runs=args.check_runs), indent=2) + "\n")
+        tmp.write_text(json.dumps(run_checks(args.seed, boyd_reps=args.check_reps, sun_runs=args.check_runs), indent=2) + "\n")
         tmp.replace(checks)
     return write_mechanisms_report(args.out)
 
