@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit, logit
-from scipy.stats import norm
+from scipy.special import expit, logit, ndtri
 
 from ._checks import as_scores, split_by_class
 
@@ -165,7 +164,7 @@ def auc_ci_batch(auc, variance, *, level: float = 0.95, method: str = "logit") -
     a = np.asarray(auc, dtype=np.float64)
     v = np.asarray(variance, dtype=np.float64)
     defined = np.isfinite(a) & (a >= 0.0) & (a <= 1.0) & np.isfinite(v) & (v >= 0.0)
-    z = norm.ppf(0.5 + level / 2.0)
+    z = ndtri(0.5 + level / 2.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt(v)
         if method == "wald":
