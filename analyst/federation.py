@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -78,6 +79,8 @@ class Federation:
             raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
         self.sites = sites
         self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
+        # One pool for every fan-out of this federation's steps (a validation makes about twenty).
+        self.executor = ThreadPoolExecutor(max_workers=len(sites), thread_name_prefix="dsroc-site")
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Federation":
@@ -87,7 +90,7 @@ class Federation:
 
     # -- information ----------------------------------------------------------------------------
     def _ask_all(self, fn) -> SiteAnswers:
-        replies = fan_out_partial(self.connections, fn)
+        replies = fan_out_partial(self.connections, fn, executor=self.executor)
         ok = {n: MessageToDict(r, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
               for n, r in zip(self.names, replies) if not isinstance(r, SiteError)}
         return SiteAnswers(ok, {n: r for n, r in zip(self.names, replies) if isinstance(r, SiteError)}).raise_if_none()
@@ -114,7 +117,8 @@ class Federation:
                 progress: Progress | None = None) -> ValidationSession:
         """Open a session at every site; its methods are the single steps of the procedure."""
         return ValidationSession(self.connections, dataset=dataset, outcome=outcome,
-                                 source=score_source(score=score, model=model), progress=progress)
+                                 source=score_source(score=score, model=model), progress=progress,
+                                 executor=self.executor)
 
     def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
                  epsilon: float, delta: float, grid=None, alpha: float = 0.05, n_bins: int = 10,
@@ -211,6 +215,7 @@ class Federation:
 
     def close(self) -> None:
         """Close the channels to all sites."""
+        self.executor.shutdown(wait=True)
         for c in self.connections:
             c.close()
 
