@@ -18,7 +18,7 @@ from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.recommend import recommendation_warning
 from analyst.result import TestResult, ValidationResult
-from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
+from analyst.session import Progress, ValidationSession, check_privacy_request, concurrently, score_source
 
 __all__ = ["Federation", "SiteAnswers"]
 
@@ -80,7 +80,8 @@ class Federation:
         self.sites = sites
         self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
         # One pool for every fan-out of this federation's steps (a validation makes about twenty).
-        self.executor = ThreadPoolExecutor(max_workers=len(sites), thread_name_prefix="dsroc-site")
+        # Up to two steps run at once (the fit beside the moments), so two workers per site.
+        self.executor = ThreadPoolExecutor(max_workers=2 * len(sites), thread_name_prefix="dsroc-site")
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Federation":
@@ -188,18 +189,31 @@ class Federation:
             lap("release")
             s.upload_survivors(*s.pool(releases))
             lap("upload")
-            fit = s.fit_rocglm(grid=grid)
-            lap("rocglm")
-            moments = s.placement_moments()
-            variance, n0, n1 = moments.variance, moments.n0, moments.n1
             level = 1 - alpha
+
+            def fit_step():
+                t = time.perf_counter()
+                result = s.fit_rocglm(grid=grid)
+                timing["rocglm"] = time.perf_counter() - t
+                return result
+
+            def other_steps():
+                # Independent of the fit: runs alongside its round trips (two calls at a time per site).
+                t = time.perf_counter()
+                moments = s.placement_moments()
+                corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
+                timing["moments"] = time.perf_counter() - t
+                t = time.perf_counter()
+                brier_n = s.brier()
+                calibration = s.calibration(n_bins=n_bins, edges=edges)
+                confusion = None if threshold is None else s.confusion(threshold)
+                timing["brier_calibration"] = time.perf_counter() - t
+                return moments, corrected, brier_n, calibration, confusion
+
+            fit, (moments, corrected, (brier, n), calibration, confusion) = concurrently(fit_step, other_steps)
+            lap("analysis")
+            variance, n0, n1 = moments.variance, moments.n0, moments.n1
             ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)
-            corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
-            lap("ci")
-            brier, n = s.brier()
-            calibration = s.calibration(n_bins=n_bins, edges=edges)
-            lap("brier_calibration")
-            confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
             privacy = s.privacy(releases, sens)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import threading
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -16,7 +17,7 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteConnection, SiteError, fan_out
 from analyst.result import ConfusionResult, SitePrivacy
 
-__all__ = ["PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
+__all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
            "score_source"]
 
 #: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
@@ -27,6 +28,30 @@ _UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the s
 
 def _quiet(step: str, site: str | None, message: str) -> None:
     return None
+
+
+def concurrently(*steps: Callable[[], object]) -> list:
+    """Run independent steps at the same time (the first in this thread, the others in new threads) and
+    return their results in order; the first failure (in order) is raised after all have finished."""
+    results: list = [None] * len(steps)
+    errors: list = [None] * len(steps)
+
+    def run(i):
+        try:
+            results[i] = steps[i]()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, len(steps))]
+    for t in threads:
+        t.start()
+    run(0)
+    for t in threads:
+        t.join()
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results
 
 
 def score_source(*, score: str | None = None, model=None) -> pb.ScoreSource:
@@ -208,9 +233,9 @@ class ValidationSession:
             return scores, info
 
         def release_site(conn):
-            neg, info0 = one_class(conn, pb.SCORE_CLASS_NEGATIVES)
+            (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES),
+                                                      lambda: one_class(conn, pb.SCORE_CLASS_POSITIVES))
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
-            pos, info1 = one_class(conn, pb.SCORE_CLASS_POSITIVES)
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
 
@@ -233,11 +258,13 @@ class ValidationSession:
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
 
         def upload(conn):
-            left = 0
             cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
             size = min(_UPLOAD_CHUNK, cap)
-            for cls, a in arrays.items():
-                def messages(a=a, cls=cls):
+
+            def one_class(cls):
+                a = arrays[cls]
+
+                def messages():
                     header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size)
                     for start in range(0, a.size, size):
                         yield pb.SurvivorChunk(header=header if start == 0 else None,
@@ -245,8 +272,11 @@ class ValidationSession:
                 r = conn.call("UploadSurvivor", messages, timeout=300.0)
                 if r.n_received != a.size:
                     raise ValueError(f"the site received {r.n_received} of {a.size} survivor scores")
-                if cls == pb.SCORE_CLASS_NEGATIVES:
-                    left = r.evaluations_left
+                return r.evaluations_left
+
+            # Both classes at once (two streams per site).
+            left, _ = concurrently(lambda: one_class(pb.SCORE_CLASS_NEGATIVES),
+                                   lambda: one_class(pb.SCORE_CLASS_POSITIVES))
             self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")
 
         self._each("upload survivor functions", upload)
