@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chunk", type=int, help=f"replications per unit of work (default: {DEFAULT_CHUNK['paper']} in paper mode, {DEFAULT_CHUNK['protocol']} in protocol mode)")
     run.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     rep = sub.add_parser("report", help="write tables and figures of a finished run",
                          description="Write table1.csv/.md, settings.csv, recommended.csv and the figures.")
@@ -77,5 +77,9 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the workers are stopped and the finished chunks are saved in {args.out}; run the "
+              "same command again to resume", file=sys.stderr)
+        return 130
     print(json.dumps(summary, indent=2, default=str))
     return 0
