@@ -16,6 +16,7 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.recommend import recommendation_warning
+from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.result import TestResult, ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
@@ -198,6 +199,8 @@ class Federation:
             privacy = s.privacy(releases, sens)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
                                             tau=max(p.tau for p in privacy.values()))
+            notes = tuple(w for w in (advice, improper_warning(fit.params)) if w is not None)
+            hierarchy = calibration_summary(calibration, level=level)
             lap("finish")
             timing["total"] = time.perf_counter() - started
             return ValidationResult(
@@ -205,7 +208,7 @@ class Federation:
                 n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
                 ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
                 grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing, warnings=() if advice is None else (advice,))
+                test=test, timing=timing, warnings=notes, calibration_hierarchy=hierarchy)
 
     def close(self) -> None:
         """Close the channels to all sites."""
