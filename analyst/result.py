@@ -221,6 +221,9 @@ class ValidationResult:
         (curve with Wilson intervals) calibration from the released cells.
     protocol : str
         The protocol that produced the result (``"paper"``: noisy scores and the distributed ROC-GLM).
+    pr : analyst.pr.PRSummary or None
+        PR curve, AP and AUCPR with intervals and the unachievable region, computed from the release
+        (draw it with :class:`analyst.pr.PrecisionRecallDisplay`).
     auc_corrected : dsroc.NoiseCorrectedAUC or None
         The noise-corrected AUC (the release noise extrapolated to zero) with a CI whose variance
         includes the noise (:func:`dsroc.noise_corrected_auc`); ``auc`` and ``auc_ci`` are the paper's
@@ -251,6 +254,7 @@ class ValidationResult:
     timing: Mapping[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     auc_corrected: Any = None
+    pr: Any = None
     calibration_hierarchy: Any = None
     protocol: str = "paper"
 
@@ -284,6 +288,7 @@ class ValidationResult:
             "warnings": list(self.warnings),
             "calibration_hierarchy": hierarchy_to_dict(self.calibration_hierarchy),
             "protocol": self.protocol,
+            "pr": None if self.pr is None else self.pr.to_dict(),
             "auc_corrected": None if self.auc_corrected is None else {
                 "auc": _num(self.auc_corrected.auc), "variance": _num(self.auc_corrected.variance),
                 "ci": [_num(self.auc_corrected.ci.lower), _num(self.auc_corrected.ci.upper)],
@@ -383,6 +388,8 @@ class ValidationResult:
                 f"  sensitivity {_fmt(c.sensitivity)}  specificity {_fmt(c.specificity)}  "
                 f"PPV {_fmt(c.ppv)}  NPV {_fmt(c.npv)}",
             ]
+        if self.pr is not None:
+            lines += ["", textwrap.fill(str(self.pr), width=104, initial_indent="", subsequent_indent="  ")]
         cal = self.calibration
         lines += ["", "Calibration (cells with fewer than q patients are withheld by the sites)",
                   "  bin            n   mean score   observed"]

@@ -13,16 +13,20 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from .mech_settings import select_mechanism_settings
+from .mechanisms import run_mechanisms_chunk
 from .paper import run_paper_chunk
 from .protocol import run_protocol_chunk
 from .settings import Setting, select_settings
 
 __all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_results"]
 
-MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk}
+MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "mechanisms": run_mechanisms_chunk}
+# How each mode names its settings (the mechanisms study has its own grid: n x K x epsilon).
+SELECTORS = {"mechanisms": select_mechanism_settings}
 # Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
 # files, and the results, are the same whatever the parallelism.
-DEFAULT_CHUNK = {"paper": 100, "protocol": 100}
+DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "mechanisms": 25}
 RESULTS, CHUNKS = "results", "chunks"
 
 
@@ -135,7 +139,7 @@ def run_study(
     out : path
         Output folder. Finished chunks are kept in ``out/chunks`` until all are done, so an
         interrupted run resumes where it stopped when called again with the same options.
-    mode : {"paper", "protocol"}
+    mode : {"paper", "protocol", "mechanisms"}
     reps : int
         Replications per setting.
     seed : int
@@ -176,7 +180,7 @@ def run_study(
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     if n is not None and (isinstance(n, bool) or int(n) != n or n < 100):
         raise ValueError(f"n must be an integer >= 100, got {n!r}")
-    chosen = tuple(select_settings(settings))
+    chosen = tuple(SELECTORS.get(mode, select_settings)(settings))
     out = Path(out)
     (out / CHUNKS).mkdir(parents=True, exist_ok=True)
     _check_config(out, _config(mode, reps, seed, chosen, chunk, n))
