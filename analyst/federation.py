@@ -196,9 +196,11 @@ class Federation:
             corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
             lap("ci")
             brier, n = s.brier()
+            # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
+            # something with answers given before, while calibration only withholds more bins.
+            confusion = None if threshold is None else s.confusion(threshold)
             calibration = s.calibration(n_bins=n_bins, edges=edges)
             lap("brier_calibration")
-            confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
             pr = pr_from_released_scores(s0_noisy, s1_noisy, level=level)  # post-processing of the release
             privacy = s.privacy(releases, sens)
