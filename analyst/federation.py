@@ -18,6 +18,7 @@ from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.pr import pr_from_released_scores
 from analyst.recommend import recommendation_warning
+from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.result import TestResult, ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, concurrently, score_source
 
@@ -207,8 +208,10 @@ class Federation:
                 timing["moments"] = time.perf_counter() - t
                 t = time.perf_counter()
                 brier_n = s.brier()
-                calibration = s.calibration(n_bins=n_bins, edges=edges)
+                # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
+                # something with answers given before, while calibration only withholds more bins.
                 confusion = None if threshold is None else s.confusion(threshold)
+                calibration = s.calibration(n_bins=n_bins, edges=edges)
                 timing["brier_calibration"] = time.perf_counter() - t
                 return moments, corrected, brier_n, calibration, confusion
 
@@ -221,6 +224,8 @@ class Federation:
             privacy = s.privacy(releases, sens)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
                                             tau=max(p.tau for p in privacy.values()))
+            notes = tuple(w for w in (advice, improper_warning(fit.params)) if w is not None)
+            hierarchy = calibration_summary(calibration, level=level)
             lap("finish")
             timing["total"] = time.perf_counter() - started
             return ValidationResult(
@@ -228,8 +233,8 @@ class Federation:
                 n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
                 ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
                 grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing, warnings=() if advice is None else (advice,), auc_corrected=corrected,
-                pr=pr)
+                test=test, timing=timing, warnings=notes, calibration_hierarchy=hierarchy,
+                auc_corrected=corrected, pr=pr)
 
     def close(self) -> None:
         """Close the channels to all sites."""

@@ -6,7 +6,7 @@ gRPC wire types; nothing here imports it.)
 
 Names are imported from their submodules on first use (PEP 562), so that a process that needs a few
 functions (e.g. the site daemon at start-up) does not pay for importing scipy.stats, scipy.optimize and
-the other submodules' dependencies.
+the other submodules' dependencies. Add a name to ``_EXPORTS`` (and ``__all__``), not an import.
 """
 
 import sys
@@ -34,6 +34,11 @@ _EXPORTS = {
     "GlmModel": "glm_model",
     # .histogram
     "bin_scores": "histogram", "consistent_counts": "histogram", "histogram_edges": "histogram",
+    # .rocglm_band
+    "rocglm_band": "rocglm_band", "rocglm_improper_range": "rocglm_band",
+    # .calibration_hierarchy
+    "CalibrationHierarchy": "calibration_hierarchy", "calibration_hierarchy": "calibration_hierarchy",
+    "calibration_intercept": "calibration_hierarchy",
     # .histogram_validation
     "HistogramValidation": "histogram_validation", "histogram_validation": "histogram_validation",
     # .moments
@@ -73,7 +78,8 @@ __all__ = [
     "SensitivityEstimate", "model_sensitivity", "GlmModel",
     "BrierParts", "brier_parts", "brier_score", "aggregate_brier",
     "calibration_edges", "CalibrationParts", "calibration_parts", "SiteCalibration", "CalibrationCurve",
-    "aggregate_calibration",
+    "aggregate_calibration", "CalibrationHierarchy", "calibration_hierarchy", "calibration_intercept",
+    "rocglm_band", "rocglm_improper_range",
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
     "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
