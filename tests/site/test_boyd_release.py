@@ -98,3 +98,20 @@ def test_privacy_level_applies(tls_site, snapshot):
         boyd(client, session)
     assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert snapshot(server.config.ledger_path) == before
+
+
+def test_release_does_not_reveal_the_class_count(tls_site, frame):
+    """Attack: the smooth sensitivity S* is a function of the private n1, so a released noise scale
+    (factor * S*) would pin n1 down; the answer must carry only the noisy values."""
+    _, client = tls_site()
+    r = boyd(client, client.open())
+    n, n1 = r.n, int(frame["y"].sum())
+    cal = smooth_noise_calibration(0.45 * 8.0, 0.005)
+    released = [getattr(r, f, 0.0) for f in ("auc_scale", "ap_scale")]
+    candidates = set()
+    for statistic, value in zip(("auc", "ap"), released):
+        if value:
+            scales = cal.factor * np.array([smooth_sensitivity(i, n, beta=cal.beta, statistic=statistic)
+                                            for i in range(n + 1)])
+            candidates |= set(np.flatnonzero(np.isclose(scales, value, rtol=1e-12)).tolist())
+    assert n1 not in candidates
