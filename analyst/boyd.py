@@ -28,8 +28,6 @@ class BoydSiteRelease:
     average_precision: float
     n1_noisy: float
     n: int
-    auc_scale: float
-    ap_scale: float
     epsilon: float
     delta: float
     privacy_unit: str
@@ -89,8 +87,8 @@ def boyd_validation(federation, dataset: str, outcome: str, *, score: str | None
             r = conn.call("ReleaseBoydStatistics", pb.BoydRequest(
                 session_id=session.session_ids[conn.name], epsilon=float(epsilon), delta=float(delta),
                 count_share=float(count_share)))
-            return BoydSiteRelease(r.auc, r.average_precision, r.n1_noisy, int(r.n), r.auc_scale, r.ap_scale,
-                                   r.epsilon, r.delta, r.privacy_unit, r.repeated)
+            return BoydSiteRelease(r.auc, r.average_precision, r.n1_noisy, int(r.n), r.epsilon, r.delta,
+                                   r.privacy_unit, r.repeated)
 
         replies = dict(zip(session.sites, session._each("boyd release", ask)))
     values = np.array([[r.auc, r.average_precision] for r in replies.values()])

@@ -31,7 +31,7 @@ PRIVACY_UNIT = ("rows, bounded DP: one patient's row (score and label) replaced;
 
 @dataclass(frozen=True)
 class BoydRelease:
-    """The released numbers and the ledger record behind them."""
+    """The released numbers and the ledger record behind them (never the noise scales: they reveal n1)."""
 
     release: Release
     charged: bool
@@ -39,8 +39,6 @@ class BoydRelease:
     average_precision: float
     n1_noisy: float
     n: int
-    auc_scale: float
-    ap_scale: float
     count_share: float
 
 
@@ -82,12 +80,13 @@ def release_boyd(site, session: Session, *, epsilon: float, delta: float, count_
         auc = boyd.dp_auc(scores, labels, epsilon=eps_stat, delta=delta_stat, rng=rng)
         ap = boyd.dp_average_precision(scores, labels, epsilon=eps_stat, delta=delta_stat, rng=rng)
         n1_noisy, _ = boyd.dp_class_count(positives.size, scores.size, epsilon=share * epsilon, rng=rng)
-        payload = np.array([auc.value, ap.value, float(n1_noisy), auc.scale, ap.scale], dtype=np.float64)
+        # Only the noisy values: the noise scales depend on the private class counts (smooth sensitivity).
+        payload = np.array([auc.value, ap.value, float(n1_noisy)], dtype=np.float64)
         return payload.tobytes(), negatives.size, positives.size
 
     release, charged = site.ledger.release(
         key, dataset=data.dataset, analyst=session.analyst, events=events, epsilon=epsilon, delta=delta,
         rule="boyd", fingerprint=data.fingerprint, policy=site.policy, make=make, store=True,
     )
-    auc, ap, n1_noisy, auc_scale, ap_scale = np.frombuffer(release.payload, dtype=np.float64).tolist()
-    return BoydRelease(release, charged, auc, ap, n1_noisy, int(release.n0 + release.n1), auc_scale, ap_scale, share)
+    auc, ap, n1_noisy = np.frombuffer(release.payload, dtype=np.float64).tolist()
+    return BoydRelease(release, charged, auc, ap, n1_noisy, int(release.n0 + release.n1), share)

@@ -106,7 +106,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                          "epsilon_charged": out.release.epsilon if out.charged else 0.0})
         return pb.BoydResponse(
             auc=out.auc, average_precision=out.average_precision, n1_noisy=out.n1_noisy, n=out.n,
-            auc_scale=out.auc_scale, ap_scale=out.ap_scale, epsilon=out.release.epsilon, delta=out.release.delta,
+            epsilon=out.release.epsilon, delta=out.release.delta,
             count_share=out.count_share, privacy_unit=BOYD_PRIVACY_UNIT, release_id=out.release.release_id,
             repeated=not out.charged,
         )

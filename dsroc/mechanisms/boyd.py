@@ -58,6 +58,8 @@ class DPRelease(NamedTuple):
 
     ``value`` is the released number (clipped to [0, 1]); ``unclipped`` the statistic plus noise;
     ``smooth_sensitivity`` S*_beta and ``scale`` the noise scale actually used; ``n`` the data set size.
+    Only ``value`` may be published: ``unclipped``, ``smooth_sensitivity`` and ``scale`` depend on the
+    private class counts (S* is a function of n1) and reveal them.
     """
 
     value: float

@@ -440,13 +440,11 @@ class BoydRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ...) -> None: ...
 
 class BoydResponse(_message.Message):
-    __slots__ = ("auc", "average_precision", "n1_noisy", "n", "auc_scale", "ap_scale", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")
+    __slots__ = ("auc", "average_precision", "n1_noisy", "n", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")
     AUC_FIELD_NUMBER: _ClassVar[int]
     AVERAGE_PRECISION_FIELD_NUMBER: _ClassVar[int]
     N1_NOISY_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
-    AUC_SCALE_FIELD_NUMBER: _ClassVar[int]
-    AP_SCALE_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
@@ -457,15 +455,13 @@ class BoydResponse(_message.Message):
     average_precision: float
     n1_noisy: float
     n: int
-    auc_scale: float
-    ap_scale: float
     epsilon: float
     delta: float
     count_share: float
     privacy_unit: str
     release_id: str
     repeated: bool
-    def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., auc_scale: _Optional[float] = ..., ap_scale: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
+    def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class BudgetResponse(_message.Message):
     __slots__ = ("budget",)
