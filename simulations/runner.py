@@ -11,16 +11,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from .compare import compare_settings, run_compare_chunk
+from .histogram import run_histogram_chunk
 from .paper import run_paper_chunk
 from .protocol import run_protocol_chunk
 from .settings import Setting, select_settings
 
 __all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_results"]
 
-MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk}
+MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "histogram": run_histogram_chunk,
+         "compare": run_compare_chunk}
 # Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
 # files, and the results, are the same whatever the parallelism.
-DEFAULT_CHUNK = {"paper": 100, "protocol": 100}
+DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "histogram": 50, "compare": 25}
 RESULTS, CHUNKS = "results", "chunks"
 
 
@@ -146,19 +149,20 @@ def run_study(
     out : path
         Output folder. Finished chunks are kept in ``out/chunks`` until all are done, so an
         interrupted run resumes where it stopped when called again with the same options.
-    mode : {"paper", "protocol"}
+    mode : {"paper", "protocol", "histogram", "compare"}
     reps : int
         Replications per setting.
     seed : int
         Base seed; replication r uses a stream derived from (seed, r) only.
     settings : list of str, optional
-        Setting names (see :func:`simulations.settings.select_settings`); all 126 by default.
+        Setting names (see :func:`simulations.settings.select_settings`, or
+        :func:`simulations.compare.compare_settings` in compare mode); all of the mode's by default.
     workers : int
         Local worker processes (ignored with ``scheduler``).
     scheduler : str or distributed.Client, optional
         Address of a Dask scheduler (or a client) to run the chunks on.
     chunk : int, optional
-        Replications per chunk (default: 100 in both modes).
+        Replications per chunk (default: :data:`DEFAULT_CHUNK` of the mode).
     progress : file or None
         Where progress lines go.
 
@@ -177,7 +181,7 @@ def run_study(
     chunk = DEFAULT_CHUNK[mode] if chunk is None else chunk
     if isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    chosen = tuple(select_settings(settings))
+    chosen = tuple(compare_settings(settings) if mode == "compare" else select_settings(settings, mode=mode))
     out = Path(out)
     (out / CHUNKS).mkdir(parents=True, exist_ok=True)
     _check_config(out, _config(mode, reps, seed, chosen, chunk))
