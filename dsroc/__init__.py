@@ -55,6 +55,19 @@ from .rocglm import (
     rocglm_intercept_for_auc,
 )
 from .sensitivity import SensitivityEstimate, model_sensitivity
+from .prspace import (
+    PRPoints,
+    ap_min,
+    aucnpr,
+    aucpr_min,
+    average_precision,
+    pr_min_curve,
+    pr_min_precision,
+    pr_points,
+    pr_points_from_counts,
+)
+from .pr_estimators import AUCPRInterval, aucpr, aucpr_from_distributions, aucpr_interval
+from . import mechanisms
 
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
@@ -70,5 +83,8 @@ __all__ = [
     "aggregate_calibration",
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
+    "PRPoints", "pr_points", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
+    "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
+    "mechanisms",
     "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]

@@ -105,6 +105,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     delta = _check_delta(delta)
     sensitivity = _check_positive("sensitivity", sensitivity)
     sigma = sensitivity / _largest_mu(epsilon, delta)
+    if not math.isfinite(sigma):
+        raise ValueError(f"sensitivity {sensitivity:g} at epsilon {epsilon:g}, delta {delta:g} needs a noise "
+                         "standard deviation beyond the floating-point range")
     # The division may round sigma a hair below the feasible value: check in terms of sigma itself.
     while math.exp(_log_gdp_delta(sensitivity / sigma, epsilon)) > delta:
         sigma *= 1.0 + 1e-14

@@ -12,7 +12,7 @@ from typing import Iterable
 import grpc
 from google.protobuf.json_format import MessageToDict
 
-from .audit import AuditLog, AuditRecord
+from .audit import MAX_MESSAGE_CHARS, AuditLog, AuditRecord, bounded
 from .config import AnalystConfig
 from .errors import InvalidArgument, ResourceExhausted, Unauthenticated, status_for
 from .slots import CallSlots
@@ -97,8 +97,8 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
         call = method.rsplit("/", 1)[-1]
         handler = continuation(details) if method in self._methods else None
         if analyst is None or handler is None:
-            message = ("missing or unknown bearer token (metadata 'authorization: Bearer <token>')"
-                       if analyst is None else f"method {method} is not served by this site")
+            message = bounded("missing or unknown bearer token (metadata 'authorization: Bearer <token>')"
+                              if analyst is None else f"method {method} is not served by this site", MAX_MESSAGE_CHARS)
             record = AuditRecord(analyst or "", call, decision="UNAUTHENTICATED", message=message)
             return _refuse(handler, message, record, self._audit)
         return _wrap(handler, self._wrap_behavior, analyst, call)
@@ -130,6 +130,7 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
                 return response
             except Exception as exc:
                 code, message = status_for(exc)
+                message = bounded(message, MAX_MESSAGE_CHARS)
                 if not context.is_active():
                     # gRPC ended the call already (client cancelled, or a message above the size
                     # limit): the analyst never sees ``message``, so the log must not claim it.

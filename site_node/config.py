@@ -105,6 +105,7 @@ class SiteConfig:
     max_sessions: int = 64
     max_sessions_per_analyst: int = 16
     max_message_bytes: int = 16 * 1024 * 1024
+    audit_max_bytes: int = 64 * 1024 * 1024
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -209,6 +210,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     max_sessions = site.positive("max_sessions", int, 64)
     per_analyst = site.positive("max_sessions_per_analyst", int, min(16, max_sessions))
     max_bytes = site.positive("max_message_bytes", int, 16 * 1024 * 1024)
+    audit_max_bytes = site.positive("audit_max_bytes", int, 64 * 1024 * 1024)
     site.done()
 
     tls = None
@@ -256,7 +258,8 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     return SiteConfig(
         name=name, listen=listen, state_dir=state_dir, policy=policy, analysts=analysts, datasets=datasets,
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
-        max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, source=source,
+        max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
+        source=source,
     )
 
 

@@ -117,11 +117,22 @@ def site_sensitivity(rule: str, *, policy: Policy, score_range, model=None, feat
     return SiteSensitivity(estimate.value, "model", False, estimate.note)
 
 
-def release_sensitivity(site: SiteSensitivity, requested: float) -> float:
+# A larger sensitivity than the site's only adds noise; beyond this factor times the width of the
+# score range the scores are pure noise and the noise scale could overflow.
+MAX_SENSITIVITY_FACTOR = 1e6
+
+
+def release_sensitivity(site: SiteSensitivity, requested: float, *, score_range=(0.0, 1.0)) -> float:
     """The sensitivity of a release: the site's, or a larger one the analyst asks for (0 = the site's)."""
     requested = _finite("sensitivity", requested)
     if requested == 0:
         return site.value
+    width = float(score_range[1]) - float(score_range[0])
+    if requested > MAX_SENSITIVITY_FACTOR * width:
+        raise InvalidArgument(
+            f"sensitivity {requested:g} is more than {MAX_SENSITIVITY_FACTOR:g} times the width of the score range "
+            f"({width:g}): the released scores would be pure noise"
+        )
     if requested < site.value:
         raise InvalidArgument(
             f"sensitivity {requested} is below the site's value {site.value} (rule {site.rule!r}); "
@@ -193,6 +204,9 @@ def check_threshold(value: float, *, score_range=(0.0, 1.0), steps: int = 100, n
     """
     value = _finite(name, value)
     lo, hi = (float(v) for v in score_range)
+    if not lo <= value <= hi:
+        # Also keeps the lattice arithmetic below finite (a threshold of 1e308 overflowed it).
+        raise InvalidArgument(f"{name} {value} must lie in the score range [{lo:g}, {hi:g}]")
     step = (hi - lo) / steps
     k = round((value - lo) / step)
     if abs(value - (lo + k * step)) > 1e-9 * max(hi - lo, 1.0):

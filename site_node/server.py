@@ -89,24 +89,31 @@ class SiteServer:
             )
         credentials = None if insecure else server_credentials(config)
         self.ledger = SqliteLedger(config.ledger_path)
-        self.audit = AuditLog(config.audit_path)
+        self.audit = AuditLog(config.audit_path, max_bytes=config.audit_max_bytes)
         self.site = Site(config, self.ledger)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
             interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods,
                                                CallSlots(max_calls_per_analyst or max(1, max_workers // 2)))],
-            options=channel_options(config.max_message_bytes),
+            # gRPC sets SO_REUSEPORT by default: a second daemon on the same port would start and share
+            # the traffic (and the ledger's folder) with the first. Without it, binding a used port fails.
+            options=channel_options(config.max_message_bytes) + [("grpc.so_reuseport", 0)],
         )
         site_pb2_grpc.add_SiteServiceServicer_to_server(SiteServicer(self.site), self.server)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        if insecure:
-            self.port = self.server.add_insecure_port(self.address)
-        else:
-            self.port = self.server.add_secure_port(self.address, credentials)
+        try:
+            if insecure:
+                self.port = self.server.add_insecure_port(self.address)
+            else:
+                self.port = self.server.add_secure_port(self.address, credentials)
+        except RuntimeError:
+            self.port = 0
         if not self.port:
-            raise OSError(f"cannot listen on {self.address}")
+            self.ledger.close()
+            raise OSError(f"cannot listen on {self.address}: the address is in use (another dsroc-site serving "
+                          "this port?) or not an address of this host")
         host = self.address.rsplit(":", 1)[0]
         self.bound_address = f"{host}:{self.port}"
 

@@ -36,6 +36,7 @@ from .datasets import DatasetStore, column_dtype, outcome_values
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .guard import (
     SiteSensitivity,
+    analyst_input,
     check_cut_overlaps,
     check_edges,
     check_grid,
@@ -202,13 +203,14 @@ class Site:
         score_class = _check_class(score_class)
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
-        used_delta = release_sensitivity(site_delta, sensitivity)
+        used_delta = release_sensitivity(site_delta, sensitivity, score_range=session.data.score_range)
         data = session.data
         negatives, positives = data.negatives, data.positives
         # The release covers both classes, so each must meet the privacy level.
         require_privacy_level(negatives.size, self.policy.privacy_level, "each class of a release (negatives)")
         require_privacy_level(positives.size, self.policy.privacy_level, "each class of a release (positives)")
-        tau = analytic_gaussian_sigma(epsilon, delta, used_delta)
+        with analyst_input("epsilon, delta, sensitivity"):
+            tau = analytic_gaussian_sigma(epsilon, delta, used_delta)
         key = ReleaseKey(*data.key, epsilon, delta, used_delta)
 
         def draw():
@@ -295,8 +297,8 @@ class Site:
         q = self.policy.privacy_level
         if means is not None:
             for name, value in zip(("global_means.mean_pv0", "global_means.mean_pv1"), means):
-                if not np.isfinite(value):
-                    raise InvalidArgument(f"{name} must be finite, got {value}")
+                if not 0.0 <= value <= 1.0:  # also refuses NaN; placement values lie in [0, 1]
+                    raise InvalidArgument(f"{name} must lie in [0, 1] (a mean of placement values), got {value}")
         require_privacy_level(session.data.positives.size, q, "the placement moments (positives)")
         require_privacy_level(session.data.negatives.size, q, "the placement moments (negatives)")
         (_, pv0), (_, pv1) = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)

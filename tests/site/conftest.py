@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 
@@ -12,6 +13,7 @@ import pytest
 from dsroc.v1 import site_pb2 as pb
 from site_node.config import parse_config
 from site_node.init import sample_dataset
+from site_node.pki import generate_dev_pki
 from site_node.testing import running_server, site_channel, site_stub
 
 TOKENS = {"alice": "token-of-alice", "bob": "token-of-bob"}
@@ -145,3 +147,33 @@ def frame():
 
 def read_frame(config, name="test") -> pd.DataFrame:
     return pd.read_csv(config.datasets[name].path)
+
+
+@pytest.fixture
+def tls_pki(tmp_path):
+    """A development PKI (CA, server and client certificates) for real mutual-TLS daemons."""
+    return generate_dev_pki(tmp_path / "pki")
+
+
+@pytest.fixture
+def tls_site(tmp_path, tls_pki, client_factory):
+    """Start REAL mutual-TLS daemons: ``make(name="site", config=None, token=alice, **make_config kw)``.
+
+    Returns ``(server, client)``; pass ``config`` to restart a daemon on an existing site folder.
+    """
+    tls = {"cert": str(tls_pki.server_cert), "key": str(tls_pki.server_key), "client_ca": str(tls_pki.ca_cert)}
+    stack = contextlib.ExitStack()
+
+    def make(name="site", *, config=None, token=TOKENS["alice"], **kw):
+        config = config or make_config(tmp_path / name, tls=tls, **kw)
+        server = stack.enter_context(running_server(config))
+        return server, tls_client(client_factory, server.bound_address, tls_pki, token)
+
+    with stack:
+        yield make
+
+
+def tls_client(client_factory, address, pki, token=TOKENS["alice"]):
+    """A :class:`Client` over mutual TLS with the dev PKI's client certificate."""
+    return client_factory(address, token, ca_cert=pki.ca_cert, client_cert=pki.client_cert,
+                          client_key=pki.client_key)
