@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import os
+import shutil
 import sys
+import tempfile
+import textwrap
 import threading
 import time
 import warnings
@@ -41,30 +46,86 @@ def _load_model(path: str) -> dict:
     return model
 
 
+@contextlib.contextmanager
+def _atomic_folder(out: Path, *, force: bool):
+    """Yield a temporary folder beside ``out`` that becomes ``out`` only when the block succeeds.
+
+    Refuses a non-empty ``out`` unless ``force`` (then replaced at the end). On failure the temporary
+    folder and any parent folders made for it are removed: nothing is left behind.
+    """
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise ValueError(f"--out {out} exists and is not empty; choose a new folder or add --force to replace it")
+    made = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    except OSError as exc:
+        for p in made:
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise ValueError(f"--out {out}: cannot create the report folder ({exc.strerror})") from None
+    try:
+        yield tmp
+        if out.is_dir() and any(out.iterdir()):
+            shutil.rmtree(out)  # only reached with --force
+        os.replace(tmp, out)  # atomic; replaces an empty folder
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for p in made:  # innermost first
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+
+
 def _cmd_validate(args) -> int:
     from analyst.federation import Federation
     from analyst.report import write_report
 
     model = _load_model(args.model) if args.model else None
-    # make the report folder first: a folder that cannot be written should fail before any site spends budget
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"--out {args.out}: cannot create the report folder ({exc.strerror})") from None
-    with Federation.from_file(args.federation) as fed:
-        print(f"Validating on {len(fed.sites)} sites: {', '.join(fed.names)}", file=sys.stderr)
-        started = time.perf_counter()
-        res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
-                           delta=args.delta, grid=args.grid, alpha=args.alpha, n_bins=args.n_bins,
-                           threshold=args.threshold, a0=args.a0, sensitivity=args.sensitivity,
-                           ci_method=args.ci_method, progress=None if args.quiet else _print_progress)
-        elapsed = time.perf_counter() - started
-    paths = write_report(res, args.out)
-    print(res)
-    print(f"\nvalidate took {elapsed:.2f} s; report written to {args.out}: "
-          + ", ".join(p.name for p in paths.values()))
+    # check the request and make the report folder first: bad input fails before any site spends budget
+    from analyst.session import check_privacy_request
+
+    check_privacy_request(epsilon=args.epsilon, delta=args.delta, sensitivity=args.sensitivity)
+    say = (lambda *a, **k: None) if args.quiet else print
+    with _atomic_folder(Path(args.out), force=args.force) as tmp:
+        with Federation.from_file(args.federation) as fed:
+            say(f"Validating on {len(fed.sites)} site{'s' if len(fed.sites) != 1 else ''}: {', '.join(fed.names)}",
+                file=sys.stderr)
+            started = time.perf_counter()
+            res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
+                               delta=args.delta, grid=args.grid, alpha=args.alpha, n_bins=args.n_bins,
+                               threshold=args.threshold, a0=args.a0, sensitivity=args.sensitivity,
+                               ci_method=args.ci_method, progress=None if args.quiet else _print_progress)
+            elapsed = time.perf_counter() - started
+        paths = write_report(res, tmp)
+    say(res)
+    say(f"\nvalidate took {elapsed:.2f} s; report written to {args.out}: " + ", ".join(p.name for p in paths.values()))
     return 0
+
+
+#: Exit status when some sites answered and others failed (describe, budget).
+EXIT_PARTIAL = 4
+
+_MU_NOTE = ("mu (Gaussian DP): the sites count privacy loss as mu, which composes as sqrt(sum of mu_i^2) over "
+            "releases; every mu is an (epsilon, delta) guarantee for every delta, which is how the epsilons "
+            "here are computed. A validation at (epsilon, delta) charges the mu of one release at (epsilon, delta): its "
+            "two releases (negatives, positives) cover disjoint patients.")
+
+
+def _report_failures(answers) -> int:
+    """Print a line per failed site; the exit status (0, EXIT_PARTIAL, or raise when no site answered)."""
+    answers.raise_if_none()
+    for site, exc in answers.failed.items():
+        print(f"{site}: FAILED ({exc.code.name}): {exc.message}")
+    if answers.failed:
+        print(f"partial answer: {len(answers)} of {len(answers) + len(answers.failed)} sites answered", file=sys.stderr)
+    return EXIT_PARTIAL if answers.failed else 0
+
+
+def _json_with_failures(answers) -> str:
+    out = dict(answers)
+    out.update({site: {"error": {"code": e.code.name, "message": e.message}} for site, e in answers.failed.items()})
+    return json.dumps(out, indent=2)
 
 
 def _cmd_describe(args) -> int:
@@ -73,8 +134,9 @@ def _cmd_describe(args) -> int:
     with Federation.from_file(args.federation) as fed:
         info = fed.describe()
     if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
+        info.raise_if_none()
+        print(_json_with_failures(info))
+        return EXIT_PARTIAL if info.failed else 0
     for site, d in info.items():
         p = d.get("policy", {})
         print(f"{site} ({d.get('site_name', '')}, api {d.get('api_version', '')})")
@@ -89,9 +151,32 @@ def _cmd_describe(args) -> int:
             print(f"  dataset '{ds['name']}': outcome {ds.get('outcome_columns')}, scores {ds.get('score_columns')}, "
                   f"rule '{ds.get('sensitivity_rule')}'")
             print(f"    columns: {cols}")
-            print(f"    budget: spent epsilon {b.get('epsilon_spent', 0):.3g} of {b.get('budget_epsilon')} "
-                  f"(mu remaining {b.get('mu_remaining', 0):.3g}, {b.get('releases', 0)} releases)")
-    return 0
+            print(f"    budget: spent epsilon {b.get('epsilon_spent', 0):.3g} of {b.get('budget_epsilon')} at delta "
+                  f"{b.get('budget_delta')} ({b.get('releases', 0)} releases; 'dsroc budget' says more)")
+    return _report_failures(info)
+
+
+def budget_rows(answers, *, epsilon: float, delta: float) -> list[dict]:
+    """Each site's budget in the analyst's terms: epsilon spent at ``delta`` and at the budget's delta, and
+    how many more validations at (``epsilon``, ``delta``) the remaining budget allows."""
+    import math
+
+    import dsroc
+
+    # the two releases of a validation (negatives, positives) cover disjoint patients: the ledger charges one mu
+    mu_validation = 1.0 / dsroc.analytic_gaussian_sigma(epsilon, delta, 1.0)
+    rows = []
+    for site, b in answers.items():
+        mu_spent, mu_left = b.get("mu_spent", 0.0), b.get("mu_remaining", 0.0)
+        rows.append({
+            "site": site, "releases": int(b.get("releases", 0)),
+            "budget_epsilon": b.get("budget_epsilon"), "budget_delta": b.get("budget_delta"),
+            "epsilon_spent_at_request_delta": dsroc.gdp_epsilon(mu_spent, delta) if mu_spent > 0 else 0.0,
+            "epsilon_spent_at_budget_delta": b.get("epsilon_spent", 0.0),
+            "mu_spent": mu_spent, "mu_budget": b.get("mu_budget"), "mu_remaining": mu_left,
+            "validations_left": int(math.floor((mu_left / mu_validation) ** 2 + 1e-9)),
+        })
+    return rows
 
 
 def _cmd_budget(args) -> int:
@@ -100,33 +185,52 @@ def _cmd_budget(args) -> int:
     with Federation.from_file(args.federation) as fed:
         info = fed.budget(args.dataset)
     if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
-    print(f"{'site':<14} {'releases':>8} {'epsilon spent':>14} {'budget':>16} {'mu spent':>9} {'mu left':>8}")
-    for site, b in info.items():
-        print(f"{site:<14} {b.get('releases', 0):>8} {b.get('epsilon_spent', 0):>14.4g} "
-              f"{b.get('budget_epsilon', 0):>7g} @ {b.get('budget_delta', 0):<6g} "
-              f"{b.get('mu_spent', 0):>9.4g} {b.get('mu_remaining', 0):>8.4g}")
-    return 0
+        info.raise_if_none()
+        print(_json_with_failures(info))
+        return EXIT_PARTIAL if info.failed else 0
+    rows = budget_rows(info, epsilon=args.epsilon, delta=args.delta)
+    print(f"Privacy budget of dataset '{args.dataset}' per site; a request at (epsilon, delta) = "
+          f"({args.epsilon:g}, {args.delta:g}) (--epsilon, --delta):")
+    print(f"  {'site':<12} {'releases':>8} {'eps spent @ delta':>18} {'eps spent @ budget delta':>25} "
+          f"{'budget (eps, delta)':>20} {'mu spent/budget':>16} {'validations left':>17}")
+    for r in rows:
+        print(f"  {r['site']:<12} {r['releases']:>8} {r['epsilon_spent_at_request_delta']:>9.3g} @ {args.delta:<6g} "
+              f"{r['epsilon_spent_at_budget_delta']:>15.3g} @ {r['budget_delta']:<7g} "
+              f"{'(' + format(r['budget_epsilon'], 'g') + ', ' + format(r['budget_delta'], 'g') + ')':>20} "
+              f"{r['mu_spent']:>7.3g}/{r['mu_budget']:<8.3g} {r['validations_left']:>17}")
+    print(textwrap.fill(_MU_NOTE, width=104, initial_indent="  ", subsequent_indent="  "))
+    return _report_failures(info)
 
 
 def _cmd_recommend(args) -> int:
     from analyst.recommend import recommend_settings
 
-    settings = recommend_settings(args.sensitivity, tolerance=args.tolerance, table=args.table)
+    max_eps, max_delta, limits = args.max_epsilon, args.max_delta, "the default site policy"
+    if args.federation:
+        from analyst.federation import Federation
+
+        with Federation.from_file(args.federation) as fed:
+            info = fed.describe().raise_if_none()
+        policies = [d.get("policy", {}) for d in info.values()]
+        max_eps = min(p.get("max_epsilon", float("inf")) for p in policies)
+        max_delta = min(p.get("max_delta", 1.0) for p in policies)
+        limits = f"the policies of {', '.join(info)}"
+    settings = recommend_settings(args.sensitivity, tolerance=args.tolerance, table=args.table,
+                                  max_epsilon=max_eps, max_delta=max_delta)
     if args.json:
         print(json.dumps([dataclasses.asdict(s) for s in settings], indent=2))
         return 0
     source = args.table or "the packaged protocol-mode study (the deployed procedure, 10 000 replications per setting)"
     print(f"(epsilon, delta) recommended for Delta = {args.sensitivity:g}: settings studied at Delta = "
           f"{settings[0].studied_sensitivity:g} whose mean |AUC_emp - AUC_ROC-GLM| stayed within "
-          f"{args.tolerance:g} in every empirical-AUC bin; source: {source}. Most private first.")
+          f"{args.tolerance:g} in every empirical-AUC bin; source: {source}; only those that {limits} accepts "
+          f"(epsilon <= {max_eps:g}, delta <= {max_delta:g} per release). Most private first.")
     print(f"  {'epsilon':>7} {'delta':>8} {'tau':>8} {'worst-bin MAE':>14} {'worst-bin delta-ci':>19}  "
           "CI within tolerance")
     for r in settings:
         print(f"  {r.epsilon:>7g} {r.delta:>8g} {r.tau:>8.4f} {r.worst_bin_mae:>14.4f} {r.worst_bin_delta_ci:>19.4f}  "
               f"{'yes' if r.ci_within_tolerance else 'no'}")
-    return 0
+    return 0 if not args.federation or not info.failed else _report_failures(info)
 
 
 def _cmd_demo(args) -> int:
@@ -161,7 +265,9 @@ def _parser() -> argparse.ArgumentParser:
                      help='a GLM as JSON: {"link": "logit", "intercept": b0, "coefficients": {"col": b, ...}}')
     v.add_argument("--epsilon", type=float, required=True, metavar="EPS", help="epsilon of each site's noisy release")
     v.add_argument("--delta", type=float, required=True, metavar="DELTA", help="delta of each site's noisy release")
-    v.add_argument("--out", required=True, metavar="DIR", help="report folder (created)")
+    v.add_argument("--out", required=True, metavar="DIR",
+                   help="report folder: written to a temporary folder beside it and renamed at the end (nothing is "
+                        "left on failure); a non-empty folder is refused without --force")
     v.add_argument("--grid", type=int, default=None, metavar="M",
                    help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
     v.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level of the AUC CI (default 0.05)")
@@ -174,20 +280,29 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0")
     v.add_argument("--sensitivity", type=float, default=None, metavar="SENS",
                    help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
-    v.add_argument("--quiet", action="store_true", help="no progress messages")
+    v.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
+    v.add_argument("--quiet", action="store_true", help="print nothing (errors still go to stderr)")
     v.set_defaults(func=_cmd_validate)
 
     d = sub.add_parser("describe", help="show each site's datasets, policy and budget",
                        description="Show each site's datasets (columns, outcome and score columns), its privacy "
-                                   "policy and remaining budget. Reveals no patient counts.")
+                                   "policy and remaining budget. Reveals no patient counts. Sites that fail get a "
+                                   "line each; exit 4 when only some sites answered, 3 when none did.")
     d.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
     d.add_argument("--json", action="store_true", help="print JSON instead of text")
     d.set_defaults(func=_cmd_describe)
 
     b = sub.add_parser("budget", help="show each site's spent and remaining privacy budget for a dataset",
-                       description="Spent and remaining privacy budget per site (Gaussian-DP composition).")
+                       description="Spent and remaining privacy budget per site, in epsilon at the delta of your "
+                                   "requests and at the budget's delta, and how many more validations at "
+                                   "(--epsilon, --delta) fit. Sites that fail get a line each; exit 4 when only some "
+                                   "sites answered, 3 when none did.")
     b.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
     b.add_argument("--dataset", required=True, metavar="NAME", help="dataset name")
+    b.add_argument("--epsilon", type=float, default=5.0, metavar="EPS",
+                   help="epsilon of the requests you make (default 5): says how many more validations fit")
+    b.add_argument("--delta", type=float, default=0.01, metavar="DELTA",
+                   help="delta of the requests you make (default 0.01): the spent budget is also shown at it")
     b.add_argument("--json", action="store_true", help="print JSON instead of text")
     b.set_defaults(func=_cmd_budget)
 
@@ -202,6 +317,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="MAE tolerance of the AUC (default 0.015; the packaged table has 0.01, 0.015, 0.02)")
     r.add_argument("--table", default=None, metavar="PATH",
                    help="a recommended.csv of another 'python -m simulations run' (default: the packaged study)")
+    r.add_argument("--federation", default=None, metavar="F",
+                   help="keep only settings every site's policy accepts (asks the sites for their policies)")
+    r.add_argument("--max-epsilon", type=float, default=10.0, metavar="EPS",
+                   help="without --federation: largest epsilon per release to list (default 10, the default policy)")
+    r.add_argument("--max-delta", type=float, default=0.01, metavar="DELTA",
+                   help="without --federation: largest delta per release to list (default 0.01, the default policy)")
     r.add_argument("--json", action="store_true", help="print JSON instead of text")
     r.set_defaults(func=_cmd_recommend)
 

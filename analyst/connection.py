@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
@@ -10,12 +10,54 @@ import grpc
 
 from analyst.config import SiteConfig
 
-__all__ = ["SiteConnection", "SiteError", "fan_out"]
+__all__ = ["MAX_RETRIES", "SiteConnection", "SiteError", "explain", "fan_out", "fan_out_partial", "retry_service_config"]
 
 T = TypeVar("T")
 
 #: Message-size limit on the analyst's channels (arrays travel in chunks well below it).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+#: gRPC allows at most 5 attempts per call (``maxAttempts``), so at most 4 retries.
+MAX_RETRIES = 4
+
+
+def retry_service_config(retries: int) -> str:
+    """gRPC service config: retry a call that failed with UNAVAILABLE (only), with jittered exponential backoff.
+
+    gRPC retries only calls the server has not answered, so nothing is executed twice at a site; a
+    channel that cannot connect (no server, TLS handshake refused) fails each attempt at once, so
+    the whole call fails within about a second.
+    """
+    if retries == 0:
+        return json.dumps({"methodConfig": [{"name": [{"service": "dsroc.v1.SiteService"}]}]})
+    policy = {"maxAttempts": retries + 1, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+              "retryableStatusCodes": ["UNAVAILABLE"]}
+    return json.dumps({"methodConfig": [{"name": [{"service": "dsroc.v1.SiteService"}], "retryPolicy": policy}]})
+
+
+def explain(code: grpc.StatusCode, details: str, config: SiteConfig, *, timeout: float | None = None) -> str:
+    """The transport's message with what to check, for the failures a new setup typically hits."""
+    text = details or code.name
+    low = text.lower()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        if any(k in low for k in ("tls handshake", "tsi_", "ssl", "certificate")):
+            return (f"{text} -- the TLS handshake with {config.address} failed: check that ca_file "
+                    f"({config.ca_file}) is the CA that signed this site's server certificate, and that the "
+                    "certificate names the host you connect to (set server_name if it differs)")
+        if ("socket closed" in low or "connection reset" in low) and not config.insecure:
+            have = "yours is set" if config.client_cert else "none is set"
+            return (f"{text} -- the site closed the connection during the TLS handshake: it probably requires a "
+                    f"client certificate (mutual TLS; {have}): check client_cert and client_key, and that the "
+                    "site's client CA signed them")
+        if any(k in low for k in ("connection refused", "failed to connect", "dns", "name resolution",
+                                  "no route", "unreachable")):
+            return f"{text} -- nothing answers at {config.address}: is the site running, and is the address right?"
+        return f"{text} -- is the site running at {config.address}?"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return (f"{text} -- check this site's token ('token' or 'token_file' in the federation file): the site "
+                "knows only the SHA-256 of the tokens it issued")
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
+        return f"{text} -- no answer within {timeout:g} s (raise [options] timeout in the federation file)"
+    return text
 
 
 class SiteError(RuntimeError):
@@ -56,14 +98,19 @@ class SiteConnection:
     timeout : float
         Default deadline per call in seconds.
     retries : int
-        How often a call failing with UNAVAILABLE is retried (exponential backoff from 0.2 s).
+        How often gRPC retries a call failing with UNAVAILABLE (0 to 4; its service-config retry policy,
+        jittered exponential backoff from 0.1 s).
     """
 
     def __init__(self, config: SiteConfig, stub_class, *, timeout: float = 30.0, retries: int = 3):
+        if isinstance(retries, bool) or int(retries) != retries or not 0 <= retries <= MAX_RETRIES:
+            raise ValueError(f"retries must be an integer from 0 to {MAX_RETRIES} (gRPC allows 5 attempts), "
+                             f"got {retries!r}")
         self.config, self.name = config, config.name
         self.timeout, self.retries = float(timeout), int(retries)
         options = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                   ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+                   ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.enable_retries", 1), ("grpc.service_config", retry_service_config(self.retries))]
         if config.server_name:
             options.append(("grpc.ssl_target_name_override", config.server_name))
         if config.insecure:
@@ -84,43 +131,29 @@ class SiteConnection:
         """Call ``method`` with ``request`` (a message, or a zero-argument factory of a request iterator
         for client-streaming calls).
 
-        Server-streaming replies (``stream=True``) are read completely inside the retry loop and
-        returned as a list. UNAVAILABLE is retried with backoff; every other status raises
-        :class:`SiteError` at once.
+        Server-streaming replies (``stream=True``) are read completely and returned as a list.
+        UNAVAILABLE is retried by gRPC's retry policy (see :func:`retry_service_config`); a failure
+        raises :class:`SiteError` with what to check (:func:`explain`).
         """
         fn = getattr(self.stub, method)
-        delay = 0.2
-        for attempt in range(self.retries + 1):
-            req = request() if callable(request) else request
-            try:
-                reply = fn(req, timeout=timeout or self.timeout, metadata=self._token_metadata)
-                return list(reply) if stream else reply
-            except grpc.RpcError as exc:
-                code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-                if code == grpc.StatusCode.UNAVAILABLE and attempt < self.retries:
-                    time.sleep(delay)
-                    delay *= 2
-                    continue
-                details = (exc.details() if hasattr(exc, "details") else str(exc)) or code.name
-                if code == grpc.StatusCode.UNAVAILABLE:
-                    # the transport's text ("Socket closed", a TLS error) rarely says what to check
-                    details += (f" (after {attempt + 1} attempt{'s' if attempt else ''}: is the site running at "
-                                f"{self.config.address}, and do its CA and client certificate match the site's TLS?)")
-                raise SiteError(self.name, code, details) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        req = request() if callable(request) else request
+        timeout = timeout or self.timeout
+        try:
+            reply = fn(req, timeout=timeout, metadata=self._token_metadata)
+            return list(reply) if stream else reply
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+            details = exc.details() if hasattr(exc, "details") else str(exc)
+            raise SiteError(self.name, code, explain(code, details, self.config, timeout=timeout)) from None
 
     def close(self) -> None:
         """Close the channel."""
         self.channel.close()
 
 
-def fan_out(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection], T], *,
-            on_done: Callable[[str], None] | None = None) -> list[T]:
-    """Run ``fn(connection)`` for every site in parallel and return the results in site order.
-
-    If any site fails, the first failing site (in site order) is raised as :class:`SiteError`
-    after all calls have finished, so no call is left running.
-    """
+def fan_out_partial(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection], T], *,
+                    on_done: Callable[[str], None] | None = None) -> list[T | SiteError]:
+    """Run ``fn(connection)`` for every site in parallel; each site's result or its :class:`SiteError`, in site order."""
     def run(conn):
         try:
             out = fn(conn)
@@ -135,10 +168,19 @@ def fan_out(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection]
         return out
 
     if len(connections) == 1:
-        results = [run(connections[0])]
-    else:
-        with ThreadPoolExecutor(max_workers=len(connections), thread_name_prefix="dsroc-site") as pool:
-            results = list(pool.map(run, connections))
+        return [run(connections[0])]
+    with ThreadPoolExecutor(max_workers=len(connections), thread_name_prefix="dsroc-site") as pool:
+        return list(pool.map(run, connections))
+
+
+def fan_out(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection], T], *,
+            on_done: Callable[[str], None] | None = None) -> list[T]:
+    """Run ``fn(connection)`` for every site in parallel and return the results in site order.
+
+    If any site fails, the first failing site (in site order) is raised as :class:`SiteError`
+    after all calls have finished, so no call is left running.
+    """
+    results = fan_out_partial(connections, fn, on_done=on_done)
     for r in results:
         if isinstance(r, SiteError):
             failed = [x.site for x in results if isinstance(x, SiteError)]

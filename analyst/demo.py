@@ -31,13 +31,15 @@ __all__ = ["pooled_statistics", "privacy_note", "run_demo", "running_daemons", "
 DATASET = "gbsg2_test"
 ANALYST = "demo_analyst"
 _Q = 5  # the demo sites' privacy level
+_MAX_EPSILON, _MAX_DELTA = 10.0, 0.05  # the demo sites' policy per release
 _MARKER = ".dsroc-demo"  # the demo only ever cleans a folder that carries this marker
 
 def privacy_note(epsilon: float, delta: float) -> str:
     """The demo's explanation of its privacy settings."""
     asked = ("the paper's epsilon = 5, delta = 0.01" if (epsilon, delta) == (5.0, 0.01)
              else f"epsilon = {epsilon:g}, delta = {delta:g} (the paper used 5 and 0.01)")
-    recommended = "; ".join(f"({s.epsilon:g}, {s.delta:g})" for s in recommend_settings(0.19))
+    recommended = "; ".join(f"({s.epsilon:g}, {s.delta:g})"
+                            for s in recommend_settings(0.19, max_epsilon=_MAX_EPSILON, max_delta=_MAX_DELTA))
     text = (
         "Each site uses the sensitivity rule 'model': Delta is the largest change of the model's predicted "
         "probability when one feature of one patient moves to an adjacent histogram bin (10 bins; ordinal and "
@@ -94,8 +96,8 @@ client_ca = {json.dumps(str(pki.ca_cert))}   # mutual TLS: the analyst shows a c
 
 [policy]
 privacy_level = {privacy_level}
-max_epsilon = 10.0
-max_delta = 0.05
+max_epsilon = {_MAX_EPSILON}
+max_delta = {_MAX_DELTA}
 budget_epsilon = 50.0
 budget_delta = 0.05
 sensitivity = "{sensitivity}"
@@ -248,8 +250,8 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
     ----------
     out : path, optional
         Working folder (site data, certificates, configs, logs, the report); its demo sub-folders are
-        recreated on each run. Default: a new temporary folder (printed at the end), so that no keys or
-        tokens land in the current directory.
+        recreated on each run. Default: a temporary folder, removed at the end (also on failure or
+        Ctrl-C), so that no keys or tokens are left behind; only the printed results (and ``json_path``) remain.
     json_path : path, optional
         Also write the report JSON (``ValidationResult`` keys plus ``pooled``) here.
     n_patients : int, optional
@@ -263,15 +265,23 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
     stream : file, optional
         Where the results are printed (default stdout).
     """
+    if json_path is not None and not Path(json_path).resolve().parent.is_dir():
+        raise ValueError(f"--json {json_path}: its folder does not exist")
+    options = dict(json_path=json_path, n_patients=n_patients, epsilon=epsilon, delta=delta, seed=seed,
+                   progress=progress, stream=stream)
+    if out is not None:
+        return _run_demo(Path(out).resolve(), keep=True, **options)
+    with tempfile.TemporaryDirectory(prefix="dsroc-demo-") as tmp:
+        return _run_demo(Path(tmp), keep=False, **options)
+
+
+def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, seed, progress, stream) -> int:
     from site_node.auth import hash_token, new_token
     from site_node.init import federation_document
     from site_node.pki import generate_dev_pki
 
     say = (lambda *a: print(*a, file=stream or sys.stdout, flush=True))
-    if json_path is not None and not Path(json_path).resolve().parent.is_dir():
-        raise ValueError(f"--json {json_path}: its folder does not exist")
     t_start = time.perf_counter()
-    out = Path(tempfile.mkdtemp(prefix="dsroc-demo-") if out is None else out).resolve()
     if out.exists() and any(out.iterdir()) and not (out / _MARKER).exists():
         raise ValueError(f"--out {out} exists and was not made by `dsroc demo`; choose an empty or new folder")
     for sub in ("sites", "pki", "report"):
@@ -337,6 +347,10 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
     say("")
     say(f"Timing: validate {t_validate:.2f} s; daemons started in {timing['startup_seconds']:.2f} s "
         f"(including data preparation and certificates); whole demo {timing['total_seconds']:.2f} s.")
-    say(f"Report: {paths['summary']}, {paths['json']}, {paths['roc']}, {paths['calibration']}"
-        + (f"; JSON also at {json_path}" if json_path else ""))
+    if keep:
+        say(f"Report: {paths['summary']}, {paths['json']}, {paths['roc']}, {paths['calibration']}"
+            + (f"; JSON also at {json_path}" if json_path else ""))
+    else:
+        say("The demo's temporary folder (keys, token, ledgers, report) is removed; --out DIR keeps it and the plots"
+            + (f"; JSON written to {json_path}" if json_path else "") + ".")
     return 0

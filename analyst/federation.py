@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from google.protobuf.json_format import MessageToDict
@@ -14,12 +14,37 @@ from dsroc.v1 import site_pb2 as pb
 from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
 from analyst.config import SiteConfig, load_federation_file
-from analyst.connection import SiteConnection, fan_out
+from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.recommend import recommendation_warning
 from analyst.result import TestResult, ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
-__all__ = ["Federation"]
+__all__ = ["Federation", "SiteAnswers"]
+
+
+class SiteAnswers(dict):
+    """The answers of the sites that answered (site name to answer), and ``failed``: the others' errors.
+
+    ``describe`` and ``budget`` return this, so one site that is down does not hide the others.
+    """
+
+    def __init__(self, answers: Mapping[str, Any], failed: Mapping[str, SiteError]):
+        super().__init__(answers)
+        self.failed: dict[str, SiteError] = dict(failed)
+
+    @property
+    def partial(self) -> bool:
+        """True when some site did not answer."""
+        return bool(self.failed)
+
+    def raise_if_none(self) -> "SiteAnswers":
+        """Raise the first site's error when no site answered; else return self."""
+        if not self and self.failed:
+            first = next(iter(self.failed.values()))
+            if len(self.failed) > 1:
+                first.args = (f"{first.args[0]} (also failed: {', '.join(list(self.failed)[1:])})",)
+            raise first
+        return self
 
 
 class Federation:
@@ -61,18 +86,23 @@ class Federation:
         return cls(sites, **options)
 
     # -- information ----------------------------------------------------------------------------
-    def describe(self) -> dict[str, dict[str, Any]]:
-        """Each site's datasets (columns, outcome and score columns), policy and remaining budget."""
-        replies = fan_out(self.connections, lambda c: c.call("Describe", pb.DescribeRequest()))
-        return {name: MessageToDict(r, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
-                for name, r in zip(self.names, replies)}
+    def _ask_all(self, fn) -> SiteAnswers:
+        replies = fan_out_partial(self.connections, fn)
+        ok = {n: MessageToDict(r, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+              for n, r in zip(self.names, replies) if not isinstance(r, SiteError)}
+        return SiteAnswers(ok, {n: r for n, r in zip(self.names, replies) if isinstance(r, SiteError)}).raise_if_none()
 
-    def budget(self, dataset: str) -> dict[str, dict[str, Any]]:
-        """Each site's spent and remaining privacy budget for ``dataset`` (Gaussian-DP accounting)."""
-        replies = fan_out(self.connections, lambda c: c.call("Budget", pb.BudgetRequest(dataset=dataset)))
-        return {name: MessageToDict(r.budget, preserving_proto_field_name=True,
-                                    always_print_fields_with_no_presence=True)
-                for name, r in zip(self.names, replies)}
+    def describe(self) -> SiteAnswers:
+        """Each site's datasets (columns, outcome and score columns), policy and remaining budget.
+
+        Sites that fail are in ``.failed`` of the answer (a :class:`SiteError` each); only when no site
+        answers is the first site's error raised.
+        """
+        return self._ask_all(lambda c: c.call("Describe", pb.DescribeRequest()))
+
+    def budget(self, dataset: str) -> SiteAnswers:
+        """Each site's spent and remaining privacy budget for ``dataset``; failed sites in ``.failed``."""
+        return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(dataset=dataset)).budget)
 
     @property
     def names(self) -> list[str]:

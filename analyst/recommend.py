@@ -84,7 +84,8 @@ def _read_table(table: str | Path | None) -> tuple[list[dict[str, float]], str]:
 
 
 def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERANCE,
-                       table: str | Path | None = None) -> list[RecommendedSetting]:
+                       table: str | Path | None = None, max_epsilon: float | None = None,
+                       max_delta: float | None = None) -> list[RecommendedSetting]:
     """The (epsilon, delta) settings the simulation study recommends for a sensitivity Delta.
 
     The study (``python -m simulations run --mode protocol``: the deployed procedure) ran a grid of
@@ -101,6 +102,8 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
         MAE tolerance; must be one the table was written with (the packaged table: 0.01, 0.015, 0.02).
     table : path, optional
         A ``recommended.csv`` of another run of the study; default the packaged full protocol-mode study.
+    max_epsilon, max_delta : float, optional
+        Keep only settings the sites' policies accept (epsilon and delta per release at most these).
 
     Returns
     -------
@@ -133,6 +136,12 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
     if not picked:
         raise ValueError(f"no recommendation exists for sensitivity {sensitivity:g} at tolerance {tolerance:g}: "
                          f"no studied (epsilon, delta) met it in every AUC bin for Delta = {chosen:g} in {source}")
+    picked = [r for r in picked if (max_epsilon is None or r["epsilon"] <= max_epsilon)
+              and (max_delta is None or r["delta"] <= max_delta)]
+    if not picked:
+        limits = ", ".join(f"{k} <= {v:g}" for k, v in (("epsilon", max_epsilon), ("delta", max_delta)) if v is not None)
+        raise ValueError(f"no recommended setting for sensitivity {sensitivity:g} fits the sites' policies "
+                         f"({limits} per release)")
     picked.sort(key=lambda r: (r["epsilon"], r["delta"]))
     return [RecommendedSetting(epsilon=r["epsilon"], delta=r["delta"], studied_sensitivity=chosen, tau=r["tau"],
                                tolerance=r["tolerance"], worst_bin_mae=r["worst_bin_mae"],

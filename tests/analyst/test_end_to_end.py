@@ -191,9 +191,9 @@ def test_a_site_stopped_mid_analysis_is_named(tmp_path, pki, helpers):
                 started = time.perf_counter()
                 with pytest.raises(SiteError) as err:
                     s.fit_rocglm()
-                assert time.perf_counter() - started >= 0.2  # UNAVAILABLE was retried once after 0.2 s
+                assert time.perf_counter() - started < 5  # gRPC's retry policy fails fast on a closed port
     assert err.value.site == "s1" and err.value.code == grpc.StatusCode.UNAVAILABLE
-    assert "s1" in str(err.value)
+    assert "s1" in str(err.value) and "is the site running" in str(err.value)
 
 
 def test_only_unavailable_is_retried(five_sites, pki, helpers):

@@ -86,13 +86,13 @@ def test_bad_arguments_and_tables_are_named(tmp_path, table):
 
 
 def test_cli_recommend(capsys, table):
-    assert main(["recommend", "--sensitivity", "0.19"]) == 0
+    assert main(["recommend", "--sensitivity", "0.19", "--max-delta", "1"]) == 0
     out = capsys.readouterr().out
     _, rows = expected(table, 0.19, 0.015)
     lines = [line.split() for line in out.splitlines()[2:]]
     assert [(float(a[0]), float(a[1])) for a in lines] == rows
     assert "Delta = 0.2" in out and "within 0.015" in out
-    assert main(["recommend", "--sensitivity", "0.05", "--tolerance", "0.01", "--json"]) == 0
+    assert main(["recommend", "--sensitivity", "0.05", "--tolerance", "0.01", "--json", "--max-delta", "1"]) == 0
     import json
 
     got = json.loads(capsys.readouterr().out)
