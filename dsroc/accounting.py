@@ -19,6 +19,8 @@ __all__ = [
     "Event",
     "Accountant",
     "VALUE_DISCRETIZATION",
+    "encode_event",
+    "decode_event",
 ]
 
 # Privacy-loss grid of the PLDs (connect-the-dots, pessimistic): the epsilon of composed Gaussian
@@ -273,3 +275,24 @@ class Accountant:
     def within(self, epsilon: float, delta: float) -> bool:
         """Whether the history is (epsilon, delta)-DP: the ledger's budget check (no slack)."""
         return self.delta(epsilon) <= float(delta)
+
+
+_KINDS = {"gaussian": Gaussian, "discrete_gaussian": DiscreteGaussian, "laplace": Laplace,
+          "randomized_response": RandomizedResponse, "approximate_dp": ApproximateDp, "pure_epsilon": PureEpsilon}
+
+
+def encode_event(event: Event) -> dict:
+    """A JSON-ready description of an event (what a ledger stores); :func:`decode_event` inverts it."""
+    for kind, cls in _KINDS.items():
+        if type(event) is cls:
+            return {"kind": kind, **{name: getattr(event, name) for name in cls.__dataclass_fields__}}
+    raise TypeError(f"not a privacy event: {event!r}")
+
+
+def decode_event(data: dict) -> Event:
+    """The event described by :func:`encode_event`'s output."""
+    fields = dict(data)
+    kind = fields.pop("kind", None)
+    if kind not in _KINDS:
+        raise ValueError(f"unknown privacy event kind {kind!r} (known: {sorted(_KINDS)})")
+    return _KINDS[kind](**fields)

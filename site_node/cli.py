@@ -145,9 +145,10 @@ def _check_one(path) -> int:
     else:
         print("tls: not configured (serve needs --insecure)")
     store = DatasetStore(config.datasets)
+    tables = {}
     for name, ds in config.datasets.items():
         try:
-            table = store.table(name)
+            table = tables[name] = store.table(name)
         except SiteError:
             problems += 1
             print(f"dataset {name}: cannot be read (see the log above)")
@@ -163,7 +164,7 @@ def _check_one(path) -> int:
             except SiteError as exc:
                 problems += 1
                 print(f"  {column}: {exc} ({kind} column)")
-    return problems
+    return problems + _check_populations(config, tables)
 
 
 def _cmd_check(args) -> int:
@@ -176,31 +177,47 @@ def _cmd_check(args) -> int:
     return 0 if not problems else 1
 
 
+def _check_populations(config, tables) -> int:
+    """Print the populations (entries sharing one budget) and entries that look like the same patients."""
+    from .populations import populations, suspected_shared_patients
+
+    for names in populations(config).values():
+        if len(names) > 1:
+            print(f"population of datasets {', '.join(names)}: one privacy budget and history (the same patients)")
+    notes = suspected_shared_patients(config, tables)
+    for note in notes:
+        print(f"populations: {note}")
+    return len(notes)
+
+
 def _cmd_budget(args) -> int:
+    from dataclasses import replace
+
     from .config import load_config
     from .ledger import SqliteLedger
 
     config = load_config(args.config)
     ledger = SqliteLedger(config.ledger_path)
     try:
-        statuses = [ledger.budget(name, config.policy) for name in config.datasets]
+        statuses = [replace(ledger.budget(ds.population, config.policy), dataset=name)
+                    for name, ds in config.datasets.items()]
         history = ledger.history()
     finally:
         ledger.close()
     if args.json:
-        print(json.dumps({"budgets": [dict(vars(b), mu_remaining=b.mu_remaining, epsilon_spent=b.epsilon_spent)
+        print(json.dumps({"budgets": [dict(vars(b), mu_remaining=b.mu_remaining, epsilon_remaining=b.epsilon_remaining)
                                       for b in statuses], "releases": history}, indent=2))
         return 0
-    print(f"budget per dataset: epsilon {config.policy.budget_epsilon}, delta {config.policy.budget_delta} "
-          f"(mu {statuses[0].mu_budget:.4f} as Gaussian DP)" if statuses else "no datasets configured")
+    print(f"budget per population (the patients behind one or more datasets): epsilon {config.policy.budget_epsilon}, "
+          f"delta {config.policy.budget_delta}" if statuses else "no datasets configured")
     for b in statuses:
-        print(f"  {b.dataset:<20} releases {b.releases:>3}   spent mu {b.mu_spent:.4f} "
-              f"(epsilon {b.epsilon_spent:.4f} at delta {b.budget_delta})   remaining mu {b.mu_remaining:.4f}")
+        print(f"  {b.dataset:<20} releases {b.releases:>3}   spent epsilon {b.epsilon_spent:.4f} at delta "
+              f"{b.budget_delta}   remaining about epsilon {b.epsilon_remaining:.4f}")
     if history:
         print("releases:")
         for r in history:
-            print(f"  {r['created']} {r['analyst']:<12} {r['dataset']:<12} eps {r['epsilon']:g} delta {r['delta']:g} "
-                  f"sens {r['sensitivity']:g} ({r['rule']}) tau {r['tau']:.4g} mu {r['mu']:.4f}  {r['source']}")
+            print(f"  {r['created']} {r['analyst']:<12} {r['dataset']:<12} {r['kind']:<9} eps {r['epsilon']:g} "
+                  f"delta {r['delta']:g} ({r['rule']})  {r['source']}")
     return 0
 
 

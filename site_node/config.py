@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ __all__ = [
     "parse_config",
     "SENSITIVITY_RULES",
     "FORMATS",
+    "source_identity",
 ]
 
 SENSITIVITY_RULES = ("value", "range", "model")
@@ -88,6 +90,24 @@ class DatasetConfig:
     model_columns: tuple[str, ...] | None = None
     sensitivity: str | None = None
     description: str = ""
+    population: str | None = None
+
+    def __post_init__(self):
+        if self.population is None:
+            object.__setattr__(self, "population", source_identity(self))
+
+
+def source_identity(config: DatasetConfig) -> str:
+    """The normalised identity of a dataset's source: the resolved file, or the database URL and table/query.
+
+    Two entries with the same identity read the same patients, so by default they are one
+    population: one budget, one history, one set of caps.
+    """
+    if config.format != "sql":
+        return f"file:{Path(config.path).resolve()}"
+    url = re.sub(r"//([^:/@]*):[^@/]*@", r"//\1@", config.url or "")  # the password is no part of the identity
+    what = f"table={config.table}" if config.table is not None else "query=" + " ".join((config.query or "").split())
+    return f"sql:{url}#{what}"
 
 
 @dataclass(frozen=True)
@@ -251,6 +271,12 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         for ds in a.datasets:
             if ds != "*" and ds not in datasets:
                 raise ConfigError(f"{src}: analysts.{a.name}.datasets: unknown dataset {ds!r}")
+    identities: dict[str, DatasetConfig] = {}
+    for ds in datasets.values():
+        first = identities.setdefault(source_identity(ds), ds)
+        if first.population != ds.population:
+            raise ConfigError(f"{src}: datasets.{ds.name}.population: reads the same source as dataset {first.name!r} "
+                              "but names another population; entries over the same patients must share one budget")
     for ds in datasets.values():
         rule = ds.sensitivity or policy.sensitivity
         if rule == "value" and policy.sensitivity_value is None:
@@ -345,7 +371,10 @@ def _parse_dataset(d: _Reader, name: str, base: Path) -> DatasetConfig:
         model_columns=d.strings("model_columns", None),
         sensitivity=rule,
         description=d.get("description", str, ""),
+        population=d.get("population", str, None),
     )
+    if cfg.population == "":
+        d.fail("population", "must be a non-empty name (entries with the same population share one privacy budget)")
     overlap = set(cfg.outcomes) & (set(cfg.scores) | set(cfg.model_columns or ()))
     if overlap:
         d.fail("outcomes", f"an outcome column cannot also be a score or model column: {sorted(overlap)}")

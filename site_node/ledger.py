@@ -1,13 +1,21 @@
 """The privacy ledger: a durable record of every release, charged before anything leaves the site.
 
-Composition is Gaussian DP (``dsroc.gdp_*``): a release costs ``mu_i = Delta / tau``, releases of a
-dataset compose as ``sqrt(sum mu_i^2)``, and the site's budget (epsilon, delta) is the largest mu that
-is (epsilon, delta)-DP. The noisy values are stored with the release, so the same request returns the
-identical values, after a restart too, at no further cost: averaging repeated releases is impossible.
+One accountant (``dsroc.accounting``) composes every release of a population, whatever its
+mechanism; a release is refused unless the composed history stays (epsilon, delta)-DP at the
+site's budget, compared exactly (no slack). Budgets, histories, caps and answered cuts are kept per
+population (the patients behind one or more dataset entries), never per dataset name.
+
+A release is stored compactly: the noise of a score release is regenerated from a 256-bit seed
+drawn from the operating system's CSPRNG, checked against the stored digest of the released values
+and the data's fingerprint (a replay is refused when either changed); a histogram release stores
+its few noisy counts. The same request returns the identical values, after a restart too, at no
+further cost: averaging repeated releases is impossible.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import secrets
 import sqlite3
@@ -20,47 +28,61 @@ from typing import Callable
 
 import numpy as np
 
-from dsroc import analytic_gaussian_sigma, gdp_epsilon, gdp_mu, gdp_release_mu
+from dsroc import analytic_gaussian_sigma, gdp_release_mu
+from dsroc.accounting import Accountant, Gaussian, decode_event, encode_event
 
 from .config import Policy
 from .errors import FailedPrecondition, PermissionDenied, ResourceExhausted
 
 __all__ = ["ReleaseKey", "Release", "BudgetStatus", "budget_mu", "Ledger", "SqliteLedger"]
 
-# Relative slack when comparing composed mu with the budget: the budget is itself a root-finder result.
-_BUDGET_SLACK = 1e-9
+SEED_BYTES = 32
 
 
 @dataclass(frozen=True)
 class ReleaseKey:
-    """What makes two release requests the same release."""
+    """What makes two release requests the same release: the population's source and outcome, the
+    kind of release and the request's canonical parameters (JSON)."""
 
-    dataset: str
+    population: str
     source: str
     outcome: str
-    epsilon: float
-    delta: float
-    sensitivity: float
+    kind: str
+    request: str
 
 
 @dataclass(frozen=True)
 class Release:
-    """A release recorded in the ledger, with its noisy values (ascending) per class."""
+    """A release recorded in the ledger; ``payload`` is what was released (stored or regenerated)."""
 
     release_id: str
     key: ReleaseKey
-    tau: float
-    mu: float
+    dataset: str
+    events: tuple
+    epsilon: float
+    delta: float
     rule: str
     created: str
     analyst: str
-    negatives: np.ndarray
-    positives: np.ndarray
+    payload: bytes
+    n0: int
+    n1: int
+
+    @property
+    def mu(self) -> float:
+        """Gaussian-DP mu of the release's continuous Gaussian noise (0 when it has none)."""
+        return Accountant([e for e in self.events if isinstance(e, Gaussian)]).gaussian_mu
 
 
 @dataclass(frozen=True)
 class BudgetStatus:
-    """Spent and remaining budget of one dataset."""
+    """Spent and remaining budget of one population (reported under a dataset's name).
+
+    ``epsilon_spent`` is the composed history's epsilon at the budget's delta (the accountant's,
+    never below the exact value); ``delta_spent`` its delta at the budget's epsilon; a new release
+    fits when, composed onto the history, ``delta_spent`` stays at most ``budget_delta``. The mu
+    fields describe the continuous Gaussian releases alone (Gaussian DP, exact).
+    """
 
     dataset: str
     budget_epsilon: float
@@ -68,16 +90,20 @@ class BudgetStatus:
     mu_budget: float
     mu_spent: float
     releases: int
+    population: str = ""
+    epsilon_spent: float = 0.0
+    delta_spent: float = 0.0
+    exact: bool = True
 
     @property
     def mu_remaining(self) -> float:
-        """``sqrt(mu_budget^2 - mu_spent^2)``, 0 when spent."""
+        """``sqrt(mu_budget^2 - mu_spent^2)``, 0 when spent (Gaussian releases only)."""
         return float(np.sqrt(max(self.mu_budget**2 - self.mu_spent**2, 0.0)))
 
     @property
-    def epsilon_spent(self) -> float:
-        """The spent mu as epsilon at the budget's delta."""
-        return gdp_epsilon(self.mu_spent, self.budget_delta) if self.mu_spent > 0 else 0.0
+    def epsilon_remaining(self) -> float:
+        """``budget_epsilon - epsilon_spent`` (0 when spent): an indication, as composition is not additive."""
+        return max(self.budget_epsilon - self.epsilon_spent, 0.0)
 
 
 def budget_mu(epsilon: float, delta: float) -> float:
@@ -89,17 +115,21 @@ class Ledger(ABC):
     """Interface of a privacy ledger (see :class:`SqliteLedger`)."""
 
     @abstractmethod
-    def budget(self, dataset: str, policy: Policy) -> BudgetStatus:
-        """Spent and remaining budget of ``dataset``."""
+    def budget(self, population: str, policy: Policy) -> BudgetStatus:
+        """Spent and remaining budget of ``population``."""
 
     @abstractmethod
-    def release(self, key: ReleaseKey, *, analyst: str, tau: float, rule: str, fingerprint: str, policy: Policy,
-                draw: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[Release, float]:
+    def release(self, key: ReleaseKey, *, dataset: str, analyst: str, events: tuple, epsilon: float, delta: float,
+                rule: str, fingerprint: str, policy: Policy, make: Callable[[bytes], tuple[bytes, int, int]],
+                store: bool) -> tuple[Release, bool]:
         """Return the release for ``key``, charging and recording it first if it is new.
 
-        ``draw`` makes the noisy (negatives, positives); it is called only for a new release, after
-        the budget check, inside the transaction that records it. Returns the release and the mu
-        charged by this call (0 for a repeat).
+        ``make(seed)`` computes the released payload and its class sizes ``(payload, n0, n1)`` from a
+        fresh CSPRNG seed; for a new release it runs after the budget check, inside the transaction
+        that records it. With ``store`` the payload itself is kept (small releases, or noise that no
+        seed reproduces); otherwise only the seed and the payload's digest, and a replay calls
+        ``make(seed)`` again and refuses (FailedPrecondition) when the digest or the data's
+        ``fingerprint`` differ. Returns the release and whether this call charged it.
         """
 
     @abstractmethod
@@ -118,15 +148,15 @@ class Ledger(ABC):
 
     @abstractmethod
     def record_survivor(self, key: tuple[str, str, str, int, str], cap: int) -> None:
-        """Record an uploaded survivor function ``(dataset, source, outcome, class, digest)``.
+        """Record an uploaded survivor function ``(population, source, outcome, class, digest)``.
 
         A digest seen before is free; a new one beyond ``cap`` distinct ones raises
         :class:`ResourceExhausted` and records nothing.
         """
 
     @abstractmethod
-    def record_model(self, dataset: str, source: str, cap: int) -> None:
-        """Record an analyst's model (canonical ``source`` text) used on ``dataset``.
+    def record_model(self, population: str, source: str, cap: int) -> None:
+        """Record an analyst's model (canonical ``source`` text) used on ``population``.
 
         A model seen before is free; a new one beyond ``cap`` distinct ones raises
         :class:`ResourceExhausted` and records nothing.
@@ -135,27 +165,27 @@ class Ledger(ABC):
     @abstractmethod
     def fix_calibration_edges(self, key: tuple[str, str, str], edges: np.ndarray,
                               check: Callable[[dict], None]) -> None:
-        """Record the calibration edges of ``(dataset, source, outcome)``, or refuse different ones.
+        """Record the calibration edges of ``(population, source, outcome)``, or refuse different ones.
 
         Bins of two different edge sets overlap, and their differences describe patients that no
-        single answer covers; so the first edges answered for a (dataset, source), whatever the
+        single answer covers; so the first edges answered for a (population, source), whatever the
         outcome (bin counts do not depend on it), are the only ones (PermissionDenied). The first
-        edges are recorded only if ``check(cuts)`` does not raise, ``cuts`` being the dataset's
+        edges are recorded only if ``check(cuts)`` does not raise, ``cuts`` being the population's
         answered cuts per score source (see :meth:`answer_threshold`).
         """
 
     @abstractmethod
     def answer_threshold(self, key: tuple[str, str, str], threshold: float, check: Callable[[dict], None]) -> None:
-        """Record a confusion-matrix threshold of ``(dataset, source, outcome)``.
+        """Record a confusion-matrix threshold of ``(population, source, outcome)``.
 
         A threshold answered before for this source and outcome is free; a new one is recorded only
-        if ``check(cuts)`` does not raise, ``cuts`` mapping each score source of the dataset to its
+        if ``check(cuts)`` does not raise, ``cuts`` mapping each score source of the population to its
         answered cuts (sorted): its confusion thresholds, any outcome, and its inner calibration edges.
         """
 
     @abstractmethod
     def history(self) -> list[dict]:
-        """Every release (without values), oldest first."""
+        """Every release (without payloads or seeds), oldest first."""
 
 
 _SCHEMA = """
@@ -163,154 +193,200 @@ CREATE TABLE IF NOT EXISTS releases (
     release_id TEXT PRIMARY KEY,
     created TEXT NOT NULL,
     analyst TEXT NOT NULL,
+    population TEXT NOT NULL,
     dataset TEXT NOT NULL,
     source TEXT NOT NULL,
     outcome TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    request TEXT NOT NULL,
+    events TEXT NOT NULL,
     epsilon REAL NOT NULL,
     delta REAL NOT NULL,
-    sensitivity REAL NOT NULL,
-    tau REAL NOT NULL,
-    mu REAL NOT NULL,
     rule TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
+    seed BLOB NOT NULL,
+    digest TEXT NOT NULL,
+    payload BLOB,
     n0 INTEGER NOT NULL,
     n1 INTEGER NOT NULL,
-    UNIQUE (dataset, source, outcome, epsilon, delta, sensitivity)
-);
-CREATE TABLE IF NOT EXISTS release_values (
-    release_id TEXT NOT NULL REFERENCES releases(release_id),
-    score_class INTEGER NOT NULL,
-    vals BLOB NOT NULL,
-    PRIMARY KEY (release_id, score_class)
+    UNIQUE (population, source, outcome, kind, request)
 );
 CREATE TABLE IF NOT EXISTS survivor_uploads (
-    dataset TEXT NOT NULL,
+    population TEXT NOT NULL,
     source TEXT NOT NULL,
     outcome TEXT NOT NULL,
     score_class INTEGER NOT NULL,
     survivor TEXT NOT NULL,
-    PRIMARY KEY (dataset, source, outcome, score_class, survivor)
+    PRIMARY KEY (population, source, outcome, score_class, survivor)
 );
 CREATE TABLE IF NOT EXISTS models (
-    dataset TEXT NOT NULL,
+    population TEXT NOT NULL,
     source TEXT NOT NULL,
-    PRIMARY KEY (dataset, source)
+    PRIMARY KEY (population, source)
 );
 CREATE TABLE IF NOT EXISTS calibration_edges (
-    dataset TEXT NOT NULL,
+    population TEXT NOT NULL,
     source TEXT NOT NULL,
     outcome TEXT NOT NULL,
     edges BLOB NOT NULL,
-    PRIMARY KEY (dataset, source, outcome)
+    PRIMARY KEY (population, source, outcome)
 );
 CREATE TABLE IF NOT EXISTS confusion_thresholds (
-    dataset TEXT NOT NULL,
+    population TEXT NOT NULL,
     source TEXT NOT NULL,
     outcome TEXT NOT NULL,
     threshold REAL NOT NULL,
-    PRIMARY KEY (dataset, source, outcome, threshold)
+    PRIMARY KEY (population, source, outcome, threshold)
 );
 CREATE TABLE IF NOT EXISTS glm_evaluations (
-    dataset TEXT NOT NULL,
+    population TEXT NOT NULL,
     source TEXT NOT NULL,
     outcome TEXT NOT NULL,
     survivor TEXT NOT NULL,
     used INTEGER NOT NULL,
-    PRIMARY KEY (dataset, source, outcome, survivor)
+    PRIMARY KEY (population, source, outcome, survivor)
 );
 CREATE TABLE IF NOT EXISTS glm_answered (
-    dataset TEXT NOT NULL,
+    population TEXT NOT NULL,
     source TEXT NOT NULL,
     outcome TEXT NOT NULL,
     survivor TEXT NOT NULL,
     query TEXT NOT NULL,
-    PRIMARY KEY (dataset, source, outcome, survivor, query)
+    PRIMARY KEY (population, source, outcome, survivor, query)
 );
 """
 
 
+def _events_json(events) -> str:
+    return json.dumps([encode_event(e) for e in events], sort_keys=True)
+
+
+def _digest(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
+
+
 class SqliteLedger(Ledger):
-    """The ledger in one SQLite file; every change is a single transaction (``BEGIN IMMEDIATE``)."""
+    """The ledger in one SQLite file; every change is a single transaction (``BEGIN IMMEDIATE``).
+
+    The composed accountant of each population is cached in memory and extended by one release at
+    a time (the daemon is the ledger's only writer; a count mismatch rebuilds it from the file).
+    """
 
     def __init__(self, path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # The ledger holds every released value and which questions were asked: site account only.
+        # The ledger holds the noise seeds and which questions were asked: site account only.
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        columns = [row[1] for row in self._db.execute("PRAGMA table_info(releases)")]
+        if columns and "population" not in columns:
+            raise FailedPrecondition(
+                f"{self.path} is a ledger of an earlier dsroc version (budgets per dataset, stored values); "
+                "keep it as the record of those releases and point site.state_dir at a new folder"
+            )
         self._db.executescript(_SCHEMA)
+        self._accountants: dict[str, tuple[int, Accountant]] = {}
 
     def close(self) -> None:
         """Close the database."""
         with self._lock:
             self._db.close()
 
-    def budget(self, dataset: str, policy: Policy) -> BudgetStatus:
-        with self._lock:
-            mus = [row[0] for row in self._db.execute("SELECT mu FROM releases WHERE dataset = ?", (dataset,))]
-        return BudgetStatus(dataset, policy.budget_epsilon, policy.budget_delta,
-                            budget_mu(policy.budget_epsilon, policy.budget_delta), gdp_mu(mus), len(mus))
+    def _accountant(self, population: str) -> Accountant:
+        """The population's composed history (call with the lock held)."""
+        (count,) = self._db.execute("SELECT COUNT(*) FROM releases WHERE population = ?", (population,)).fetchone()
+        cached = self._accountants.get(population)
+        if cached is not None and cached[0] == count:
+            return cached[1]
+        events = [decode_event(e) for (text,) in self._db.execute(
+            "SELECT events FROM releases WHERE population = ? ORDER BY rowid", (population,)) for e in json.loads(text)]
+        accountant = Accountant(events)
+        self._accountants[population] = (count, accountant)
+        return accountant
 
-    def release(self, key, *, analyst, tau, rule, fingerprint, policy, draw):
-        mu = gdp_release_mu(key.sensitivity, tau)
+    def budget(self, population: str, policy: Policy) -> BudgetStatus:
+        with self._lock:
+            accountant = self._accountant(population)
+            count = self._accountants[population][0]
+        return _status(population, policy, accountant, count)
+
+    def release(self, key, *, dataset, analyst, events, epsilon, delta, rule, fingerprint, policy, make, store):
+        events = tuple(events)
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
                 row = db.execute(
-                    "SELECT release_id, created, analyst, tau, mu, rule, fingerprint FROM releases WHERE dataset=? "
-                    "AND source=? AND outcome=? AND epsilon=? AND delta=? AND sensitivity=?",
-                    (key.dataset, key.source, key.outcome, key.epsilon, key.delta, key.sensitivity),
+                    "SELECT release_id, created, analyst, dataset, events, epsilon, delta, rule, fingerprint, seed, "
+                    "digest, payload, n0, n1 FROM releases WHERE population=? AND source=? AND outcome=? AND kind=? "
+                    "AND request=?", (key.population, key.source, key.outcome, key.kind, key.request),
                 ).fetchone()
                 if row is not None:
-                    release = self._load(key, row, fingerprint)
                     db.execute("COMMIT")
-                    return release, 0.0
-                spent = [r[0] for r in db.execute("SELECT mu FROM releases WHERE dataset = ?", (key.dataset,))]
-                if gdp_mu(spent + [mu]) > budget_mu(policy.budget_epsilon, policy.budget_delta) * (1 + _BUDGET_SLACK):
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            if row is not None:
+                return self._replay(key, row, fingerprint, make), False
+            try:
+                accountant = self._accountant(key.population)
+                count = self._accountants[key.population][0]
+                after = accountant
+                for event in events:
+                    after = after.add(event)
+                if not after.within(policy.budget_epsilon, policy.budget_delta):
+                    spent = _status(key.population, policy, accountant, count)
                     raise ResourceExhausted(
-                        f"privacy budget: this release would exceed the total budget of dataset {key.dataset!r} "
-                        f"(epsilon {policy.budget_epsilon}, delta {policy.budget_delta}); nothing was released"
+                        f"privacy budget: this release (epsilon {epsilon}, delta {delta}) would exceed the total budget "
+                        f"(epsilon {policy.budget_epsilon}, delta {policy.budget_delta}) of the patients behind dataset "
+                        f"{dataset!r}: spent so far epsilon {spent.epsilon_spent:.6g} at delta {policy.budget_delta} in "
+                        f"{count} releases, remaining about epsilon {spent.epsilon_remaining:.6g}; nothing was released"
                     )
-                negatives, positives = (np.sort(np.asarray(v, dtype=np.float64)) for v in draw())
+                seed = secrets.token_bytes(SEED_BYTES)
+                payload, n0, n1 = make(seed)
                 release_id = secrets.token_hex(16)
                 created = datetime.now(timezone.utc).isoformat(timespec="seconds")
                 db.execute(
-                    "INSERT INTO releases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (release_id, created, analyst, key.dataset, key.source, key.outcome, key.epsilon, key.delta,
-                     key.sensitivity, tau, mu, rule, fingerprint, negatives.size, positives.size),
-                )
-                db.executemany(
-                    "INSERT INTO release_values VALUES (?,?,?)",
-                    [(release_id, 0, negatives.tobytes()), (release_id, 1, positives.tobytes())],
+                    "INSERT INTO releases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (release_id, created, analyst, key.population, dataset, key.source, key.outcome, key.kind,
+                     key.request, _events_json(events), float(epsilon), float(delta), rule, fingerprint, seed,
+                     _digest(payload), payload if store else None, int(n0), int(n1)),
                 )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-        return Release(release_id, key, tau, mu, rule, created, analyst, negatives, positives), mu
+            self._accountants[key.population] = (count + 1, after)
+        return Release(release_id, key, dataset, events, float(epsilon), float(delta), rule, created, analyst,
+                       payload, int(n0), int(n1)), True
 
-    def _load(self, key: ReleaseKey, row, fingerprint: str) -> Release:
-        release_id, created, analyst, tau, mu, rule, stored_fingerprint = row
+    def _replay(self, key: ReleaseKey, row, fingerprint: str, make) -> Release:
+        (release_id, created, analyst, dataset, events, epsilon, delta, rule, stored_fingerprint, seed, digest,
+         payload, n0, n1) = row
         if stored_fingerprint != fingerprint:
             raise FailedPrecondition(
-                "the dataset changed since this release was made, so its noisy scores no longer match the data; "
-                "a new release needs different (epsilon, delta, sensitivity)"
+                "the dataset changed since this release was made, so its noisy values no longer match the data; "
+                "a new release needs different parameters (epsilon, delta, sensitivity or grid)"
             )
-        values = dict(self._db.execute(
-            "SELECT score_class, vals FROM release_values WHERE release_id = ?", (release_id,)).fetchall())
-        return Release(release_id, key, tau, mu, rule, created, analyst,
-                       np.frombuffer(values[0], dtype=np.float64), np.frombuffer(values[1], dtype=np.float64))
+        if payload is None:
+            payload, _, _ = make(seed)
+            if _digest(payload) != digest:
+                raise FailedPrecondition(
+                    "this release cannot be reproduced from its seed (the noise generator changed with a software "
+                    "update?); fresh noise would allow averaging, so a new release needs different parameters"
+                )
+        return Release(release_id, key, dataset, tuple(decode_event(e) for e in json.loads(events)), epsilon, delta,
+                       rule, created, analyst, payload, n0, n1)
 
     def use_evaluation(self, key, cap, *, query):
         used = []
 
         def body(db):
             used.append(self._used(key))
-            if db.execute("SELECT 1 FROM glm_answered WHERE dataset=? AND source=? AND outcome=? AND survivor=? "
+            if db.execute("SELECT 1 FROM glm_answered WHERE population=? AND source=? AND outcome=? AND survivor=? "
                           "AND query=?", (*key, query)).fetchone():
                 used[0] -= 1  # a repeat: free
                 return
@@ -327,7 +403,7 @@ class SqliteLedger(Ledger):
 
     def _used(self, key) -> int:
         row = self._db.execute(
-            "SELECT used FROM glm_evaluations WHERE dataset=? AND source=? AND outcome=? AND survivor=?", key
+            "SELECT used FROM glm_evaluations WHERE population=? AND source=? AND outcome=? AND survivor=?", key
         ).fetchone()
         return 0 if row is None else int(row[0])
 
@@ -337,32 +413,32 @@ class SqliteLedger(Ledger):
 
     def record_survivor(self, key, cap):
         def body(db):
-            seen = db.execute("SELECT 1 FROM survivor_uploads WHERE dataset=? AND source=? AND outcome=? "
+            seen = db.execute("SELECT 1 FROM survivor_uploads WHERE population=? AND source=? AND outcome=? "
                               "AND score_class=? AND survivor=?", key).fetchone()
             if seen is not None:
                 return
-            (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE dataset=? AND source=? "
+            (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE population=? AND source=? "
                                   "AND outcome=? AND score_class=?", key[:4]).fetchone()
             if count >= cap:
                 raise ResourceExhausted(
-                    f"query cap: this site accepts at most {cap} different survivor functions per dataset, "
+                    f"query cap: this site accepts at most {cap} different survivor functions per population, "
                     "score source, outcome and class"
                 )
             db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
 
         self._transaction(body)
 
-    def record_model(self, dataset, source, cap):
+    def record_model(self, population, source, cap):
         def body(db):
-            if db.execute("SELECT 1 FROM models WHERE dataset=? AND source=?", (dataset, source)).fetchone():
+            if db.execute("SELECT 1 FROM models WHERE population=? AND source=?", (population, source)).fetchone():
                 return
-            (count,) = db.execute("SELECT COUNT(*) FROM models WHERE dataset=?", (dataset,)).fetchone()
+            (count,) = db.execute("SELECT COUNT(*) FROM models WHERE population=?", (population,)).fetchone()
             if count >= cap:
                 raise ResourceExhausted(
-                    f"query cap: this site accepts at most {cap} different models for dataset {dataset!r}; "
+                    f"query cap: this site accepts at most {cap} different models for the patients of one population; "
                     "answers about different models could be differenced down to single patients"
                 )
-            db.execute("INSERT INTO models VALUES (?,?)", (dataset, source))
+            db.execute("INSERT INTO models VALUES (?,?)", (population, source))
 
         self._transaction(body)
 
@@ -380,7 +456,7 @@ class SqliteLedger(Ledger):
         edges = np.asarray(edges, dtype=np.float64)
 
         def body(db):
-            row = db.execute("SELECT edges FROM calibration_edges WHERE dataset=? AND source=? LIMIT 1",
+            row = db.execute("SELECT edges FROM calibration_edges WHERE population=? AND source=? LIMIT 1",
                              key[:2]).fetchone()
             if row is None:
                 check(self._cuts(key[0]))
@@ -398,7 +474,7 @@ class SqliteLedger(Ledger):
 
     def answer_threshold(self, key, threshold, check):
         def body(db):
-            if db.execute("SELECT 1 FROM confusion_thresholds WHERE dataset=? AND source=? AND outcome=? "
+            if db.execute("SELECT 1 FROM confusion_thresholds WHERE population=? AND source=? AND outcome=? "
                           "AND threshold=?", (*key, float(threshold))).fetchone():
                 return
             check(self._cuts(key[0]))
@@ -406,20 +482,32 @@ class SqliteLedger(Ledger):
 
         self._transaction(body)
 
-    def _cuts(self, dataset: str) -> dict[str, np.ndarray]:
-        """Per score source of ``dataset``: its answered confusion thresholds and inner calibration edges."""
+    def _cuts(self, population: str) -> dict[str, np.ndarray]:
+        """Per score source of ``population``: its answered confusion thresholds and inner calibration edges."""
         cuts: dict[str, list[float]] = {}
         for source, threshold in self._db.execute(
-                "SELECT source, threshold FROM confusion_thresholds WHERE dataset=?", (dataset,)):
+                "SELECT source, threshold FROM confusion_thresholds WHERE population=?", (population,)):
             cuts.setdefault(source, []).append(threshold)
-        for source, edges in self._db.execute("SELECT source, edges FROM calibration_edges WHERE dataset=?", (dataset,)):
+        for source, edges in self._db.execute("SELECT source, edges FROM calibration_edges WHERE population=?", (population,)):
             cuts.setdefault(source, []).extend(np.frombuffer(edges, dtype=np.float64)[1:-1].tolist())
         return {source: np.unique(np.asarray(values, dtype=np.float64)) for source, values in cuts.items()}
 
     def history(self):
         with self._lock:
             cursor = self._db.execute(
-                "SELECT release_id, created, analyst, dataset, source, outcome, epsilon, delta, sensitivity, tau, mu, "
-                "rule, n0, n1 FROM releases ORDER BY created, rowid")
+                "SELECT release_id, created, analyst, population, dataset, source, outcome, kind, request, events, "
+                "epsilon, delta, rule FROM releases ORDER BY created, rowid")
             names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+        for row in rows:
+            row["request"], row["events"] = json.loads(row["request"]), json.loads(row["events"])
+        return rows
+
+
+def _status(population: str, policy: Policy, accountant: Accountant, count: int) -> BudgetStatus:
+    return BudgetStatus(
+        dataset=population, budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
+        mu_budget=budget_mu(policy.budget_epsilon, policy.budget_delta), mu_spent=accountant.gaussian_mu,
+        releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta),
+        delta_spent=accountant.delta(policy.budget_epsilon), exact=accountant.exact,
+    )

@@ -80,14 +80,15 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
 
     def ReleaseNoisyScores(self, request, context):
         session = self._session(request.session_id)
-        release, charged, values = self.site.release(
+        out = self.site.release(
             session, request.score_class, epsilon=request.epsilon, delta=request.delta,
             sensitivity=request.sensitivity,
         )
-        note(privacy_cost=charged, parameters={"release_id": release.release_id, "tau": release.tau})
+        release, charged, values = out.release, out.mu_charged, out.values
+        note(privacy_cost=charged, parameters={"release_id": release.release_id, "tau": out.tau})
         info = pb.ReleaseInfo(
-            score_class=request.score_class, n=values.size, sensitivity=release.key.sensitivity, tau=release.tau,
-            epsilon=release.key.epsilon, delta=release.key.delta, mu=release.mu, mu_charged=charged,
+            score_class=request.score_class, n=values.size, sensitivity=out.sensitivity, tau=out.tau,
+            epsilon=release.epsilon, delta=release.delta, mu=release.mu, mu_charged=charged,
             repeated=charged == 0.0, release_id=release.release_id, rule=release.rule,
         )
         limit = self.site.policy.max_chunk_scores

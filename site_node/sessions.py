@@ -47,6 +47,7 @@ class ScoredData:
     score_range: tuple[float, float]
     features: dict | None = None
     sensitivity: SiteSensitivity | None = None
+    population: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self):
@@ -56,8 +57,10 @@ class ScoredData:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """(dataset, score source, outcome): what ledger records about answers are keyed by."""
-        return self.dataset, self.spec.key, self.outcome
+        """(population, score source, outcome): what ledger records about answers are keyed by.
+
+        The population, not the dataset name: entries over the same patients share every record."""
+        return self.population or self.dataset, self.spec.key, self.outcome
 
     @cached_property
     def sorted_negatives(self) -> np.ndarray:

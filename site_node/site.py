@@ -7,10 +7,10 @@ only after all checks passed, so a refused request leaves everything as it was.
 from __future__ import annotations
 
 import hashlib
-import secrets
+import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from dsroc import (
     mean_parts,
     sq_dev_parts,
 )
+from dsroc.accounting import Gaussian
 
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, column_dtype, outcome_values
@@ -51,7 +52,7 @@ from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore, Survivor
 
-__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "PlacementMoments", "Site"]
+__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "ScoreRelease", "PlacementMoments", "Site"]
 
 NEGATIVES, POSITIVES = 1, 2  # dsroc.v1.ScoreClass values
 _SCORED_CACHE = 8  # (dataset, source, outcome) score vectors kept for new sessions
@@ -66,6 +67,17 @@ class DatasetSummary:
     columns: list[tuple[str, str]]
     rule: str
     budget: BudgetStatus
+
+
+@dataclass(frozen=True)
+class ScoreRelease:
+    """One class's noisy scores (ascending) of a release, with its noise and what this request charged."""
+
+    release: Release
+    tau: float
+    sensitivity: float
+    mu_charged: float
+    values: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -126,13 +138,15 @@ class Site:
                 columns = [(str(c), column_dtype(table[c])) for c in table.columns]
             except InvalidArgument:
                 columns = []  # unreadable (logged for the administrator); the others are still described
-            out.append(DatasetSummary(config, columns, self._rule(config), self.ledger.budget(name, self.policy)))
+            out.append(DatasetSummary(config, columns, self._rule(config), self._budget(config)))
         return out
 
+    def _budget(self, config: DatasetConfig) -> BudgetStatus:
+        return replace(self.ledger.budget(config.population, self.policy), dataset=config.name)
+
     def budget(self, analyst: str, dataset: str) -> BudgetStatus:
-        """Spent and remaining privacy budget of a dataset."""
-        self._allowed(analyst, dataset)
-        return self.ledger.budget(dataset, self.policy)
+        """Spent and remaining privacy budget of a dataset's population (shared by entries over the same patients)."""
+        return self._budget(self._allowed(analyst, dataset))
 
     # ------------------------------------------------------------------ sessions
     def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec) -> Session:
@@ -148,7 +162,7 @@ class Site:
             # Recorded only once the session cap has passed, so a refused session records no model.
             # Every model is a new question about the same patients (per dataset, whatever the outcome).
             if spec.model is not None:
-                self.ledger.record_model(dataset, spec.key, self.policy.max_models)
+                self.ledger.record_model(config.population, spec.key, self.policy.max_models)
             return Session(session_id, analyst, data)
 
         return self.sessions.add(analyst, make)
@@ -167,7 +181,7 @@ class Site:
         features = None
         if spec.model is not None:
             features = {name: np.asarray(table[name], dtype=np.float64) for name in spec.model.features}
-        data = ScoredData(dataset, outcome, spec, scores, labels, score_range, features)
+        data = ScoredData(dataset, outcome, spec, scores, labels, score_range, features, population=config.population)
         with self._scored_lock:
             data = self._scored.setdefault(key, data)
             while len(self._scored) > _SCORED_CACHE:
@@ -195,11 +209,8 @@ class Site:
             return data.sensitivity
 
     def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
-                sensitivity: float = 0.0) -> tuple[Release, float, np.ndarray]:
-        """Noisy scores of one class; the first request of a release charges the ledger for both classes.
-
-        Returns the release, the mu charged by this request (0 for a repeat) and the class's values.
-        """
+                sensitivity: float = 0.0) -> ScoreRelease:
+        """Noisy scores of one class; the first request of a release charges the ledger for both classes."""
         score_class = _check_class(score_class)
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
@@ -211,20 +222,24 @@ class Site:
         require_privacy_level(positives.size, self.policy.privacy_level, "each class of a release (positives)")
         with analyst_input("epsilon, delta, sensitivity"):
             tau = analytic_gaussian_sigma(epsilon, delta, used_delta)
-        key = ReleaseKey(*data.key, epsilon, delta, used_delta)
+        request = json.dumps({"epsilon": epsilon, "delta": delta, "sensitivity": used_delta}, sort_keys=True)
+        key = ReleaseKey(*data.key, "scores", request)
 
-        def draw():
-            # A fresh 128-bit seed per release from the OS; one generator, so the two classes get
-            # independent noise. The values themselves are persisted, not the seed.
-            rng = np.random.default_rng(secrets.randbits(128))
-            return add_gaussian_noise(negatives, tau, rng), add_gaussian_noise(positives, tau, rng)
+        def make(seed: bytes) -> tuple[bytes, int, int]:
+            # One generator from the CSPRNG seed, so the two classes get independent noise; the seed
+            # (not the values) is persisted and reproduces them.
+            rng = np.random.default_rng(int.from_bytes(seed, "big"))
+            noisy = [np.sort(add_gaussian_noise(v, tau, rng)) for v in (negatives, positives)]
+            return noisy[0].tobytes() + noisy[1].tobytes(), negatives.size, positives.size
 
         release, charged = self.ledger.release(
-            key, analyst=session.analyst, tau=tau, rule=site_delta.rule,
-            fingerprint=data.fingerprint, policy=self.policy, draw=draw,
+            key, dataset=data.dataset, analyst=session.analyst, events=(Gaussian(tau, used_delta),),
+            epsilon=epsilon, delta=delta, rule=site_delta.rule, fingerprint=data.fingerprint, policy=self.policy,
+            make=make, store=False,
         )
-        values = release.negatives if score_class == NEGATIVES else release.positives
-        return release, charged, values
+        values = np.frombuffer(release.payload, dtype=np.float64)
+        values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
+        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values)
 
     # ------------------------------------------------------------------ survivor functions
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int) -> Survivor:

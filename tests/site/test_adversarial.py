@@ -175,7 +175,7 @@ def test_the_theta_cap_holds_under_concurrency(make_site_config, client_factory,
         answered = sorted(r for r in results if isinstance(r, int))
         assert answered == list(range(cap))  # each count 4..0 handed out exactly once
         assert results.count(C.RESOURCE_EXHAUSTED) == 48 - cap
-        used = snapshot(srv.config.ledger_path)[2]
+        used = snapshot(srv.config.ledger_path)[1]
         assert [row[-1] for row in used] == [cap]
         assert _healthy(srv.bound_address)
 
@@ -199,9 +199,9 @@ def test_concurrent_first_releases_cannot_overspend_the_budget(make_site_config,
             results = list(pool.map(release, epsilons))
         assert sum(isinstance(r, float) and r > 0 for r in results) == 1
         assert results.count(C.RESOURCE_EXHAUSTED) == 7
-        assert srv.ledger.budget("test", srv.config.policy).releases == 1
-        releases, values = snapshot(srv.config.ledger_path)[:2]
-        assert len(releases) == 1 and len(values) == 2  # the charged release and nothing else was stored
+        assert srv.ledger.budget(srv.config.datasets["test"].population, srv.config.policy).releases == 1
+        releases = snapshot(srv.config.ledger_path)[0]
+        assert len(releases) == 1  # the charged release and nothing else was stored
 
 
 def test_release_once_and_a_larger_sensitivity_is_a_new_charge(server, client):
@@ -213,7 +213,7 @@ def test_release_once_and_a_larger_sensitivity_is_a_new_charge(server, client):
     assert wider.sensitivity == 2.0 and wider.mu_charged == pytest.approx(first.mu)  # Delta/tau: same ratio
     assert wider.release_id != first.release_id and not np.array_equal(v1, v3)
     assert np.std(v3 - np.sort(v3)) == 0 and wider.tau == pytest.approx(2 * first.tau)
-    assert server.ledger.budget("test", server.config.policy).releases == 2
+    assert server.ledger.budget(server.config.datasets["test"].population, server.config.policy).releases == 2
     _refused(lambda: client.release(s, NEG, epsilon=4.0, sensitivity=0.5), C.INVALID_ARGUMENT, "larger sensitivity")
 
 
@@ -292,15 +292,18 @@ from site_node.config import Policy
 from site_node.ledger import ReleaseKey, SqliteLedger
 
 ledger = SqliteLedger({path!r})
-key = ReleaseKey("test", "column:pred", "y", 1.0, 1e-3, 1.0)
+from dsroc.accounting import Gaussian
 
-def draw():
+key = ReleaseKey("test", "column:pred", "y", "scores", "{{}}")
+
+def make(seed):
     if {how!r} == "raise":
         raise MemoryError("while drawing")
     os._exit(3)  # the process dies inside the charging transaction
 
 try:
-    ledger.release(key, analyst="a", tau=4.0, rule="range", fingerprint="f", policy=Policy(), draw=draw)
+    ledger.release(key, dataset="test", analyst="a", events=(Gaussian(4.0),), epsilon=1.0, delta=1e-3, rule="range",
+                   fingerprint="f", policy=Policy(), make=make, store=False)
 except MemoryError:
     sys.exit(4)
 """
@@ -312,7 +315,7 @@ def test_a_crash_while_charging_leaves_neither_charge_nor_release(tmp_path, how,
     proc = subprocess.run([sys.executable, "-c", _CRASH.format(root=str(ROOT), path=str(path), how=how)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == code, proc.stderr
-    assert snapshot(path)[:2] == ((), ())  # reopened after the crash: no release, no values
+    assert snapshot(path)[0] == ()  # reopened after the crash: no release
 
 
 def test_plain_text_only_on_loopback(make_site_config):
@@ -355,7 +358,7 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=close)),
                  C.PERMISSION_DENIED, "too close to the threshold 0.31")
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=first, n_bins=2))
-        assert snapshot(config.ledger_path)[5] == before[5]  # the refused threshold was not recorded
+        assert snapshot(config.ledger_path)[4] == before[4]  # the refused threshold was not recorded
         before = snapshot(config.ledger_path)
         _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=5)),
                  C.PERMISSION_DENIED, "only with the bin edges it answered first")
@@ -444,7 +447,7 @@ def test_the_model_cap_holds_under_concurrency(make_site_config, client_factory,
         with ThreadPoolExecutor(8) as pool:
             results = list(pool.map(open_model, range(8)))
         assert sum(isinstance(r, str) for r in results) == 2 and results.count(C.RESOURCE_EXHAUSTED) == 6
-        assert len(snapshot(srv.config.ledger_path)[6]) == 2
+        assert len(snapshot(srv.config.ledger_path)[5]) == 2
 
 
 def test_one_analyst_cannot_take_every_session(make_site_config, client_factory):
@@ -561,7 +564,7 @@ def test_messages_above_the_size_limit(make_site_config, client_factory):
         # without its header (which changes nothing either).
         last = _audit(srv)[-1]
         assert last["call"] == "UploadSurvivor" and last["decision"] in ("CANCELLED", "INVALID_ARGUMENT")
-        assert srv.ledger.budget("test", srv.config.policy).releases == 0
+        assert srv.ledger.budget(srv.config.datasets["test"].population, srv.config.policy).releases == 0
         assert c.Describe(pb.DescribeRequest()).datasets and _healthy(srv.bound_address)
 
 

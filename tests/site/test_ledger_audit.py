@@ -12,6 +12,7 @@ from scipy.stats import norm
 from dsroc.v1 import site_pb2 as pb
 from site_node.config import Policy
 from site_node.errors import ResourceExhausted
+from dsroc.accounting import Gaussian
 from site_node.ledger import ReleaseKey, SqliteLedger, budget_mu
 from site_node.testing import running_server
 
@@ -34,24 +35,28 @@ def test_composition_and_refusal_in_the_ledger(tmp_path):
     tau = 3.7306316348  # SPEC: (Delta=1, eps=1, delta=1e-5) -> sigma
     draws = []
 
-    def draw():
-        draws.append(1)
-        return np.arange(5.0), np.arange(3.0)
+    def make(seed):
+        draws.append(seed)
+        return np.arange(8.0).tobytes(), 5, 3
+
+    def release(i, sigma):
+        key = ReleaseKey("d", "column:p", "y", "scores", f'{{"i": {i}}}')  # distinct releases
+        return ledger.release(key, dataset="d", analyst="a", events=(Gaussian(sigma),), epsilon=1.0, delta=1e-5,
+                              rule="range", fingerprint="f", policy=policy, make=make, store=False)
 
     # SPEC vector: ten (1, 1e-5) releases compose to about epsilon 3.619 at delta 1e-5, so ten fit...
     for i in range(10):
-        key = ReleaseKey("d", "column:p", "y", 1.0, 1e-5, 1.0 + i * 1e-9)  # distinct releases
-        _, charged = ledger.release(key, analyst="a", tau=tau, rule="range", fingerprint="f", policy=policy, draw=draw)
-        assert charged == pytest.approx(1.0 / tau)
+        release_, charged = release(i, tau)
+        assert charged and release_.mu == pytest.approx(1.0 / tau)
     status = ledger.budget("d", policy)
     assert status.releases == 10 and status.mu_spent == pytest.approx(math.sqrt(10) / tau, rel=1e-8)
     assert status.epsilon_spent == pytest.approx(3.619, abs=2e-3)
+    assert gdp_delta_direct(status.mu_spent, 3.619) == pytest.approx(status.delta_spent, rel=1e-6)
     # ... and an eleventh does not; nothing is drawn or recorded.
-    with pytest.raises(ResourceExhausted):
-        ledger.release(ReleaseKey("d", "column:p", "y", 1.0, 1e-5, 2.0), analyst="a", tau=2 * tau, rule="range",
-                       fingerprint="f", policy=policy, draw=draw)
-    assert len(draws) == 10 and ledger.budget("d", policy).releases == 10
-    assert ledger.budget("other", policy).mu_spent == 0  # budgets are per dataset
+    with pytest.raises(ResourceExhausted, match="remaining about epsilon"):
+        release(10, 2 * tau)
+    assert len(draws) == 10 and len(set(draws)) == 10 and ledger.budget("d", policy).releases == 10
+    assert ledger.budget("other", policy).mu_spent == 0  # budgets are per population
     ledger.close()
 
 
@@ -144,6 +149,27 @@ def test_a_changed_dataset_does_not_get_a_stale_release(site_config, client_cls,
         c.close()
 
 
+def test_a_release_that_its_seed_no_longer_reproduces_is_refused(site_config, client_cls, snapshot):
+    import sqlite3
+
+    import grpc
+
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        c.release(c.open(), NEG, epsilon=2.0)
+        c.close()
+    with sqlite3.connect(site_config.ledger_path) as db:  # as if the generator had changed in an update
+        db.execute("UPDATE releases SET seed = zeroblob(32)")
+    before = snapshot(site_config.ledger_path)
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        with pytest.raises(grpc.RpcError) as info:
+            c.release(c.open(), NEG, epsilon=2.0)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "reproduced" in info.value.details()
+        assert snapshot(site_config.ledger_path) == before
+        c.close()
+
+
 def test_concurrent_requests_for_one_release_charge_once(site_config, client_factory):
     with running_server(site_config, insecure=True, max_workers=16) as server:  # 8 calls at once per analyst
         _concurrent_release(server, client_factory)
@@ -162,7 +188,7 @@ def _concurrent_release(server, client_factory):
     assert len({r[0] for r in results}) == 1
     assert sorted(r[1] > 0 for r in results) == [False] * 7 + [True]
     assert all(np.array_equal(r[2], results[0][2]) for r in results)
-    assert server.ledger.budget("test", server.config.policy).releases == 1
+    assert server.ledger.budget(server.config.datasets["test"].population, server.config.policy).releases == 1
 
 
 def test_health_turns_not_serving_on_shutdown(site_config):

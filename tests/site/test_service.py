@@ -244,4 +244,4 @@ def test_sessions_on_the_same_question_share_the_site_data(client, server):
     site = server.site
     data = [site.session("alice", s).data for s in (a, b, other)]
     assert data[0] is data[1] and data[0] is not data[2]
-    assert data[0].key == ("test", "column:pred", "y")
+    assert data[0].key == (server.config.datasets["test"].population, "column:pred", "y")
