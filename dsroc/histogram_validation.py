@@ -37,6 +37,7 @@ from .histogram_calibration import (
 )
 
 __all__ = [
+    "PLAUSIBLE_SDS",
     "ESTIMATORS",
     "DEFAULT_ESTIMATOR",
     "DEFAULT_TAIL_SIGMAS",
@@ -50,6 +51,8 @@ ESTIMATORS = ("rocglm", "empirical")
 DEFAULT_ESTIMATOR = "rocglm"
 # ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted.
 DEFAULT_TAIL_SIGMAS = 5.0
+# A ROC-GLM fit further than this many SDs (sampling + noise) from the binned empirical AUC is not used.
+PLAUSIBLE_SDS = 3.0
 
 
 class AucEstimates(NamedTuple):
@@ -86,7 +89,9 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     delta-method noise variance; the ROC-GLM through the edges with at least ``tail_sigmas * sigma``
     estimated patients of each class on either side, its noise variance by a parametric bootstrap
     (``noise_draws`` draws seeded by ``seeds[r]``, default ``r``); the reported AUC is the ``estimator``'s
-    (the empirical one where no ROC-GLM fit exists) with variance DeLong plus its noise variance.
+    with variance DeLong plus its noise variance. The ROC-GLM is used only where it is plausible:
+    converged, increasing (``gamma2 > 0``) and within ``PLAUSIBLE_SDS`` standard deviations of the binned
+    empirical AUC (few, noisy edges can give a wild binormal line); elsewhere the empirical AUC is reported.
     Rows with fewer than two estimated patients of a class give NaN.
     """
     sigma = check_sigma(sigma)
@@ -115,7 +120,12 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     if estimator == "rocglm" and ok.any():
         glm = histogram_rocglm(c0[ok], c1[ok], tail_count=tail)
         params[ok], auc_glm[ok], points[ok] = glm.params, glm.auc, glm.points
-        fit = ok & np.isfinite(auc_glm)
+        converged = np.zeros(rows, dtype=bool)
+        converged[ok] = glm.converged
+        with np.errstate(invalid="ignore"):
+            plausible = converged & (params[:, 1] > 0) & (np.abs(auc_glm - auc_emp) <= PLAUSIBLE_SDS * np.sqrt(var_emp))
+        auc_glm[~plausible] = np.nan
+        fit = ok & plausible
         if fit.any():
             var_glm[fit] = histogram_rocglm_noise_variance(c0[fit], c1[fit], sigma=sigma, draws=noise_draws,
                                                            seed=[seeds[i] for i in np.flatnonzero(fit)], tail_count=tail)
@@ -154,7 +164,8 @@ class HistogramValidation:
         Binned empirical AUC (ties one half) and its variance (DeLong on the binned placement values plus
         the noise's by the delta method).
     rocglm_params, rocglm_auc, rocglm_noise_variance
-        The ROC-GLM through the edges (NaN if no fit) and its noise variance (parametric bootstrap).
+        The ROC-GLM through the edges and its noise variance (parametric bootstrap); ``rocglm_auc`` is NaN
+        where no plausible fit exists (see :func:`histogram_auc_estimates`).
     sampling_variance : float
         DeLong variance of the binned AUC (the sampling part of both AUC variances).
     brier, brier_scalar : Estimate
@@ -281,7 +292,8 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     recall, precision = histogram_pr(c0, c1)
     used, auc, variance = str(est.estimator[0]), float(est.auc[0]), float(est.variance[0])
     if estimator == "rocglm" and used != "rocglm":
-        notes.append(f"no ROC-GLM fit ({int(est.rocglm_points[0])} usable edge(s)): reporting the binned empirical AUC")
+        notes.append(f"no plausible ROC-GLM fit ({int(est.rocglm_points[0])} usable edge(s)): reporting the binned "
+                     "empirical AUC")
     if not bool(est.defined[0]):
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
     r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)

@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
     cmp.add_argument("--seed", type=int, default=1, help="base seed (default: 1)")
     cmp.add_argument("--settings", nargs="+", metavar="NAME",
-                     help="cells to run, e.g. 'histogram_n=1000_eps=1_delta=1e-05' (default: all 54)")
+                     help="cells to run, e.g. 'histogram_n=1000_eps=1_delta=1e-05' (default: all 72)")
     cmp.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on this Dask scheduler")
     cmp.add_argument("--quiet", action="store_true", help="no progress lines")
     cmp.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")

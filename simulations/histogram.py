@@ -62,17 +62,22 @@ def _salt(name: str) -> int:
 
 
 def histogram_frame(batch: Batch, seed: int, settings, *, n_bins: int | None = None,
-                    estimator: str = DEFAULT_ESTIMATOR, noise_draws: int = NOISE_DRAWS) -> pd.DataFrame:
+                    estimator: str = DEFAULT_ESTIMATOR, noise_draws: int = NOISE_DRAWS,
+                    secure_aggregation: bool = False) -> pd.DataFrame:
     """Histogram-protocol results of ``batch`` in every setting, columns :data:`simulations.records.COLUMNS`.
 
     The grid is ``n_bins`` equal-width bins on [0, 1], by default :func:`dsroc.histogram.recommended_n_bins`
     of the setting's per-site sigma (20 bins without noise). ``auc_rocglm`` holds the reported AUC
     (``estimator``'s), ``gamma1, gamma2`` the ROC-GLM through the edges, ``ci_*_dist`` the reported interval.
+
+    ``secure_aggregation=True`` simulates what secure aggregation would allow (SPEC-private section 7, not
+    built): each site adds noise of parameter ``sigma / sqrt(5)``, so that the sum, the only thing the
+    analyst would see, carries about one site's noise (the comparison with FedCurve, which assumes it).
     """
     auc_emp, var_true, ref = pooled_truth(batch)
     frames = []
     for setting in settings:
-        site_sigma = tau_of(setting)
+        site_sigma = tau_of(setting) / (np.sqrt(N_SITES) if secure_aggregation else 1.0)
         bins = n_bins if n_bins is not None else (20 if site_sigma == 0.0 else recommended_n_bins(site_sigma))
         edges = histogram_edges(bins)
         released = release_histograms(site_counts(batch, edges), batch.reps, site_sigma, seed, _salt(setting.name))

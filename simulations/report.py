@@ -255,7 +255,7 @@ def _compare_figure(table: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     ns = sorted(table["n"].unique())
-    colours = dict(zip(PROTOCOLS, ["#08519c", "#6baed6", "#cb181d"]))
+    colours = dict(zip(PROTOCOLS, ["#08519c", "#6baed6", "#cb181d", "#9e9ac8"]))
     low_delta = min(d for _, d in COMPARE_PRIVACY)
     fig, axes = plt.subplots(2, len(ns), figsize=(4.2 * len(ns), 7), squeeze=False, sharex=True)
     for j, n in enumerate(ns):

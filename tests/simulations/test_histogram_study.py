@@ -103,7 +103,7 @@ def test_compare_chunk_and_table(tmp_path):
     assert (tmp_path / "compare.png").exists()
     written = pd.read_csv(tmp_path / "compare.csv")
     assert set(written["protocol"]) == {"histogram", "histogram-flat20", "paper-range"} and len(written) == 3
-    assert len(compare_settings()) == 54
+    assert len(compare_settings()) == 72
 
 
 @pytest.mark.slow
