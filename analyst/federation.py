@@ -186,9 +186,11 @@ class Federation:
             lap("upload")
             fit = s.fit_rocglm(grid=grid)
             lap("rocglm")
-            variance, n0, n1 = s.placement_variance()
+            moments = s.placement_moments()
+            variance, n0, n1 = moments.variance, moments.n0, moments.n1
             level = 1 - alpha
             ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)
+            corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
             lap("ci")
             brier, n = s.brier()
             calibration = s.calibration(n_bins=n_bins, edges=edges)
@@ -205,7 +207,7 @@ class Federation:
                 n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
                 ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
                 grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing, warnings=() if advice is None else (advice,))
+                test=test, timing=timing, warnings=() if advice is None else (advice,), auc_corrected=corrected)
 
     def close(self) -> None:
         """Close the channels to all sites."""

@@ -213,6 +213,10 @@ class ValidationResult:
     warnings : tuple of str
         Advice about the analysis, e.g. that (epsilon, delta) is not among the settings the simulation
         study recommends for the sites' Delta. Fitting warnings are in ``rocglm.warnings``.
+    auc_corrected : dsroc.NoiseCorrectedAUC or None
+        The noise-corrected AUC (the release noise extrapolated to zero) with a CI whose variance
+        includes the noise (:func:`dsroc.noise_corrected_auc`); ``auc`` and ``auc_ci`` are the paper's
+        estimate, biased towards 0.5 by the noise.
     """
 
     dataset: str
@@ -238,6 +242,7 @@ class ValidationResult:
     test: TestResult | None = None
     timing: Mapping[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    auc_corrected: Any = None
 
     __test__ = False
 
@@ -267,6 +272,11 @@ class ValidationResult:
             "grid": [_num(t) for t in np.asarray(self.grid)],
             "timing": {k: _num(v) for k, v in self.timing.items()},
             "warnings": list(self.warnings),
+            "auc_corrected": None if self.auc_corrected is None else {
+                "auc": _num(self.auc_corrected.auc), "variance": _num(self.auc_corrected.variance),
+                "ci": [_num(self.auc_corrected.ci.lower), _num(self.auc_corrected.ci.upper)],
+                "noise_variance": _num(self.auc_corrected.noise_variance),
+                "auc_tau": _num(self.auc_corrected.auc_tau), "auc_released": _num(self.auc_corrected.auc_released)},
         }
 
     def to_json(self, path: str | Path | None = None, *, extra: Mapping[str, Any] | None = None) -> str:
@@ -302,6 +312,14 @@ class ValidationResult:
         cal = CalibrationDisplay.from_result(self).plot(ax=axes[1])
         return roc, cal
 
+    def _corrected_lines(self, pct: int) -> list[str]:
+        c = self.auc_corrected
+        if c is None:
+            return []
+        ci = (f"{pct}% CI [{_fmt(c.ci.lower)}, {_fmt(c.ci.upper)}]" if c.ci.defined
+              else "CI undefined (corrected AUC outside (0, 1))")
+        return [f"AUC (noise-corrected) {_fmt(c.auc)}   {ci} (SE {_fmt(math.sqrt(c.variance))}, incl. the noise)"]
+
     def __str__(self) -> str:
         pct = round(100 * self.level)
         lines = [
@@ -313,6 +331,7 @@ class ValidationResult:
             f"AUC (ROC-GLM)        {_fmt(self.auc)}   {pct}% CI [{_fmt(self.auc_ci[0])}, {_fmt(self.auc_ci[1])}]"
             f" ({_CI_NAMES.get(self.ci_method, self.ci_method)} CI, distributed DeLong SE "
             f"{_fmt(math.sqrt(self.auc_variance) if self.auc_variance >= 0 else None)})",
+            *self._corrected_lines(pct),
             f"ROC-GLM              gamma1 = {_fmt(self.rocglm.params[0])}, gamma2 = {_fmt(self.rocglm.params[1])}, "
             f"{self.rocglm.iterations} Fisher-scoring iterations, "
             f"{'converged' if self.rocglm.converged else 'NOT converged'}",

@@ -15,7 +15,7 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteConnection, SiteError, fan_out
 from analyst.result import ConfusionResult, SitePrivacy
 
-__all__ = ["Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
+__all__ = ["PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
            "score_source"]
 
 #: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
@@ -73,6 +73,17 @@ def grid_spec(grid) -> pb.GridSpec:
     if np.ndim(grid) == 0:
         return pb.GridSpec(n_points=int(grid))
     return pb.GridSpec(thresholds=pb.Values(values=[float(t) for t in np.asarray(grid, dtype=float)]))
+
+
+@dataclass(frozen=True)
+class PlacementSummary:
+    """Pooled means of the placement values (PV0 of the positives, PV1 of the negatives), DeLong variance, n0, n1."""
+
+    mean_pv0: float
+    mean_pv1: float
+    variance: float
+    n0: int
+    n1: int
 
 
 @dataclass(frozen=True)
@@ -255,13 +266,8 @@ class ValidationSession:
                       f"AUC {fit.auc:.4f}")
         return fit
 
-    def placement_variance(self) -> tuple[float, int, int]:
-        """Distributed DeLong variance from two passes over the sites' placement values.
-
-        Returns
-        -------
-        variance, n0, n1
-        """
+    def placement_moments(self) -> "PlacementSummary":
+        """Distributed means and DeLong variance from two passes over the sites' placement values."""
         first = self._each("placement moments (pass 1)", lambda c: c.call(
             "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c))))
         mean0, n1 = dsroc.pooled_mean(dsroc.MeanParts(r.pv0.total, r.pv0.n) for r in first)
@@ -271,7 +277,32 @@ class ValidationSession:
             "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c), global_means=means)))
         var0 = dsroc.pooled_variance([r.ssd_pv0 for r in second], n1)
         var1 = dsroc.pooled_variance([r.ssd_pv1 for r in second], n0)
-        return dsroc.delong_variance_from_moments(var_pv0=var0, n1=n1, var_pv1=var1, n0=n0), n0, n1
+        variance = dsroc.delong_variance_from_moments(var_pv0=var0, n1=n1, var_pv1=var1, n0=n0)
+        return PlacementSummary(mean0, mean1, variance, n0, n1)
+
+    def placement_variance(self) -> tuple[float, int, int]:
+        """Distributed DeLong variance from two passes over the sites' placement values.
+
+        Returns
+        -------
+        variance, n0, n1
+        """
+        m = self.placement_moments()
+        return m.variance, m.n0, m.n1
+
+    @staticmethod
+    def noise_corrected_auc(releases: Mapping[str, SiteRelease], moments: "PlacementSummary", *,
+                            level: float = 0.95, method: str = "logit") -> dsroc.NoiseCorrectedAUC:
+        """The noise-corrected AUC and CI (:func:`dsroc.noise_corrected_auc`) from what the sites already
+        released and answered: the placement means and the released scores with each site's tau."""
+        r0 = np.concatenate([r.negatives for r in releases.values()])
+        r1 = np.concatenate([r.positives for r in releases.values()])
+        t0 = np.concatenate([np.full(r.negatives.size, r.info_negatives.tau) for r in releases.values()])
+        t1 = np.concatenate([np.full(r.positives.size, r.info_positives.tau) for r in releases.values()])
+        noise = dsroc.noise_variance(r0, r1, t0, t1) if (t0.any() or t1.any()) else 0.0
+        return dsroc.noise_corrected_auc(mean_pv0=moments.mean_pv0, mean_pv1=moments.mean_pv1,
+                                         auc_released=dsroc.released_auc(r0, r1), delong_variance=moments.variance,
+                                         noise_variance=noise, level=level, method=method)
 
     def brier(self) -> tuple[float, int]:
         """Brier score over all sites and the number of patients."""

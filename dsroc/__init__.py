@@ -41,6 +41,7 @@ from .privacy import (
     gdp_mu,
     gdp_release_mu,
 )
+from .noise_correction import NoiseCorrectedAUC, noise_corrected_auc, noise_variance, released_auc
 from .rocglm import (
     PartsAtTheta,
     RocGlmBatchResult,
@@ -83,6 +84,7 @@ __all__ = [
     "aggregate_calibration",
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
+    "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
     "PRPoints", "pr_points", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "mechanisms",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit
+from scipy.stats import norm
 
 from .dgp import N_SITES, Batch
 
@@ -59,4 +60,5 @@ def generate_binormal_batch(seed: int, reps, n: int, *, prevalence: float = PREV
         groups=np.repeat(np.arange(size), n),
         n=np.full(size, n, dtype=np.int64),
         n1=np.array([int(y.sum()) for y in labels], dtype=np.int64),
+        auc_population=np.full(size, norm.cdf(SEPARATION / np.sqrt(2.0))),
     )

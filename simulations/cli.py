@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from .coverage import coverage_by_n, write_coverage
 from .report import TOLERANCES, write_report
 from .runner import DEFAULT_CHUNK, run_study
 
@@ -37,6 +38,8 @@ examples:
   python -m simulations run --mode histogram --reps 1000 --workers 2 --out runs/histogram
   python -m simulations compare --reps 200 --out runs/compare
   python -m simulations report runs/full-paper
+  python -m simulations run --mode protocol --n 100000 --reps 200 --settings noise-free sens=0.1_eps=5_delta=0.01 --out runs/cov-1e5
+  python -m simulations coverage runs/cov-1e3 runs/cov-1e4 runs/cov-1e5 --out runs/coverage
 
 Interrupted runs resume: call run again with the same options and --out.
 """
@@ -61,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chunk", type=int, help=f"replications per unit of work (default: {DEFAULT_CHUNK['paper']} in paper mode, {DEFAULT_CHUNK['protocol']} in protocol mode)")
     run.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
+    run.add_argument("--n", type=int, help="patients per replication (default: uniform in 100..2500, as in the paper); "
+                                           "e.g. the coverage study at 1000 ... 1000000")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     cmp = sub.add_parser("compare", help="run (or resume) the protocol comparison, then write its table and figure",
@@ -79,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("out", help="the run's output folder")
     rep.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
+    cov = sub.add_parser("coverage", help="stack the coverage tables of finished runs (e.g. one per --n)",
+                         description="Write coverage.csv/.md of several finished runs into --out.")
+    cov.add_argument("runs", nargs="+", help="the runs' output folders")
+    cov.add_argument("--out", required=True, help="folder for the combined coverage.csv and coverage.md")
     return parser
 
 
@@ -86,6 +95,10 @@ def main(argv=None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "coverage":
+            table = write_coverage(args.out, coverage_by_n(args.runs))
+            print(table.to_string(index=False))
+            return 0
         if args.command == "compare":
             timing = run_study(args.out, mode="compare", reps=args.reps, seed=args.seed, settings=args.settings,
                                workers=args.workers,
@@ -94,7 +107,7 @@ def main(argv=None) -> int:
             args.tolerance = list(TOLERANCES)
         elif args.command == "run":
             timing = run_study(args.out, mode=args.mode, reps=args.reps, seed=args.seed, settings=args.settings,
-                               workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
+                               workers=args.workers, scheduler=args.scheduler, chunk=args.chunk, n=args.n,
                                progress=None if args.quiet else sys.stderr)
             print(json.dumps(timing, indent=2))
         summary = write_report(args.out, tolerances=args.tolerance)

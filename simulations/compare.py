@@ -86,9 +86,12 @@ def _frame(cell: CompareSetting, results: pd.DataFrame) -> pd.DataFrame:
     })[COMPARE_COLUMNS]
 
 
-def run_compare_chunk(seed: int, reps, settings) -> pd.DataFrame:
+def run_compare_chunk(seed: int, reps, settings, *, n: int | None = None) -> pd.DataFrame:
     """Replications ``reps`` of every comparison cell in ``settings``; one binormal batch per n, shared by
-    all protocols and privacy settings (common data, as in the paper's study)."""
+    all protocols and privacy settings (common data, as in the paper's study). Each cell fixes its own n,
+    so ``n`` must be None (the runner's option of the other modes)."""
+    if n is not None:
+        raise ValueError("n is fixed per cell in compare mode (n = 250, 1000, 10000); do not pass n")
     frames = []
     cells = list(settings)
     for n in sorted({c.n for c in cells}):

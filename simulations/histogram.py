@@ -90,6 +90,7 @@ def histogram_frame(batch: Batch, seed: int, settings, *, n_bins: int | None = N
             "n": batch.n,
             "n1": batch.n1,
             "auc_emp": auc_emp,
+            "auc_pop": batch.auc_population,
             "auc_rocglm": est.auc,
             "delta_auc": auc_emp - est.auc,
             "gamma1": est.rocglm_params[:, 0],
@@ -110,7 +111,7 @@ def histogram_frame(batch: Batch, seed: int, settings, *, n_bins: int | None = N
     return pd.concat(frames, ignore_index=True)
 
 
-def run_histogram_chunk(seed: int, reps, settings, *, n_bins: int | None = None) -> pd.DataFrame:
-    """Run replications ``reps`` of the paper's data (:func:`simulations.dgp.generate_batch`) through the
-    histogram protocol in every setting; see :func:`histogram_frame`."""
-    return histogram_frame(generate_batch(seed, reps), seed, settings, n_bins=n_bins)
+def run_histogram_chunk(seed: int, reps, settings, *, n_bins: int | None = None, n: int | None = None) -> pd.DataFrame:
+    """Run replications ``reps`` of the paper's data (:func:`simulations.dgp.generate_batch`, ``n`` patients
+    each if given) through the histogram protocol in every setting; see :func:`histogram_frame`."""
+    return histogram_frame(generate_batch(seed, reps, n), seed, settings, n_bins=n_bins)

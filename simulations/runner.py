@@ -36,6 +36,7 @@ class Task:
     start: int
     stop: int
     settings: tuple[Setting, ...]
+    n: int | None = None
 
     @property
     def file_name(self) -> str:
@@ -46,12 +47,15 @@ class Task:
 def run_chunk(task: Task) -> tuple[Task, pd.DataFrame, float]:
     """Compute one chunk (in a worker); returns the task, its results and the CPU seconds it took."""
     cpu = time.process_time()
-    frame = MODES[task.mode](task.seed, range(task.start, task.stop), task.settings)
+    frame = MODES[task.mode](task.seed, range(task.start, task.stop), task.settings, n=task.n)
     return task, frame, time.process_time() - cpu
 
 
-def _config(mode, reps, seed, settings, chunk) -> dict:
-    return {"mode": mode, "reps": reps, "seed": seed, "chunk": chunk, "settings": [s.name for s in settings]}
+def _config(mode, reps, seed, settings, chunk, n) -> dict:
+    config = {"mode": mode, "reps": reps, "seed": seed, "chunk": chunk, "settings": [s.name for s in settings]}
+    if n is not None:
+        config["n"] = n
+    return config
 
 
 def _check_config(out: Path, config: dict) -> None:
@@ -59,11 +63,11 @@ def _check_config(out: Path, config: dict) -> None:
     path = out / "config.json"
     if path.exists():
         old = json.loads(path.read_text())
-        diff = [key for key in config if old.get(key) != config[key]]
+        diff = [key for key in dict.fromkeys([*config, *old]) if old.get(key) != config.get(key)]
         if diff:
             raise ValueError(
                 f"{out} holds a different run ({', '.join(diff)} differ: {[old.get(k) for k in diff]} on disk, "
-                f"{[config[k] for k in diff]} asked); resume with the same options or choose another --out"
+                f"{[config.get(k) for k in diff]} asked); resume with the same options or choose another --out"
             )
     else:
         path.write_text(json.dumps(config, indent=2) + "\n")
@@ -140,6 +144,7 @@ def run_study(
     workers: int = 1,
     scheduler=None,
     chunk: int | None = None,
+    n: int | None = None,
     progress=sys.stderr,
 ) -> dict:
     """Run (or resume) the simulation study and save one Parquet file per setting under ``out/results``.
@@ -163,6 +168,8 @@ def run_study(
         Address of a Dask scheduler (or a client) to run the chunks on.
     chunk : int, optional
         Replications per chunk (default: :data:`DEFAULT_CHUNK` of the mode).
+    n : int, optional
+        Patients per replication (at least 100); default: drawn uniformly from 100..2500 as in the paper.
     progress : file or None
         Where progress lines go.
 
@@ -181,13 +188,17 @@ def run_study(
     chunk = DEFAULT_CHUNK[mode] if chunk is None else chunk
     if isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    if n is not None and (isinstance(n, bool) or int(n) != n or n < 100):
+        raise ValueError(f"n must be an integer >= 100, got {n!r}")
+    if n is not None and mode == "compare":
+        raise ValueError("n is fixed per cell in compare mode (n = 250, 1000, 10000); do not pass n")
     chosen = tuple(compare_settings(settings) if mode == "compare" else select_settings(settings, mode=mode))
     out = Path(out)
     (out / CHUNKS).mkdir(parents=True, exist_ok=True)
-    _check_config(out, _config(mode, reps, seed, chosen, chunk))
+    _check_config(out, _config(mode, reps, seed, chosen, chunk, n))
 
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    tasks = [Task(mode, int(seed), a, min(a + chunk, reps), chosen) for a in range(0, reps, chunk)]
+    tasks = [Task(mode, int(seed), a, min(a + chunk, reps), chosen, n) for a in range(0, reps, chunk)]
     results_done = (out / RESULTS / "_complete.json").exists()
     if results_done and (out / "timing.json").exists():
         # Nothing left to do: keep the timing of the run that computed the results.

@@ -57,6 +57,12 @@ def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
     emp = pv1.mean()
     assert emp == pytest.approx(dsroc.empirical_auc(s, y), abs=1e-12) and abs(emp - res.auc) > 1e-3
     assert np.max(np.abs(np.subtract(dsroc.auc_ci(emp, var), res.auc_ci))) > 1e-4
+    # the noise-corrected AUC: with negligible noise, the empirical AUC and its DeLong interval
+    corr = res.auc_corrected
+    assert corr.auc == pytest.approx(emp, abs=1e-9) and corr.variance == pytest.approx(var, rel=1e-6)
+    assert (corr.ci.lower, corr.ci.upper) == pytest.approx(dsroc.auc_ci(emp, var), abs=1e-6)
+    assert res.to_dict()["auc_corrected"]["ci"] == pytest.approx(list(dsroc.auc_ci(emp, var)), abs=1e-6)
+    assert "AUC (noise-corrected)" in str(res)
     assert res.warnings == ()  # (5, 0.01) is recommended for the sites' tiny Delta
     assert res.test.reject == (res.auc_ci[0] > 0.7)
     assert res.brier == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
@@ -105,6 +111,11 @@ def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
         assert p.sensitivity == pytest.approx(0.1) and p.tau == pytest.approx(tau, rel=1e-9)
         assert p.mu_remaining > 0
     assert res.auc_ci[0] < res.auc < res.auc_ci[1]
+    # Noise-corrected: 2 A(tau) - A(sqrt(2) tau) from the placement means and the released scores. Its
+    # noise SD on these data is about 0.001 (0.01 does not flake); its CI holds the pooled AUC.
+    corr, emp = res.auc_corrected, dsroc.empirical_auc(s, y)
+    assert abs(corr.auc - emp) < 0.01 and corr.ci.lower < emp < corr.ci.upper
+    assert corr.noise_variance > 0 and corr.variance > res.auc_variance
 
 
 def test_wald_interval_at_another_level(five_sites, pki, negligible, helpers):
