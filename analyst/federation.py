@@ -15,6 +15,7 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
+from analyst.pr import pr_from_released_scores
 from analyst.recommend import recommendation_warning
 from analyst.result import TestResult, ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
@@ -182,7 +183,8 @@ class Federation:
             sens = s.sensitivity()
             releases = s.release(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
             lap("release")
-            s.upload_survivors(*s.pool(releases))
+            s0_noisy, s1_noisy = s.pool(releases)
+            s.upload_survivors(s0_noisy, s1_noisy)
             lap("upload")
             fit = s.fit_rocglm(grid=grid)
             lap("rocglm")
@@ -197,6 +199,7 @@ class Federation:
             lap("brier_calibration")
             confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
+            pr = pr_from_released_scores(s0_noisy, s1_noisy, level=level)  # post-processing of the release
             privacy = s.privacy(releases, sens)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
                                             tau=max(p.tau for p in privacy.values()))
@@ -207,7 +210,8 @@ class Federation:
                 n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
                 ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
                 grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing, warnings=() if advice is None else (advice,), auc_corrected=corrected)
+                test=test, timing=timing, warnings=() if advice is None else (advice,), auc_corrected=corrected,
+                pr=pr)
 
     def close(self) -> None:
         """Close the channels to all sites."""

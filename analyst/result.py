@@ -213,6 +213,9 @@ class ValidationResult:
     warnings : tuple of str
         Advice about the analysis, e.g. that (epsilon, delta) is not among the settings the simulation
         study recommends for the sites' Delta. Fitting warnings are in ``rocglm.warnings``.
+    pr : analyst.pr.PRSummary or None
+        PR curve, AP and AUCPR with intervals and the unachievable region, computed from the release
+        (draw it with :class:`analyst.pr.PrecisionRecallDisplay`).
     auc_corrected : dsroc.NoiseCorrectedAUC or None
         The noise-corrected AUC (the release noise extrapolated to zero) with a CI whose variance
         includes the noise (:func:`dsroc.noise_corrected_auc`); ``auc`` and ``auc_ci`` are the paper's
@@ -243,6 +246,7 @@ class ValidationResult:
     timing: Mapping[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     auc_corrected: Any = None
+    pr: Any = None
 
     __test__ = False
 
@@ -272,6 +276,7 @@ class ValidationResult:
             "grid": [_num(t) for t in np.asarray(self.grid)],
             "timing": {k: _num(v) for k, v in self.timing.items()},
             "warnings": list(self.warnings),
+            "pr": None if self.pr is None else self.pr.to_dict(),
             "auc_corrected": None if self.auc_corrected is None else {
                 "auc": _num(self.auc_corrected.auc), "variance": _num(self.auc_corrected.variance),
                 "ci": [_num(self.auc_corrected.ci.lower), _num(self.auc_corrected.ci.upper)],
@@ -352,6 +357,8 @@ class ValidationResult:
                 f"  sensitivity {_fmt(c.sensitivity)}  specificity {_fmt(c.specificity)}  "
                 f"PPV {_fmt(c.ppv)}  NPV {_fmt(c.npv)}",
             ]
+        if self.pr is not None:
+            lines += ["", textwrap.fill(str(self.pr), width=104, initial_indent="", subsequent_indent="  ")]
         cal = self.calibration
         lines += ["", "Calibration (cells with fewer than q patients are withheld by the sites)",
                   "  bin            n   mean score   observed"]

@@ -7,23 +7,30 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from .compare import compare_settings, run_compare_chunk
 from .histogram import run_histogram_chunk
+from .mech_settings import select_mechanism_settings
+from .mechanisms import run_mechanisms_chunk
 from .paper import run_paper_chunk
 from .protocol import run_protocol_chunk
 from .settings import Setting, select_settings
 
 __all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_results"]
 
-MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "histogram": run_histogram_chunk,
-         "compare": run_compare_chunk}
+MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "mechanisms": run_mechanisms_chunk,
+         "histogram": run_histogram_chunk, "compare": run_compare_chunk}
+# How each mode names its settings (the mechanisms study has its own grid: n x K x epsilon; the comparison
+# protocol x n x privacy).
+SELECTORS = {"mechanisms": select_mechanism_settings, "compare": compare_settings,
+             "histogram": partial(select_settings, mode="histogram")}
 # Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
 # files, and the results, are the same whatever the parallelism.
-DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "histogram": 50, "compare": 25}
+DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "mechanisms": 25, "histogram": 50, "compare": 25}
 RESULTS, CHUNKS = "results", "chunks"
 
 
@@ -154,7 +161,7 @@ def run_study(
     out : path
         Output folder. Finished chunks are kept in ``out/chunks`` until all are done, so an
         interrupted run resumes where it stopped when called again with the same options.
-    mode : {"paper", "protocol", "histogram", "compare"}
+    mode : {"paper", "protocol", "mechanisms", "histogram", "compare"}
     reps : int
         Replications per setting.
     seed : int
@@ -192,7 +199,7 @@ def run_study(
         raise ValueError(f"n must be an integer >= 100, got {n!r}")
     if n is not None and mode == "compare":
         raise ValueError("n is fixed per cell in compare mode (n = 250, 1000, 10000); do not pass n")
-    chosen = tuple(compare_settings(settings) if mode == "compare" else select_settings(settings, mode=mode))
+    chosen = tuple(SELECTORS.get(mode, select_settings)(settings))
     out = Path(out)
     (out / CHUNKS).mkdir(parents=True, exist_ok=True)
     _check_config(out, _config(mode, reps, seed, chosen, chunk, n))

@@ -13,6 +13,8 @@ from dsroc.v1 import site_pb2_grpc
 
 from .audit import note
 from .auth import current_analyst
+from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
+from .boyd import release_boyd
 from .errors import InvalidArgument
 from .ledger import BudgetStatus
 from .scores import ScoreSpec
@@ -95,6 +97,19 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         chunk = min(request.chunk_size, limit) if request.chunk_size else limit
         # Everything above ran (and was charged) before the first message; below only slices values.
         return _chunks(info, values, chunk)
+
+    def ReleaseBoydStatistics(self, request, context):
+        out = release_boyd(self.site, self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,
+                           count_share=request.count_share)
+        # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
+        note(parameters={"release_id": out.release.release_id, "kind": "boyd",
+                         "epsilon_charged": out.release.epsilon if out.charged else 0.0})
+        return pb.BoydResponse(
+            auc=out.auc, average_precision=out.average_precision, n1_noisy=out.n1_noisy, n=out.n,
+            auc_scale=out.auc_scale, ap_scale=out.ap_scale, epsilon=out.release.epsilon, delta=out.release.delta,
+            count_share=out.count_share, privacy_unit=BOYD_PRIVACY_UNIT, release_id=out.release.release_id,
+            repeated=not out.charged,
+        )
 
     def UploadSurvivor(self, request_iterator, context):
         first = next(request_iterator, None)
