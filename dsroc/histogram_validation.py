@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_ESTIMATOR",
     "DEFAULT_TAIL_SIGMAS",
     "AucEstimates",
+    "histogram_point_auc",
     "histogram_auc_estimates",
     "HistogramValidation",
     "histogram_validation",
@@ -79,6 +80,42 @@ class AucEstimates(NamedTuple):
     rocglm_points: np.ndarray
 
 
+def _plausible_rocglm(c0, c1, auc_emp, var_emp, tail):
+    """The ROC-GLM through the edges of consistent counts, its AUC NaN where it is not plausible: not
+    converged, not increasing (``gamma2 <= 0``) or further than ``PLAUSIBLE_SDS`` SDs from the binned
+    empirical AUC (few, noisy edges can give a wild binormal line)."""
+    glm = histogram_rocglm(c0, c1, tail_count=tail)
+    auc = glm.auc.copy()
+    with np.errstate(invalid="ignore"):
+        plausible = glm.converged & (glm.params[:, 1] > 0) & (np.abs(auc - auc_emp) <= PLAUSIBLE_SDS * np.sqrt(var_emp))
+    auc[~plausible] = np.nan
+    return glm.params, auc, glm.points
+
+
+def histogram_point_auc(counts0, counts1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
+                        tail_sigmas: float = DEFAULT_TAIL_SIGMAS) -> np.ndarray:
+    """The AUC :func:`histogram_validation` reports, without its variance (no bootstrap), for consistent
+    counts ``(R, B)`` with patients of both classes: the plausible ROC-GLM through the edges, else (and
+    where a class holds fewer than two) the binned empirical AUC. For studies that need point estimates only."""
+    sigma = check_sigma(sigma)
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    c0, c1 = check_counts(counts0, name="counts0"), check_counts(counts1, name="counts1", n_bins=np.shape(counts0)[-1])
+    if c0.ndim != 2 or c0.shape != c1.shape:
+        raise ValueError(f"counts0 and counts1 must both have shape (rows, bins), got {c0.shape} and {c1.shape}")
+    auc_emp = np.asarray(histogram_auc(c0, c1))
+    if estimator == "empirical":
+        return auc_emp
+    ok = (c0.sum(-1) >= 2) & (c1.sum(-1) >= 2)
+    out = auc_emp.copy()
+    if ok.any():
+        var_emp = histogram_delong_variance(c0[ok], c1[ok]) + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
+        _, auc_glm, _ = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp,
+                                          check_sigma(tail_sigmas, name="tail_sigmas") * sigma)
+        out[ok] = np.where(np.isfinite(auc_glm), auc_glm, auc_emp[ok])
+    return out
+
+
 def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
                             tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, noise_draws: int = 100,
                             seeds=None) -> AucEstimates:
@@ -114,18 +151,12 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     auc_emp[ok] = histogram_auc(c0[ok], c1[ok])
     sampling[ok] = histogram_delong_variance(c0[ok], c1[ok])
     var_emp[ok] = sampling[ok] + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
-    params, auc_glm, var_glm = np.full((rows, 2), np.nan), nan.copy(), nan.copy()
-    points = np.zeros(rows, dtype=np.int64)
+    params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
+    var_glm = nan.copy()
     tail = tail_sigmas * sigma
     if estimator == "rocglm" and ok.any():
-        glm = histogram_rocglm(c0[ok], c1[ok], tail_count=tail)
-        params[ok], auc_glm[ok], points[ok] = glm.params, glm.auc, glm.points
-        converged = np.zeros(rows, dtype=bool)
-        converged[ok] = glm.converged
-        with np.errstate(invalid="ignore"):
-            plausible = converged & (params[:, 1] > 0) & (np.abs(auc_glm - auc_emp) <= PLAUSIBLE_SDS * np.sqrt(var_emp))
-        auc_glm[~plausible] = np.nan
-        fit = ok & plausible
+        params[ok], auc_glm[ok], points[ok] = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp[ok], tail)
+        fit = np.isfinite(auc_glm)
         if fit.any():
             var_glm[fit] = histogram_rocglm_noise_variance(c0[fit], c1[fit], sigma=sigma, draws=noise_draws,
                                                            seed=[seeds[i] for i in np.flatnonzero(fit)], tail_count=tail)
