@@ -17,6 +17,7 @@ from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.pr import pr_from_released_scores
 from analyst.recommend import recommendation_warning
+from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.result import TestResult, ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
@@ -195,14 +196,18 @@ class Federation:
             corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
             lap("ci")
             brier, n = s.brier()
+            # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
+            # something with answers given before, while calibration only withholds more bins.
+            confusion = None if threshold is None else s.confusion(threshold)
             calibration = s.calibration(n_bins=n_bins, edges=edges)
             lap("brier_calibration")
-            confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
             pr = pr_from_released_scores(s0_noisy, s1_noisy, level=level)  # post-processing of the release
             privacy = s.privacy(releases, sens)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
                                             tau=max(p.tau for p in privacy.values()))
+            notes = tuple(w for w in (advice, improper_warning(fit.params)) if w is not None)
+            hierarchy = calibration_summary(calibration, level=level)
             lap("finish")
             timing["total"] = time.perf_counter() - started
             return ValidationResult(
@@ -210,8 +215,8 @@ class Federation:
                 n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
                 ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
                 grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing, warnings=() if advice is None else (advice,), auc_corrected=corrected,
-                pr=pr)
+                test=test, timing=timing, warnings=notes, calibration_hierarchy=hierarchy,
+                auc_corrected=corrected, pr=pr)
 
     def close(self) -> None:
         """Close the channels to all sites."""

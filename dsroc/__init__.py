@@ -30,6 +30,8 @@ from .confusion import ConfusionParts, ConfusionSummary, aggregate_confusion, co
 from .errors import DisclosureError
 from .glm_model import GlmModel
 from .histogram import bin_scores, consistent_counts, histogram_edges
+from .rocglm_band import rocglm_band, rocglm_improper_range
+from .calibration_hierarchy import CalibrationHierarchy, calibration_hierarchy, calibration_intercept
 from .histogram_validation import HistogramValidation, histogram_validation
 from .moments import MeanParts, mean_parts, pooled_mean, pooled_variance, sq_dev_parts
 from .privacy import (
@@ -81,7 +83,8 @@ __all__ = [
     "SensitivityEstimate", "model_sensitivity", "GlmModel",
     "BrierParts", "brier_parts", "brier_score", "aggregate_brier",
     "calibration_edges", "CalibrationParts", "calibration_parts", "SiteCalibration", "CalibrationCurve",
-    "aggregate_calibration",
+    "aggregate_calibration", "CalibrationHierarchy", "calibration_hierarchy", "calibration_intercept",
+    "rocglm_band", "rocglm_improper_range",
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
     "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",

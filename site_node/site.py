@@ -32,13 +32,14 @@ from dsroc import (
 )
 from dsroc.accounting import Gaussian
 
+from .approvals import ModelApprovals, model_hash
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, column_dtype, outcome_values
+from .disclosure import DisclosureStore, calibration_queries, confusion_queries
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .guard import (
     SiteSensitivity,
     analyst_input,
-    check_cut_overlaps,
     check_edges,
     check_grid,
     check_release_parameters,
@@ -110,6 +111,8 @@ class Site:
         self.config = config
         self.policy = config.policy
         self.ledger = ledger
+        self.approvals = ModelApprovals(config.approvals_path)
+        self.disclosure = DisclosureStore(config.disclosure_path)
         self.datasets = DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
@@ -196,10 +199,31 @@ class Site:
         """Close a session."""
         self.sessions.close(analyst, session_id)
 
+    def close(self) -> None:
+        """Close the site's own stores (the ledger is closed by its owner)."""
+        self.approvals.close()
+        self.disclosure.close()
+
+    # ------------------------------------------------------------------ the paper protocol's gate
+    def _paper(self, session: Session) -> Session:
+        """Refuse a paper-protocol answer about an analyst's model the site has not approved.
+
+        Every paper-protocol call goes through here (sensitivity, noisy release, survivor upload and
+        the exact aggregates); the histogram protocol's releases are DP whatever the model and do not.
+        """
+        spec = session.data.spec
+        if spec.model is not None and not self.approvals.is_approved(spec):
+            raise PermissionDenied(
+                "model approval: this site answers the paper protocol about an analyst's model only after its "
+                f"administrator approved the model (dsroc-site model approve FILE); model sha256 {model_hash(spec)} "
+                "is not approved here"
+            )
+        return session
+
     # ------------------------------------------------------------------ sensitivity and release
     def sensitivity(self, session: Session) -> SiteSensitivity:
         """The site's sensitivity for the session's scores (computed once per dataset, source, outcome)."""
-        data = session.data
+        data = self._paper(session).data
         with data.lock:
             if data.sensitivity is None:
                 data.sensitivity = site_sensitivity(
@@ -245,6 +269,7 @@ class Site:
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int) -> Survivor:
         """Store the analyst's pooled noisy scores of one class as the session's survivor function."""
         score_class = _check_class(score_class)
+        self._paper(session)
         if values.size == 0:
             raise InvalidArgument("the survivor upload contains no scores")
         if declared_n and declared_n != values.size:
@@ -277,6 +302,7 @@ class Site:
     def _placements(self, session: Session, score_class: int) -> tuple[Survivor, np.ndarray]:
         """The uploaded survivor function of a class and, under it, PV0 of the true positives (class
         NEGATIVES: S~0) or PV1 of the true negatives (class POSITIVES: S~1)."""
+        self._paper(session)
         with session.lock:
             survivor = session.survivors.get(score_class)
             if survivor is None:
@@ -323,6 +349,7 @@ class Site:
                                 second_pass=True)
 
     def _probabilities(self, session: Session, what: str) -> None:
+        self._paper(session)
         lo, hi = session.data.score_range
         if lo < 0.0 or hi > 1.0:
             raise InvalidArgument(f"{what} needs probabilities in [0, 1]; this score column's declared range is [{lo}, {hi}]")
@@ -335,55 +362,61 @@ class Site:
         return brier_parts(data.scores, data.labels)
 
     def calibration_parts(self, session: Session, request) -> CalibrationParts:
-        """Per-bin sums; bins below the privacy level are suppressed (only their index is released), and
-        more bins when needed so that the suppressed ones cannot be recovered as a complement."""
+        """Per-bin sums of the bins the disclosure auditor lets through; the others are withheld (index only).
+
+        ``dsroc.calibration_parts`` withholds bins below q (and more, so that their total is 0 or at
+        least q); then, while the released counts and positives would let the answers so far determine
+        a group of 1 to q-1 patients, the smallest released bin is withheld as well.
+        """
         edges = check_edges(self.policy, request)
         self._probabilities(session, "calibration")
-        q = self.policy.privacy_level
         data = session.data
-        parts = calibration_parts(data.scores, data.labels, edges, privacy_level=q)
-        # The released bins above an inner edge can be differenced with any confusion row total or
-        # other bins, of this score source or another.
-        check = self._overlap_check(data, edges[1:-1], "calibration edge", classes=False)
-        self.ledger.fix_calibration_edges(data.key, edges, check)
-        return parts
+        parts = calibration_parts(data.scores, data.labels, edges, privacy_level=self.policy.privacy_level)
+        keep = np.ones(parts.bins.size, dtype=bool)
+        while True:
+            try:
+                self._audit(data, calibration_queries(data.outcome, data.spec.key, edges, parts.bins[keep]),
+                            "these calibration bins")
+                break
+            except PermissionDenied:
+                if not keep.any():
+                    raise
+                keep[np.flatnonzero(keep)[np.argmin(parts.count[keep])]] = False
+        return replace(parts, bins=parts.bins[keep], count=parts.count[keep], sum_score=parts.sum_score[keep],
+                       sum_label=parts.sum_label[keep],
+                       suppressed=np.sort(np.concatenate([parts.suppressed, parts.bins[~keep]])))
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
-        """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""
+        """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level or the
+        disclosure auditor finds that the answers so far would determine a group below it."""
+        self._paper(session)
         threshold = check_threshold(threshold, score_range=session.data.score_range, steps=self.policy.threshold_steps)
-        q = self.policy.privacy_level
         data = session.data
-        cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=q)
-        self.ledger.answer_threshold(data.key, threshold, self._overlap_check(data, [threshold], "threshold"))
+        cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=self.policy.privacy_level)
+        self._audit(data, confusion_queries(data.outcome, data.spec.key, threshold), f"the threshold {threshold:g}")
         return cells
 
-    def _overlap_check(self, data: ScoredData, cuts, what: str, *, classes: bool = True):
-        """The ledger's check for new cuts: against every score source's answered cuts on this dataset.
-
-        Groups: all patients (row totals, bin counts) and, for confusion cells, each class of the
-        session's outcome (answers about other outcomes are compared by the same classes, to be safe).
-        """
-        groups = [np.ones(data.scores.size, dtype=bool)]
-        if classes:
-            groups += [data.labels == 0, data.labels == 1]
-
-        def check(answered: dict) -> None:
-            earlier = [(source, self._source_scores(data, source), cuts_of_source, source == data.spec.key)
-                       for source, cuts_of_source in answered.items()]
-            check_cut_overlaps(data.scores, cuts, earlier, groups, self.policy.privacy_level, what=what)
-
-        return check
-
-    def _source_scores(self, data: ScoredData, source: str) -> np.ndarray:
-        """The true scores of another score source on the session's dataset (same rows, same order)."""
-        if source == data.spec.key:
-            return data.scores
+    def _audit(self, data: ScoredData, queries, what: str) -> None:
+        """Record the counts ``queries`` with the disclosure auditor, or refuse (PermissionDenied)."""
         config = self.datasets.config(data.dataset)
+
+        def population_data(outcomes, sources):
+            labels = {o: self._evaluate(data, o, data.spec.key, config).labels for o in outcomes}
+            scores = {s: self._evaluate(data, data.outcome, s, config).scores for s in sources}
+            return labels, scores
+
+        self.disclosure.check_and_record(data.key[0], list(queries), q=self.policy.privacy_level,
+                                         data=population_data, what=what)
+
+    def _evaluate(self, data: ScoredData, outcome: str, source: str, config: DatasetConfig) -> ScoredData:
+        """The true scores and labels of another (outcome, score source) on the session's dataset (same rows)."""
+        if outcome == data.outcome and source == data.spec.key:
+            return data
         try:
-            return self._scored_data(data.dataset, data.outcome, ScoreSpec.from_key(source), config).scores
+            return self._scored_data(data.dataset, outcome, ScoreSpec.from_key(source), config)
         except InvalidArgument:
-            # Answers about it were given, so without its scores the overlap cannot be checked: refuse.
+            # Answers about it were given, so without it the auditor cannot check: refuse.
             raise FailedPrecondition(
-                f"the score source {source} answered before on dataset {data.dataset!r} can no longer be evaluated "
-                "(its column was removed from the config?); the site administrator must restore it"
+                f"the score source {source} or outcome {outcome!r} answered before on dataset {data.dataset!r} can no "
+                "longer be evaluated (removed from the config?); the site administrator must restore it"
             ) from None

@@ -93,7 +93,11 @@ def test_calibration_matches_pooled_bins_and_withholds_the_small_cell(negligible
         assert cal.count[b] == g.loc[b, "n"]
         assert cal.observed[b] == pytest.approx(g.loc[b, "obs"], abs=1e-12)
         assert cal.predicted[b] == pytest.approx(g.loc[b, "pred"], abs=1e-12)
-    assert cal.count[9] == int((pooled.bin == 9).sum()) - 3
+    # A released bin's count and positives also give its negatives: each class of a released cell is
+    # 0 or at least q (the sites' disclosure auditor withholds the others, e.g. top bins with few negatives).
+    per_cell = released.groupby(["site", "bin"])["y"].agg(["sum", "size"])
+    assert ((per_cell["sum"] == 0) | (per_cell["sum"] >= 5)).all()
+    assert ((per_cell["size"] - per_cell["sum"] == 0) | (per_cell["size"] - per_cell["sum"] >= 5)).all()
     report = negligible.to_dict()["calibration"]
     assert all(row["bin"] != 9 for row in report["per_site"]["s0"])
 
@@ -135,7 +139,9 @@ def test_settings_outside_the_recommendation_are_flagged_not_refused(five_sites,
         res = fed.validate("test", "y", score="pred", epsilon=1, delta=0.01, sensitivity=0.19)
     assert all(p.sensitivity == pytest.approx(0.19) for p in res.privacy.values())
     # the study recommends epsilon >= 5 for Delta = 0.2 (e.g. (5, 0.01), (10, 0.01)), not (1, 0.01)
-    assert len(res.warnings) == 1 and "epsilon = 1, delta = 0.01 is not among" in res.warnings[0]
+    assert "epsilon = 1, delta = 0.01 is not among" in res.warnings[0]
+    # the noise (tau ~ 0.8 on scores of SD ~ 0.25) bends the fitted curve below the diagonal: said too
+    assert all("below the diagonal" in w for w in res.warnings[1:])
     assert "(5, 0.01)" in res.warnings[0] and "(10, 0.01)" in res.warnings[0]
     assert res.to_dict()["warnings"] == list(res.warnings)
     assert "Warnings\n  - epsilon = 1, delta = 0.01 is not among" in str(res)

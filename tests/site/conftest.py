@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from dsroc.v1 import site_pb2 as pb
+from site_node.approvals import approve_model
 from site_node.config import parse_config
 from site_node.init import sample_dataset
 from site_node.pki import generate_dev_pki
@@ -177,3 +178,15 @@ def tls_client(client_factory, address, pki, token=TOKENS["alice"]):
     """A :class:`Client` over mutual TLS with the dev PKI's client certificate."""
     return client_factory(address, token, ca_cert=pki.ca_cert, client_cert=pki.client_cert,
                           client_key=pki.client_key)
+
+
+@pytest.fixture
+def approve():
+    """``approve(config, model)``: the site administrator approves a ``dsroc.v1.GlmModel`` for the paper protocol."""
+
+    def run(config, model: pb.GlmModel) -> str:
+        return approve_model(config, {"link": {pb.LINK_LOGIT: "logit", pb.LINK_PROBIT: "probit"}[model.link],
+                                      "intercept": model.intercept,
+                                      "coefficients": {c.name: c.value for c in model.coefficients}})
+
+    return run
