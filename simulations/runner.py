@@ -84,8 +84,11 @@ def _check_config(out: Path, config: dict) -> None:
 
 def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:  # interrupted (Ctrl-C) while writing: leave no partial file behind
+        tmp.unlink(missing_ok=True)
 
 
 def _executor_results(tasks, workers, scheduler):
