@@ -219,10 +219,17 @@ class ValidationSession:
         s1 = np.sort(np.concatenate([r.positives for r in releases.values()]))
         return s0, s1
 
-    def upload_survivors(self, s0_noisy, s1_noisy) -> None:
-        """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming)."""
-        arrays = {pb.SCORE_CLASS_NEGATIVES: np.asarray(s0_noisy, dtype=np.float64),
-                  pb.SCORE_CLASS_POSITIVES: np.asarray(s1_noisy, dtype=np.float64)}
+    def upload_survivors(self, releases: Mapping[str, SiteRelease]) -> None:
+        """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming).
+
+        Each site's released values go unchanged, site after site, with the sites' signed ReleaseInfo
+        as the upload's segments: a site accepts a survivor function only as such a union.
+        """
+        arrays, segments = {}, {}
+        for cls, values, info in ((pb.SCORE_CLASS_NEGATIVES, "negatives", "info_negatives"),
+                                  (pb.SCORE_CLASS_POSITIVES, "positives", "info_positives")):
+            arrays[cls] = np.concatenate([np.asarray(getattr(r, values), dtype=np.float64) for r in releases.values()])
+            segments[cls] = [getattr(r, info) for r in releases.values()]
         for cls, a in arrays.items():
             if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
@@ -233,7 +240,8 @@ class ValidationSession:
             size = min(_UPLOAD_CHUNK, cap)
             for cls, a in arrays.items():
                 def messages(a=a, cls=cls):
-                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size)
+                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size,
+                                               segments=segments[cls])
                     for start in range(0, a.size, size):
                         yield pb.SurvivorChunk(header=header if start == 0 else None,
                                                scores=a[start:start + size].tolist())
