@@ -338,8 +338,12 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     s0, s1 = scores[labels == 0], scores[labels == 1]
     fpr, tpr = _empirical_roc(s0, s1)
     note = privacy_note(epsilon, delta)
+    t = np.linspace(0.0, 1.0, 401)
+    pooled_curve = dsroc.rocglm_curve(pooled["rocglm"]["params"], t)
+    references = [(t, pooled_curve, f"pooled ROC-GLM, true scores (AUC {pooled['auc_rocglm']:.3f})"),
+                  (fpr, tpr, f"pooled empirical (AUC {pooled['auc_empirical']:.3f})")]
     paths = write_report(res, out / "report", extra=extra, summary_extra=comparison + "\n\n" + note,
-                         roc_reference=(fpr, tpr, f"pooled empirical (AUC {pooled['auc_empirical']:.3f})"))
+                         roc_references=references)
     if json_path is not None:
         res.to_json(json_path, extra=extra)
     timing["total_seconds"] = time.perf_counter() - t_start

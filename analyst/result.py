@@ -11,6 +11,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from analyst.hierarchy import hierarchy_lines, hierarchy_to_dict
+
 __all__ = [
     "ConfusionResult",
     "SitePrivacy",
@@ -212,7 +214,13 @@ class ValidationResult:
         Test of ``H0: AUC <= a0``.
     warnings : tuple of str
         Advice about the analysis, e.g. that (epsilon, delta) is not among the settings the simulation
-        study recommends for the sites' Delta. Fitting warnings are in ``rocglm.warnings``.
+        study recommends for the sites' Delta, or that the fitted ROC curve lies below the diagonal
+        somewhere (improper). Fitting warnings are in ``rocglm.warnings``.
+    calibration_hierarchy : dsroc.CalibrationHierarchy or None
+        Mean (O/E, calibration-in-the-large), weak (calibration intercept and slope) and moderate
+        (curve with Wilson intervals) calibration from the released cells.
+    protocol : str
+        The protocol that produced the result (``"paper"``: noisy scores and the distributed ROC-GLM).
     pr : analyst.pr.PRSummary or None
         PR curve, AP and AUCPR with intervals and the unachievable region, computed from the release
         (draw it with :class:`analyst.pr.PrecisionRecallDisplay`).
@@ -247,6 +255,8 @@ class ValidationResult:
     warnings: tuple[str, ...] = ()
     auc_corrected: Any = None
     pr: Any = None
+    calibration_hierarchy: Any = None
+    protocol: str = "paper"
 
     __test__ = False
 
@@ -276,6 +286,8 @@ class ValidationResult:
             "grid": [_num(t) for t in np.asarray(self.grid)],
             "timing": {k: _num(v) for k, v in self.timing.items()},
             "warnings": list(self.warnings),
+            "calibration_hierarchy": hierarchy_to_dict(self.calibration_hierarchy),
+            "protocol": self.protocol,
             "pr": None if self.pr is None else self.pr.to_dict(),
             "auc_corrected": None if self.auc_corrected is None else {
                 "auc": _num(self.auc_corrected.auc), "variance": _num(self.auc_corrected.variance),
@@ -296,6 +308,24 @@ class ValidationResult:
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
+
+    def to_frame(self, kind: str = "roc", *, points: int = 101):
+        """A pandas DataFrame: ``"roc"`` (fitted curve and pointwise band), ``"calibration"`` (per bin, with
+        intervals and withholding sites) or ``"sites"`` (privacy and budget per site); see
+        :func:`analyst.frames.result_frame`."""
+        from analyst.frames import result_frame
+
+        return result_frame(self, kind, points=points)
+
+    def _repr_html_(self) -> str:
+        from analyst.frames import result_html
+
+        return result_html(self)
+
+    def __repr__(self) -> str:
+        from analyst.frames import result_repr
+
+        return result_repr(self)
 
     def plot(self, *, axes=None):
         """Draw the ROC curve with its CI band and the calibration curve side by side.
@@ -349,6 +379,7 @@ class ValidationResult:
                          f"the {pct}% CI {where} wholly above {self.test.a0:g} (one-sided level "
                          f"{(1 - self.test.level) / 2:g})")
         lines.append(f"Brier score          {_fmt(self.brier)}")
+        lines += hierarchy_lines(self.calibration_hierarchy, pct)
         if self.confusion is not None:
             c = self.confusion
             lines += [
@@ -364,11 +395,15 @@ class ValidationResult:
                   "  bin            n   mean score   observed"]
         labels = bin_labels(cal.lower, cal.upper)
         width = max(len(b) for b in labels)
-        lines[-1] = f"  {'bin':<{width}}  {'n':>5}   mean score   observed"
-        for label, ob, pr, c in zip(labels, cal.observed, cal.predicted, cal.count):
+        h = self.calibration_hierarchy
+        lines[-1] = f"  {'bin':<{width}}  {'n':>5}   mean score   observed" + (
+            f"   {pct}% interval (Wilson)" if h is not None else "")
+        for k, (label, ob, pr, c) in enumerate(zip(labels, cal.observed, cal.predicted, cal.count)):
             # a bin no site released has an unknown count (possibly 0), not a count of 0
             n, note = (f"{int(c):5d}", "") if c > 0 else (f"{'-':>5}", "   (withheld by every site)")
-            lines.append(f"  {label:<{width}}  {n}   {_fmt(pr):>10}   {_fmt(ob):>8}{note}")
+            interval = (f"   [{_fmt(h.curve_lower[k], 3)}, {_fmt(h.curve_upper[k], 3)}]"
+                        if h is not None and c > 0 else "")
+            lines.append(f"  {label:<{width}}  {n}   {_fmt(pr):>10}   {_fmt(ob):>8}{interval}{note}")
         if cal.suppressed:
             cells = ", ".join(f"{s}:{b}" for s, b in cal.suppressed)
             lines.append(f"  suppressed (site:bin): {cells}")

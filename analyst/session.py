@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+import threading
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -15,7 +17,7 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteConnection, SiteError, fan_out
 from analyst.result import ConfusionResult, SitePrivacy
 
-__all__ = ["PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
+__all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
            "score_source"]
 
 #: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
@@ -26,6 +28,30 @@ _UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the s
 
 def _quiet(step: str, site: str | None, message: str) -> None:
     return None
+
+
+def concurrently(*steps: Callable[[], object]) -> list:
+    """Run independent steps at the same time (the first in this thread, the others in new threads) and
+    return their results in order; the first failure (in order) is raised after all have finished."""
+    results: list = [None] * len(steps)
+    errors: list = [None] * len(steps)
+
+    def run(i):
+        try:
+            results[i] = steps[i]()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, len(steps))]
+    for t in threads:
+        t.start()
+    run(0)
+    for t in threads:
+        t.join()
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results
 
 
 def score_source(*, score: str | None = None, model=None) -> pb.ScoreSource:
@@ -134,8 +160,9 @@ class ValidationSession:
     """
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
-                 source: pb.ScoreSource, progress: Progress | None = None):
+                 source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None):
         self.connections = list(connections)
+        self.executor = executor
         self.dataset, self.outcome = dataset, outcome
         self.progress = progress or _quiet
         self.session_ids: dict[str, str] = {}
@@ -164,7 +191,7 @@ class ValidationSession:
         if not quiet:
             self.progress(step, None, f"asking {len(self.connections)} sites")
         done = None if quiet else (lambda site: self.progress(step, site, "done"))
-        return fan_out(self.connections, fn, on_done=done)
+        return fan_out(self.connections, fn, on_done=done, executor=self.executor)
 
     def _sid(self, conn) -> str:
         return self.session_ids[conn.name]
@@ -198,15 +225,17 @@ class ValidationSession:
             if not chunks or not chunks[0].HasField("info"):
                 raise ValueError("the release stream did not start with its ReleaseInfo")
             info = chunks[0].info
-            scores = np.concatenate([np.asarray(c.scores, dtype=np.float64) for c in chunks]) if chunks else np.empty(0)
+            if any(len(c.scores) % 8 for c in chunks):
+                raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
+            scores = np.frombuffer(b"".join(c.scores for c in chunks), dtype="<f8").astype(np.float64)
             if scores.size != info.n:
                 raise ValueError(f"the release announced {info.n} scores but sent {scores.size}")
             return scores, info
 
         def release_site(conn):
-            neg, info0 = one_class(conn, pb.SCORE_CLASS_NEGATIVES)
+            (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES),
+                                                      lambda: one_class(conn, pb.SCORE_CLASS_POSITIVES))
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
-            pos, info1 = one_class(conn, pb.SCORE_CLASS_POSITIVES)
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
 
@@ -215,10 +244,25 @@ class ValidationSession:
     @staticmethod
     def pool(releases: Mapping[str, SiteRelease]) -> tuple[np.ndarray, np.ndarray]:
         """Pool the noisy negatives into S~0 and the noisy positives into S~1 (sorted)."""
-        s0 = np.sort(np.concatenate([r.negatives for r in releases.values()]))
-        s1 = np.sort(np.concatenate([r.positives for r in releases.values()]))
+        # Each release arrives sorted: a stable sort (timsort) merges the sites' runs in O(n log K).
+        s0 = np.sort(np.concatenate([r.negatives for r in releases.values()]), kind="stable")
+        s1 = np.sort(np.concatenate([r.positives for r in releases.values()]), kind="stable")
         return s0, s1
 
+
+            def one_class(cls):
+                a = arrays[cls]
+
+                def messages():
+                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size,
+                                               segments=segments[cls])
+        for cls, a in arrays.items():
+            if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
+                raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
+
+        def upload(conn):
+            cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
+            size = min(_UPLOAD_CHUNK, cap)
     def upload_survivors(self, releases: Mapping[str, SiteRelease]) -> None:
         """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming).
 
@@ -228,28 +272,34 @@ class ValidationSession:
         arrays, segments = {}, {}
         for cls, values, info in ((pb.SCORE_CLASS_NEGATIVES, "negatives", "info_negatives"),
                                   (pb.SCORE_CLASS_POSITIVES, "positives", "info_positives")):
-            arrays[cls] = np.concatenate([np.asarray(getattr(r, values), dtype=np.float64) for r in releases.values()])
+            arrays[cls] = np.ascontiguousarray(np.concatenate([getattr(r, values) for r in releases.values()]),
+                                               dtype="<f8")
             segments[cls] = [getattr(r, info) for r in releases.values()]
         for cls, a in arrays.items():
             if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
 
         def upload(conn):
-            left = 0
             cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
             size = min(_UPLOAD_CHUNK, cap)
-            for cls, a in arrays.items():
-                def messages(a=a, cls=cls):
+
+            def one_class(cls):
+                a = arrays[cls]
+
+                def messages():
                     header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size,
                                                segments=segments[cls])
                     for start in range(0, a.size, size):
                         yield pb.SurvivorChunk(header=header if start == 0 else None,
-                                               scores=a[start:start + size].tolist())
+                                               scores=a[start:start + size].tobytes())
                 r = conn.call("UploadSurvivor", messages, timeout=300.0)
                 if r.n_received != a.size:
                     raise ValueError(f"the site received {r.n_received} of {a.size} survivor scores")
-                if cls == pb.SCORE_CLASS_NEGATIVES:
-                    left = r.evaluations_left
+                return r.evaluations_left
+
+            # Both classes at once (two streams per site).
+            left, _ = concurrently(lambda: one_class(pb.SCORE_CLASS_NEGATIVES),
+                                   lambda: one_class(pb.SCORE_CLASS_POSITIVES))
             self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")
 
         self._each("upload survivor functions", upload)
@@ -375,7 +425,7 @@ class ValidationSession:
                 pass
 
         if self.session_ids:
-            fan_out([c for c in self.connections if c.name in self.session_ids], close_one)
+            fan_out([c for c in self.connections if c.name in self.session_ids], close_one, executor=self.executor)
             self.session_ids = {}
 
     def __enter__(self) -> "ValidationSession":

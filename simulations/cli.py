@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
     run.add_argument("--n", type=int, help="patients per replication (default: uniform in 100..2500, as in the paper); "
                                            "e.g. the coverage study at 1000 ... 1000000")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     mech = sub.add_parser(
         "mechanisms", help="run (or resume) the study of every private AUC mechanism of the seed papers",
@@ -134,5 +134,9 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the workers are stopped and the finished chunks are saved in {args.out}; run the "
+              "same command again to resume", file=sys.stderr)
+        return 130
     print(json.dumps(summary, indent=2, default=str))
     return 0

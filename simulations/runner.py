@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from tqdm import tqdm
 
 from .mech_settings import select_mechanism_settings
 from .mechanisms import run_mechanisms_chunk
@@ -80,29 +82,6 @@ def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
     os.replace(tmp, path)
 
 
-class _Progress:
-    """Progress lines on stderr: replications done, rate, time left; at most one line every few seconds."""
-
-    def __init__(self, total_reps: int, done_reps: int, n_settings: int, stream, every: float = 5.0):
-        self.total, self.done, self.n_settings, self.stream, self.every = total_reps, done_reps, n_settings, stream, every
-        self.start_done, self.t0, self.last = done_reps, time.perf_counter(), 0.0
-
-    def update(self, reps: int, force: bool = False) -> None:
-        self.done += reps
-        now = time.perf_counter()
-        if self.stream is None or not (force or now - self.last >= self.every):
-            return
-        self.last = now
-        rate = (self.done - self.start_done) / max(now - self.t0, 1e-9)
-        left = (self.total - self.done) / rate if rate > 0 else float("inf")
-        print(
-            f"[simulations] {self.done}/{self.total} replications x {self.n_settings} settings "
-            f"({100 * self.done / self.total:.0f}%), {rate:.1f} reps/s, ~{left:.0f} s left",
-            file=self.stream,
-            flush=True,
-        )
-
-
 def _executor_results(tasks, workers, scheduler):
     """Yield chunk results as they finish: in process, in a process pool, or on a Dask cluster."""
     if scheduler is not None:
@@ -123,16 +102,21 @@ def _executor_results(tasks, workers, scheduler):
         for task in tasks:
             yield run_chunk(task)
         return
-    from concurrent.futures import ProcessPoolExecutor, as_completed as done
     import multiprocessing as mp
 
-    # forkserver/spawn keep worker start-up independent of the parent's threads; fork is fine on Linux
-    # and avoids re-importing, so use it where available.
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(run_chunk, task) for task in tasks]
-        for future in done(futures):
-            yield future.result()
+    # fork avoids re-importing in each worker; the workers ignore SIGINT, so Ctrl-C in a terminal (sent to
+    # the whole process group) reaches only this process, which then terminates the pool: no worker is
+    # left behind or stuck, and the chunks already saved make the run resumable.
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    pool = ctx.Pool(processes=workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    try:
+        yield from pool.imap_unordered(run_chunk, tasks)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
 
 
 def run_study(
@@ -171,7 +155,13 @@ def run_study(
     n : int, optional
         Patients per replication (at least 100); default: drawn uniformly from 100..2500 as in the paper.
     progress : file or None
-        Where progress lines go.
+        Where the progress bar (tqdm) goes.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C: the worker processes are terminated at once; the chunks finished so far stay saved,
+        so calling again with the same options resumes the run.
 
     Returns
     -------
@@ -203,16 +193,13 @@ def run_study(
         return json.loads((out / "timing.json").read_text())
     todo = [] if results_done else [t for t in tasks if not (out / CHUNKS / t.file_name).exists()]
     done_reps = reps - sum(t.stop - t.start for t in todo)
-    bar = _Progress(reps, done_reps, len(chosen), progress)
-    if todo:
-        bar.update(0, force=True)
     worker_cpu = 0.0
-    for task, frame, cpu in _executor_results(todo, int(workers), scheduler):
-        _write_atomic(frame, out / CHUNKS / task.file_name)
-        worker_cpu += cpu
-        bar.update(task.stop - task.start)
-    if todo:
-        bar.update(0, force=True)
+    with tqdm(total=reps, initial=done_reps, unit="rep", desc=f"[simulations] {len(chosen)} settings",
+              file=progress, disable=progress is None or not todo, mininterval=2.0, dynamic_ncols=True) as bar:
+        for task, frame, cpu in _executor_results(todo, int(workers), scheduler):
+            _write_atomic(frame, out / CHUNKS / task.file_name)
+            worker_cpu += cpu
+            bar.update(task.stop - task.start)
     if not results_done:
         _compact(out, tasks, chosen)
     wall = time.perf_counter() - wall0

@@ -126,7 +126,10 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         for message in _with_first(first, request_iterator):
             if message is not first and message.HasField("header"):
                 raise InvalidArgument("only the first UploadSurvivor message may carry a header")
-            values = np.asarray(message.scores, dtype=np.float64)
+            if len(message.scores) % 8:
+                raise InvalidArgument("scores must be little-endian float64 values: a multiple of 8 bytes, "
+                                      f"got {len(message.scores)}")
+            values = np.frombuffer(message.scores, dtype="<f8")
             received += values.size
             # Refused as soon as the stream outgrows its header or the cap, not after buffering it all.
             if header.n and received > header.n:
@@ -189,9 +192,11 @@ def _with_first(first, rest):
 
 
 def _chunks(info, values: np.ndarray, size: int):
-    """The release stream: the info on the first message, then consecutive slices of ``values``."""
+    """The release stream: the info on the first message, then consecutive slices of ``values`` as
+    little-endian float64 bytes."""
+    values = np.ascontiguousarray(values, dtype="<f8")
     for offset in range(0, values.size, size):
-        chunk = pb.ReleaseChunk(scores=values[offset:offset + size].tolist(), offset=offset)
+        chunk = pb.ReleaseChunk(scores=values[offset:offset + size].tobytes(), offset=offset)
         if offset == 0:
             chunk.info.CopyFrom(info)
         yield chunk

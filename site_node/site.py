@@ -290,8 +290,8 @@ class Site:
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
         self.signer.verify_segments(segments, values, score_class, self._known_release)
-        ordered = np.sort(values)
-        survivor = Survivor(SurvivorFunction(ordered), hashlib.sha256(ordered.tobytes()).hexdigest())
+        function = SurvivorFunction(values)  # sorts once (not at all when the analyst sent them sorted)
+        survivor = Survivor(function, hashlib.sha256(function.sorted_values.tobytes()).hexdigest())
         self.ledger.record_survivor(
             (*session.data.key, score_class, survivor.digest),
             self.policy.max_survivor_uploads,
@@ -326,10 +326,11 @@ class Site:
                 which = "S~0 (pooled noisy negatives)" if score_class == NEGATIVES else "S~1 (pooled noisy positives)"
                 raise FailedPrecondition(f"upload the survivor function {which} with UploadSurvivor first")
             if survivor.placements is None:
-                query = session.data.positives if score_class == NEGATIVES else session.data.negatives
-                # Sorted once: every later use (grid counts, sums) is order-free, and counts on sorted
-                # values are cheap for each RocGlmParts call.
-                survivor.placements = np.sort(survivor.function(query))
+                data = session.data
+                query = data.sorted_positives if score_class == NEGATIVES else data.sorted_negatives
+                # Every later use (grid counts, sums) is order-free and cheap on sorted values: the
+                # survivor function is non-increasing, so sorted queries give them reversed.
+                survivor.placements = survivor.function(query)[::-1]
             return survivor, survivor.placements
 
     # ------------------------------------------------------------------ aggregates

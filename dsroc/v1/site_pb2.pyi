@@ -273,9 +273,9 @@ class ReleaseChunk(_message.Message):
     SCORES_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     info: ReleaseInfo
-    scores: _containers.RepeatedScalarFieldContainer[float]
+    scores: bytes
     offset: int
-    def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[_Iterable[float]] = ..., offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[bytes] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class SurvivorHeader(_message.Message):
     __slots__ = ("session_id", "score_class", "n", "segments")
@@ -294,8 +294,8 @@ class SurvivorChunk(_message.Message):
     HEADER_FIELD_NUMBER: _ClassVar[int]
     SCORES_FIELD_NUMBER: _ClassVar[int]
     header: SurvivorHeader
-    scores: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, header: _Optional[_Union[SurvivorHeader, _Mapping]] = ..., scores: _Optional[_Iterable[float]] = ...) -> None: ...
+    scores: bytes
+    def __init__(self, header: _Optional[_Union[SurvivorHeader, _Mapping]] = ..., scores: _Optional[bytes] = ...) -> None: ...
 
 class UploadSurvivorResponse(_message.Message):
     __slots__ = ("score_class", "n_received", "evaluations_left", "survivor_id")

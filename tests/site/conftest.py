@@ -81,7 +81,7 @@ class Client:
         chunks = list(self.ReleaseNoisyScores(pb.ReleaseRequest(
             session_id=session, score_class=score_class, epsilon=epsilon, delta=delta, sensitivity=sensitivity,
             chunk_size=chunk_size)))
-        values = np.concatenate([np.asarray(c.scores, dtype=float) for c in chunks])
+        values = np.concatenate([np.frombuffer(c.scores, dtype="<f8") for c in chunks])
         return chunks[0].info, values, chunks
 
     def upload(self, session, score_class, values, chunk=10_000, n=None, segments=None):
@@ -93,9 +93,9 @@ class Client:
         def messages():
             header = pb.SurvivorHeader(session_id=session, score_class=score_class,
                                        n=values.size if n is None else n, segments=segments)
-            yield pb.SurvivorChunk(header=header, scores=values[:chunk].tolist())
+            yield pb.SurvivorChunk(header=header, scores=values[:chunk].tobytes())
             for i in range(chunk, values.size, chunk):
-                yield pb.SurvivorChunk(scores=values[i:i + chunk].tolist())
+                yield pb.SurvivorChunk(scores=values[i:i + chunk].tobytes())
 
         return self.UploadSurvivor(messages())
 

@@ -32,6 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ALICE, CAROL = "token-of-alice", "token-of-carol"  # alice as in conftest
 
 
+
+def _f64(values) -> bytes:
+    """Scores as the wire carries them: little-endian float64 bytes."""
+    return np.asarray(values, dtype="<f8").tobytes()
+
 def _healthy(address: str) -> bool:
     with grpc.insecure_channel(address) as ch:
         reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
@@ -85,20 +90,22 @@ def test_malformed_survivor_streams(server, client, snapshot):
     s = client.open()
     before = snapshot(server.config.ledger_path)
     header = pb.SurvivorHeader(session_id=s, score_class=NEG, n=2)
-    two_headers = [pb.SurvivorChunk(header=header, scores=[0.1]), pb.SurvivorChunk(header=header, scores=[0.2])]
+    two_headers = [pb.SurvivorChunk(header=header, scores=_f64([0.1])), pb.SurvivorChunk(header=header, scores=_f64([0.2]))]
     _refused(lambda: client.UploadSurvivor(iter(two_headers)), C.INVALID_ARGUMENT, "only the first")
     _refused(lambda: client.UploadSurvivor(iter([])), C.INVALID_ARGUMENT, "header")
     _refused(lambda: client.upload(s, 3, [0.1, 0.2]), C.INVALID_ARGUMENT, "score_class")
     _refused(lambda: client.upload(s, NEG, [0.1, float("inf")]), C.INVALID_ARGUMENT, "non-finite")
     _refused(lambda: client.upload(s, NEG, [0.1], n=2**64 - 1), C.INVALID_ARGUMENT, "at most")
+    torn = [pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=1), scores=b"\x00" * 7)]
+    _refused(lambda: client.UploadSurvivor(iter(torn)), C.INVALID_ARGUMENT, "multiple of 8 bytes")
 
     sent = []
 
     def outgrowing():  # announces 10 scores, then keeps sending
-        yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=10), scores=[0.5] * 10)
+        yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=10), scores=_f64([0.5] * 10))
         for _ in range(2000):
             sent.append(1)
-            yield pb.SurvivorChunk(scores=[0.5] * 1000)
+            yield pb.SurvivorChunk(scores=_f64([0.5] * 1000))
 
     _refused(lambda: client.UploadSurvivor(outgrowing()), C.INVALID_ARGUMENT, "header.n is 10 but more")
     assert len(sent) < 2000  # refused at the first extra chunk, long before the stream ended
@@ -117,7 +124,8 @@ def test_a_negative_chunk_size_on_the_wire_is_capped(server, client):
                                       response_deserializer=pb.ReleaseChunk.FromString)
     chunks = list(raw(wire, metadata=client.metadata, timeout=30))
     limit = server.config.policy.max_chunk_scores
-    assert chunks[0].info.n == sum(len(c.scores) for c in chunks) and all(len(c.scores) <= limit for c in chunks)
+    assert chunks[0].info.n == sum(len(c.scores) // 8 for c in chunks)
+    assert all(len(c.scores) // 8 <= limit for c in chunks)
 
 
 @pytest.fixture
@@ -476,7 +484,7 @@ def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_fact
 
         def stalled():  # a header, then nothing until released
             yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG,
-                                                            segments=[peer_release(NEG, [0.5])]), scores=[0.5])
+                                                            segments=[peer_release(NEG, [0.5])]), scores=_f64([0.5]))
             stall.wait(30)
 
         calls = [alice.stub.UploadSurvivor.future(stalled(), metadata=alice.metadata, timeout=60) for _ in range(2)]

@@ -69,7 +69,7 @@ def _field(field, pool, depth):
         if preferred:
             one = st.one_of(st.sampled_from(preferred), st.sampled_from(preferred), one)
     elif field.type == F.TYPE_BYTES:
-        one = st.binary(max_size=64)
+        one = st.one_of(st.binary(max_size=64), st.sampled_from(pool["bytes"]))
     elif field.type == F.TYPE_BOOL:
         one = st.booleans()
     elif field.type == F.TYPE_ENUM:
@@ -131,6 +131,9 @@ class Fuzzer:
         self.pool = {"strings": [LIVE, "test", "y", "pred", "age", "size", "nodes", "grade", ""],
                      "arrays": [noisy[0].tolist(), noisy[1].tolist(), [0.3, 0.5], [0.0, 0.5, 1.0],
                                 np.linspace(0, 1, 11).tolist(), np.linspace(0.01, 0.99, 99).tolist()]}
+        # Packed doubles (score streams) and signatures: the real ones, and the real ones cut or shifted.
+        packed = [np.asarray(a, dtype="<f8").tobytes() for a in self.pool["arrays"]]
+        self.pool["bytes"] = packed + [b[:-3] for b in packed] + [b"\x00" * 64]
         self.offset = server.config.audit_path.stat().st_size
         self.codes: Counter = Counter()
 

@@ -180,7 +180,7 @@ def test_calls_out_of_order(client, refused):
 
 def test_malformed_uploads(client, refused):
     s = client.open()
-    refused(lambda: client.UploadSurvivor(iter([pb.SurvivorChunk(scores=[0.1, 0.2])])), C.INVALID_ARGUMENT, "header")
+    refused(lambda: client.UploadSurvivor(iter([pb.SurvivorChunk(scores=np.array([0.1, 0.2]).tobytes())])), C.INVALID_ARGUMENT, "header")
     refused(lambda: client.upload(s, NEG, [0.1, float("nan"), 0.3]), C.INVALID_ARGUMENT, "non-finite")
     refused(lambda: client.upload(s, NEG, [0.1, 0.2, 0.3], n=5), C.INVALID_ARGUMENT, "header.n")
     refused(lambda: client.upload(s, pb.SCORE_CLASS_UNSPECIFIED, [0.1, 0.2]), C.INVALID_ARGUMENT, "score_class")
