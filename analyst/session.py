@@ -250,19 +250,6 @@ class ValidationSession:
         return s0, s1
 
 
-            def one_class(cls):
-                a = arrays[cls]
-
-                def messages():
-                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size,
-                                               segments=segments[cls])
-        for cls, a in arrays.items():
-            if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
-                raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
-
-        def upload(conn):
-            cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
-            size = min(_UPLOAD_CHUNK, cap)
     def upload_survivors(self, releases: Mapping[str, SiteRelease]) -> None:
         """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming).
 
