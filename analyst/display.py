@@ -257,7 +257,7 @@ class CalibrationDisplay:
         gone = np.flatnonzero(self.count == 0)
         if gone.size:
             ax.plot(mids[gone], np.full(gone.size, 0.0), ls="none", marker="x", color="tab:red", ms=8, mew=2,
-                    clip_on=False, zorder=4, label="bin withheld by every site (fewer than q patients)")
+                    clip_on=False, zorder=4, label="bin withheld by every site (privacy rules, e.g. fewer than q patients)")
         partly = sorted(b for b in self.withheld if self.count[b] > 0)
         if partly:
             ax.plot(mids[partly], np.full(len(partly), 0.0), ls="none", marker="|", color="tab:orange", ms=10,
@@ -272,7 +272,7 @@ class CalibrationDisplay:
         if gone.size:
             hist.bar(self.edges[:-1][gone], np.full(gone.size, max(1, self.count.max()) * 0.15), width=width[gone],
                      align="edge", fill=False, hatch="///", edgecolor="tab:red", lw=0)
-        hist.set(xlim=(0, 1), xlabel="predicted probability (cells carry no noise; fewer than q patients are withheld)",
+        hist.set(xlim=(0, 1), xlabel="predicted probability (released cells carry no noise; small cells are withheld)",
                  ylabel="patients")
         hist.legend(*ax.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, -0.5),
                     fontsize="small", frameon=False, ncol=2)

@@ -45,6 +45,15 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 _CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
 
 
+def _spent_at(mu: float, delta: float) -> str:
+    """Epsilon of all releases so far (Gaussian-DP mu) at ``delta``, for the summary ("-" when unknown)."""
+    import dsroc
+
+    if not math.isfinite(mu):
+        return "-"
+    return "0" if mu <= 0 else f"{dsroc.gdp_epsilon(mu, delta):.2f}"
+
+
 def bin_labels(lower, upper, *, digits: int = 2) -> list[str]:
     """Calibration bin labels ``[a, b)``, the last one closed ``[a, b]`` (a score of 1 belongs to it)."""
     lower, upper = list(lower), list(upper)
@@ -131,6 +140,8 @@ class SitePrivacy:
         Remaining budget in Gaussian-DP mu.
     note : str
         The site's explanation of the sensitivity.
+    mu_spent : float
+        All releases so far as a Gaussian-DP mu (NaN when unknown).
     """
 
     sensitivity: float
@@ -145,6 +156,7 @@ class SitePrivacy:
     epsilon_spent: float
     mu_remaining: float
     note: str = ""
+    mu_spent: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -391,7 +403,7 @@ class ValidationResult:
         if self.pr is not None:
             lines += ["", textwrap.fill(str(self.pr), width=104, initial_indent="", subsequent_indent="  ")]
         cal = self.calibration
-        lines += ["", "Calibration (cells with fewer than q patients are withheld by the sites)",
+        lines += ["", "Calibration (cells with fewer than q patients, or that could be differenced, are withheld by the sites)",
                   "  bin            n   mean score   observed"]
         labels = bin_labels(cal.lower, cal.upper)
         width = max(len(b) for b in labels)
@@ -410,11 +422,12 @@ class ValidationResult:
         w = max([4] + [len(n) for n in self.privacy])
         lines += ["", "Privacy per site (the site chose Delta and tau; budget composed as Gaussian DP)",
                   f"  {'site':<{w}}  {'Delta':<7} {'rule':<7} {'tau':<9} {'epsilon':<8} {'delta':<8} "
-                  "epsilon spent / budget (at the budget's delta)"]
+                  f"epsilon spent so far at delta {self.delta:g}; at the budget's delta, of the budget"]
         for name, p in self.privacy.items():
+            at_request = _spent_at(p.mu_spent, self.delta)
             lines.append(
                 f"  {name:<{w}}  {p.sensitivity:<7.4g} {p.sensitivity_rule:<7} {p.tau:<9.4g} {p.epsilon:<8g} "
-                f"{p.delta:<8g} {p.epsilon_spent:.2f} / {p.budget_epsilon:g} (delta {p.budget_delta:g})"
+                f"{p.delta:<8g} {at_request}; {p.epsilon_spent:.2f} of {p.budget_epsilon:g} at delta {p.budget_delta:g}"
             )
         if any(not p.formal_bound for p in self.privacy.values()):
             lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")

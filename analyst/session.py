@@ -400,7 +400,7 @@ class ValidationSession:
                 tau=info.tau, epsilon=info.epsilon, delta=info.delta,
                 mu_charged=float(np.hypot(r.info_negatives.mu_charged, r.info_positives.mu_charged)),
                 budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta,
-                epsilon_spent=b.epsilon_spent, mu_remaining=b.mu_remaining, note=s.note)
+                epsilon_spent=b.epsilon_spent, mu_remaining=b.mu_remaining, note=s.note, mu_spent=b.mu_spent)
         return out
 
     def close(self) -> None:
