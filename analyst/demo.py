@@ -95,6 +95,7 @@ key = {json.dumps(str(pki.server_key))}
 client_ca = {json.dumps(str(pki.ca_cert))}   # mutual TLS: the analyst shows a client certificate
 
 [policy]
+protocols = ["histogram", "paper"]
 privacy_level = {privacy_level}
 max_epsilon = {_MAX_EPSILON}
 max_delta = {_MAX_DELTA}

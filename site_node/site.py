@@ -30,7 +30,7 @@ from dsroc import (
     mean_parts,
     sq_dev_parts,
 )
-from dsroc.accounting import Gaussian
+from dsroc.accounting import VALUE_DISCRETIZATION, Gaussian
 
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, column_dtype, outcome_values
@@ -48,11 +48,12 @@ from .guard import (
     require_privacy_level,
     site_sensitivity,
 )
+from .histograms import HistogramPlan, decode_histogram, draw_histogram, plan_histogram, require_protocol
 from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore, Survivor
 
-__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "ScoreRelease", "PlacementMoments", "Site"]
+__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "ScoreRelease", "HistogramRelease", "PlacementMoments", "Site"]
 
 NEGATIVES, POSITIVES = 1, 2  # dsroc.v1.ScoreClass values
 _SCORED_CACHE = 8  # (dataset, source, outcome) score vectors kept for new sessions
@@ -78,6 +79,19 @@ class ScoreRelease:
     sensitivity: float
     mu_charged: float
     values: np.ndarray
+
+
+@dataclass(frozen=True)
+class HistogramRelease:
+    """A histogram release: the noisy counts per class, the noisy scalars and the population's budget after it."""
+
+    release: Release
+    plan: HistogramPlan
+    negatives: np.ndarray
+    positives: np.ndarray
+    scalars: dict
+    charged: bool
+    budget: BudgetStatus
 
 
 @dataclass(frozen=True)
@@ -110,6 +124,8 @@ class Site:
         self.config = config
         self.policy = config.policy
         self.ledger = ledger
+        # Noise is calibrated on the ledger's own privacy-loss grid, so a release at the full budget fits it.
+        self.ledger_interval = getattr(ledger, "interval", VALUE_DISCRETIZATION)
         self.datasets = DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
@@ -199,6 +215,7 @@ class Site:
     # ------------------------------------------------------------------ sensitivity and release
     def sensitivity(self, session: Session) -> SiteSensitivity:
         """The site's sensitivity for the session's scores (computed once per dataset, source, outcome)."""
+        require_protocol(self.policy, "paper")
         data = session.data
         with data.lock:
             if data.sensitivity is None:
@@ -211,6 +228,7 @@ class Site:
     def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
                 sensitivity: float = 0.0) -> ScoreRelease:
         """Noisy scores of one class; the first request of a release charges the ledger for both classes."""
+        require_protocol(self.policy, "paper")
         score_class = _check_class(score_class)
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
@@ -241,9 +259,36 @@ class Site:
         values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
         return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values)
 
+    # ------------------------------------------------------------------ histogram protocol
+    def release_histogram(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+                          scalars=()) -> HistogramRelease:
+        """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once.
+
+        No privacy-level or model checks: every answer is covered by the noise, whatever the model.
+        """
+        require_protocol(self.policy, "histogram")
+        epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
+        data = session.data
+        with analyst_input("epsilon, delta"):
+            plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
+                                  spacing=spacing, scalars=scalars, interval=self.ledger_interval)
+
+        def make(seed: bytes) -> tuple[bytes, int, int]:
+            rng = np.random.default_rng(int.from_bytes(seed, "big"))
+            return draw_histogram(plan, data.scores, data.labels, rng), 0, 0
+
+        release, charged = self.ledger.release(
+            ReleaseKey(*data.key, "histogram", plan.request), dataset=data.dataset, analyst=session.analyst,
+            events=plan.events, epsilon=epsilon, delta=delta, rule="histogram", fingerprint=data.fingerprint,
+            policy=self.policy, make=make, store=True,
+        )
+        h0, h1, values = decode_histogram(plan, release.payload)
+        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)))
+
     # ------------------------------------------------------------------ survivor functions
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int) -> Survivor:
         """Store the analyst's pooled noisy scores of one class as the session's survivor function."""
+        require_protocol(self.policy, "paper")
         score_class = _check_class(score_class)
         if values.size == 0:
             raise InvalidArgument("the survivor upload contains no scores")
@@ -292,6 +337,7 @@ class Site:
     # ------------------------------------------------------------------ aggregates
     def rocglm_parts(self, session: Session, theta, grid_message) -> tuple[PartsAtTheta, int, int]:
         """The site's ROC-GLM score, information and deviance at theta; counts one evaluation."""
+        require_protocol(self.policy, "paper")
         theta = check_theta(theta)
         grid = check_grid(self.policy, grid_message)
         require_privacy_level(session.data.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
@@ -309,6 +355,7 @@ class Site:
 
     def placement_moments(self, session: Session, means: tuple[float, float] | None) -> PlacementMoments:
         """Pass 1 (``means`` None): sums and counts of PV0 and PV1; pass 2: squared deviations from ``means``."""
+        require_protocol(self.policy, "paper")
         q = self.policy.privacy_level
         if means is not None:
             for name, value in zip(("global_means.mean_pv0", "global_means.mean_pv1"), means):
@@ -329,6 +376,7 @@ class Site:
 
     def brier_parts(self, session: Session) -> BrierParts:
         """Sum of squared errors and n."""
+        require_protocol(self.policy, "paper")
         self._probabilities(session, "the Brier score")
         data = session.data
         require_privacy_level(data.scores.size, self.policy.privacy_level, "the Brier parts")
@@ -337,6 +385,7 @@ class Site:
     def calibration_parts(self, session: Session, request) -> CalibrationParts:
         """Per-bin sums; bins below the privacy level are suppressed (only their index is released), and
         more bins when needed so that the suppressed ones cannot be recovered as a complement."""
+        require_protocol(self.policy, "paper")
         edges = check_edges(self.policy, request)
         self._probabilities(session, "calibration")
         q = self.policy.privacy_level
@@ -350,6 +399,7 @@ class Site:
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
         """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""
+        require_protocol(self.policy, "paper")
         threshold = check_threshold(threshold, score_range=session.data.score_range, steps=self.policy.threshold_steps)
         q = self.policy.privacy_level
         data = session.data
