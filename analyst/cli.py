@@ -345,7 +345,7 @@ def _parser() -> argparse.ArgumentParser:
                     "loopback, validate through the network and print the results beside the pooled truth.")
     m.add_argument("--out", default=None, metavar="DIR",
                    help="working folder for site data, certificates, configs, logs and the report "
-                        "(default: a new temporary folder, printed at the end)")
+                        "(default: a temporary folder, removed at the end with its keys and token)")
     m.add_argument("--json", default=None, metavar="PATH", help="also write the report JSON (with 'pooled') here")
     m.add_argument("--n-patients", type=int, default=None, metavar="N",
                    help="use a random subset of N of the 686 patients (default: all; each site needs at least "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
 import grpc
@@ -152,8 +152,13 @@ class SiteConnection:
 
 
 def fan_out_partial(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection], T], *,
-                    on_done: Callable[[str], None] | None = None) -> list[T | SiteError]:
-    """Run ``fn(connection)`` for every site in parallel; each site's result or its :class:`SiteError`, in site order."""
+                    on_done: Callable[[str], None] | None = None,
+                    executor: Executor | None = None) -> list[T | SiteError]:
+    """Run ``fn(connection)`` for every site in parallel; each site's result or its :class:`SiteError`, in site order.
+
+    ``executor``: a pool to run on (a :class:`analyst.Federation` keeps one for all its steps); by
+    default a pool is made for this call.
+    """
     def run(conn):
         try:
             out = fn(conn)
@@ -169,18 +174,20 @@ def fan_out_partial(connections: Sequence[SiteConnection], fn: Callable[[SiteCon
 
     if len(connections) == 1:
         return [run(connections[0])]
+    if executor is not None:
+        return list(executor.map(run, connections))
     with ThreadPoolExecutor(max_workers=len(connections), thread_name_prefix="dsroc-site") as pool:
         return list(pool.map(run, connections))
 
 
 def fan_out(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection], T], *,
-            on_done: Callable[[str], None] | None = None) -> list[T]:
+            on_done: Callable[[str], None] | None = None, executor: Executor | None = None) -> list[T]:
     """Run ``fn(connection)`` for every site in parallel and return the results in site order.
 
     If any site fails, the first failing site (in site order) is raised as :class:`SiteError`
     after all calls have finished, so no call is left running.
     """
-    results = fan_out_partial(connections, fn, on_done=on_done)
+    results = fan_out_partial(connections, fn, on_done=on_done, executor=executor)
     for r in results:
         if isinstance(r, SiteError):
             failed = [x.site for x in results if isinstance(x, SiteError)]

@@ -292,6 +292,7 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
 
 
 def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, seed, progress, stream) -> int:
+    from site_node.approvals import approve_model
     from site_node.auth import hash_token, new_token
     from site_node.init import federation_document
     from site_node.pki import generate_dev_pki
@@ -321,6 +322,8 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     (out / "analyst.token").write_text(token + "\n", encoding="utf-8")
     os.chmod(out / "analyst.token", 0o600)
     configs = write_site_files(data, out / "sites", token_hash=hash_token(token), pki=pki, privacy_level=_Q)
+    for _, config, _ in configs:  # each site's administrator approves the model for the paper protocol
+        approve_model(config, data.model_spec(), note="dsroc demo")
     entries = [{"name": name, "address": f"127.0.0.1:{port}", "token_file": "analyst.token",
                 "ca_file": str(pki.ca_cert), "client_cert": str(pki.client_cert), "client_key": str(pki.client_key)}
                for name, _, port in configs]
@@ -351,8 +354,12 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     s0, s1 = scores[labels == 0], scores[labels == 1]
     fpr, tpr = _empirical_roc(s0, s1)
     note = privacy_note(epsilon, delta)
+    t = np.linspace(0.0, 1.0, 401)
+    pooled_curve = dsroc.rocglm_curve(pooled["rocglm"]["params"], t)
+    references = [(t, pooled_curve, f"pooled ROC-GLM, true scores (AUC {pooled['auc_rocglm']:.3f})"),
+                  (fpr, tpr, f"pooled empirical (AUC {pooled['auc_empirical']:.3f})")]
     paths = write_report(res, out / "report", extra=extra, summary_extra=comparison + "\n\n" + note,
-                         roc_reference=(fpr, tpr, f"pooled empirical (AUC {pooled['auc_empirical']:.3f})"))
+                         roc_references=references)
     hist_paths = write_report(hist, out / "report-histogram")
     protocols = _protocols_side_by_side(res, hist, pooled)
     if json_path is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -16,9 +17,11 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.histogram import HistogramResult, validate_histogram
+from analyst.pr import pr_from_released_scores
 from analyst.recommend import recommendation_warning
+from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.result import TestResult, ValidationResult
-from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
+from analyst.session import Progress, ValidationSession, check_privacy_request, concurrently, score_source
 
 __all__ = ["Federation", "SiteAnswers"]
 
@@ -79,6 +82,9 @@ class Federation:
             raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
         self.sites = sites
         self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
+        # One pool for every fan-out of this federation's steps (a validation makes about twenty).
+        # Up to two steps run at once (the fit beside the moments), so two workers per site.
+        self.executor = ThreadPoolExecutor(max_workers=2 * len(sites), thread_name_prefix="dsroc-site")
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Federation":
@@ -88,7 +94,7 @@ class Federation:
 
     # -- information ----------------------------------------------------------------------------
     def _ask_all(self, fn) -> SiteAnswers:
-        replies = fan_out_partial(self.connections, fn)
+        replies = fan_out_partial(self.connections, fn, executor=self.executor)
         ok = {n: MessageToDict(r, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
               for n, r in zip(self.names, replies) if not isinstance(r, SiteError)}
         return SiteAnswers(ok, {n: r for n, r in zip(self.names, replies) if isinstance(r, SiteError)}).raise_if_none()
@@ -115,7 +121,8 @@ class Federation:
                 progress: Progress | None = None) -> ValidationSession:
         """Open a session at every site; its methods are the single steps of the procedure."""
         return ValidationSession(self.connections, dataset=dataset, outcome=outcome,
-                                 source=score_source(score=score, model=model), progress=progress)
+                                 source=score_source(score=score, model=model), progress=progress,
+                                 executor=self.executor)
 
     def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
                  epsilon: float, delta: float, protocol: str = "histogram", grid=None, alpha: float = 0.05,
@@ -203,22 +210,43 @@ class Federation:
             sens = s.sensitivity()
             releases = s.release(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
             lap("release")
-            s.upload_survivors(*s.pool(releases))
+            s0_noisy, s1_noisy = s.pool(releases)
+            s.upload_survivors(s0_noisy, s1_noisy)
             lap("upload")
-            fit = s.fit_rocglm(grid=grid)
-            lap("rocglm")
-            variance, n0, n1 = s.placement_variance()
             level = 1 - alpha
+
+            def fit_step():
+                t = time.perf_counter()
+                result = s.fit_rocglm(grid=grid)
+                timing["rocglm"] = time.perf_counter() - t
+                return result
+
+            def other_steps():
+                # Independent of the fit: runs alongside its round trips (two calls at a time per site).
+                t = time.perf_counter()
+                moments = s.placement_moments()
+                corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
+                timing["moments"] = time.perf_counter() - t
+                t = time.perf_counter()
+                brier_n = s.brier()
+                # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
+                # something with answers given before, while calibration only withholds more bins.
+                confusion = None if threshold is None else s.confusion(threshold)
+                calibration = s.calibration(n_bins=n_bins, edges=edges)
+                timing["brier_calibration"] = time.perf_counter() - t
+                return moments, corrected, brier_n, calibration, confusion
+
+            fit, (moments, corrected, (brier, n), calibration, confusion) = concurrently(fit_step, other_steps)
+            lap("analysis")
+            variance, n0, n1 = moments.variance, moments.n0, moments.n1
             ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)
-            lap("ci")
-            brier, n = s.brier()
-            calibration = s.calibration(n_bins=n_bins, edges=edges)
-            lap("brier_calibration")
-            confusion = None if threshold is None else s.confusion(threshold)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
+            pr = pr_from_released_scores(s0_noisy, s1_noisy, level=level)  # post-processing of the release
             privacy = s.privacy(releases, sens)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
                                             tau=max(p.tau for p in privacy.values()))
+            notes = tuple(w for w in (advice, improper_warning(fit.params)) if w is not None)
+            hierarchy = calibration_summary(calibration, level=level)
             lap("finish")
             timing["total"] = time.perf_counter() - started
             return ValidationResult(
@@ -226,10 +254,12 @@ class Federation:
                 n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
                 ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
                 grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing, warnings=() if advice is None else (advice,))
+                test=test, timing=timing, warnings=notes, calibration_hierarchy=hierarchy,
+                auc_corrected=corrected, pr=pr)
 
     def close(self) -> None:
         """Close the channels to all sites."""
+        self.executor.shutdown(wait=True)
         for c in self.connections:
             c.close()
 

@@ -13,7 +13,7 @@ __all__ = ["write_report"]
 
 
 def write_report(result: ValidationResult | HistogramResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None,
-                 summary_extra: str = "", roc_reference: Sequence | None = None) -> dict[str, Path]:
+                 summary_extra: str = "", roc_references: Sequence[Sequence] = ()) -> dict[str, Path]:
     """Write the report files of ``result`` into ``out_dir`` (created if missing).
 
     Parameters
@@ -24,8 +24,8 @@ def write_report(result: ValidationResult | HistogramResult, out_dir: str | Path
         Additional top-level keys of ``report.json`` (e.g. ``pooled`` in the demo).
     summary_extra : str
         Text appended to ``summary.txt``.
-    roc_reference : (fpr, tpr, label), optional
-        An extra curve on the ROC plot.
+    roc_references : sequence of (fpr, tpr, label)
+        Comparison curves on the ROC plot (the demo's pooled ROC-GLM and empirical curve).
 
     Returns
     -------
@@ -48,7 +48,7 @@ def write_report(result: ValidationResult | HistogramResult, out_dir: str | Path
     paths["summary"].write_text(str(result) + ("\n\n" + summary_extra if summary_extra else "") + "\n",
                                 encoding="utf-8")
     plt = pyplot()
-    roc = RocCurveDisplay.from_result(result).plot(reference=roc_reference)
+    roc = RocCurveDisplay.from_result(result).plot(references=roc_references)
     roc.figure_.savefig(paths["roc"], dpi=120, bbox_inches="tight")
     plt.close(roc.figure_)
     cal = CalibrationDisplay.from_result(result).plot()

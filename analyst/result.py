@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from analyst.histogram import PAPER_GUARANTEE
+from analyst.hierarchy import hierarchy_lines, hierarchy_to_dict
 
 __all__ = [
     "ConfusionResult",
@@ -43,6 +44,15 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 
 
 _CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
+
+
+def _spent_at(mu: float, delta: float) -> str:
+    """Epsilon of all releases so far (Gaussian-DP mu) at ``delta``, for the summary ("-" when unknown)."""
+    import dsroc
+
+    if not math.isfinite(mu):
+        return "-"
+    return "0" if mu <= 0 else f"{dsroc.gdp_epsilon(mu, delta):.2f}"
 
 
 def bin_labels(lower, upper, *, digits: int = 2) -> list[str]:
@@ -131,6 +141,8 @@ class SitePrivacy:
         Remaining budget in Gaussian-DP mu.
     note : str
         The site's explanation of the sensitivity.
+    mu_spent : float
+        All releases so far as a Gaussian-DP mu (NaN when unknown).
     """
 
     sensitivity: float
@@ -145,6 +157,7 @@ class SitePrivacy:
     epsilon_spent: float
     mu_remaining: float
     note: str = ""
+    mu_spent: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -214,7 +227,20 @@ class ValidationResult:
         Test of ``H0: AUC <= a0``.
     warnings : tuple of str
         Advice about the analysis, e.g. that (epsilon, delta) is not among the settings the simulation
-        study recommends for the sites' Delta. Fitting warnings are in ``rocglm.warnings``.
+        study recommends for the sites' Delta, or that the fitted ROC curve lies below the diagonal
+        somewhere (improper). Fitting warnings are in ``rocglm.warnings``.
+    calibration_hierarchy : dsroc.CalibrationHierarchy or None
+        Mean (O/E, calibration-in-the-large), weak (calibration intercept and slope) and moderate
+        (curve with Wilson intervals) calibration from the released cells.
+    protocol : str
+        The protocol that produced the result (``"paper"``: noisy scores and the distributed ROC-GLM).
+    pr : analyst.pr.PRSummary or None
+        PR curve, AP and AUCPR with intervals and the unachievable region, computed from the release
+        (draw it with :class:`analyst.pr.PrecisionRecallDisplay`).
+    auc_corrected : dsroc.NoiseCorrectedAUC or None
+        The noise-corrected AUC (the release noise extrapolated to zero) with a CI whose variance
+        includes the noise (:func:`dsroc.noise_corrected_auc`); ``auc`` and ``auc_ci`` are the paper's
+        estimate, biased towards 0.5 by the noise.
     """
 
     dataset: str
@@ -240,6 +266,10 @@ class ValidationResult:
     test: TestResult | None = None
     timing: Mapping[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    auc_corrected: Any = None
+    pr: Any = None
+    calibration_hierarchy: Any = None
+    protocol: str = "paper"
 
     __test__ = False
 
@@ -272,6 +302,14 @@ class ValidationResult:
             "grid": [_num(t) for t in np.asarray(self.grid)],
             "timing": {k: _num(v) for k, v in self.timing.items()},
             "warnings": list(self.warnings),
+            "calibration_hierarchy": hierarchy_to_dict(self.calibration_hierarchy),
+            "protocol": self.protocol,
+            "pr": None if self.pr is None else self.pr.to_dict(),
+            "auc_corrected": None if self.auc_corrected is None else {
+                "auc": _num(self.auc_corrected.auc), "variance": _num(self.auc_corrected.variance),
+                "ci": [_num(self.auc_corrected.ci.lower), _num(self.auc_corrected.ci.upper)],
+                "noise_variance": _num(self.auc_corrected.noise_variance),
+                "auc_tau": _num(self.auc_corrected.auc_tau), "auc_released": _num(self.auc_corrected.auc_released)},
         }
 
     def to_json(self, path: str | Path | None = None, *, extra: Mapping[str, Any] | None = None) -> str:
@@ -286,6 +324,24 @@ class ValidationResult:
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
+
+    def to_frame(self, kind: str = "roc", *, points: int = 101):
+        """A pandas DataFrame: ``"roc"`` (fitted curve and pointwise band), ``"calibration"`` (per bin, with
+        intervals and withholding sites) or ``"sites"`` (privacy and budget per site); see
+        :func:`analyst.frames.result_frame`."""
+        from analyst.frames import result_frame
+
+        return result_frame(self, kind, points=points)
+
+    def _repr_html_(self) -> str:
+        from analyst.frames import result_html
+
+        return result_html(self)
+
+    def __repr__(self) -> str:
+        from analyst.frames import result_repr
+
+        return result_repr(self)
 
     def plot(self, *, axes=None):
         """Draw the ROC curve with its CI band and the calibration curve side by side.
@@ -309,6 +365,14 @@ class ValidationResult:
                                 "q-protected (not DP)", fontsize=10)
         return roc, cal
 
+    def _corrected_lines(self, pct: int) -> list[str]:
+        c = self.auc_corrected
+        if c is None:
+            return []
+        ci = (f"{pct}% CI [{_fmt(c.ci.lower)}, {_fmt(c.ci.upper)}]" if c.ci.defined
+              else "CI undefined (corrected AUC outside (0, 1))")
+        return [f"AUC (noise-corrected) {_fmt(c.auc)}   {ci} (SE {_fmt(math.sqrt(c.variance))}, incl. the noise)"]
+
     def __str__(self) -> str:
         pct = round(100 * self.level)
         lines = [
@@ -322,6 +386,7 @@ class ValidationResult:
             f"AUC (ROC-GLM)        {_fmt(self.auc)}   {pct}% CI [{_fmt(self.auc_ci[0])}, {_fmt(self.auc_ci[1])}]"
             f" ({_CI_NAMES.get(self.ci_method, self.ci_method)} CI, distributed DeLong SE "
             f"{_fmt(math.sqrt(self.auc_variance) if self.auc_variance >= 0 else None)})",
+            *self._corrected_lines(pct),
             f"ROC-GLM              gamma1 = {_fmt(self.rocglm.params[0])}, gamma2 = {_fmt(self.rocglm.params[1])}, "
             f"{self.rocglm.iterations} Fisher-scoring iterations, "
             f"{'converged' if self.rocglm.converged else 'NOT converged'}",
@@ -334,6 +399,7 @@ class ValidationResult:
                          f"the {pct}% CI {where} wholly above {self.test.a0:g} (one-sided level "
                          f"{(1 - self.test.level) / 2:g})")
         lines.append(f"Brier score          {_fmt(self.brier)}")
+        lines += hierarchy_lines(self.calibration_hierarchy, pct)
         if self.confusion is not None:
             c = self.confusion
             lines += [
@@ -342,27 +408,34 @@ class ValidationResult:
                 f"  sensitivity {_fmt(c.sensitivity)}  specificity {_fmt(c.specificity)}  "
                 f"PPV {_fmt(c.ppv)}  NPV {_fmt(c.npv)}",
             ]
+        if self.pr is not None:
+            lines += ["", textwrap.fill(str(self.pr), width=104, initial_indent="", subsequent_indent="  ")]
         cal = self.calibration
-        lines += ["", "Calibration (cells with fewer than q patients are withheld by the sites)",
+        lines += ["", "Calibration (cells with fewer than q patients, or that could be differenced, are withheld by the sites)",
                   "  bin            n   mean score   observed"]
         labels = bin_labels(cal.lower, cal.upper)
         width = max(len(b) for b in labels)
-        lines[-1] = f"  {'bin':<{width}}  {'n':>5}   mean score   observed"
-        for label, ob, pr, c in zip(labels, cal.observed, cal.predicted, cal.count):
+        h = self.calibration_hierarchy
+        lines[-1] = f"  {'bin':<{width}}  {'n':>5}   mean score   observed" + (
+            f"   {pct}% interval (Wilson)" if h is not None else "")
+        for k, (label, ob, pr, c) in enumerate(zip(labels, cal.observed, cal.predicted, cal.count)):
             # a bin no site released has an unknown count (possibly 0), not a count of 0
             n, note = (f"{int(c):5d}", "") if c > 0 else (f"{'-':>5}", "   (withheld by every site)")
-            lines.append(f"  {label:<{width}}  {n}   {_fmt(pr):>10}   {_fmt(ob):>8}{note}")
+            interval = (f"   [{_fmt(h.curve_lower[k], 3)}, {_fmt(h.curve_upper[k], 3)}]"
+                        if h is not None and c > 0 else "")
+            lines.append(f"  {label:<{width}}  {n}   {_fmt(pr):>10}   {_fmt(ob):>8}{interval}{note}")
         if cal.suppressed:
             cells = ", ".join(f"{s}:{b}" for s, b in cal.suppressed)
             lines.append(f"  suppressed (site:bin): {cells}")
         w = max([4] + [len(n) for n in self.privacy])
         lines += ["", "Privacy per site (the site chose Delta and tau; budget composed as Gaussian DP)",
                   f"  {'site':<{w}}  {'Delta':<7} {'rule':<7} {'tau':<9} {'epsilon':<8} {'delta':<8} "
-                  "epsilon spent / budget (at the budget's delta)"]
+                  f"epsilon spent so far at delta {self.delta:g}; at the budget's delta, of the budget"]
         for name, p in self.privacy.items():
+            at_request = _spent_at(p.mu_spent, self.delta)
             lines.append(
                 f"  {name:<{w}}  {p.sensitivity:<7.4g} {p.sensitivity_rule:<7} {p.tau:<9.4g} {p.epsilon:<8g} "
-                f"{p.delta:<8g} {p.epsilon_spent:.2f} / {p.budget_epsilon:g} (delta {p.budget_delta:g})"
+                f"{p.delta:<8g} {at_request}; {p.epsilon_spent:.2f} of {p.budget_epsilon:g} at delta {p.budget_delta:g}"
             )
         if any(not p.formal_bound for p in self.privacy.values()):
             lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+import threading
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -15,7 +17,7 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteConnection, SiteError, fan_out
 from analyst.result import ConfusionResult, SitePrivacy
 
-__all__ = ["Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
+__all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
            "score_source"]
 
 #: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
@@ -26,6 +28,30 @@ _UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the s
 
 def _quiet(step: str, site: str | None, message: str) -> None:
     return None
+
+
+def concurrently(*steps: Callable[[], object]) -> list:
+    """Run independent steps at the same time (the first in this thread, the others in new threads) and
+    return their results in order; the first failure (in order) is raised after all have finished."""
+    results: list = [None] * len(steps)
+    errors: list = [None] * len(steps)
+
+    def run(i):
+        try:
+            results[i] = steps[i]()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, len(steps))]
+    for t in threads:
+        t.start()
+    run(0)
+    for t in threads:
+        t.join()
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results
 
 
 def score_source(*, score: str | None = None, model=None) -> pb.ScoreSource:
@@ -76,6 +102,17 @@ def grid_spec(grid) -> pb.GridSpec:
 
 
 @dataclass(frozen=True)
+class PlacementSummary:
+    """Pooled means of the placement values (PV0 of the positives, PV1 of the negatives), DeLong variance, n0, n1."""
+
+    mean_pv0: float
+    mean_pv1: float
+    variance: float
+    n0: int
+    n1: int
+
+
+@dataclass(frozen=True)
 class SiteRelease:
     """One site's noisy scores of both classes and the release parameters it reported."""
 
@@ -123,8 +160,9 @@ class ValidationSession:
     """
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
-                 source: pb.ScoreSource, progress: Progress | None = None):
+                 source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None):
         self.connections = list(connections)
+        self.executor = executor
         self.dataset, self.outcome = dataset, outcome
         self.progress = progress or _quiet
         self.session_ids: dict[str, str] = {}
@@ -153,7 +191,7 @@ class ValidationSession:
         if not quiet:
             self.progress(step, None, f"asking {len(self.connections)} sites")
         done = None if quiet else (lambda site: self.progress(step, site, "done"))
-        return fan_out(self.connections, fn, on_done=done)
+        return fan_out(self.connections, fn, on_done=done, executor=self.executor)
 
     def _sid(self, conn) -> str:
         return self.session_ids[conn.name]
@@ -187,15 +225,17 @@ class ValidationSession:
             if not chunks or not chunks[0].HasField("info"):
                 raise ValueError("the release stream did not start with its ReleaseInfo")
             info = chunks[0].info
-            scores = np.concatenate([np.asarray(c.scores, dtype=np.float64) for c in chunks]) if chunks else np.empty(0)
+            if any(len(c.scores) % 8 for c in chunks):
+                raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
+            scores = np.frombuffer(b"".join(c.scores for c in chunks), dtype="<f8").astype(np.float64)
             if scores.size != info.n:
                 raise ValueError(f"the release announced {info.n} scores but sent {scores.size}")
             return scores, info
 
         def release_site(conn):
-            neg, info0 = one_class(conn, pb.SCORE_CLASS_NEGATIVES)
+            (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES),
+                                                      lambda: one_class(conn, pb.SCORE_CLASS_POSITIVES))
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
-            pos, info1 = one_class(conn, pb.SCORE_CLASS_POSITIVES)
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
 
@@ -204,33 +244,39 @@ class ValidationSession:
     @staticmethod
     def pool(releases: Mapping[str, SiteRelease]) -> tuple[np.ndarray, np.ndarray]:
         """Pool the noisy negatives into S~0 and the noisy positives into S~1 (sorted)."""
-        s0 = np.sort(np.concatenate([r.negatives for r in releases.values()]))
-        s1 = np.sort(np.concatenate([r.positives for r in releases.values()]))
+        # Each release arrives sorted: a stable sort (timsort) merges the sites' runs in O(n log K).
+        s0 = np.sort(np.concatenate([r.negatives for r in releases.values()]), kind="stable")
+        s1 = np.sort(np.concatenate([r.positives for r in releases.values()]), kind="stable")
         return s0, s1
 
     def upload_survivors(self, s0_noisy, s1_noisy) -> None:
         """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming)."""
-        arrays = {pb.SCORE_CLASS_NEGATIVES: np.asarray(s0_noisy, dtype=np.float64),
-                  pb.SCORE_CLASS_POSITIVES: np.asarray(s1_noisy, dtype=np.float64)}
+        arrays = {pb.SCORE_CLASS_NEGATIVES: np.ascontiguousarray(s0_noisy, dtype="<f8"),
+                  pb.SCORE_CLASS_POSITIVES: np.ascontiguousarray(s1_noisy, dtype="<f8")}
         for cls, a in arrays.items():
             if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
 
         def upload(conn):
-            left = 0
             cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
             size = min(_UPLOAD_CHUNK, cap)
-            for cls, a in arrays.items():
-                def messages(a=a, cls=cls):
+
+            def one_class(cls):
+                a = arrays[cls]
+
+                def messages():
                     header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size)
                     for start in range(0, a.size, size):
                         yield pb.SurvivorChunk(header=header if start == 0 else None,
-                                               scores=a[start:start + size].tolist())
+                                               scores=a[start:start + size].tobytes())
                 r = conn.call("UploadSurvivor", messages, timeout=300.0)
                 if r.n_received != a.size:
                     raise ValueError(f"the site received {r.n_received} of {a.size} survivor scores")
-                if cls == pb.SCORE_CLASS_NEGATIVES:
-                    left = r.evaluations_left
+                return r.evaluations_left
+
+            # Both classes at once (two streams per site).
+            left, _ = concurrently(lambda: one_class(pb.SCORE_CLASS_NEGATIVES),
+                                   lambda: one_class(pb.SCORE_CLASS_POSITIVES))
             self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")
 
         self._each("upload survivor functions", upload)
@@ -255,13 +301,8 @@ class ValidationSession:
                       f"AUC {fit.auc:.4f}")
         return fit
 
-    def placement_variance(self) -> tuple[float, int, int]:
-        """Distributed DeLong variance from two passes over the sites' placement values.
-
-        Returns
-        -------
-        variance, n0, n1
-        """
+    def placement_moments(self) -> "PlacementSummary":
+        """Distributed means and DeLong variance from two passes over the sites' placement values."""
         first = self._each("placement moments (pass 1)", lambda c: c.call(
             "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c))))
         mean0, n1 = dsroc.pooled_mean(dsroc.MeanParts(r.pv0.total, r.pv0.n) for r in first)
@@ -271,7 +312,32 @@ class ValidationSession:
             "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c), global_means=means)))
         var0 = dsroc.pooled_variance([r.ssd_pv0 for r in second], n1)
         var1 = dsroc.pooled_variance([r.ssd_pv1 for r in second], n0)
-        return dsroc.delong_variance_from_moments(var_pv0=var0, n1=n1, var_pv1=var1, n0=n0), n0, n1
+        variance = dsroc.delong_variance_from_moments(var_pv0=var0, n1=n1, var_pv1=var1, n0=n0)
+        return PlacementSummary(mean0, mean1, variance, n0, n1)
+
+    def placement_variance(self) -> tuple[float, int, int]:
+        """Distributed DeLong variance from two passes over the sites' placement values.
+
+        Returns
+        -------
+        variance, n0, n1
+        """
+        m = self.placement_moments()
+        return m.variance, m.n0, m.n1
+
+    @staticmethod
+    def noise_corrected_auc(releases: Mapping[str, SiteRelease], moments: "PlacementSummary", *,
+                            level: float = 0.95, method: str = "logit") -> dsroc.NoiseCorrectedAUC:
+        """The noise-corrected AUC and CI (:func:`dsroc.noise_corrected_auc`) from what the sites already
+        released and answered: the placement means and the released scores with each site's tau."""
+        r0 = np.concatenate([r.negatives for r in releases.values()])
+        r1 = np.concatenate([r.positives for r in releases.values()])
+        t0 = np.concatenate([np.full(r.negatives.size, r.info_negatives.tau) for r in releases.values()])
+        t1 = np.concatenate([np.full(r.positives.size, r.info_positives.tau) for r in releases.values()])
+        noise = dsroc.noise_variance(r0, r1, t0, t1) if (t0.any() or t1.any()) else 0.0
+        return dsroc.noise_corrected_auc(mean_pv0=moments.mean_pv0, mean_pv1=moments.mean_pv1,
+                                         auc_released=dsroc.released_auc(r0, r1), delong_variance=moments.variance,
+                                         noise_variance=noise, level=level, method=method)
 
     def brier(self) -> tuple[float, int]:
         """Brier score over all sites and the number of patients."""
@@ -324,7 +390,7 @@ class ValidationSession:
                 tau=info.tau, epsilon=info.epsilon, delta=info.delta,
                 mu_charged=float(np.hypot(r.info_negatives.mu_charged, r.info_positives.mu_charged)),
                 budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta,
-                epsilon_spent=b.epsilon_spent, mu_remaining=b.mu_remaining, note=s.note)
+                epsilon_spent=b.epsilon_spent, mu_remaining=b.mu_remaining, note=s.note, mu_spent=b.mu_spent)
         return out
 
     def close(self) -> None:
@@ -336,7 +402,7 @@ class ValidationSession:
                 pass
 
         if self.session_ids:
-            fan_out([c for c in self.connections if c.name in self.session_ids], close_one)
+            fan_out([c for c in self.connections if c.name in self.session_ids], close_one, executor=self.executor)
             self.session_ids = {}
 
     def __enter__(self) -> "ValidationSession":

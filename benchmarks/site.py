@@ -52,7 +52,8 @@ def main() -> None:
         pd.DataFrame({"pred": pred, "y": y}).to_parquet(Path(tmp) / "site" / "data" / "big.parquet")
         with site.config.open("a") as f:
             f.write('\n[datasets.big]\npath = "data/big.parquet"\noutcomes = ["y"]\nscores = ["pred"]\n')
-        site.config.write_text(site.config.read_text().replace('datasets = ["sample"]', 'datasets = ["*"]'))
+        site.config.write_text(site.config.read_text().replace('datasets = ["sample"]', 'datasets = ["*"]')
+                               .replace('protocols = ["histogram"]', 'protocols = ["histogram", "paper"]'))
 
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         daemon = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
@@ -73,7 +74,7 @@ def main() -> None:
             def release(score_class):
                 chunks = stub.ReleaseNoisyScores(pb.ReleaseRequest(
                     session_id=session, score_class=score_class, epsilon=5.0, delta=1e-5), metadata=md, timeout=600)
-                return np.concatenate([np.asarray(c.scores) for c in chunks])
+                return np.concatenate([np.frombuffer(c.scores, dtype="<f8") for c in chunks])
 
             t = time.perf_counter()
             neg = release(pb.SCORE_CLASS_NEGATIVES)
@@ -85,9 +86,9 @@ def main() -> None:
 
             def upload(score_class, values, chunk=65536):
                 yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=session, score_class=score_class,
-                                                                n=values.size), scores=values[:chunk].tolist())
+                                                                n=values.size), scores=values[:chunk].tobytes())
                 for i in range(chunk, values.size, chunk):
-                    yield pb.SurvivorChunk(scores=values[i:i + chunk].tolist())
+                    yield pb.SurvivorChunk(scores=values[i:i + chunk].tobytes())
 
             t = time.perf_counter()
             stub.UploadSurvivor(upload(pb.SCORE_CLASS_NEGATIVES, neg), metadata=md, timeout=600)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_scores", "as_labels", "check_scores_labels", "split_by_class", "check_privacy_level"]
+__all__ = ["is_sorted", "as_scores", "as_labels", "check_scores_labels", "split_by_class", "check_privacy_level"]
 
 
 def as_scores(values, *, name: str = "scores", score_range: tuple[float, float] | None = None) -> np.ndarray:
@@ -74,3 +74,8 @@ def check_privacy_level(privacy_level) -> int:
     if isinstance(privacy_level, bool) or not float(privacy_level).is_integer() or privacy_level < 1:
         raise ValueError(f"privacy_level must be an integer >= 1, got {privacy_level!r}")
     return int(privacy_level)
+
+
+def is_sorted(values: np.ndarray) -> bool:
+    """Whether a one-dimensional array is in ascending order (O(n); lets callers skip a sort)."""
+    return bool(values.size < 2 or (values[1:] >= values[:-1]).all())

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit, logit
-from scipy.stats import norm
+from scipy.special import expit, logit, ndtri
 
-from ._checks import as_scores, split_by_class
+from ._checks import as_scores, is_sorted, split_by_class
 
 __all__ = [
     "BatchCI",
@@ -57,20 +56,39 @@ class SurvivorFunction:
     """
 
     def __init__(self, ref_scores, *, name: str = "ref_scores"):
-        self._sorted = np.sort(as_scores(ref_scores, name=name))
+        ref = as_scores(ref_scores, name=name)
+        self._sorted = ref if is_sorted(ref) else np.sort(ref)  # an O(n) check spares a sort of sorted input
 
     @property
     def n(self) -> int:
         """Size of the reference sample."""
         return self._sorted.size
 
+    @property
+    def sorted_values(self) -> np.ndarray:
+        """The reference sample, sorted ascending."""
+        return self._sorted
+
     def __call__(self, query_scores, *, ties: str = "mid") -> np.ndarray:
-        """Evaluate the survivor function at ``query_scores``."""
+        """Evaluate the survivor function at ``query_scores``.
+
+        The queries are searched in ascending order (sorted first unless they already are): binary
+        searches that move through the reference in one direction are several times faster than in
+        random order at 10^6 values, and give the same results bit for bit.
+        """
         check_ties(ties)
         q = as_scores(query_scores, name="query_scores")
-        less_equal = np.searchsorted(self._sorted, q, side="right")
-        less = None if ties == "strict" else np.searchsorted(self._sorted, q, side="left")
-        return survivor_from_counts(less, less_equal, self.n, ties)
+        order = None if is_sorted(q) else np.argsort(q)
+        qs = q if order is None else q[order]
+        less_equal = np.searchsorted(self._sorted, qs, side="right")
+        less = None if ties == "strict" else np.searchsorted(self._sorted, qs, side="left")
+        values = survivor_from_counts(less, less_equal, self.n, ties)
+        if order is None:
+            return values
+        out = np.empty_like(values)
+        out[order] = values
+        return out
+
 
 
 def placement_values(ref_scores, query_scores, *, ties: str = "mid") -> np.ndarray:
@@ -165,7 +183,7 @@ def auc_ci_batch(auc, variance, *, level: float = 0.95, method: str = "logit") -
     a = np.asarray(auc, dtype=np.float64)
     v = np.asarray(variance, dtype=np.float64)
     defined = np.isfinite(a) & (a >= 0.0) & (a <= 1.0) & np.isfinite(v) & (v >= 0.0)
-    z = norm.ppf(0.5 + level / 2.0)
+    z = ndtri(0.5 + level / 2.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt(v)
         if method == "wald":

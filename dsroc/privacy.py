@@ -6,7 +6,6 @@ import math
 from typing import Iterable
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 __all__ = [
@@ -72,6 +71,8 @@ def _largest_mu(epsilon: float, delta: float) -> float:
         lo -= 1.0
     while gap(hi) <= 0.0:
         hi += 1.0
+    from scipy.optimize import brentq  # imported here: scipy.optimize costs a site daemon ~0.3 s at start-up
+
     log_mu = brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     mu = math.exp(log_mu)
     # Round down onto the feasible side so that the returned calibration satisfies the condition.
@@ -158,6 +159,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     hi = 1.0
     while gap(hi) > 0.0:
         hi *= 2.0
+    from scipy.optimize import brentq
+
     epsilon = brentq(gap, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
     while gap(epsilon) > 0.0:  # round up onto the side where the guarantee holds
         epsilon *= 1.0 + 1e-14

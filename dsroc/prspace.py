@@ -15,13 +15,15 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import digamma
 
-from ._checks import split_by_class
+from ._checks import check_scores_labels, split_by_class
 
 __all__ = [
     "PRPoints",
     "pr_points",
     "pr_points_from_counts",
     "average_precision",
+    "average_precision_from_counts",
+    "grouped_average_precision",
     "pr_min_precision",
     "pr_min_curve",
     "aucpr_min",
@@ -104,6 +106,14 @@ def pr_points_from_counts(h0, h1, edges=None) -> PRPoints:
     return PRPoints(tp, fp, np.concatenate(([np.inf], e[:-1][::-1])), float(c1.sum()), float(c0.sum()))
 
 
+def _ap_from_cumulative(tp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """``sum`` over tie blocks of ``sum_{j=a+1}^{b} j / (j + f)``, along the last axis (cumulative counts from 0)."""
+    a, b, f = tp[..., :-1], tp[..., 1:], fp[..., 1:]
+    with np.errstate(invalid="ignore"):
+        sums = (b - a) - f * (digamma(b + f + 1.0) - digamma(a + f + 1.0))
+    return np.where(b > a, sums, 0.0).sum(axis=-1)
+
+
 def average_precision(scores=None, labels=None, *, points: PRPoints | None = None) -> float:
     """Average precision ``(1/n1) sum_j j / (j + s_j)`` (Boyd 2014 eq. 4.6; B15 M2).
 
@@ -117,11 +127,54 @@ def average_precision(scores=None, labels=None, *, points: PRPoints | None = Non
         points = pr_points(scores, labels)
     elif scores is not None or labels is not None:
         raise ValueError("give either scores and labels or points, not both")
-    a, b, f = points.tp[:-1], points.tp[1:], points.fp[1:]
-    step = b > a
-    a, b, f = a[step], b[step], f[step]
-    sums = (b - a) - f * (digamma(b + f + 1.0) - digamma(a + f + 1.0))
-    return float(sums.sum() / points.n1)
+    return float(_ap_from_cumulative(points.tp, points.fp) / points.n1)
+
+
+def average_precision_from_counts(h0, h1):
+    """Average precision from class-wise counts per bin (ascending score order), batched over leading axes.
+
+    The batched form of ``average_precision(points=pr_points_from_counts(h0, h1))`` for arrays of shape
+    ``(..., B)`` of consistent (finite, non-negative) counts; NaN where a row holds no positive.
+    """
+    c0, c1 = np.asarray(h0, dtype=np.float64), np.asarray(h1, dtype=np.float64)
+    if c0.shape != c1.shape or c0.ndim < 1:
+        raise ValueError(f"h0 and h1 must have the same shape (..., B), got {c0.shape} and {c1.shape}")
+    if not (np.isfinite(c0).all() and np.isfinite(c1).all() and (c0 >= 0).all() and (c1 >= 0).all()):
+        raise ValueError("h0 and h1 must hold finite non-negative counts (make noisy histograms consistent first)")
+    zero = np.zeros(c0.shape[:-1] + (1,))
+    tp = np.concatenate([zero, np.cumsum(c1[..., ::-1], axis=-1)], axis=-1)
+    fp = np.concatenate([zero, np.cumsum(c0[..., ::-1], axis=-1)], axis=-1)
+    n1 = tp[..., -1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(n1 > 0, _ap_from_cumulative(tp, fp) / n1, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def grouped_average_precision(scores, labels, groups, *, n_groups: int) -> np.ndarray:
+    """Average precision of many data sets at once (one sort), as :func:`average_precision` on each group.
+
+    Sorting by (group, descending score, label) puts tied negatives before positives, so at each
+    positive the running counts are its ``j`` and ``j + s_j``. NaN for a group without positives.
+    """
+    from .batch import check_groups
+
+    s, y = check_scores_labels(scores, labels)
+    g = check_groups(groups, s.size, n_groups)
+    # Descending score within group: one float sort, then a stable (radix) sort of small group ids.
+    order = np.argsort(-s)
+    key = g[order].astype(np.int16) if n_groups <= np.iinfo(np.int16).max else g[order]
+    order = order[np.argsort(key, kind="stable")]
+    ss, gg = s[order], g[order]
+    if np.any((ss[1:] == ss[:-1]) & (gg[1:] == gg[:-1])):  # ties: negatives before positives within a tie
+        order = np.lexsort((y, -s, g))
+    ys, gs = y[order].astype(np.float64), g[order]
+    n1 = np.bincount(g, weights=y, minlength=n_groups)
+    size = np.bincount(g, minlength=n_groups)
+    start = np.concatenate(([0], np.cumsum(size)[:-1]))
+    position = np.arange(1, s.size + 1) - start[gs]  # 1-based position within the group
+    tp = np.cumsum(ys) - np.concatenate(([0.0], np.cumsum(n1)[:-1]))[gs]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(gs, weights=ys * tp / position, minlength=n_groups) / np.where(n1 > 0, n1, np.nan)
 
 
 def _check_prevalence(prevalence) -> np.ndarray:
@@ -177,14 +230,20 @@ def aucpr_min(prevalence, *, recall_range=(0.0, 1.0)):
     return float(out) if out.ndim == 0 else out
 
 
-def ap_min(n1: int, n0: int) -> float:
-    """Minimum average precision ``(1/n1) sum_{i=1}^{n1} i / (i + n0)`` (Boyd 2014, Thm 3.5)."""
+def ap_min(n1, n0) -> float:
+    """Minimum average precision ``(1/n1) sum_{i=1}^{n1} i / (i + n0)`` (Boyd 2014, Thm 3.5).
+
+    ``= (n1 - n0 (psi(n1 + n0 + 1) - psi(n0 + 1))) / n1``, which also takes non-integer counts (estimates
+    from noisy histograms).
+    """
+    values = {}
     for name, v in (("n1", n1), ("n0", n0)):
-        if isinstance(v, bool) or int(v) != v or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    if n1 < 1:
-        raise ValueError(f"n1 must be at least 1, got {n1!r}")
-    n1, n0 = int(n1), int(n0)
+        if isinstance(v, bool) or not (math.isfinite(float(v)) and float(v) >= 0):
+            raise ValueError(f"{name} must be a finite non-negative count, got {v!r}")
+        values[name] = float(v)
+    n1, n0 = values["n1"], values["n0"]
+    if n1 <= 0:
+        raise ValueError(f"n1 must be positive, got {n1!r}")
     return float((n1 - n0 * (digamma(n1 + n0 + 1.0) - digamma(n0 + 1.0))) / n1)
 
 

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from ._checks import as_scores
+from ._checks import as_scores, is_sorted
 from .probit import ProbitCounts, ProbitTerms, iterate_to_mle
 
 __all__ = [
@@ -82,7 +82,7 @@ def rocglm_counts(pv0, grid) -> np.ndarray:
     """Counts ``k_j = #{i : PV0_i <= t_j}`` of the positives' placement values on the grid."""
     pv = as_scores(pv0, name="pv0", score_range=(0.0, 1.0))
     grid = rocglm_grid(grid)
-    return np.searchsorted(np.sort(pv), grid, side="right").astype(np.int64)
+    return np.searchsorted(pv if is_sorted(pv) else np.sort(pv), grid, side="right").astype(np.int64)
 
 
 def _degenerate(k: np.ndarray, n: np.ndarray) -> np.ndarray:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from .mech_checks import run_checks
+from .mech_report import write_mechanisms_report
+from .coverage import coverage_by_n, write_coverage
 from .report import TOLERANCES, write_report
 from .runner import DEFAULT_CHUNK, run_study
 
@@ -31,6 +35,9 @@ examples:
   python -m simulations run --mode paper --reps 10000 --workers 2 --out runs/full-paper
   python -m simulations run --mode protocol --reps 1000 --workers 2 --out runs/protocol
   python -m simulations report runs/full-paper
+  python -m simulations mechanisms --reps 200 --workers 2 --out runs/mechanisms
+  python -m simulations run --mode protocol --n 100000 --reps 200 --settings noise-free sens=0.1_eps=5_delta=0.01 --out runs/cov-1e5
+  python -m simulations coverage runs/cov-1e3 runs/cov-1e4 runs/cov-1e5 --out runs/coverage
 
 Interrupted runs resume: call run again with the same options and --out.
 """
@@ -54,28 +61,82 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chunk", type=int, help=f"replications per unit of work (default: {DEFAULT_CHUNK['paper']} in paper mode, {DEFAULT_CHUNK['protocol']} in protocol mode)")
     run.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--n", type=int, help="patients per replication (default: uniform in 100..2500, as in the paper); "
+                                           "e.g. the coverage study at 1000 ... 1000000")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
+    mech = sub.add_parser(
+        "mechanisms", help="run (or resume) the study of every private AUC mechanism of the seed papers",
+        description="Paper protocol (model and range rules), histogram protocol, Boyd M1/M2 (per site and central), "
+                    "FedAUC_RR and FedAUC_Lap on the same replications, for epsilon x n x K; then the seed papers' "
+                    "headline checks (Boyd's DP vs estimation error, Sun's Tables 5 and 2), the frontier table and figure.")
+    mech.add_argument("--reps", type=int, default=200, help="replications per setting (default: 200)")
+    mech.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
+    mech.add_argument("--seed", type=int, default=1, help="base seed (default: 1)")
+    mech.add_argument("--settings", nargs="+", metavar="NAME",
+                      help="settings: 'n=1000', 'n=1000_K=5' or full names such as 'n=1000_K=5_eps=1' (default: all 63)")
+    mech.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on this Dask scheduler")
+    mech.add_argument("--chunk", type=int, help=f"replications per unit of work (default: {DEFAULT_CHUNK['mechanisms']})")
+    mech.add_argument("--check-runs", type=int, default=100, help="runs of the Sun checks (default: 100, as the paper)")
+    mech.add_argument("--quiet", action="store_true", help="no progress lines")
+    mech.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     rep = sub.add_parser("report", help="write tables and figures of a finished run",
                          description="Write table1.csv/.md, settings.csv, recommended.csv and the figures.")
     rep.add_argument("out", help="the run's output folder")
     rep.add_argument("--tolerance", type=float, nargs="+", default=list(TOLERANCES),
                      help=f"MAE tolerance(s) for recommended.csv (default: {' '.join(map(str, TOLERANCES))})")
+    cov = sub.add_parser("coverage", help="stack the coverage tables of finished runs (e.g. one per --n)",
+                         description="Write coverage.csv/.md of several finished runs into --out.")
+    cov.add_argument("runs", nargs="+", help="the runs' output folders")
+    cov.add_argument("--out", required=True, help="folder for the combined coverage.csv and coverage.md")
     return parser
+
+
+def _mechanisms(args) -> dict:
+    """Run (or resume) the mechanisms study, the papers' checks (once), and write its report."""
+    timing = run_study(args.out, mode="mechanisms", reps=args.reps, seed=args.seed, settings=args.settings,
+                       workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
+                       progress=None if args.quiet else sys.stderr)
+    print(json.dumps(timing, indent=2))
+    checks = Path(args.out) / "checks.json"
+    if not checks.exists():
+        tmp = checks.with_suffix(".tmp")
+        tmp.write_text(json.dumps(run_checks(args.seed, sun_runs=args.check_runs), indent=2) + "\n")
+        tmp.replace(checks)
+    return write_mechanisms_report(args.out)
+
+
+def _mode_of(out) -> str | None:
+    config = Path(out) / "config.json"
+    return json.loads(config.read_text()).get("mode") if config.exists() else None
 
 
 def main(argv=None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "mechanisms":
+            print(json.dumps(_mechanisms(args), indent=2, default=str))
+            return 0
+        if args.command == "report" and _mode_of(args.out) == "mechanisms":
+            print(json.dumps(write_mechanisms_report(args.out), indent=2, default=str))
+            return 0
+        if args.command == "coverage":
+            table = write_coverage(args.out, coverage_by_n(args.runs))
+            print(table.to_string(index=False))
+            return 0
         if args.command == "run":
             timing = run_study(args.out, mode=args.mode, reps=args.reps, seed=args.seed, settings=args.settings,
-                               workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
+                               workers=args.workers, scheduler=args.scheduler, chunk=args.chunk, n=args.n,
                                progress=None if args.quiet else sys.stderr)
             print(json.dumps(timing, indent=2))
         summary = write_report(args.out, tolerances=args.tolerance)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the workers are stopped and the finished chunks are saved in {args.out}; run the "
+              "same command again to resume", file=sys.stderr)
+        return 130
     print(json.dumps(summary, indent=2, default=str))
     return 0

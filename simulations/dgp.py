@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["N_MIN", "N_MAX", "PREVALENCE_WINDOW", "N_SITES", "Replication", "Batch", "generate_replication", "generate_batch"]
+__all__ = ["N_MIN", "N_MAX", "PREVALENCE_WINDOW", "N_SITES", "Replication", "Batch", "generate_replication", "generate_batch",
+           "population_auc"]
 
 N_MIN, N_MAX = 100, 2500
 PREVALENCE_WINDOW = (0.1, 0.9)
@@ -46,20 +47,23 @@ def _check_seed(seed) -> int:
     return int(seed)
 
 
-def generate_replication(seed: int, rep: int) -> Replication:
+def generate_replication(seed: int, rep: int, n: int | None = None) -> Replication:
     """Simulate replication ``rep`` of the study with base ``seed``.
 
     The stream depends on ``(seed, rep)`` only, so any split of the replications over workers gives
     identical data. As in the published code (which differs from the paper's text): n uniform in
     {100, ..., 2500}; scores ``U[0, 1]``; ``y = 1(s > 0.5)``; a random subset of size
     ``floor(gamma n)``, ``gamma ~ U[0, 1]``, gets labels redrawn from Bernoulli(0.5); redrawn (from the
-    perfect labels) while the prevalence lies outside [0.1, 0.9].
+    perfect labels) while the prevalence lies outside [0.1, 0.9]. A given ``n`` (at least 100) replaces
+    the uniform draw of the size (the coverage study at n = 10^3 ... 10^6); the rest is unchanged.
     """
     seed = _check_seed(seed)
+    if n is not None and (isinstance(n, bool) or int(n) != n or n < N_MIN):
+        raise ValueError(f"n must be an integer >= {N_MIN}, got {n!r}")
     if isinstance(rep, bool) or int(rep) != rep or rep < 0:
         raise ValueError(f"rep must be a non-negative integer, got {rep!r}")
     rng = np.random.default_rng([seed, int(rep)])
-    n = int(rng.integers(N_MIN, N_MAX + 1))
+    n = int(rng.integers(N_MIN, N_MAX + 1)) if n is None else int(n)
     scores = rng.random(n)
     perfect = (scores > 0.5).astype(np.int8)
     lo, hi = PREVALENCE_WINDOW
@@ -88,6 +92,7 @@ class Batch:
     groups: np.ndarray
     n: np.ndarray
     n1: np.ndarray
+    auc_population: np.ndarray
 
     @property
     def size(self) -> int:
@@ -95,9 +100,9 @@ class Batch:
         return self.reps.size
 
 
-def generate_batch(seed: int, reps) -> Batch:
+def generate_batch(seed: int, reps, n: int | None = None) -> Batch:
     """Generate replications ``reps`` and stack them (each from its own stream, see :func:`generate_replication`)."""
-    data = [generate_replication(seed, r) for r in reps]
+    data = [generate_replication(seed, r, n) for r in reps]
     if not data:
         raise ValueError("reps is empty")
     n = np.array([d.scores.size for d in data], dtype=np.int64)
@@ -110,4 +115,18 @@ def generate_batch(seed: int, reps) -> Batch:
         groups=np.repeat(np.arange(n.size), n),
         n=n,
         n1=np.array([int(d.labels.sum()) for d in data], dtype=np.int64),
+        auc_population=population_auc(np.floor(np.array([d.gamma for d in data]) * n) / n),
     )
+
+
+def population_auc(redrawn) -> np.ndarray:
+    """AUC of the population a replication is drawn from, given the fraction ``redrawn`` of relabelled patients.
+
+    With ``u = 1 - redrawn`` and ``v = redrawn / 2`` the class densities on [0, 1] are
+    ``f0 = 2 (u 1(s < 1/2) + v)`` and ``f1 = 2 (u 1(s > 1/2) + v)``, so ``P(S1 > S0) = u^2 + 3 u v + 2 v^2``
+    (1 without relabelling, 1/2 when all labels are redrawn). The prevalence window conditions on the
+    sample and is ignored here.
+    """
+    r = np.asarray(redrawn, dtype=np.float64)
+    u, v = 1.0 - r, r / 2.0
+    return u * u + 3.0 * u * v + 2.0 * v * v

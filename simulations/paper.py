@@ -16,7 +16,7 @@ from .truth import pooled_truth
 __all__ = ["run_paper_chunk"]
 
 
-def run_paper_chunk(seed: int, reps, settings, *, grid=None) -> pd.DataFrame:
+def run_paper_chunk(seed: int, reps, settings, *, grid=None, n: int | None = None) -> pd.DataFrame:
     """Run replications ``reps`` in every setting, as the paper's published code does.
 
     Per replication: the empirical AUC and the DeLong variance of the true scores are computed once.
@@ -24,7 +24,7 @@ def run_paper_chunk(seed: int, reps, settings, *, grid=None) -> pd.DataFrame:
     fitted to the pooled noisy scores with the strict survivor function ``#{s0 > c} / n0`` on the
     28-point grid; both CIs are centred at the empirical (logit) AUC, one with the DeLong variance of
     the true scores, one with that of the noisy scores (strict placements, as the published code's
-    ``ecdf``). All data sets of the chunk are processed together by :mod:`dsroc.batch` and
+    ``ecdf``). ``n`` fixes the size of every replication (default: drawn as in the paper). All data sets of the chunk are processed together by :mod:`dsroc.batch` and
     :func:`dsroc.fit_rocglm_batch`.
 
     Returns
@@ -33,7 +33,7 @@ def run_paper_chunk(seed: int, reps, settings, *, grid=None) -> pd.DataFrame:
         One row per (setting, replication), columns :data:`simulations.records.COLUMNS`.
     """
     grid = rocglm_grid(grid)
-    batch = generate_batch(seed, reps)
+    batch = generate_batch(seed, reps, n)
     n_groups, g, y = batch.size, batch.groups, batch.labels
     pos = y == 1
     auc_emp, var_true, ref = pooled_truth(batch)
@@ -51,6 +51,7 @@ def run_paper_chunk(seed: int, reps, settings, *, grid=None) -> pd.DataFrame:
             "n": batch.n,
             "n1": batch.n1,
             "auc_emp": auc_emp,
+            "auc_pop": batch.auc_population,
             "auc_rocglm": fit.auc,
             "delta_auc": auc_emp - fit.auc,
             "gamma1": fit.params[:, 0],

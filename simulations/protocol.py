@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from dsroc import auc_ci_batch, delong_variance_from_moments, fit_rocglm_batch, rocglm_grid
-from dsroc.batch import grouped_placement_values, grouped_rocglm_counts, grouped_variance
+from dsroc.batch import grouped_mean, grouped_placement_values, grouped_rocglm_counts, grouped_variance
+from dsroc.noise_correction import grouped_noise_variance, noise_corrected_auc
 
 from site_node.errors import PermissionDenied
 from site_node.guard import require_privacy_level
@@ -82,7 +83,8 @@ def refused_replications(batch: Batch, privacy_level: int = PRIVACY_LEVEL) -> np
     return refused
 
 
-def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: int = PRIVACY_LEVEL) -> pd.DataFrame:
+def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: int = PRIVACY_LEVEL,
+                       n: int | None = None) -> pd.DataFrame:
     """Run replications ``reps`` in every setting through the deployed procedure, in process.
 
     Per replication the data are split over five sites. Per setting each site releases its negatives
@@ -93,13 +95,18 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
     reference is the empirical AUC of the pooled true scores with its DeLong logit CI. A site with
     fewer than ``privacy_level`` negatives or positives refuses (failure ``"disclosure"``).
 
+    Next to it, the noise-corrected AUC and CI the analyst reports (:func:`dsroc.noise_corrected_auc`):
+    the mean placement values (pass 1 of the moments), the AUC among the released scores, and the
+    noise variance redrawn around the releases with the replication's own seed ``(seed, rep, 0)``.
+    ``n`` fixes the size of every replication (default: drawn as in the paper).
+
     Returns
     -------
     DataFrame
         One row per (setting, replication), columns :data:`simulations.records.COLUMNS`.
     """
     grid = rocglm_grid(grid)
-    batch = generate_batch(seed, reps)
+    batch = generate_batch(seed, reps, n)
     B, g, s = batch.size, batch.groups, batch.scores
     neg, pos = batch.labels == 0, batch.labels == 1
     n0 = batch.n - batch.n1
@@ -127,11 +134,13 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
         params[refused], auc[refused] = np.nan, np.nan
         iterations, converged = np.where(refused, 0, fit.iterations), fit.converged & ~refused
         dist = auc_ci_batch(auc, var_dist)
+        corr = _corrected(pv0, pv1, released0, released1, g0, g1, var_dist, tau, batch, seed)
         columns = {
             "rep": batch.reps,
             "n": batch.n,
             "n1": batch.n1,
             "auc_emp": auc_emp,
+            "auc_pop": batch.auc_population,
             "auc_rocglm": auc,
             "delta_auc": auc_emp - auc,
             "gamma1": params[:, 0],
@@ -146,6 +155,24 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
             "delta_ci": np.abs(dist.lower - ref.lower) + np.abs(dist.upper - ref.upper),
             "var_true": var_true,
             "var_dist": var_dist,
+            "auc_corr": np.where(no_fit, np.nan, corr.auc),
+            "var_corr": np.where(no_fit, np.nan, corr.variance),
+            "ci_lower_corr": np.where(no_fit, np.nan, corr.ci.lower),
+            "ci_upper_corr": np.where(no_fit, np.nan, corr.ci.upper),
         }
         frames.append(setting_frame(setting, columns))
     return pd.concat(frames, ignore_index=True)
+
+
+def _corrected(pv0, pv1, released0, released1, g0, g1, var_dist, tau, batch, seed):
+    """The analyst's noise-corrected AUC and CI for every replication (NaN where the moments are missing)."""
+    B = batch.size
+    mean0, mean1 = grouped_mean(pv0, g1, n_groups=B), grouped_mean(pv1, g0, n_groups=B)
+    released = 1.0 - grouped_mean(grouped_placement_values(released0, g0, released1, g1, n_groups=B), g1, n_groups=B)
+    if tau == 0.0:
+        noise = np.zeros(B)
+    else:
+        seeds = [[seed, int(rep), 0] for rep in batch.reps.tolist()]
+        noise = grouped_noise_variance(released0, g0, released1, g1, tau, tau, n_groups=B, seeds=seeds)
+    return noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, auc_released=released,
+                               delong_variance=np.nan_to_num(var_dist), noise_variance=noise)

@@ -22,6 +22,7 @@ COLUMNS = {
     "n": "int64",
     "n1": "int64",
     "auc_emp": "float64",  # empirical AUC of the true pooled scores (the truth)
+    "auc_pop": "float64",  # AUC of the population the replication is drawn from (simulations.dgp.population_auc)
     "auc_rocglm": "float64",  # (distributed) ROC-GLM AUC on the released scores
     "delta_auc": "float64",  # auc_emp - auc_rocglm
     "gamma1": "float64",
@@ -37,6 +38,11 @@ COLUMNS = {
     "var_true": "float64",
     "var_dist": "float64",
     "area_between": "float64",  # noise-free only: area between empirical and ROC-GLM curve
+    # protocol mode: the noise-corrected AUC (dsroc.noise_corrected_auc) and its CI
+    "auc_corr": "float64",
+    "var_corr": "float64",
+    "ci_lower_corr": "float64",
+    "ci_upper_corr": "float64",
 }
 
 FAILURES = {
@@ -78,8 +84,11 @@ def setting_frame(setting: Setting, columns: dict) -> pd.DataFrame:
         "delta": np.full(n_rows, setting.delta),
         "tau": np.full(n_rows, tau_of(setting)),
     }
+    if "auc_pop" not in columns:
+        raise ValueError("result columns missing: ['auc_pop']")
     data.update(columns)
-    data.setdefault("area_between", np.full(n_rows, np.nan))
+    for name in ("area_between", "auc_corr", "var_corr", "ci_lower_corr", "ci_upper_corr"):
+        data.setdefault(name, np.full(n_rows, np.nan))
     missing = set(COLUMNS) - set(data)
     if missing:
         raise ValueError(f"result columns missing: {sorted(missing)}")

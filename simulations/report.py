@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .coverage import write_coverage
 from .records import FAILURES, FIT_FAILURES
 from .runner import load_results
 from .settings import NOISE_FREE
@@ -189,7 +190,7 @@ def _heatmap(matrix: pd.DataFrame, results: pd.DataFrame, path: Path, *, title: 
 
 
 def write_report(out, *, tolerances=TOLERANCES) -> dict:
-    """Write ``table1.csv``/``.md``, ``settings.csv``, ``recommended.csv``, ``fig5_mae.png``, ``fig6_dci.png``.
+    """Write ``table1.csv``/``.md``, ``settings.csv``, ``recommended.csv``, ``coverage.csv``/``.md``, the figures.
 
     ``recommended.csv`` holds the qualifying settings for each tolerance in ``tolerances`` (a column
     says which). Returns a short summary (Table 1 means, the settings recommended at the smallest
@@ -232,6 +233,10 @@ def write_report(out, *, tolerances=TOLERANCES) -> dict:
     unknown = set(summary["failures"]) - set(FAILURES)
     if unknown:
         raise ValueError(f"unknown failure codes in results: {sorted(unknown)}")
+    cov = write_coverage(out)
+    summary["coverage"] = {f"{r.setting} ({r.subset})": {"paper": round(r.paper_coverage_pooled, 3),
+                                                         "corrected": round(r.corrected_coverage_pooled, 3)}
+                           for r in cov.itertuples() if r.setting == NOISE_FREE}
     _heatmap(bin_matrix(results, "abs_delta_auc"), results, out / "fig5_mae.png",
              title=f"Figure 5 ({mode} mode): MAE |AUC_emp - AUC_ROC-GLM| per AUC bin; blue <= 0.01",
              label="mean |ΔAUC|")

@@ -4,23 +4,29 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from tqdm import tqdm
 
+from .mech_settings import select_mechanism_settings
+from .mechanisms import run_mechanisms_chunk
 from .paper import run_paper_chunk
 from .protocol import run_protocol_chunk
 from .settings import Setting, select_settings
 
 __all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_results"]
 
-MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk}
+MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "mechanisms": run_mechanisms_chunk}
+# How each mode names its settings (the mechanisms study has its own grid: n x K x epsilon).
+SELECTORS = {"mechanisms": select_mechanism_settings}
 # Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
 # files, and the results, are the same whatever the parallelism.
-DEFAULT_CHUNK = {"paper": 100, "protocol": 100}
+DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "mechanisms": 25}
 RESULTS, CHUNKS = "results", "chunks"
 
 
@@ -33,6 +39,7 @@ class Task:
     start: int
     stop: int
     settings: tuple[Setting, ...]
+    n: int | None = None
 
     @property
     def file_name(self) -> str:
@@ -43,12 +50,15 @@ class Task:
 def run_chunk(task: Task) -> tuple[Task, pd.DataFrame, float]:
     """Compute one chunk (in a worker); returns the task, its results and the CPU seconds it took."""
     cpu = time.process_time()
-    frame = MODES[task.mode](task.seed, range(task.start, task.stop), task.settings)
+    frame = MODES[task.mode](task.seed, range(task.start, task.stop), task.settings, n=task.n)
     return task, frame, time.process_time() - cpu
 
 
-def _config(mode, reps, seed, settings, chunk) -> dict:
-    return {"mode": mode, "reps": reps, "seed": seed, "chunk": chunk, "settings": [s.name for s in settings]}
+def _config(mode, reps, seed, settings, chunk, n) -> dict:
+    config = {"mode": mode, "reps": reps, "seed": seed, "chunk": chunk, "settings": [s.name for s in settings]}
+    if n is not None:
+        config["n"] = n
+    return config
 
 
 def _check_config(out: Path, config: dict) -> None:
@@ -56,11 +66,11 @@ def _check_config(out: Path, config: dict) -> None:
     path = out / "config.json"
     if path.exists():
         old = json.loads(path.read_text())
-        diff = [key for key in config if old.get(key) != config[key]]
+        diff = [key for key in dict.fromkeys([*config, *old]) if old.get(key) != config.get(key)]
         if diff:
             raise ValueError(
                 f"{out} holds a different run ({', '.join(diff)} differ: {[old.get(k) for k in diff]} on disk, "
-                f"{[config[k] for k in diff]} asked); resume with the same options or choose another --out"
+                f"{[config.get(k) for k in diff]} asked); resume with the same options or choose another --out"
             )
     else:
         path.write_text(json.dumps(config, indent=2) + "\n")
@@ -68,31 +78,11 @@ def _check_config(out: Path, config: dict) -> None:
 
 def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-
-
-class _Progress:
-    """Progress lines on stderr: replications done, rate, time left; at most one line every few seconds."""
-
-    def __init__(self, total_reps: int, done_reps: int, n_settings: int, stream, every: float = 5.0):
-        self.total, self.done, self.n_settings, self.stream, self.every = total_reps, done_reps, n_settings, stream, every
-        self.start_done, self.t0, self.last = done_reps, time.perf_counter(), 0.0
-
-    def update(self, reps: int, force: bool = False) -> None:
-        self.done += reps
-        now = time.perf_counter()
-        if self.stream is None or not (force or now - self.last >= self.every):
-            return
-        self.last = now
-        rate = (self.done - self.start_done) / max(now - self.t0, 1e-9)
-        left = (self.total - self.done) / rate if rate > 0 else float("inf")
-        print(
-            f"[simulations] {self.done}/{self.total} replications x {self.n_settings} settings "
-            f"({100 * self.done / self.total:.0f}%), {rate:.1f} reps/s, ~{left:.0f} s left",
-            file=self.stream,
-            flush=True,
-        )
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:  # interrupted (Ctrl-C) while writing: leave no partial file behind
+        tmp.unlink(missing_ok=True)
 
 
 def _executor_results(tasks, workers, scheduler):
@@ -115,16 +105,21 @@ def _executor_results(tasks, workers, scheduler):
         for task in tasks:
             yield run_chunk(task)
         return
-    from concurrent.futures import ProcessPoolExecutor, as_completed as done
     import multiprocessing as mp
 
-    # forkserver/spawn keep worker start-up independent of the parent's threads; fork is fine on Linux
-    # and avoids re-importing, so use it where available.
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(run_chunk, task) for task in tasks]
-        for future in done(futures):
-            yield future.result()
+    # fork avoids re-importing in each worker; the workers ignore SIGINT, so Ctrl-C in a terminal (sent to
+    # the whole process group) reaches only this process, which then terminates the pool: no worker is
+    # left behind or stuck, and the chunks already saved make the run resumable.
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    pool = ctx.Pool(processes=workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    try:
+        yield from pool.imap_unordered(run_chunk, tasks)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
 
 
 def run_study(
@@ -137,6 +132,7 @@ def run_study(
     workers: int = 1,
     scheduler=None,
     chunk: int | None = None,
+    n: int | None = None,
     progress=sys.stderr,
 ) -> dict:
     """Run (or resume) the simulation study and save one Parquet file per setting under ``out/results``.
@@ -146,7 +142,7 @@ def run_study(
     out : path
         Output folder. Finished chunks are kept in ``out/chunks`` until all are done, so an
         interrupted run resumes where it stopped when called again with the same options.
-    mode : {"paper", "protocol"}
+    mode : {"paper", "protocol", "mechanisms"}
     reps : int
         Replications per setting.
     seed : int
@@ -159,8 +155,16 @@ def run_study(
         Address of a Dask scheduler (or a client) to run the chunks on.
     chunk : int, optional
         Replications per chunk (default: 100 in both modes).
+    n : int, optional
+        Patients per replication (at least 100); default: drawn uniformly from 100..2500 as in the paper.
     progress : file or None
-        Where progress lines go.
+        Where the progress bar (tqdm) goes.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C: the worker processes are terminated at once; the chunks finished so far stay saved,
+        so calling again with the same options resumes the run.
 
     Returns
     -------
@@ -177,29 +181,28 @@ def run_study(
     chunk = DEFAULT_CHUNK[mode] if chunk is None else chunk
     if isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    chosen = tuple(select_settings(settings))
+    if n is not None and (isinstance(n, bool) or int(n) != n or n < 100):
+        raise ValueError(f"n must be an integer >= 100, got {n!r}")
+    chosen = tuple(SELECTORS.get(mode, select_settings)(settings))
     out = Path(out)
     (out / CHUNKS).mkdir(parents=True, exist_ok=True)
-    _check_config(out, _config(mode, reps, seed, chosen, chunk))
+    _check_config(out, _config(mode, reps, seed, chosen, chunk, n))
 
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    tasks = [Task(mode, int(seed), a, min(a + chunk, reps), chosen) for a in range(0, reps, chunk)]
+    tasks = [Task(mode, int(seed), a, min(a + chunk, reps), chosen, n) for a in range(0, reps, chunk)]
     results_done = (out / RESULTS / "_complete.json").exists()
     if results_done and (out / "timing.json").exists():
         # Nothing left to do: keep the timing of the run that computed the results.
         return json.loads((out / "timing.json").read_text())
     todo = [] if results_done else [t for t in tasks if not (out / CHUNKS / t.file_name).exists()]
     done_reps = reps - sum(t.stop - t.start for t in todo)
-    bar = _Progress(reps, done_reps, len(chosen), progress)
-    if todo:
-        bar.update(0, force=True)
     worker_cpu = 0.0
-    for task, frame, cpu in _executor_results(todo, int(workers), scheduler):
-        _write_atomic(frame, out / CHUNKS / task.file_name)
-        worker_cpu += cpu
-        bar.update(task.stop - task.start)
-    if todo:
-        bar.update(0, force=True)
+    with tqdm(total=reps, initial=done_reps, unit="rep", desc=f"[simulations] {len(chosen)} settings",
+              file=progress, disable=progress is None or not todo, mininterval=2.0, dynamic_ncols=True) as bar:
+        for task, frame, cpu in _executor_results(todo, int(workers), scheduler):
+            _write_atomic(frame, out / CHUNKS / task.file_name)
+            worker_cpu += cpu
+            bar.update(task.stop - task.start)
     if not results_done:
         _compact(out, tasks, chosen)
     wall = time.perf_counter() - wall0

@@ -302,6 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--last", type=int, default=50, help="number of entries (default: 50)")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
     p.set_defaults(func=_cmd_audit)
+
+    from .model_cli import add_model_parser
+
+    add_model_parser(sub)
     return parser
 
 

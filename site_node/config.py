@@ -142,6 +142,16 @@ class SiteConfig:
         return self.state_dir / "ledger.sqlite"
 
     @property
+    def approvals_path(self) -> Path:
+        """The models approved for the paper protocol (``dsroc-site model approve``)."""
+        return self.state_dir / "approvals.sqlite"
+
+    @property
+    def disclosure_path(self) -> Path:
+        """The disclosure auditor's record of every count answered (per population)."""
+        return self.state_dir / "disclosure.sqlite"
+
+    @property
     def audit_path(self) -> Path:
         """The append-only JSON-lines audit log."""
         return self.state_dir / "audit.jsonl"

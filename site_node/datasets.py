@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import threading
 from abc import ABC, abstractmethod
 
 import numpy as np
-import pandas as pd
 
 from .config import DatasetConfig
 from .errors import InvalidArgument, NotFound
+
+if TYPE_CHECKING:  # pandas is imported when a table is read, not at daemon start-up
+    import pandas as pd
 
 __all__ = [
     "TableSource",
@@ -43,7 +47,11 @@ class FileTable(TableSource):
 
     def load(self) -> pd.DataFrame:
         if self.config.format == "csv":
+            import pandas as pd
+
             return pd.read_csv(self.config.path)
+        import pandas as pd
+
         return pd.read_parquet(self.config.path)
 
 
@@ -51,6 +59,7 @@ class SqlTable(TableSource):
     """A table or a query through an SQLAlchemy URL (an SQLite file, PostgreSQL, ...)."""
 
     def load(self) -> pd.DataFrame:
+        import pandas as pd
         import sqlalchemy as sa
 
         engine = sa.create_engine(self.config.url)

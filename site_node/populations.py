@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import hashlib
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from .config import DatasetConfig, SiteConfig
+
+if TYPE_CHECKING:  # pandas is imported where tables are read, not at daemon start-up
+    import pandas as pd
 
 __all__ = ["populations", "suspected_shared_patients"]
 

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from dsroc import GlmModel
 
 from .config import DatasetConfig
 from .datasets import feature_values, score_values
 from .errors import InvalidArgument
+
+if TYPE_CHECKING:  # pandas is imported where tables are read, not at daemon start-up
+    import pandas as pd
 
 __all__ = ["ScoreSpec", "model_columns", "compute_scores", "MAX_ABS_COEFFICIENT"]
 

@@ -112,6 +112,7 @@ class SiteServer:
         except RuntimeError:
             self.port = 0
         if not self.port:
+            self.site.close()
             self.ledger.close()
             raise OSError(f"cannot listen on {self.address}: the address is in use (another dsroc-site serving "
                           "this port?) or not an address of this host")
@@ -134,6 +135,7 @@ class SiteServer:
         """Report NOT_SERVING, finish running calls (up to ``grace`` seconds) and close the ledger."""
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.server.stop(grace).wait()
+        self.site.close()
         self.ledger.close()
         log.info("site %s stopped", self.config.name)
 

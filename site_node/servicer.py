@@ -13,6 +13,8 @@ from dsroc.v1 import site_pb2_grpc
 
 from .audit import note
 from .auth import current_analyst
+from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
+from .boyd import release_boyd
 from .errors import InvalidArgument
 from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
@@ -107,8 +109,9 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         out = self.site.release_histogram(session, epsilon=request.epsilon, delta=request.delta,
                                           n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars))
         release, plan = out.release, out.plan
-        note(privacy_cost=plan.epsilon if out.charged else 0.0,
-             parameters={"release_id": release.release_id, "sigma": plan.sigma})
+        # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
+        note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
+                         "epsilon_charged": plan.epsilon if out.charged else 0.0})
         scalar_sd = noise_sd(plan.scalar_sigma) / SCALAR_RESOLUTION if plan.scalars else 0.0
         return pb.HistogramResponse(
             edges=plan.edges.tolist(), negatives=out.negatives.tolist(), positives=out.positives.tolist(),
@@ -117,6 +120,19 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             epsilon_spent=out.budget.epsilon_spent,
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
                      for name, value in out.scalars.items()],
+        )
+
+    def ReleaseBoydStatistics(self, request, context):
+        out = release_boyd(self.site, self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,
+                           count_share=request.count_share)
+        # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
+        note(parameters={"release_id": out.release.release_id, "kind": "boyd",
+                         "epsilon_charged": out.release.epsilon if out.charged else 0.0})
+        return pb.BoydResponse(
+            auc=out.auc, average_precision=out.average_precision, n1_noisy=out.n1_noisy, n=out.n,
+            auc_scale=out.auc_scale, ap_scale=out.ap_scale, epsilon=out.release.epsilon, delta=out.release.delta,
+            count_share=out.count_share, privacy_unit=BOYD_PRIVACY_UNIT, release_id=out.release.release_id,
+            repeated=not out.charged,
         )
 
     def UploadSurvivor(self, request_iterator, context):
@@ -133,7 +149,10 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         for message in _with_first(first, request_iterator):
             if message is not first and message.HasField("header"):
                 raise InvalidArgument("only the first UploadSurvivor message may carry a header")
-            values = np.asarray(message.scores, dtype=np.float64)
+            if len(message.scores) % 8:
+                raise InvalidArgument("scores must be little-endian float64 values: a multiple of 8 bytes, "
+                                      f"got {len(message.scores)}")
+            values = np.frombuffer(message.scores, dtype="<f8")
             received += values.size
             # Refused as soon as the stream outgrows its header or the cap, not after buffering it all.
             if header.n and received > header.n:
@@ -195,9 +214,11 @@ def _with_first(first, rest):
 
 
 def _chunks(info, values: np.ndarray, size: int):
-    """The release stream: the info on the first message, then consecutive slices of ``values``."""
+    """The release stream: the info on the first message, then consecutive slices of ``values`` as
+    little-endian float64 bytes."""
+    values = np.ascontiguousarray(values, dtype="<f8")
     for offset in range(0, values.size, size):
-        chunk = pb.ReleaseChunk(scores=values[offset:offset + size].tolist(), offset=offset)
+        chunk = pb.ReleaseChunk(scores=values[offset:offset + size].tobytes(), offset=offset)
         if offset == 0:
             chunk.info.CopyFrom(info)
         yield chunk

@@ -32,13 +32,14 @@ from dsroc import (
 )
 from dsroc.accounting import VALUE_DISCRETIZATION, Gaussian
 
+from .approvals import ModelApprovals, model_hash
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, column_dtype, outcome_values
+from .disclosure import DisclosureStore, calibration_queries, confusion_queries
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .guard import (
     SiteSensitivity,
     analyst_input,
-    check_cut_overlaps,
     check_edges,
     check_grid,
     check_release_parameters,
@@ -126,6 +127,8 @@ class Site:
         self.ledger = ledger
         # Noise is calibrated on the ledger's own privacy-loss grid, so a release at the full budget fits it.
         self.ledger_interval = getattr(ledger, "interval", VALUE_DISCRETIZATION)
+        self.approvals = ModelApprovals(config.approvals_path)
+        self.disclosure = DisclosureStore(config.disclosure_path)
         self.datasets = DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
@@ -212,11 +215,32 @@ class Site:
         """Close a session."""
         self.sessions.close(analyst, session_id)
 
+    def close(self) -> None:
+        """Close the site's own stores (the ledger is closed by its owner)."""
+        self.approvals.close()
+        self.disclosure.close()
+
+    # ------------------------------------------------------------------ the paper protocol's gate
+    def _paper(self, session: Session) -> Session:
+        """Refuse a paper-protocol answer about an analyst's model the site has not approved.
+
+        Every paper-protocol call goes through here (sensitivity, noisy release, survivor upload and
+        the exact aggregates); the histogram protocol's releases are DP whatever the model and do not.
+        """
+        require_protocol(self.policy, "paper")
+        spec = session.data.spec
+        if spec.model is not None and not self.approvals.is_approved(spec):
+            raise PermissionDenied(
+                "model approval: this site answers the paper protocol about an analyst's model only after its "
+                f"administrator approved the model (dsroc-site model approve FILE); model sha256 {model_hash(spec)} "
+                "is not approved here"
+            )
+        return session
+
     # ------------------------------------------------------------------ sensitivity and release
     def sensitivity(self, session: Session) -> SiteSensitivity:
         """The site's sensitivity for the session's scores (computed once per dataset, source, outcome)."""
-        require_protocol(self.policy, "paper")
-        data = session.data
+        data = self._paper(session).data
         with data.lock:
             if data.sensitivity is None:
                 data.sensitivity = site_sensitivity(
@@ -290,14 +314,15 @@ class Site:
         """Store the analyst's pooled noisy scores of one class as the session's survivor function."""
         require_protocol(self.policy, "paper")
         score_class = _check_class(score_class)
+        self._paper(session)
         if values.size == 0:
             raise InvalidArgument("the survivor upload contains no scores")
         if declared_n and declared_n != values.size:
             raise InvalidArgument(f"header.n is {declared_n} but {values.size} scores arrived")
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
-        ordered = np.sort(values)
-        survivor = Survivor(SurvivorFunction(ordered), hashlib.sha256(ordered.tobytes()).hexdigest())
+        function = SurvivorFunction(values)  # sorts once (not at all when the analyst sent them sorted)
+        survivor = Survivor(function, hashlib.sha256(function.sorted_values.tobytes()).hexdigest())
         self.ledger.record_survivor(
             (*session.data.key, score_class, survivor.digest),
             self.policy.max_survivor_uploads,
@@ -322,16 +347,18 @@ class Site:
     def _placements(self, session: Session, score_class: int) -> tuple[Survivor, np.ndarray]:
         """The uploaded survivor function of a class and, under it, PV0 of the true positives (class
         NEGATIVES: S~0) or PV1 of the true negatives (class POSITIVES: S~1)."""
+        self._paper(session)
         with session.lock:
             survivor = session.survivors.get(score_class)
             if survivor is None:
                 which = "S~0 (pooled noisy negatives)" if score_class == NEGATIVES else "S~1 (pooled noisy positives)"
                 raise FailedPrecondition(f"upload the survivor function {which} with UploadSurvivor first")
             if survivor.placements is None:
-                query = session.data.positives if score_class == NEGATIVES else session.data.negatives
-                # Sorted once: every later use (grid counts, sums) is order-free, and counts on sorted
-                # values are cheap for each RocGlmParts call.
-                survivor.placements = np.sort(survivor.function(query))
+                data = session.data
+                query = data.sorted_positives if score_class == NEGATIVES else data.sorted_negatives
+                # Every later use (grid counts, sums) is order-free and cheap on sorted values: the
+                # survivor function is non-increasing, so sorted queries give them reversed.
+                survivor.placements = survivor.function(query)[::-1]
             return survivor, survivor.placements
 
     # ------------------------------------------------------------------ aggregates
@@ -370,6 +397,7 @@ class Site:
                                 second_pass=True)
 
     def _probabilities(self, session: Session, what: str) -> None:
+        self._paper(session)
         lo, hi = session.data.score_range
         if lo < 0.0 or hi > 1.0:
             raise InvalidArgument(f"{what} needs probabilities in [0, 1]; this score column's declared range is [{lo}, {hi}]")
@@ -383,57 +411,61 @@ class Site:
         return brier_parts(data.scores, data.labels)
 
     def calibration_parts(self, session: Session, request) -> CalibrationParts:
-        """Per-bin sums; bins below the privacy level are suppressed (only their index is released), and
-        more bins when needed so that the suppressed ones cannot be recovered as a complement."""
-        require_protocol(self.policy, "paper")
+        """Per-bin sums of the bins the disclosure auditor lets through; the others are withheld (index only).
+
+        ``dsroc.calibration_parts`` withholds bins below q (and more, so that their total is 0 or at
+        least q); then, while the released counts and positives would let the answers so far determine
+        a group of 1 to q-1 patients, the smallest released bin is withheld as well.
+        """
         edges = check_edges(self.policy, request)
         self._probabilities(session, "calibration")
-        q = self.policy.privacy_level
         data = session.data
-        parts = calibration_parts(data.scores, data.labels, edges, privacy_level=q)
-        # The released bins above an inner edge can be differenced with any confusion row total or
-        # other bins, of this score source or another.
-        check = self._overlap_check(data, edges[1:-1], "calibration edge", classes=False)
-        self.ledger.fix_calibration_edges(data.key, edges, check)
-        return parts
+        parts = calibration_parts(data.scores, data.labels, edges, privacy_level=self.policy.privacy_level)
+        keep = np.ones(parts.bins.size, dtype=bool)
+        while True:
+            try:
+                self._audit(data, calibration_queries(data.outcome, data.spec.key, edges, parts.bins[keep]),
+                            "these calibration bins")
+                break
+            except PermissionDenied:
+                if not keep.any():
+                    raise
+                keep[np.flatnonzero(keep)[np.argmin(parts.count[keep])]] = False
+        return replace(parts, bins=parts.bins[keep], count=parts.count[keep], sum_score=parts.sum_score[keep],
+                       sum_label=parts.sum_label[keep],
+                       suppressed=np.sort(np.concatenate([parts.suppressed, parts.bins[~keep]])))
 
     def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
-        """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level."""
-        require_protocol(self.policy, "paper")
+        """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level or the
+        disclosure auditor finds that the answers so far would determine a group below it."""
+        self._paper(session)
         threshold = check_threshold(threshold, score_range=session.data.score_range, steps=self.policy.threshold_steps)
-        q = self.policy.privacy_level
         data = session.data
-        cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=q)
-        self.ledger.answer_threshold(data.key, threshold, self._overlap_check(data, [threshold], "threshold"))
+        cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=self.policy.privacy_level)
+        self._audit(data, confusion_queries(data.outcome, data.spec.key, threshold), f"the threshold {threshold:g}")
         return cells
 
-    def _overlap_check(self, data: ScoredData, cuts, what: str, *, classes: bool = True):
-        """The ledger's check for new cuts: against every score source's answered cuts on this dataset.
-
-        Groups: all patients (row totals, bin counts) and, for confusion cells, each class of the
-        session's outcome (answers about other outcomes are compared by the same classes, to be safe).
-        """
-        groups = [np.ones(data.scores.size, dtype=bool)]
-        if classes:
-            groups += [data.labels == 0, data.labels == 1]
-
-        def check(answered: dict) -> None:
-            earlier = [(source, self._source_scores(data, source), cuts_of_source, source == data.spec.key)
-                       for source, cuts_of_source in answered.items()]
-            check_cut_overlaps(data.scores, cuts, earlier, groups, self.policy.privacy_level, what=what)
-
-        return check
-
-    def _source_scores(self, data: ScoredData, source: str) -> np.ndarray:
-        """The true scores of another score source on the session's dataset (same rows, same order)."""
-        if source == data.spec.key:
-            return data.scores
+    def _audit(self, data: ScoredData, queries, what: str) -> None:
+        """Record the counts ``queries`` with the disclosure auditor, or refuse (PermissionDenied)."""
         config = self.datasets.config(data.dataset)
+
+        def population_data(outcomes, sources):
+            labels = {o: self._evaluate(data, o, data.spec.key, config).labels for o in outcomes}
+            scores = {s: self._evaluate(data, data.outcome, s, config).scores for s in sources}
+            return labels, scores
+
+        self.disclosure.check_and_record(data.key[0], list(queries), q=self.policy.privacy_level,
+                                         data=population_data, what=what)
+
+    def _evaluate(self, data: ScoredData, outcome: str, source: str, config: DatasetConfig) -> ScoredData:
+        """The true scores and labels of another (outcome, score source) on the session's dataset (same rows)."""
+        if outcome == data.outcome and source == data.spec.key:
+            return data
         try:
-            return self._scored_data(data.dataset, data.outcome, ScoreSpec.from_key(source), config).scores
+            return self._scored_data(data.dataset, outcome, ScoreSpec.from_key(source), config)
         except InvalidArgument:
-            # Answers about it were given, so without its scores the overlap cannot be checked: refuse.
+            # Answers about it were given, so without it the auditor cannot check: refuse.
             raise FailedPrecondition(
-                f"the score source {source} answered before on dataset {data.dataset!r} can no longer be evaluated "
-                "(its column was removed from the config?); the site administrator must restore it"
+                f"the score source {source} or outcome {outcome!r} answered before on dataset {data.dataset!r} can no "
+                "longer be evaluated (removed from the config?); the site administrator must restore it"
             ) from None

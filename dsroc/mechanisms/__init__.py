@@ -18,6 +18,7 @@ from .boyd import (
     smooth_noise,
     smooth_noise_calibration,
     smooth_sensitivity,
+    smooth_sensitivity_release,
 )
 from .fedauc import (
     FedAUCResult,
@@ -29,13 +30,15 @@ from .fedauc import (
     global_ranks,
     randomized_response,
     rank_auc,
+    site_rank_statistics,
+    site_release,
 )
 
 __all__ = [
     "boyd", "fedauc",
     "DPRelease", "NoiseCalibration", "auc_local_sensitivity", "ap_local_sensitivity", "smooth_sensitivity",
-    "smooth_noise_calibration", "smooth_noise", "dp_auc", "dp_average_precision", "dp_binormal_roc",
+    "smooth_noise_calibration", "smooth_noise", "smooth_sensitivity_release", "dp_auc", "dp_average_precision", "dp_binormal_roc",
     "dp_class_count", "combine_site_releases",
     "FedAUCResult", "global_ranks", "rank_auc", "flip_probability", "randomized_response", "debias_auc",
-    "fedauc_rr", "fedauc_laplace", "fedauc_laplace_sd",
+    "fedauc_rr", "fedauc_laplace", "fedauc_laplace_sd", "site_rank_statistics", "site_release",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "smooth_sensitivity",
     "smooth_noise_calibration",
     "smooth_noise",
+    "smooth_sensitivity_release",
     "dp_auc",
     "dp_average_precision",
     "dp_binormal_roc",
@@ -53,10 +54,10 @@ class NoiseCalibration(NamedTuple):
 
 
 class DPRelease(NamedTuple):
-    """One smooth-sensitivity release.
+    """One smooth-sensitivity release (or arrays of them, see :func:`smooth_sensitivity_release`).
 
     ``value`` is the released number (clipped to [0, 1]); ``unclipped`` the statistic plus noise;
-    ``smooth_sensitivity`` S*_beta and ``scale`` the noise scale actually used.
+    ``smooth_sensitivity`` S*_beta and ``scale`` the noise scale actually used; ``n`` the data set size.
     """
 
     value: float
@@ -193,12 +194,28 @@ def smooth_noise(calibration: NoiseCalibration, *, rng: np.random.Generator, siz
     return sign * (w / (1.0 - w)) ** (1.0 / g)
 
 
-def _release(stat: float, n1: int, n: int, *, epsilon, delta, gamma, rng, statistic, bound) -> DPRelease:
+def smooth_sensitivity_release(stat, n1, n, *, epsilon: float, delta: float = 0.0, rng: np.random.Generator,
+                               statistic: str = "auc", bound: str = "log", gamma: float = 2.0) -> DPRelease:
+    """Release statistic(s) ``stat`` (AUC or AP of data sets with ``n1`` positives among ``n``) by smooth sensitivity.
+
+    ``stat + factor * S*_beta * eta`` with the calibration of :func:`smooth_noise_calibration` and
+    :func:`smooth_sensitivity`, clipped to [0, 1]. Arrays broadcast (one independent draw per element),
+    so that many data sets are released at once; :func:`dp_auc` and :func:`dp_average_precision` are the
+    one-data-set forms.
+    """
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     calibration = smooth_noise_calibration(epsilon, delta, gamma=gamma)
     s_star = smooth_sensitivity(n1, n, beta=calibration.beta, statistic=statistic, bound=bound)
-    scale = calibration.factor * s_star
-    noisy = stat + scale * float(smooth_noise(calibration, rng=check_rng(rng)))
-    return DPRelease(float(np.clip(noisy, 0.0, 1.0)), noisy, s_star, scale, float(epsilon), float(delta), int(n))
+    value = np.asarray(stat, dtype=np.float64)
+    if not (np.isfinite(value).all() and (value >= 0).all() and (value <= 1).all()):
+        raise ValueError("stat must lie in [0, 1]")
+    scale = calibration.factor * np.asarray(s_star)
+    shape = np.broadcast_shapes(value.shape, scale.shape)
+    noisy = value + scale * smooth_noise(calibration, rng=check_rng(rng), size=shape or None)
+    clipped = np.clip(noisy, 0.0, 1.0)
+    if np.ndim(noisy) == 0:
+        return DPRelease(float(clipped), float(noisy), float(s_star), float(scale), epsilon, delta, int(np.max(n)))
+    return DPRelease(clipped, noisy, s_star, np.broadcast_to(scale, shape), epsilon, delta, np.asarray(n))
 
 
 def dp_auc(scores, labels, *, epsilon: float, delta: float = 0.0, rng: np.random.Generator, gamma: float = 2.0,
@@ -230,8 +247,8 @@ def dp_auc(scores, labels, *, epsilon: float, delta: float = 0.0, rng: np.random
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     s0, s1 = split_by_class(scores, labels)
     auc = float(placement_values(s1, s0, ties=ties).mean())  # mean over negatives of S1(x) = P(Y > X)
-    return _release(auc, s1.size, s0.size + s1.size, epsilon=epsilon, delta=delta, gamma=gamma, rng=rng,
-                    statistic="auc", bound="log")
+    return smooth_sensitivity_release(auc, s1.size, s0.size + s1.size, epsilon=epsilon, delta=delta, rng=rng,
+                                      statistic="auc", gamma=gamma)
 
 
 def dp_average_precision(scores, labels, *, epsilon: float, delta: float = 0.0, rng: np.random.Generator,
@@ -248,8 +265,8 @@ def dp_average_precision(scores, labels, *, epsilon: float, delta: float = 0.0, 
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     s0, s1 = split_by_class(scores, labels)
     ap = average_precision(scores, labels)
-    return _release(ap, s1.size, s0.size + s1.size, epsilon=epsilon, delta=delta, gamma=gamma, rng=rng,
-                    statistic="ap", bound=bound)
+    return smooth_sensitivity_release(ap, s1.size, s0.size + s1.size, epsilon=epsilon, delta=delta, rng=rng,
+                                      statistic="ap", bound=bound, gamma=gamma)
 
 
 def dp_binormal_roc(auc: float, fpr) -> tuple[float, np.ndarray]:

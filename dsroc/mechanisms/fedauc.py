@@ -12,6 +12,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import expit
 from scipy.stats import rankdata
 
 from .._checks import as_labels, as_scores, check_scores_labels, split_by_class
@@ -27,6 +28,9 @@ __all__ = [
     "randomized_response",
     "debias_auc",
     "fedauc_rr",
+    "SiteRankStatistics",
+    "site_rank_statistics",
+    "site_release",
     "fedauc_laplace",
     "fedauc_laplace_sd",
 ]
@@ -63,13 +67,17 @@ def rank_auc(rank_sum, n_pos, n):
 
 def flip_probability(epsilon: float) -> float:
     """Randomized response's flip probability ``rho = 1 / (1 + e^epsilon)``."""
-    return 1.0 / (1.0 + math.exp(check_epsilon(epsilon)))
+    return float(expit(-check_epsilon(epsilon)))
 
 
 def randomized_response(labels, *, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """Flip each 0/1 label independently with probability ``1 / (1 + e^epsilon)`` (epsilon-label-DP, local)."""
-    y = as_labels(labels)
-    flip = check_rng(rng).random(y.size) < flip_probability(epsilon)
+    """Flip each 0/1 label independently with probability ``1 / (1 + e^epsilon)`` (epsilon-label-DP, local).
+
+    ``labels`` may have any shape (e.g. one row per data set); the result has the same shape.
+    """
+    arr = np.asarray(labels)
+    y = as_labels(arr.ravel()).reshape(arr.shape)
+    flip = check_rng(rng).random(y.shape) < flip_probability(epsilon)
     return (y ^ flip).astype(np.int8)
 
 
@@ -111,26 +119,97 @@ def fedauc_rr(scores, labels, *, epsilon: float, rng: np.random.Generator) -> Fe
                         s.size, epsilon)
 
 
-def _check_sites(sites, size: int) -> np.ndarray:
+class SiteRankStatistics(NamedTuple):
+    """What each site knows after the server returns the global ranks: per site, the positives' rank sum,
+    the number of positives, the site size, the largest rank (LocalLaplace's sensitivity), the mean rank
+    and the largest deviation from it (the adaptive split's ``||v||_inf``), and the data set size M."""
+
+    rank_sum: np.ndarray
+    n_pos: np.ndarray
+    size: np.ndarray
+    max_rank: np.ndarray
+    mean_rank: np.ndarray
+    spread: np.ndarray
+    total: int
+
+
+def site_rank_statistics(ranks, labels, sites, *, n_groups: int | None = None) -> SiteRankStatistics:
+    """Per-site rank statistics of FedAUC_Lap, for all sites (groups) at once.
+
+    Parameters
+    ----------
+    ranks : array_like
+        0-based global ranks (:func:`global_ranks`) of the patients.
+    labels : array_like
+        Their 0/1 labels.
+    sites : array_like of int
+        Site (group) id of each patient, in ``[0, n_groups)``; every site must hold a patient.
+    n_groups : int, optional
+        Number of sites; ``max(sites) + 1`` by default.
+    """
+    r = as_scores(ranks, name="ranks")
+    y = as_labels(labels)
+    if r.size != y.size:
+        raise ValueError(f"ranks and labels must have the same length, got {r.size} and {y.size}")
     k = np.asarray(sites)
-    if k.ndim != 1 or k.size != size:
-        raise ValueError(f"sites must be one-dimensional with one site id per score ({size}), got shape {k.shape}")
-    if k.dtype.kind not in "iu" or (k.size and k.min() < 0):
-        raise ValueError("sites must be non-negative integer site ids")
-    return k.astype(np.int64)
+    if k.ndim != 1 or k.size != r.size or k.dtype.kind not in "iu" or (k.size and k.min() < 0):
+        raise ValueError(f"sites must be non-negative integer site ids, one per patient ({r.size})")
+    n_groups = int(k.max()) + 1 if n_groups is None else int(n_groups)
+    size = np.bincount(k, minlength=n_groups)
+    if size.size != n_groups or np.any(size == 0):
+        raise ValueError("every site id in [0, n_groups) must hold at least one patient")
+    mean = np.bincount(k, weights=r, minlength=n_groups) / size
+    max_rank = np.full(n_groups, -np.inf)
+    np.maximum.at(max_rank, k, r)
+    spread = np.zeros(n_groups)
+    np.maximum.at(spread, k, np.abs(r - mean[k]))
+    return SiteRankStatistics(np.bincount(k, weights=r * y, minlength=n_groups),
+                              np.bincount(k, weights=y, minlength=n_groups), size, max_rank, mean, spread, int(r.size))
+
+
+def site_release(stats: SiteRankStatistics, *, method: str = "local", epsilon: float, rng: np.random.Generator,
+                 alpha: float = 0.5, exact_counts: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Every site's FedAUC_Lap release ``(localSum', localP')`` (Sun et al. 2022, Alg. 4 and the adaptive split).
+
+    "local"/"global": ``localSum' = localSum + Lap(D_k / (alpha eps))`` with ``D_k`` the site's largest
+    rank ("local") or ``M - 1`` ("global"), and ``localP' = localP + Lap(1 / ((1 - alpha) eps))``.
+    "adaptive": ``localP' = localP + Lap(1 / (b_k eps))`` and
+    ``localSum' = r_bar localP' + <v, y> + ||v||_inf Lap(1 / ((1 - b_k) eps))`` with
+    ``b_k = r_bar^(2/3) / (r_bar^(2/3) + ||v||_inf^(2/3))`` (1 when ``v = 0``).
+    ``exact_counts=True`` releases localP without noise and spends all of epsilon on the sums (not
+    label-DP for the counts: only to reproduce Sun et al.'s Table 2).
+    """
+    if method not in LAPLACE_METHODS:
+        raise ValueError(f"method must be one of {LAPLACE_METHODS}, got {method!r}")
+    epsilon = check_epsilon(epsilon)
+    alpha = check_fraction(alpha, name="alpha")
+    rng = check_rng(rng)
+    m = stats.rank_sum.size
+    if method == "adaptive":
+        r_bar, spread = stats.mean_rank, stats.spread
+        if exact_counts:
+            noisy_p, noise = stats.n_pos, spread * rng.laplace(0.0, 1.0 / epsilon, size=m)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(spread > 0, r_bar ** (2 / 3) / (r_bar ** (2 / 3) + spread ** (2 / 3)), 1.0)
+                noisy_p = stats.n_pos + rng.laplace(0.0, 1.0, size=m) / (share * epsilon)
+                noise = np.where(spread > 0, spread * rng.laplace(0.0, 1.0, size=m) / ((1.0 - share) * epsilon), 0.0)
+        return r_bar * noisy_p + (stats.rank_sum - r_bar * stats.n_pos) + noise, noisy_p
+    sens = stats.max_rank if method == "local" else np.full(m, stats.total - 1.0)
+    eps_sum = epsilon if exact_counts else alpha * epsilon
+    noisy_sum = stats.rank_sum + rng.laplace(0.0, 1.0, size=m) * sens / eps_sum
+    noisy_p = stats.n_pos if exact_counts else stats.n_pos + rng.laplace(0.0, 1.0 / ((1.0 - alpha) * epsilon), size=m)
+    return noisy_sum, noisy_p
 
 
 def fedauc_laplace(scores, labels, *, sites, epsilon: float, rng: np.random.Generator, method: str = "local",
                    alpha: float = 0.5, exact_counts: bool = False) -> FedAUCResult:
     """FedAUC_Lap: Laplace noise on each site's positives' rank sum and positive count (Sun et al. 2022).
 
-    Site k releases ``localSum'_k = sum_{i in k} r_i y_i + Lap(D_k / eps_S)`` and
-    ``localP'_k = P_k + Lap(1 / eps_P)`` with ``eps_S = alpha eps``, ``eps_P = (1 - alpha) eps``;
-    ``D_k = max_{i in k} r_i`` ("local") or ``M - 1`` ("global", the baseline). "adaptive" splits
-    ``r = r_bar 1 + v``: ``localP' = P_k + Lap(1 / (b_k eps))`` and
-    ``localSum' = r_bar localP' + <v, y> + ||v||_inf Lap(1 / ((1 - b_k) eps))`` with
-    ``b_k = r_bar^(2/3) / (r_bar^(2/3) + ||v||_inf^(2/3))`` (the minimiser of the noise variance;
-    ``b_k = 1`` when ``v = 0``). The server computes :func:`rank_auc` of the sums.
+    The server ranks all M scores and returns the 0-based ranks; each site releases
+    :func:`site_release` of its :func:`site_rank_statistics`; the server computes :func:`rank_auc`
+    of the summed releases. Privacy unit: :data:`PRIVACY_UNIT` (the sensitivity ``D_k`` depends on the
+    scores, which is fine under label-DP only).
 
     Parameters
     ----------
@@ -140,47 +219,18 @@ def fedauc_laplace(scores, labels, *, sites, epsilon: float, rng: np.random.Gene
     alpha : float, default 0.5
         Share of epsilon for the rank sums (local and global).
     exact_counts : bool, default False
-        Release the positive counts without noise and spend all of epsilon on the rank sums. Not
-        label-DP for the counts: only for reproducing Sun et al.'s Table 2.
+        See :func:`site_release`; only for reproducing Sun et al.'s Table 2.
     """
-    if method not in LAPLACE_METHODS:
-        raise ValueError(f"method must be one of {LAPLACE_METHODS}, got {method!r}")
     epsilon = check_epsilon(epsilon)
-    alpha = check_fraction(alpha, name="alpha")
-    rng = check_rng(rng)
     s, y = check_scores_labels(scores, labels)
     split_by_class(s, y)  # both classes present
-    k = _check_sites(sites, s.size)
-    ranks = rankdata(s) - 1.0
-    n_sites = int(k.max()) + 1
-    size = np.bincount(k, minlength=n_sites)
-    present = size > 0
-    local_sum = np.bincount(k, weights=ranks * y, minlength=n_sites)[present]
-    local_p = np.bincount(k, weights=y, minlength=n_sites)[present]
-    n_k = size[present]
-    if method == "adaptive":
-        site_mean = np.bincount(k, weights=ranks, minlength=n_sites) / np.maximum(size, 1)
-        spread = np.zeros(n_sites)
-        np.maximum.at(spread, k, np.abs(ranks - site_mean[k]))
-        mean_rank, spread = site_mean[present], spread[present]
-        if exact_counts:
-            noisy_p, noise_sum = local_p, spread * rng.laplace(0.0, 1.0 / epsilon, size=n_k.size)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(spread > 0, mean_rank ** (2 / 3) / (mean_rank ** (2 / 3) + spread ** (2 / 3)), 1.0)
-                noisy_p = local_p + rng.laplace(0.0, 1.0, size=n_k.size) / (share * epsilon)
-                noise_sum = np.where(spread > 0, spread * rng.laplace(0.0, 1.0, size=n_k.size) / ((1.0 - share) * epsilon), 0.0)
-        noisy_sum = mean_rank * noisy_p + (local_sum - mean_rank * local_p) + noise_sum
-    else:
-        if method == "global":
-            sens = np.full(n_k.size, s.size - 1.0)
-        else:
-            sens = np.full(n_sites, -np.inf)
-            np.maximum.at(sens, k, ranks)
-            sens = sens[present]
-        eps_sum = epsilon if exact_counts else alpha * epsilon
-        noisy_sum = local_sum + rng.laplace(0.0, 1.0, size=n_k.size) * sens / eps_sum
-        noisy_p = local_p if exact_counts else local_p + rng.laplace(0.0, 1.0 / ((1.0 - alpha) * epsilon), size=n_k.size)
+    k = np.asarray(sites)
+    if k.ndim != 1 or k.size != s.size or k.dtype.kind not in "iu" or (k.size and k.min() < 0):
+        raise ValueError(f"sites must be non-negative integer site ids, one per score ({s.size})")
+    _, k = np.unique(k, return_inverse=True)  # drop unused ids
+    stats = site_rank_statistics(rankdata(s) - 1.0, y, k)
+    noisy_sum, noisy_p = site_release(stats, method=method, epsilon=epsilon, rng=rng, alpha=alpha,
+                                      exact_counts=exact_counts)
     p_total = float(noisy_p.sum())
     return FedAUCResult(float(rank_auc(float(noisy_sum.sum()), p_total, s.size)), p_total, s.size, epsilon)
 

@@ -277,9 +277,9 @@ class ReleaseChunk(_message.Message):
     SCORES_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     info: ReleaseInfo
-    scores: _containers.RepeatedScalarFieldContainer[float]
+    scores: bytes
     offset: int
-    def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[_Iterable[float]] = ..., offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[bytes] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class SurvivorHeader(_message.Message):
     __slots__ = ("session_id", "score_class", "n")
@@ -296,8 +296,8 @@ class SurvivorChunk(_message.Message):
     HEADER_FIELD_NUMBER: _ClassVar[int]
     SCORES_FIELD_NUMBER: _ClassVar[int]
     header: SurvivorHeader
-    scores: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, header: _Optional[_Union[SurvivorHeader, _Mapping]] = ..., scores: _Optional[_Iterable[float]] = ...) -> None: ...
+    scores: bytes
+    def __init__(self, header: _Optional[_Union[SurvivorHeader, _Mapping]] = ..., scores: _Optional[bytes] = ...) -> None: ...
 
 class UploadSurvivorResponse(_message.Message):
     __slots__ = ("score_class", "n_received", "evaluations_left", "survivor_id")
@@ -444,6 +444,46 @@ class BudgetRequest(_message.Message):
     DATASET_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     def __init__(self, dataset: _Optional[str] = ...) -> None: ...
+
+class BoydRequest(_message.Message):
+    __slots__ = ("session_id", "epsilon", "delta", "count_share")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    epsilon: float
+    delta: float
+    count_share: float
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ...) -> None: ...
+
+class BoydResponse(_message.Message):
+    __slots__ = ("auc", "average_precision", "n1_noisy", "n", "auc_scale", "ap_scale", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")
+    AUC_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_PRECISION_FIELD_NUMBER: _ClassVar[int]
+    N1_NOISY_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    AUC_SCALE_FIELD_NUMBER: _ClassVar[int]
+    AP_SCALE_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    auc: float
+    average_precision: float
+    n1_noisy: float
+    n: int
+    auc_scale: float
+    ap_scale: float
+    epsilon: float
+    delta: float
+    count_share: float
+    privacy_unit: str
+    release_id: str
+    repeated: bool
+    def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., auc_scale: _Optional[float] = ..., ap_scale: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class BudgetResponse(_message.Message):
     __slots__ = ("budget",)

@@ -94,6 +94,11 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
                 _registered_method=True)
+        self.ReleaseBoydStatistics = channel.unary_unary(
+                '/dsroc.v1.SiteService/ReleaseBoydStatistics',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.FromString,
+                _registered_method=True)
         self.CloseSession = channel.unary_unary(
                 '/dsroc.v1.SiteService/CloseSession',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
@@ -210,6 +215,18 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReleaseBoydStatistics(self, request, context):
+        """Boyd, Lantz and Page (2015) at this site (H-B1): the session's AUC (ties count 0) and average
+        precision, each released by smooth sensitivity with Laplace noise and clipped to [0, 1], and the
+        number of positives plus Laplace noise (for the analyst's weights). Privacy unit: rows under
+        bounded DP (replace one patient's row); the site's patient count n is disclosed. The request's
+        (epsilon, delta) covers all three numbers and is charged to the ledger once; repeats are free
+        and identical.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CloseSession(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -278,6 +295,11 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.Budget,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.SerializeToString,
+            ),
+            'ReleaseBoydStatistics': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseBoydStatistics,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.SerializeToString,
             ),
             'CloseSession': grpc.unary_unary_rpc_method_handler(
                     servicer.CloseSession,
@@ -609,6 +631,33 @@ class SiteService:
             '/dsroc.v1.SiteService/Budget',
             dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseBoydStatistics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/ReleaseBoydStatistics',
+            dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.BoydResponse.FromString,
             options,
             channel_credentials,
             insecure,

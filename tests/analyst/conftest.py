@@ -11,6 +11,7 @@ import pytest
 from scipy.special import expit
 
 from analyst import Federation, SiteConfig
+from site_node.approvals import approve_model
 from site_node.auth import hash_token
 from site_node.pki import generate_dev_pki
 from site_node.testing import running_server
@@ -89,8 +90,10 @@ def five_sites(tmp_path_factory, pki):
     root = tmp_path_factory.mktemp("sites")
     frames = site_frames()
     with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(running_server(write_site(root / f"s{k}", f"s{k}", f, pki)))
-                   for k, f in enumerate(frames)]
+        configs = [write_site(root / f"s{k}", f"s{k}", f, pki) for k, f in enumerate(frames)]
+        for config in configs:  # the sites' administrators approved the analysts' model (paper protocol)
+            approve_model(config, MODEL)
+        servers = [stack.enter_context(running_server(config)) for config in configs]
         yield frames, [s.bound_address for s in servers], servers
 
 

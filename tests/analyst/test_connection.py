@@ -160,7 +160,7 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
     path = helpers.write_site(tmp_path / "b", "b", helpers.site_frames(seed=3)[0], pki)
     with running_server(path) as server:
         with helpers.federation([server.bound_address], pki) as fed:
-            fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
+            res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
             answers = fed.budget("test")
         (tmp_path / "t").write_text(helpers.TOKEN)
         (tmp_path / "f.toml").write_text(f'[[sites]]\nname = "s0"\naddress = "{server.bound_address}"\n'
@@ -177,6 +177,9 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
     assert row["validations_left"] == math.floor(left)
     assert "mu (Gaussian DP)" in text and text.count("mu (Gaussian DP)") == 1
     assert f"{row['validations_left']:>17}" in text
+    # the summary says what one validation at (5, 0.01) spent in the request's terms: epsilon 5 at delta 0.01
+    line = next(x for x in str(res).splitlines() if x.startswith("  s0 "))
+    assert "  5.00; " in line and "of 200 at delta 0.05" in line
 
 
 def test_recommend_lists_only_what_the_policies_accept(tmp_path, five_sites, pki, helpers, capsys):

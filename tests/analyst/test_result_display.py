@@ -27,6 +27,7 @@ def make_result(seed=0):
     priv = {name: SitePrivacy(0.1, "value", True, 0.02, 5.0, 0.01, 5.0, 10.0, 1e-3, 6.0, 1.2, "configured")
             for name in ("a", "b")}
     return ValidationResult(
+        calibration_hierarchy=dsroc.calibration_hierarchy(cal),
         dataset="test", outcome="y", score_source="column 'pred'", sites=("a", "b"), n=400,
         n0=int((y == 0).sum()), n1=int((y == 1).sum()), auc=fit.auc, auc_ci=ci, auc_variance=var, level=0.95,
         ci_method="logit", rocglm=fit, brier=dsroc.brier_score(s, y), calibration=cal, privacy=priv,
@@ -89,16 +90,47 @@ def test_a_bin_no_site_released_shows_no_count():
     assert top.split()[2:4] == ["-", "-"] and "withheld by every site" in top
 
 
-def test_roc_band_matches_the_ci_limits():
+def test_roc_band_is_the_pointwise_band_of_the_fitted_curve():
     res = make_result()
     disp = RocCurveDisplay.from_result(res)
-    t = np.linspace(0, 1, 20001)
+    t = np.linspace(0, 1, 201)
     lo, hi = disp.band(t)
-    # the band's curves integrate to the CI limits (trapezoid on a fine grid)
-    assert np.trapezoid(lo, t) == pytest.approx(res.auc_ci[0], abs=2e-4)
-    assert np.trapezoid(hi, t) == pytest.approx(res.auc_ci[1], abs=2e-4)
+    np.testing.assert_array_equal(np.column_stack([lo, hi]),
+                                  np.column_stack(dsroc.rocglm_band(res.rocglm.params, res.rocglm.cov, t)))
+    assert np.all(lo <= disp.curve(t)) and np.all(disp.curve(t) <= hi)
     g1, g2 = res.rocglm.params
     assert np.allclose(disp.curve(t[1:-1]), norm.cdf(g1 + g2 * norm.ppf(t[1:-1])))
+
+
+def test_improper_curves_are_warned_and_marked():
+    from dataclasses import replace
+
+    from analyst.hierarchy import improper_warning
+
+    res = make_result()
+    assert improper_warning(res.rocglm.params) is None
+    bad = replace(res.rocglm, params=np.array([0.5, 3.15]))
+    text = improper_warning(bad.params)
+    assert "below the diagonal" in text and "0.01 to 0.41" in text  # crossing at Phi(-0.5 / 2.15) = 0.408
+    disp = RocCurveDisplay.from_result(replace(res, rocglm=bad)).plot()
+    labels = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
+    assert any("below chance for FPR in [0.01, 0.41]" in t for t in labels)
+    assert disp.ax_.patches  # the marked span
+
+
+def test_titles_and_legends():
+    res = make_result()
+    roc, cal = res.plot()
+    for disp in (roc, cal):
+        title = disp.ax_.get_title()
+        assert "n = 400" in title and "= 5" in title and "= 0.01" in title and "paper protocol" in title
+    fig = roc.figure_
+    fig.canvas.draw()
+    legend = roc.ax_.get_legend().get_window_extent()
+    assert legend.y1 <= roc.ax_.get_window_extent().y0  # below the axes: it covers no curve
+    assert cal.hist_ax_.get_ylabel() == "patients"
+    h = res.calibration_hierarchy
+    assert cal.summary.startswith(f"O/E {h.oe.value:.2f}")
 
 
 def test_report_folder_and_plots(tmp_path):
@@ -109,9 +141,9 @@ def test_report_folder_and_plots(tmp_path):
         assert paths[kind].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "AUC (ROC-GLM)" in paths["summary"].read_text()
     axes = res.plot()
-    assert axes[0].ax_.get_title() == "ROC curve" and axes[1].ax_.get_title() == "Calibration"
+    assert axes[0].ax_.get_title().startswith("ROC curve") and axes[1].ax_.get_title().startswith("Calibration")
     legend = [t.get_text() for t in axes[0].ax_.get_legend().get_texts()]
-    assert any("logit-scale DeLong CI" in t and f"{res.auc_ci[0]:.3f}" in t for t in legend)
+    assert any("logit-scale DeLong" in t and f"{res.auc_ci[0]:.3f}" in t for t in legend)
     cal = CalibrationDisplay.from_result(res)
     assert set(cal.per_site) == {"a", "b"}
     # one value per bin, NaN exactly where the site withheld the bin (so the plotted line breaks there)
@@ -121,3 +153,23 @@ def test_report_folder_and_plots(tmp_path):
         assert pred.size == 10 and np.array_equal(np.flatnonzero(np.isfinite(pred)), np.sort(sc.bins))
         assert np.allclose(obs[sc.bins], sc.observed) and np.allclose(pred[sc.bins], sc.predicted)
         assert {b for s, b in res.calibration.suppressed if s == name} <= set(np.flatnonzero(np.isnan(pred)))
+
+
+def test_notebook_views():
+    res = make_result()
+    assert len(repr(res).splitlines()) == 1 and f"AUC={res.auc:.4f}" in repr(res)
+    page = res._repr_html_()
+    assert page.count("<table") == 3 and f"{res.auc:.4f}" in page and "calibration slope" in page
+    roc = res.to_frame("roc", points=11)
+    assert list(roc.columns) == ["fpr", "tpr", "tpr_lower", "tpr_upper"] and len(roc) == 11
+    np.testing.assert_allclose(roc["tpr"], dsroc.rocglm_curve(res.rocglm.params, np.linspace(0, 1, 11)))
+    cal = res.to_frame("calibration")
+    assert len(cal) == 10 and cal["n"].sum() == res.calibration.count.sum()
+    assert (cal["observed_lower"] <= cal["observed"]).all() and (cal["observed"] <= cal["observed_upper"]).all()
+    withheld = {b for _, b in res.calibration.suppressed}
+    assert {i for i, w in enumerate(cal["withheld_by"]) if w} == withheld
+    sites = res.to_frame("sites")
+    assert list(sites.index) == ["a", "b"] and sites.loc["a", "tau"] == 0.02
+    assert sites["calibration_patients"].sum() == res.calibration.count.sum()
+    with pytest.raises(ValueError, match="kind must be one of"):
+        res.to_frame("nope")

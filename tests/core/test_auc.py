@@ -11,6 +11,7 @@ from dsroc import (
     delong_variance,
     delong_variance_from_moments,
     empirical_auc,
+    SurvivorFunction,
     placement_values,
 )
 
@@ -133,3 +134,20 @@ def test_degenerate_input_is_a_clear_error(scores, labels, match):
 def test_delong_needs_two_per_class():
     with pytest.raises(ValueError, match="at least 2"):
         delong_variance([0.1, 0.5, 0.6], [0, 1, 1])
+
+
+@pytest.mark.parametrize("ties", ["mid", "strict"])
+def test_sorted_queries_give_the_random_order_result_bit_for_bit(ties):
+    # The survivor function searches its queries in ascending order; the answer must not change by a bit
+    # against searching them in the given order (the straightforward algorithm, written out here).
+    rng = np.random.default_rng(12)
+    ref = np.round(rng.normal(size=20_000), 2)  # many ties
+    query = np.round(rng.normal(0.3, size=30_000), 2)
+    ordered = np.sort(ref)
+    le = np.searchsorted(ordered, query, side="right")
+    lt = np.searchsorted(ordered, query, side="left")
+    greater = ref.size - le
+    expected = greater / ref.size if ties == "strict" else (greater + 0.5 * (le - lt)) / ref.size
+    np.testing.assert_array_equal(placement_values(ref, query, ties=ties), expected)
+    np.testing.assert_array_equal(placement_values(ref, np.sort(query), ties=ties), np.sort(expected)[::-1])
+    np.testing.assert_array_equal(SurvivorFunction(ordered).sorted_values, ordered)

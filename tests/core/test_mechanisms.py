@@ -254,3 +254,36 @@ def test_site_combination_is_the_stratified_auc():
     assert M.combine_site_releases(auc, n1s, ns) == pytest.approx(stratified, abs=1e-14)
     noisy1, noisy0 = M.dp_class_count(np.array(n1s), np.array(ns), epsilon=1.0, rng=rng)
     assert np.allclose(noisy1 + noisy0, ns)
+
+
+def test_batched_release_has_the_scalar_calibration():
+    rng = np.random.default_rng(30)
+    stat = np.full((400, 3), 0.7)
+    n1 = np.array([20, 200, 600])
+    rel = M.smooth_sensitivity_release(stat, n1, 1000, epsilon=1.0, delta=1e-3, rng=rng)
+    cal = M.smooth_noise_calibration(1.0, 1e-3)
+    for j in range(3):
+        scale = cal.factor * M.smooth_sensitivity(int(n1[j]), 1000, beta=cal.beta)
+        assert rel.scale[0, j] == pytest.approx(scale)
+        # Laplace: E|noise| = scale (unclipped), within 4 standard errors.
+        dev = np.abs(rel.unclipped[:, j] - 0.7)
+        assert abs(dev.mean() - scale) < 4 * dev.std(ddof=1) / np.sqrt(400)
+    assert np.array_equal(rel.value, np.clip(rel.unclipped, 0, 1))
+
+
+def test_site_release_sums_equal_fedauc_laplace():
+    # fedauc_laplace is site_rank_statistics + site_release + rank_auc: same generator state, same answer.
+    rng_data = np.random.default_rng(31)
+    scores, labels, sites = rng_data.random(200), (rng_data.random(200) < 0.4).astype(int), rng_data.integers(0, 6, 200)
+    for method in M.fedauc.LAPLACE_METHODS:
+        a = M.fedauc_laplace(scores, labels, sites=sites, epsilon=0.7, rng=np.random.default_rng(5), method=method)
+        stats_ = M.site_rank_statistics(M.global_ranks(scores), labels, sites)
+        noisy_sum, noisy_p = M.site_release(stats_, method=method, epsilon=0.7, rng=np.random.default_rng(5))
+        assert a.auc == pytest.approx(M.rank_auc(noisy_sum.sum(), noisy_p.sum(), 200), abs=1e-14)
+        # The statistics by hand, site by site.
+        ranks = M.global_ranks(scores)
+        for k in range(6):
+            mine = sites == k
+            assert stats_.rank_sum[k] == pytest.approx(ranks[mine] @ labels[mine])
+            assert stats_.max_rank[k] == ranks[mine].max()
+            assert stats_.spread[k] == pytest.approx(np.abs(ranks[mine] - ranks[mine].mean()).max())

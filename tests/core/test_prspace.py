@@ -237,3 +237,23 @@ def test_bad_options_named():
     with pytest.raises(ValueError, match="rng"):
         A.aucpr_interval([0.1, 0.9, 0.3, 0.7], [0, 1, 0, 1], method="bootstrap")
     assert math.isfinite(A.aucpr([0.1, 0.9], [0, 1]))
+
+
+def test_batched_average_precision_equals_the_single_data_set_form():
+    rng = np.random.default_rng(17)
+    n_groups = 12
+    groups = np.sort(rng.integers(0, n_groups, 600))
+    groups[:n_groups] = np.arange(n_groups)
+    groups = np.sort(groups)
+    labels = (rng.random(600) < 0.3).astype(int)
+    scores = np.round(rng.normal(size=600) + labels, 1)
+    got = P.grouped_average_precision(scores, labels, groups, n_groups=n_groups)
+    for g in range(n_groups):
+        s, y = scores[groups == g], labels[groups == g]
+        expected = brute_ap(s, y) if y.sum() else np.nan
+        assert got[g] == pytest.approx(expected, abs=1e-12, nan_ok=True)
+    h0 = rng.random((4, 7)) * 10
+    h1 = rng.random((4, 7)) * 5
+    batched = P.average_precision_from_counts(h0, h1)
+    for i in range(4):
+        assert batched[i] == pytest.approx(P.average_precision(points=P.pr_points_from_counts(h0[i], h1[i])), abs=1e-13)

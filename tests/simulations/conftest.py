@@ -33,7 +33,8 @@ from dsroc import (
     rocglm_grid,
     sq_dev_parts,
 )
-from simulations.dgp import N_SITES, generate_replication
+from dsroc.noise_correction import noise_corrected_auc, noise_variance, released_auc
+from simulations.dgp import N_SITES, generate_replication, population_auc
 from simulations.protocol import PRIVACY_LEVEL
 from simulations.records import setting_frame, tau_of
 from site_node.errors import PermissionDenied
@@ -70,6 +71,18 @@ def site_fit_parts(seed, rep, sites, tau, grid):
     return [RocGlmParts.from_placements(p, grid) for p in pv0], pv0, pv1
 
 
+def _corrected(seed, rep, sites, tau, pv0, pv1, var_dist):
+    """The analyst's noise-corrected AUC: pass-1 means, the released AUC and the redrawn noise variance."""
+    released = [release_scores(s0, s1, tau, seed, rep, k) for k, (s0, s1) in enumerate(sites)]
+    r0, r1 = np.concatenate([r[0] for r in released]), np.concatenate([r[1] for r in released])
+    mean0, _ = pooled_mean(mean_parts(v) for v in pv0)
+    mean1, _ = pooled_mean(mean_parts(v) for v in pv1)
+    noise = 0.0 if tau == 0.0 else noise_variance(r0, r1, tau, tau, seed=[seed, rep, 0])
+    c = noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, auc_released=released_auc(r0, r1),
+                            delong_variance=var_dist, noise_variance=noise)
+    return {"auc_corr": c.auc, "var_corr": c.variance, "ci_lower_corr": c.ci.lower, "ci_upper_corr": c.ci.upper}
+
+
 def _one_setting(seed, rep, sites, tau, grid):
     parts, pv0, pv1 = site_fit_parts(seed, rep, sites, tau, grid)
     out = {"failure": ""}
@@ -87,6 +100,7 @@ def _one_setting(seed, rep, sites, tau, grid):
     var_pv1, n0 = _pooled_variance_of(pv1)
     out["var_dist"] = delong_variance_from_moments(var_pv0=var_pv0, n1=n1, var_pv1=var_pv1, n0=n0)
     out["ci_dist"] = auc_ci(fit.auc, out["var_dist"])
+    out.update(_corrected(seed, rep, sites, tau, pv0, pv1, out["var_dist"]))
     return out
 
 
@@ -112,6 +126,7 @@ def run_protocol_reference(seed: int, reps, settings, *, grid=None, privacy_leve
         except PermissionDenied:
             refused = True
         base = {"rep": rep, "n": s.size, "n1": int(y.sum()), "auc_emp": auc_emp, "var_true": var_true,
+                "auc_pop": float(population_auc(np.floor(data.gamma * s.size) / s.size)),
                 "ci_lower": ref[0], "ci_upper": ref[1]}
         for setting in settings:
             if refused:
@@ -124,6 +139,8 @@ def run_protocol_reference(seed: int, reps, settings, *, grid=None, privacy_leve
             lo, hi = res.pop("ci_dist", (np.nan, np.nan))
             res.update(ci_lower_dist=lo, ci_upper_dist=hi, delta_ci=abs(lo - ref[0]) + abs(hi - ref[1]))
             res.setdefault("var_dist", np.nan)
+            for name in ("auc_corr", "var_corr", "ci_lower_corr", "ci_upper_corr"):
+                res.setdefault(name, np.nan)
             rows[setting].append({**base, **res})
     frames = []
     for setting, records in rows.items():

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from dsroc.v1 import site_pb2 as pb
+from site_node.approvals import approve_model
 from site_node.config import parse_config
 from site_node.init import sample_dataset
 from site_node.pki import generate_dev_pki
@@ -65,7 +66,7 @@ class Client:
         chunks = list(self.ReleaseNoisyScores(pb.ReleaseRequest(
             session_id=session, score_class=score_class, epsilon=epsilon, delta=delta, sensitivity=sensitivity,
             chunk_size=chunk_size)))
-        values = np.concatenate([np.asarray(c.scores, dtype=float) for c in chunks])
+        values = np.concatenate([np.frombuffer(c.scores, dtype="<f8") for c in chunks])
         return chunks[0].info, values, chunks
 
     def upload(self, session, score_class, values, chunk=10_000, n=None):
@@ -74,9 +75,9 @@ class Client:
         def messages():
             header = pb.SurvivorHeader(session_id=session, score_class=score_class,
                                        n=values.size if n is None else n)
-            yield pb.SurvivorChunk(header=header, scores=values[:chunk].tolist())
+            yield pb.SurvivorChunk(header=header, scores=values[:chunk].tobytes())
             for i in range(chunk, values.size, chunk):
-                yield pb.SurvivorChunk(scores=values[i:i + chunk].tolist())
+                yield pb.SurvivorChunk(scores=values[i:i + chunk].tobytes())
 
         return self.UploadSurvivor(messages())
 
@@ -178,3 +179,15 @@ def tls_client(client_factory, address, pki, token=TOKENS["alice"]):
     """A :class:`Client` over mutual TLS with the dev PKI's client certificate."""
     return client_factory(address, token, ca_cert=pki.ca_cert, client_cert=pki.client_cert,
                           client_key=pki.client_key)
+
+
+@pytest.fixture
+def approve():
+    """``approve(config, model)``: the site administrator approves a ``dsroc.v1.GlmModel`` for the paper protocol."""
+
+    def run(config, model: pb.GlmModel) -> str:
+        return approve_model(config, {"link": {pb.LINK_LOGIT: "logit", pb.LINK_PROBIT: "probit"}[model.link],
+                                      "intercept": model.intercept,
+                                      "coefficients": {c.name: c.value for c in model.coefficients}})
+
+    return run

@@ -32,6 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ALICE, CAROL = "token-of-alice", "token-of-carol"  # alice as in conftest
 
 
+
+def _f64(values) -> bytes:
+    """Scores as the wire carries them: little-endian float64 bytes."""
+    return np.asarray(values, dtype="<f8").tobytes()
+
 def _healthy(address: str) -> bool:
     with grpc.insecure_channel(address) as ch:
         reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
@@ -85,20 +90,22 @@ def test_malformed_survivor_streams(server, client, snapshot):
     s = client.open()
     before = snapshot(server.config.ledger_path)
     header = pb.SurvivorHeader(session_id=s, score_class=NEG, n=2)
-    two_headers = [pb.SurvivorChunk(header=header, scores=[0.1]), pb.SurvivorChunk(header=header, scores=[0.2])]
+    two_headers = [pb.SurvivorChunk(header=header, scores=_f64([0.1])), pb.SurvivorChunk(header=header, scores=_f64([0.2]))]
     _refused(lambda: client.UploadSurvivor(iter(two_headers)), C.INVALID_ARGUMENT, "only the first")
     _refused(lambda: client.UploadSurvivor(iter([])), C.INVALID_ARGUMENT, "header")
     _refused(lambda: client.upload(s, 3, [0.1, 0.2]), C.INVALID_ARGUMENT, "score_class")
     _refused(lambda: client.upload(s, NEG, [0.1, float("inf")]), C.INVALID_ARGUMENT, "non-finite")
     _refused(lambda: client.upload(s, NEG, [0.1], n=2**64 - 1), C.INVALID_ARGUMENT, "at most")
+    torn = [pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=1), scores=b"\x00" * 7)]
+    _refused(lambda: client.UploadSurvivor(iter(torn)), C.INVALID_ARGUMENT, "multiple of 8 bytes")
 
     sent = []
 
     def outgrowing():  # announces 10 scores, then keeps sending
-        yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=10), scores=[0.5] * 10)
+        yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=10), scores=_f64([0.5] * 10))
         for _ in range(2000):
             sent.append(1)
-            yield pb.SurvivorChunk(scores=[0.5] * 1000)
+            yield pb.SurvivorChunk(scores=_f64([0.5] * 1000))
 
     _refused(lambda: client.UploadSurvivor(outgrowing()), C.INVALID_ARGUMENT, "header.n is 10 but more")
     assert len(sent) < 2000  # refused at the first extra chunk, long before the stream ended
@@ -117,7 +124,8 @@ def test_a_negative_chunk_size_on_the_wire_is_capped(server, client):
                                       response_deserializer=pb.ReleaseChunk.FromString)
     chunks = list(raw(wire, metadata=client.metadata, timeout=30))
     limit = server.config.policy.max_chunk_scores
-    assert chunks[0].info.n == sum(len(c.scores) for c in chunks) and all(len(c.scores) <= limit for c in chunks)
+    assert chunks[0].info.n == sum(len(c.scores) // 8 for c in chunks)
+    assert all(len(c.scores) // 8 <= limit for c in chunks)
 
 
 @pytest.fixture
@@ -328,7 +336,7 @@ def test_plain_text_only_on_loopback(make_site_config):
 def test_help_texts_explain_every_command():
     parser = build_parser()
     top = parser.format_help()
-    commands = ["init", "token", "serve", "check", "budget", "audit"]
+    commands = ["init", "token", "serve", "check", "budget", "audit", "model"]
     assert all(c in top for c in commands) and "privacy" in top
     sub = parser._subparsers._group_actions[0].choices
     assert sorted(sub) == sorted(commands)
@@ -356,13 +364,13 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
         cells = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=first, threshold=base))
         before = snapshot(config.ledger_path)
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=close)),
-                 C.PERMISSION_DENIED, "too close to the threshold 0.31")
+                 C.PERMISSION_DENIED, "disclosure auditor")
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=first, n_bins=2))
-        assert snapshot(config.ledger_path)[4] == before[4]  # the refused threshold was not recorded
-        before = snapshot(config.ledger_path)
-        _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=5)),
-                 C.PERMISSION_DENIED, "only with the bin edges it answered first")
-        assert snapshot(config.ledger_path) == before
+        assert snapshot(config.ledger_path) == before  # the refused threshold was not recorded
+        # Other edges for the other outcome: answered, withholding what the auditor must (counts do not
+        # depend on the outcome, so the first outcome's answers bind).
+        five = c.CalibrationParts(pb.CalibrationPartsRequest(session_id=second, n_bins=5))
+        assert len(five.bins) + len(five.suppressed) == 5
         # The same threshold and the same edges are answered for the other outcome.
         other = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=second, threshold=base))
         assert (other.tp, other.fp) == (cells.fp, cells.tp)
@@ -381,11 +389,12 @@ def test_calibration_edges_and_confusion_thresholds_cannot_be_differenced(make_s
         session = c.open()
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=base))
         before = snapshot(srv.config.ledger_path)
-        # Bins above the edge 0.32 minus the row total at 0.31 would count 3 patients.
-        details = _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(
-            session_id=session, edges=pb.Values(values=[0, near, far, 1]))), C.PERMISSION_DENIED,
-            f"calibration edge {near} is too close to the threshold {base}")
-        assert not any(ch.isdigit() for ch in details.replace(str(near), "").replace(str(base), "").replace("q = 5", ""))
+        # Bins above the edge 0.32 minus the row total at 0.31 would count 3 patients, and so would the
+        # bin below 0.32 minus the row total below 0.31: the auditor withholds what would tell.
+        parts = c.CalibrationParts(pb.CalibrationPartsRequest(
+            session_id=session, edges=pb.Values(values=[0, near, far, 1])))
+        released = {b.index for b in parts.bins}
+        assert 0 not in released and not {1, 2} <= released
         assert snapshot(srv.config.ledger_path) == before
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, base, far, 1])))
         c.close()
@@ -396,7 +405,7 @@ def test_calibration_edges_and_confusion_thresholds_cannot_be_differenced(make_s
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, base, far, 1])))
         before = snapshot(srv.config.ledger_path)
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=near)),
-                 C.PERMISSION_DENIED, "too close to the threshold 0.31")
+                 C.PERMISSION_DENIED, "disclosure auditor")
         assert snapshot(srv.config.ledger_path) == before
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=far))  # an edge itself is fine
         c.close()
@@ -412,7 +421,7 @@ def test_keys_ledger_and_audit_are_private_to_the_site_account(server, client, t
     assert os.stat(pki.ca_cert).st_mode & 0o044  # certificates are public
 
 
-def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapshot):
+def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapshot, approve):
     from site_node.scores import MAX_ABS_COEFFICIENT
 
     # age > 60 and size > 30 would make +inf - inf = NaN exactly for those patients: a count query.
@@ -428,6 +437,7 @@ def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapsh
     sharp = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-MAX_ABS_COEFFICIENT,
                         coefficients=[pb.Coefficient(name="age", value=MAX_ABS_COEFFICIENT),
                                       pb.Coefficient(name="size", value=-MAX_ABS_COEFFICIENT)])
+    approve(server.config, sharp)
     s = client.open(model=sharp)
     _, noisy, _ = client.release(s, NEG)
     assert np.isfinite(noisy).all()
@@ -473,7 +483,7 @@ def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_fact
         stall = threading.Event()
 
         def stalled():  # a header, then nothing until released
-            yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG), scores=[0.5])
+            yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG), scores=_f64([0.5]))
             stall.wait(30)
 
         calls = [alice.stub.UploadSurvivor.future(stalled(), metadata=alice.metadata, timeout=60) for _ in range(2)]
@@ -541,9 +551,7 @@ def test_query_records_survive_a_restart(make_site_config, client_cls):
         _refused(lambda: c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 3])), C.RESOURCE_EXHAUSTED)
         _refused(lambda: c.upload(s, NEG, s0[1:]), C.RESOURCE_EXHAUSTED, "at most 1 different survivor")
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.32)),
-                 C.PERMISSION_DENIED, "too close to the threshold 0.31")
-        _refused(lambda: c.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=4)),
-                 C.PERMISSION_DENIED, "answered first")
+                 C.PERMISSION_DENIED, "disclosure auditor")
         c.close()
 
 
@@ -589,11 +597,11 @@ def test_thresholds_snap_to_the_lattice(server, client, frame):
 def snapshot_thresholds(server):
     import sqlite3
 
-    with sqlite3.connect(server.config.ledger_path) as db:
-        return db.execute("SELECT threshold FROM confusion_thresholds").fetchall()
+    with sqlite3.connect(server.config.disclosure_path) as db:
+        return db.execute("SELECT DISTINCT lo FROM answered_counts WHERE lo != '-inf'").fetchall()
 
 
-def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_config, client_cls, snapshot):
+def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_config, client_cls, snapshot, approve):
     from dsroc import GlmModel
     from site_node.init import sample_dataset
 
@@ -614,6 +622,7 @@ def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_confi
     base, close = pairs[0]
     model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-3.0, coefficients=[
         pb.Coefficient(name="age", value=0.03), pb.Coefficient(name="nodes", value=0.2)])
+    approve(config, model)
     with running_server(config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
         column, same_scores = c.open(column="risk"), c.open(model=model)
@@ -621,7 +630,7 @@ def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_confi
         before = snapshot(config.ledger_path)
         # The model's own threshold history is empty, but its scores are the column's.
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=same_scores, threshold=close)),
-                 C.PERMISSION_DENIED, f"too close to the threshold {base} answered before for score source column:risk")
+                 C.PERMISSION_DENIED, "disclosure auditor")
         assert snapshot(config.ledger_path) == before
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=same_scores, threshold=base))  # the same set: nothing new
         c.close()

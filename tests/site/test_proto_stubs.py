@@ -38,6 +38,7 @@ def test_stub_exposes_every_call_of_the_spec():
         "Describe", "OpenSession", "Sensitivity", "ReleaseNoisyScores", "UploadSurvivor", "RocGlmParts",
         "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "Budget", "CloseSession",
         "ReleaseHistogram",
+        "ReleaseBoydStatistics",
     }
     methods = service.methods_by_name
     assert methods["ReleaseNoisyScores"].server_streaming and not methods["ReleaseNoisyScores"].client_streaming

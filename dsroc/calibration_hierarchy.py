@@ -1,0 +1,114 @@
+"""The calibration hierarchy (Van Calster et al. 2016/2019) from released calibration cells: O/E, intercept, slope, curve."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, logit
+from scipy.stats import binomtest
+
+from .calibration import CalibrationCurve
+from .histogram_calibration import Estimate, Recalibration, calibration_in_the_large, histogram_recalibration
+
+__all__ = ["CalibrationHierarchy", "calibration_hierarchy", "calibration_intercept"]
+
+
+@dataclass(frozen=True)
+class CalibrationHierarchy:
+    """Mean, weak and moderate calibration of a model over the released calibration cells.
+
+    Attributes
+    ----------
+    n, observed, expected : float
+        Patients, events and summed predictions in the released cells (withheld cells are not included).
+    oe : Estimate
+        Mean calibration: ``O/E`` with a log-scale interval (``var log(O/E) = (1 - O/n) / O``).
+    intercept : Estimate
+        Calibration-in-the-large: ``a`` of ``logit P(y=1) = a + logit(p)`` (slope fixed at 1); 0 is ideal.
+    recalibration : Recalibration
+        Weak calibration: ``(a, b)`` of ``logit P(y=1) = a + b logit(p)``; slope ``b`` = 1 is ideal.
+    slope : Estimate
+        The calibration slope ``b`` with its Wald interval.
+    curve_lower, curve_upper : ndarray
+        Moderate calibration: Wilson intervals of the observed proportion per aggregated bin (NaN where
+        no site released the bin).
+    level : float
+        Confidence level of every interval.
+    cells : int
+        Number of (site, bin) cells the fits use; each cell stands for its patients at its mean prediction.
+    """
+
+    n: float
+    observed: float
+    expected: float
+    oe: Estimate
+    intercept: Estimate
+    recalibration: Recalibration
+    slope: Estimate
+    curve_lower: np.ndarray
+    curve_upper: np.ndarray
+    level: float
+    cells: int
+
+
+def _cells(curve: CalibrationCurve) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Events, patients and mean prediction of every released (site, bin) cell."""
+    k, m, r = [], [], []
+    for site in curve.per_site.values():
+        k.append(np.rint(site.observed * site.count))
+        m.append(site.count)
+        r.append(site.predicted)
+    if not k:
+        raise ValueError("the calibration curve holds no released cells")
+    return (np.concatenate(k).astype(np.float64), np.concatenate(m).astype(np.float64),
+            np.concatenate(r).astype(np.float64))
+
+
+def calibration_intercept(events, counts, mean_predictions, *, level: float = 0.95, max_iter: int = 50,
+                          tol: float = 1e-10) -> Estimate:
+    """Calibration-in-the-large: the intercept ``a`` of ``logit P(y=1) = a + logit(r)`` (offset, slope 1),
+    fitted by Fisher scoring on grouped cells (``events`` of ``counts`` patients at mean prediction ``r``)."""
+    k, m, r = (np.asarray(v, dtype=np.float64) for v in (events, counts, mean_predictions))
+    if r.min() <= 0.0 or r.max() >= 1.0:
+        raise ValueError("mean predictions must lie strictly inside (0, 1) for the logit")
+    offset, a = logit(r), 0.0
+    for _ in range(max_iter):
+        mu = expit(a + offset)
+        step = np.sum(k - m * mu) / np.sum(m * mu * (1.0 - mu))
+        a += step
+        if abs(step) < tol:
+            break
+    else:
+        raise ValueError(f"the calibration intercept did not converge in {max_iter} Fisher-scoring steps")
+    mu = expit(a + offset)
+    return Estimate.normal(a, 1.0 / np.sum(m * mu * (1.0 - mu)), level=level)
+
+
+def calibration_hierarchy(curve: CalibrationCurve, *, level: float = 0.95) -> CalibrationHierarchy:
+    """Mean (O/E, calibration-in-the-large), weak (intercept and slope) and moderate (curve with intervals)
+    calibration from the cells the sites released.
+
+    The fits treat each released (site, bin) cell as its patients at the cell's mean prediction (the
+    sites release no per-patient predictions); with narrow bins this approaches the patient-level
+    logistic recalibration. Cells withheld as below q are left out of every statistic.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    k, m, r = _cells(curve)
+    n, observed, expected = float(m.sum()), float(k.sum()), float(np.sum(m * r))
+    if not 0 < observed < n:
+        raise ValueError("the released cells hold no events or no non-events: calibration cannot be assessed")
+    oe = calibration_in_the_large(observed, expected, var_observed=observed * (1.0 - observed / n), var_expected=0.0,
+                                  level=level)
+    intercept = calibration_intercept(k, m, r, level=level)
+    recal = histogram_recalibration(m - k, k, r, sigma=0.0)
+    lo, hi = recal.ci(level=level)["slope"]
+    slope = Estimate(recal.slope, float(recal.cov[1, 1]), float(lo), float(hi))
+    lower, upper = np.full(curve.count.size, np.nan), np.full(curve.count.size, np.nan)
+    for b in np.flatnonzero(curve.count > 0):
+        events = int(round(curve.observed[b] * curve.count[b]))
+        ci = binomtest(events, int(curve.count[b])).proportion_ci(confidence_level=level, method="wilson")
+        lower[b], upper[b] = ci.low, ci.high
+    return CalibrationHierarchy(n, observed, expected, oe, intercept, recal, slope, lower, upper, float(level),
+                                int(k.size))

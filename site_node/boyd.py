@@ -1,0 +1,93 @@
+"""Boyd, Lantz and Page's smooth-sensitivity AUC and average precision as a site release (H-B1), charged to the ledger.
+
+The release protects rows under *bounded* DP (one patient's row replaced; the site's patient count n
+is disclosed), unlike the score releases (scores of a fixed cohort) and the histograms (add or
+remove a patient). The ledger composes the numbers of every release with one accountant; the
+privacy unit of each release is stated in its answer and in docs/privacy.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dsroc.accounting import ApproximateDp, Laplace
+from dsroc.mechanisms import boyd
+
+from .errors import InvalidArgument
+from .guard import check_release_parameters, require_privacy_level
+from .ledger import Release, ReleaseKey
+from .sessions import Session
+
+__all__ = ["DEFAULT_COUNT_SHARE", "PRIVACY_UNIT", "BoydRelease", "boyd_events", "release_boyd"]
+
+DEFAULT_COUNT_SHARE = 0.1
+PRIVACY_UNIT = ("rows, bounded DP: one patient's row (score and label) replaced; the site's patient count n is "
+                "disclosed, its class counts are not")
+
+
+@dataclass(frozen=True)
+class BoydRelease:
+    """The released numbers and the ledger record behind them."""
+
+    release: Release
+    charged: bool
+    auc: float
+    average_precision: float
+    n1_noisy: float
+    n: int
+    auc_scale: float
+    ap_scale: float
+    count_share: float
+
+
+def boyd_events(epsilon: float, delta: float, count_share: float) -> tuple:
+    """The ledger events of one release: AUC and AP each (eps_a, delta / 2)-DP, the count Laplace(1 / eps_c)."""
+    eps_stat = (1.0 - count_share) * epsilon / 2.0
+    return (ApproximateDp(eps_stat, delta / 2.0), ApproximateDp(eps_stat, delta / 2.0),
+            Laplace(1.0 / (count_share * epsilon), 1.0))
+
+
+def _check_share(count_share: float) -> float:
+    share = float(count_share) if count_share else DEFAULT_COUNT_SHARE
+    if not (math.isfinite(share) and 0.0 < share < 1.0):
+        raise InvalidArgument(f"count_share must lie strictly between 0 and 1 (0 for the default 0.1), got {count_share}")
+    return share
+
+
+def release_boyd(site, session: Session, *, epsilon: float, delta: float, count_share: float = 0.0) -> BoydRelease:
+    """Release the session's Boyd AUC, AP and noisy positive count once, charging the site's ledger first.
+
+    Checks (all before anything is charged): the per-release caps of the policy, 0 < count_share < 1,
+    and the privacy level q on both classes (as for every release of this site).
+    """
+    epsilon, delta = check_release_parameters(site.policy, epsilon, delta)
+    share = _check_share(count_share)
+    data = session.data
+    negatives, positives = data.negatives, data.positives
+    require_privacy_level(negatives.size, site.policy.privacy_level, "each class of a release (negatives)")
+    require_privacy_level(positives.size, site.policy.privacy_level, "each class of a release (positives)")
+    events = boyd_events(epsilon, delta, share)
+    eps_stat, delta_stat = events[0].epsilon, events[0].delta
+    request = json.dumps({"epsilon": epsilon, "delta": delta, "count_share": share}, sort_keys=True)
+    key = ReleaseKey(*data.key, "boyd", request)
+    scores = np.concatenate([negatives, positives])
+    labels = np.concatenate([np.zeros(negatives.size, np.int8), np.ones(positives.size, np.int8)])
+
+    def make(seed: bytes) -> tuple[bytes, int, int]:
+        rng = np.random.default_rng(int.from_bytes(seed, "big"))
+        auc = boyd.dp_auc(scores, labels, epsilon=eps_stat, delta=delta_stat, rng=rng)
+        ap = boyd.dp_average_precision(scores, labels, epsilon=eps_stat, delta=delta_stat, rng=rng)
+        n1_noisy, _ = boyd.dp_class_count(positives.size, scores.size, epsilon=share * epsilon, rng=rng)
+        payload = np.array([auc.value, ap.value, float(n1_noisy), auc.scale, ap.scale], dtype=np.float64)
+        return payload.tobytes(), negatives.size, positives.size
+
+    release, charged = site.ledger.release(
+        key, dataset=data.dataset, analyst=session.analyst, events=events, epsilon=epsilon, delta=delta,
+        rule="boyd", fingerprint=data.fingerprint, policy=site.policy, make=make, store=True,
+    )
+    auc, ap, n1_noisy, auc_scale, ap_scale = np.frombuffer(release.payload, dtype=np.float64).tolist()
+    return BoydRelease(release, charged, auc, ap, n1_noisy, int(release.n0 + release.n1), auc_scale, ap_scale, share)

@@ -1,0 +1,76 @@
+"""``dsroc-site model approve|list|revoke``: the site administrator's approvals of analyst models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["add_model_parser"]
+
+
+def _audit(config, call: str, parameters: dict) -> None:
+    from .audit import AuditLog, AuditRecord
+
+    AuditLog(config.audit_path, max_bytes=config.audit_max_bytes).write(
+        AuditRecord("", call, peer="dsroc-site model (site administrator)", parameters=parameters))
+
+
+def _cmd_model(args) -> int:
+    from .approvals import ModelApprovals, model_from_json
+    from .config import load_config
+
+    config = load_config(args.config)
+    approvals = ModelApprovals(config.approvals_path)
+    try:
+        if args.action == "approve":
+            path = Path(args.file)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"cannot read the model file {path}: {exc.strerror}") from None
+            spec = model_from_json(text, name=str(path))
+            digest, new = approvals.approve(spec, note=args.note)
+            _audit(config, "ModelApprove", {"model_sha256": digest, "source": spec.key, "new": new})
+            print(f"{'approved' if new else 'already approved'}: {digest}  {spec.key}")
+        elif args.action == "revoke":
+            source = approvals.revoke(args.hash)
+            if source is None:
+                raise ValueError(f"no single approved model has a sha256 starting with {args.hash!r} "
+                                 "(give at least 8 hex digits; see dsroc-site model list)")
+            _audit(config, "ModelRevoke", {"model_sha256_prefix": args.hash, "source": source})
+            print(f"revoked: {source}")
+        else:
+            rows = approvals.list()
+            if args.json:
+                print(json.dumps(rows, indent=2))
+            for row in [] if args.json else rows:
+                note = f"  ({row['note']})" if row["note"] else ""
+                print(f"{row['approved']}  {row['model_sha256']}  {row['source']}{note}")
+            if not rows and not args.json:
+                print("no approved models: analysts' GLMs get histogram-protocol answers only")
+    finally:
+        approvals.close()
+    return 0
+
+
+def add_model_parser(sub) -> None:
+    """Add ``model`` with its actions to the ``dsroc-site`` subcommands."""
+    p = sub.add_parser(
+        "model", help="approve, list or revoke analyst models for the paper protocol",
+        description="The paper protocol answers exact aggregates about a model's scores; a sharp model can turn "
+        "them into one patient's outcome. So an analyst's GLM gets paper-protocol answers only when approved here "
+        "(stored by the SHA-256 of its canonical form, every change audited). The histogram protocol needs no "
+        "approval.")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser("approve", help="approve the GLM in FILE",
+                           description='FILE holds the analyst\'s GLM as JSON: {"link": "logit", "intercept": b0, '
+                           '"coefficients": {"column": b, ...}} (the analyst CLI\'s --model format).')
+    a.add_argument("file", metavar="FILE")
+    a.add_argument("--note", default="", help="why it was approved (kept with the approval)")
+    r = actions.add_parser("revoke", help="withdraw an approval by its sha256 (a unique prefix of 8+ digits)")
+    r.add_argument("hash", metavar="SHA256")
+    lst = actions.add_parser("list", help="every approved model")
+    lst.add_argument("--json", action="store_true", help="machine-readable output")
+    for q in (a, r, lst):
+        q.add_argument("--config", required=True, help="site TOML file")
+        q.set_defaults(func=_cmd_model)
