@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dsroc import analytic_gaussian_sigma
 from dsroc.accounting import DiscreteGaussian
 from dsroc.histogram import bin_scores, histogram_edges
 from dsroc.noise import discrete_gaussian_sigma, discrete_gaussian_variance, sample_discrete_gaussian
@@ -23,6 +24,8 @@ SCALARS = ("sum_sq", "sum_p", "sum_y")
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an
 # integer sum of sensitivity 16 that takes exact integer noise.
 SCALAR_RESOLUTION = 16
+# Largest noise SD per cell a histogram release may need (smaller epsilon is refused).
+MAX_SIGMA = 1000.0
 
 
 def require_protocol(policy: Policy, protocol: str) -> None:
@@ -87,6 +90,11 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
     if scalars and (lo < 0.0 or hi > 1.0):
         raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
     edges = histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
+    # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
+    # the noise's support (and the accountant's arrays) small before anything is built.
+    if analytic_gaussian_sigma(epsilon, delta, 1.0) > MAX_SIGMA:
+        raise InvalidArgument(f"epsilon {epsilon} with delta {delta} needs noise of SD above {MAX_SIGMA:g} per cell; "
+                              "this site makes histogram releases at larger epsilon only")
     sigma = discrete_gaussian_sigma(epsilon, delta, interval=interval)
     scalar_sigma = discrete_gaussian_sigma(epsilon, delta, sensitivity=SCALAR_RESOLUTION, interval=interval) if scalars else 0.0
     return HistogramPlan(edges, n_bins, spacing, tuple(sorted(scalars)), epsilon, delta, sigma, scalar_sigma)

@@ -140,6 +140,7 @@ def test_paper_calls_name_the_served_protocols(make_site_config, client_cls, sna
     ({"spacing": "sqrt"}, C.INVALID_ARGUMENT, "spacing must be"),
     ({"epsilon": 11.0}, C.PERMISSION_DENIED, "epsilon 11.0 is above"),
     ({"epsilon": float("nan")}, C.INVALID_ARGUMENT, "epsilon must be finite"),
+    ({"epsilon": 1e-9}, C.INVALID_ARGUMENT, "needs noise of SD above 1000 per cell"),
     ({"delta": 0.5}, C.PERMISSION_DENIED, "delta 0.5 is above"),
     ({"delta": 0.0}, C.INVALID_ARGUMENT, "delta must lie strictly between"),
     ({"scalars": ["sum_x"]}, C.INVALID_ARGUMENT, "scalars must be distinct names"),
