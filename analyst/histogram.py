@@ -118,6 +118,15 @@ class HistogramResult:
         return self.validation.auc_ci
 
     @property
+    def pr(self):
+        """PR curve, AP and AUCPR with 95% intervals and the unachievable region, from the consistent summed
+        histograms (:func:`analyst.pr.pr_from_counts`; post-processing of the releases)."""
+        from analyst.pr import pr_from_counts
+
+        v = self.validation
+        return pr_from_counts(v.counts0, v.counts1, v.edges)
+
+    @property
     def title(self) -> str:
         """One line for plot titles: the protocol and its guarantee."""
         return (f"histogram protocol, ({self.epsilon:g}, {self.delta:g})-DP per site, "

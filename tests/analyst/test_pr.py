@@ -78,3 +78,17 @@ def test_validation_returns_pr_from_the_release(five_sites, pki, helpers):
     assert report["ap"] == pytest.approx(result.pr.ap) and len(report["recall"]) == len(report["precision"])
     assert "PR (paper protocol" in str(result)
     assert PrecisionRecallDisplay.from_result(result).summary is result.pr
+
+
+def test_histogram_protocol_returns_pr_from_the_histograms(five_sites, pki, helpers):
+    frames, addresses, _ = five_sites
+    pooled = pd.concat(frames, ignore_index=True)
+    with helpers.federation(addresses, pki) as fed:
+        result = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, protocol="histogram")
+    pr = result.pr
+    edges = result.validation.edges
+    assert pr.n1 == pytest.approx(result.validation.n1) and pr.source.startswith("histogram protocol")
+    # The true binned AP (each bin one tie block, negatives first) by brute force; the noise moves it a little.
+    bins = dsroc.histogram.bin_index(pooled["pred"].to_numpy(), edges).astype(float)
+    assert pr.ap == pytest.approx(brute_ap(bins, pooled["y"].to_numpy()), abs=0.03)
+    assert PrecisionRecallDisplay.from_result(result).summary.ap == pr.ap
