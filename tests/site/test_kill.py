@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import grpc
-import numpy as np
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.init import init_site
