@@ -19,11 +19,15 @@ __all__ = [
     "load_config",
     "parse_config",
     "SENSITIVITY_RULES",
+    "PROTOCOLS",
+    "SPACINGS",
     "FORMATS",
     "source_identity",
 ]
 
 SENSITIVITY_RULES = ("value", "range", "model")
+PROTOCOLS = ("histogram", "paper")
+SPACINGS = ("equal", "logit")
 FORMATS = ("csv", "parquet", "sql")
 
 
@@ -59,6 +63,10 @@ class Policy:
     max_survivor_uploads: int = 25
     max_models: int = 1
     threshold_steps: int = 100
+    protocols: tuple[str, ...] = ("histogram",)
+    histogram_bins: tuple[int, ...] = (10, 20, 50, 100)
+    histogram_spacings: tuple[str, ...] = ("equal", "logit")
+    histogram_logit_range: tuple[float, float] = (0.005, 0.995)
 
 
 @dataclass(frozen=True)
@@ -126,12 +134,18 @@ class SiteConfig:
     max_sessions_per_analyst: int = 16
     max_message_bytes: int = 16 * 1024 * 1024
     audit_max_bytes: int = 64 * 1024 * 1024
+    peers: dict[str, str] = field(default_factory=dict)  # peer site name -> release-signing public key (base64)
     source: Path | None = field(default=None, compare=False)
 
     @property
     def ledger_path(self) -> Path:
         """The SQLite privacy ledger."""
         return self.state_dir / "ledger.sqlite"
+
+    @property
+    def signing_key_path(self) -> Path:
+        """The site's Ed25519 release-signing key (created on first start; its public key goes to the peers)."""
+        return self.state_dir / "release_signing.key"
 
     @property
     def approvals_path(self) -> Path:
@@ -271,7 +285,21 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     datasets = {}
     for ds_name, table in top.get("datasets", dict, {}, rule="a table of datasets").items():
         datasets[ds_name] = _parse_dataset(_Reader(table, f"datasets.{ds_name}", src), ds_name, base)
+    peers = {}
+    for peer_name, table in top.get("peers", dict, {}, rule="a table of peer sites").items():
+        r = _Reader(table, f"peers.{peer_name}", src)
+        key = r.get("public_key", str)
+        try:
+            from .signing import parse_public_key
+
+            parse_public_key(key)
+        except ValueError as exc:
+            r.fail("public_key", str(exc))
+        peers[peer_name] = key
+        r.done()
     top.done()
+    if name in peers:
+        raise ConfigError(f"{src}: peers.{name}: the site itself is not a peer (its own key is {state_dir}/release_signing.key)")
 
     # A streamed chunk of doubles (8 bytes each, plus framing) must fit in one message.
     if policy.max_chunk_scores * 8 + 1024 > max_bytes:
@@ -295,7 +323,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         name=name, listen=listen, state_dir=state_dir, policy=policy, analysts=analysts, datasets=datasets,
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
-        source=source,
+        peers=peers, source=source,
     )
 
 
@@ -326,6 +354,10 @@ def _parse_policy(p: _Reader) -> Policy:
         max_survivor_uploads=p.positive("max_survivor_uploads", int, d.max_survivor_uploads),
         max_models=p.positive("max_models", int, d.max_models),
         threshold_steps=p.positive("threshold_steps", int, d.threshold_steps),
+        protocols=_choices(p, "protocols", PROTOCOLS, d.protocols),
+        histogram_bins=_bin_counts(p, d.histogram_bins),
+        histogram_spacings=_choices(p, "histogram_spacings", SPACINGS, d.histogram_spacings),
+        histogram_logit_range=_logit_range(p, d.histogram_logit_range),
         **values,
     )
     if policy.model_sensitivity_bins < 2:
@@ -337,6 +369,28 @@ def _parse_policy(p: _Reader) -> Policy:
         p.fail("max_chunk_scores", "must be at most 1000000 (8 MB per message)")
     p.done()
     return policy
+
+
+def _choices(p: _Reader, name: str, allowed: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
+    values = p.strings(name, default)
+    if not values or len(set(values)) != len(values) or not set(values) <= set(allowed):
+        p.fail(name, f"must be a non-empty list of distinct values from {list(allowed)}, got {list(values)!r}")
+    return tuple(values)
+
+
+def _bin_counts(p: _Reader, default: tuple[int, ...]) -> tuple[int, ...]:
+    values = p.get("histogram_bins", list, list(default), rule="a list of bin counts")
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 10_000 for v in values):
+        p.fail("histogram_bins", f"must be a non-empty list of integers from 2 to 10000, got {values!r}")
+    return tuple(sorted(set(values)))
+
+
+def _logit_range(p: _Reader, default: tuple[float, float]) -> tuple[float, float]:
+    values = p.get("histogram_logit_range", list, list(default), rule="a list [min, max]")
+    if (len(values) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+            or not 0.0 < values[0] < values[1] < 1.0):
+        p.fail("histogram_logit_range", f"must be [min, max] with 0 < min < max < 1, got {values!r}")
+    return float(values[0]), float(values[1])
 
 
 def _parse_dataset(d: _Reader, name: str, base: Path) -> DatasetConfig:

@@ -16,6 +16,7 @@ from scipy.special import expit
 
 from .auth import hash_token, new_token
 from .pki import DevPki, generate_dev_pki
+from .signing import link_peers
 
 __all__ = ["ANALYST_DIR", "CONFIG_TEMPLATE", "FederationInit", "InitResult", "federation_document", "init_federation",
            "init_site", "name_seed",
@@ -43,11 +44,16 @@ key = "pki/server.key"
 client_ca = "pki/ca.crt"        # remove this line to accept clients without certificates (no mutual TLS)
 
 [policy]
-privacy_level = 5               # q: every released aggregate covers at least q patients
+protocols = ["histogram"]       # "histogram": every answer is one differentially private release (docs/privacy.md);
+                                # add "paper" to also serve the paper's protocol (q-protected answers, not DP)
+histogram_bins = [10, 20, 50, 100]      # bin counts a histogram release may use (public grid)
+histogram_spacings = ["equal", "logit"] # equal width on the score range, or on the logit scale
+histogram_logit_range = [0.005, 0.995]  # range of logit-spaced grids
+privacy_level = 5               # q (paper protocol): every released aggregate covers at least q patients
 max_epsilon = 10.0              # largest epsilon of one noisy release
 max_delta = 0.01                # largest delta of one noisy release
-budget_epsilon = 20.0           # total privacy budget per dataset (Gaussian-DP composition of all releases)
-budget_delta = 0.05
+budget_epsilon = 20.0           # total privacy budget per population (datasets over the same patients share it),
+budget_delta = 0.05             # composed over every release by the site's accountant
 sensitivity = "range"           # l2-sensitivity rule: "value" (sensitivity_value below), "range" (score
                                 # range width, a formal bound) or "model" (data-derived estimate, GLMs only)
 # sensitivity_value = 0.1
@@ -78,6 +84,7 @@ scores = ["pred"]               # score columns (predictions of a model already 
 score_range = [0.0, 1.0]        # declared range of the score columns
 model_columns = ["age", "size", "nodes", "grade"]   # columns an analyst's GLM may read
 # sensitivity = "model"         # per-dataset override of policy.sensitivity
+# population = "cohort-2024"    # entries over the same patients must share one; the default is the file or table
 
 # An SQL dataset (SQLite file or PostgreSQL through SQLAlchemy):
 # [datasets.warehouse]
@@ -207,6 +214,7 @@ def init_site(directory, *, name: str = "hospital", listen: str = "127.0.0.1:500
     token = new_token()
     config.write_text(CONFIG_TEMPLATE.format(name=name, listen=listen, analyst=analyst,
                                              token_hash=hash_token(token)), encoding="utf-8")
+    link_peers([config])  # the site's release-signing key (dsroc-site key prints its public half for peers)
     # the analyst's folder: everything needed to connect, nothing the site keeps secret (no CA or server key)
     adir = directory / ANALYST_DIR
     adir.mkdir(exist_ok=True)
@@ -246,6 +254,7 @@ def init_federation(directory, n_sites: int, *, analyst: str = "analyst1", overw
         raise FileExistsError(f"{federation} exists; choose another folder (or --force)")
     sites = tuple(init_site(directory / f"site{k}", name=f"site{k}", listen=f"127.0.0.1:{_free_port()}",
                             analyst=analyst, overwrite=overwrite) for k in range(1, n_sites + 1))
+    link_peers([r.config for r in sites])  # each site lists the others' release-signing keys
     federation.write_text(federation_document(
         [r.site_entry(directory) for r in sites],
         comment=f"Analyst's federation of {n_sites} local sites (written by dsroc-site init --federation)."),
