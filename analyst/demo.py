@@ -277,6 +277,7 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
 
 def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, seed, progress, stream) -> int:
     from site_node.approvals import approve_model
+    from site_node.signing import link_peers
     from site_node.auth import hash_token, new_token
     from site_node.init import federation_document
     from site_node.pki import generate_dev_pki
@@ -306,6 +307,7 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     (out / "analyst.token").write_text(token + "\n", encoding="utf-8")
     os.chmod(out / "analyst.token", 0o600)
     configs = write_site_files(data, out / "sites", token_hash=hash_token(token), pki=pki, privacy_level=_Q)
+    link_peers([config for _, config, _ in configs])  # each site knows the others' release-signing keys
     for _, config, _ in configs:  # each site's administrator approves the model for the paper protocol
         approve_model(config, data.model_spec(), note="dsroc demo")
     entries = [{"name": name, "address": f"127.0.0.1:{port}", "token_file": "analyst.token",

@@ -190,7 +190,7 @@ class Federation:
             releases = s.release(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
             lap("release")
             s0_noisy, s1_noisy = s.pool(releases)
-            s.upload_survivors(s0_noisy, s1_noisy)
+            s.upload_survivors(releases)
             lap("upload")
             level = 1 - alpha
 

@@ -249,10 +249,19 @@ class ValidationSession:
         s1 = np.sort(np.concatenate([r.positives for r in releases.values()]), kind="stable")
         return s0, s1
 
-    def upload_survivors(self, s0_noisy, s1_noisy) -> None:
-        """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming)."""
-        arrays = {pb.SCORE_CLASS_NEGATIVES: np.ascontiguousarray(s0_noisy, dtype="<f8"),
-                  pb.SCORE_CLASS_POSITIVES: np.ascontiguousarray(s1_noisy, dtype="<f8")}
+
+    def upload_survivors(self, releases: Mapping[str, SiteRelease]) -> None:
+        """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming).
+
+        Each site's released values go unchanged, site after site, with the sites' signed ReleaseInfo
+        as the upload's segments: a site accepts a survivor function only as such a union.
+        """
+        arrays, segments = {}, {}
+        for cls, values, info in ((pb.SCORE_CLASS_NEGATIVES, "negatives", "info_negatives"),
+                                  (pb.SCORE_CLASS_POSITIVES, "positives", "info_positives")):
+            arrays[cls] = np.ascontiguousarray(np.concatenate([getattr(r, values) for r in releases.values()]),
+                                               dtype="<f8")
+            segments[cls] = [getattr(r, info) for r in releases.values()]
         for cls, a in arrays.items():
             if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
@@ -265,7 +274,8 @@ class ValidationSession:
                 a = arrays[cls]
 
                 def messages():
-                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size)
+                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size,
+                                               segments=segments[cls])
                     for start in range(0, a.size, size):
                         yield pb.SurvivorChunk(header=header if start == 0 else None,
                                                scores=a[start:start + size].tobytes())

@@ -20,6 +20,7 @@ from ._checks import check_scores_labels
 
 __all__ = [
     "SPACINGS",
+    "recommended_n_bins",
     "histogram_edges",
     "check_edges",
     "bin_index",
@@ -34,6 +35,20 @@ __all__ = [
 ]
 
 SPACINGS = ("equal", "logit")
+
+
+def recommended_n_bins(site_sigma: float) -> int:
+    """Bin count for a release whose per-site noise SD is ``site_sigma`` (from the study, docs/simulations.md).
+
+    Fewer bins carry less noise into the ROC points; more bins follow the curve more closely. Over the
+    study's binormal design (5 sites, n 250 to 10 000) the ROC-GLM through the edges was most accurate
+    with 5 equal-width bins on [0, 1] for ``site_sigma >= 1.5`` (epsilon <= 2 at delta = 1e-5), 8 for
+    ``0.75 <= site_sigma < 1.5`` and 12 below.
+    """
+    s = float(site_sigma)
+    if not (np.isfinite(s) and s >= 0.0):
+        raise ValueError(f"site_sigma must be a finite number >= 0, got {site_sigma!r}")
+    return 5 if s >= 1.5 else 8 if s >= 0.75 else 12
 
 
 def histogram_edges(n_bins: int, *, lo: float = 0.0, hi: float = 1.0, spacing: str = "equal") -> np.ndarray:

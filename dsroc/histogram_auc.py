@@ -121,21 +121,19 @@ class HistogramRocGlm(NamedTuple):
     points: np.ndarray
 
 
-def _edge_points(c0, c1, tail_count):
-    """The (FPR, k) pairs of one histogram usable as ROC-GLM thresholds: FPR strictly inside (0, 1), at
-    least ``tail_count`` estimated negatives and positives on each side, one point per distinct FPR (the
-    highest TPR, i.e. the lowest edge)."""
-    n0, n1 = c0.sum(), c1.sum()
-    s0, s1 = survivor_at_edges(c0)[1:-1], survivor_at_edges(c1)[1:-1]
+def _edge_points(s0, s1, n0, n1, tail_count):
+    """The (FPR, k) pairs of one histogram usable as ROC-GLM thresholds, from its survivor functions at the
+    inner edges: FPR strictly inside (0, 1), at least ``tail_count`` estimated negatives and positives on
+    each side, one point per distinct FPR (the highest TPR, i.e. the lowest edge)."""
     keep = (s0 > 0) & (s0 < 1)
     if tail_count > 0:
         keep &= (n0 * np.minimum(s0, 1 - s0) >= tail_count) & (n1 * np.minimum(s1, 1 - s1) >= tail_count)
     fpr, tpr = s0[keep][::-1], s1[keep][::-1]  # increasing FPR
     if fpr.size == 0:
-        return fpr, tpr, n1
+        return fpr, tpr
     fpr, first = np.unique(fpr, return_index=True)
     last = np.append(first[1:], tpr.size) - 1  # the last of equal FPRs has the highest TPR
-    return fpr, np.clip(tpr[last] * n1, 0.0, n1), n1
+    return fpr, np.clip(tpr[last] * n1, 0.0, n1)
 
 
 def histogram_rocglm(h0, h1, *, tail_count: float = DEFAULT_TAIL_COUNT, tol: float = 1e-8, max_iter: int = 25) -> HistogramRocGlm:
@@ -164,42 +162,58 @@ def histogram_rocglm(h0, h1, *, tail_count: float = DEFAULT_TAIL_COUNT, tol: flo
     params = np.full((f0.shape[0], 2), np.nan)
     converged = np.zeros(f0.shape[0], dtype=bool)
     points = np.zeros(f0.shape[0], dtype=np.int64)
-    for i in range(f0.shape[0]):
-        if f0[i].sum() <= 0 or f1[i].sum() <= 0:
-            continue
-        grid, k, n1 = _edge_points(f0[i], f1[i], tail_count)
+    n0, n1 = f0.sum(-1), f1.sum(-1)
+    rows = np.flatnonzero((n0 > 0) & (n1 > 0))
+    s0 = survivor_at_edges(f0[rows])[:, 1:-1]
+    s1 = survivor_at_edges(f1[rows])[:, 1:-1]
+    for j, i in enumerate(rows.tolist()):
+        grid, k = _edge_points(s0[j], s1[j], n0[i], n1[i], tail_count)
         points[i] = grid.size
         if grid.size < 2:
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            fit = fit_rocglm_batch(k[None, :], np.array([n1]), grid, tol=tol, max_iter=max_iter)
+            fit = fit_rocglm_batch(k[None, :], n1[i : i + 1], grid, tol=tol, max_iter=max_iter)
         params[i], converged[i] = fit.params[0], fit.converged[0]
-    auc = np.asarray(rocglm_auc(params))
+    with np.errstate(over="ignore"):  # a near-vertical curve (huge gamma2) has AUC Phi(0 or +-inf), still defined
+        auc = np.asarray(rocglm_auc(params))
     return HistogramRocGlm(params.reshape(batch + (2,)), auc.reshape(batch), converged.reshape(batch), points.reshape(batch))
 
 
 def histogram_rocglm_noise_variance(h0, h1, *, sigma: float, draws: int = 100, seed=0,
-                                    tail_count: float = DEFAULT_TAIL_COUNT) -> float:
+                                    tail_count: float = DEFAULT_TAIL_COUNT) -> np.ndarray | float:
     """Variance of the histogram ROC-GLM AUC due to the noise, by a parametric bootstrap of the known noise.
 
-    Adds ``draws`` independent Gaussian noise vectors of SD ``sigma`` to the consistent counts ``h0, h1``
-    (1-D), makes each consistent again, refits, and returns the sample variance of the AUCs (0 when
-    ``sigma`` is 0). ``seed`` makes it reproducible.
+    For each histogram (row of ``h0, h1``, shape ``(..., B)``), draws ``draws`` independent Gaussian noise
+    vectors of SD ``sigma`` for ``h0`` and then ``h1`` from ``numpy.random.default_rng(seed)`` (``seed``: one
+    per row for a batch, any value ``default_rng`` accepts), adds them to the consistent counts, makes
+    each consistent again, refits, and returns the sample variance of the AUCs (0 when ``sigma`` is 0,
+    NaN when fewer than two draws could be fitted).
     """
     sigma = check_sigma(sigma)
     c0, c1 = _pair(h0, h1)
-    if c0.ndim != 1:
-        raise ValueError("histogram_rocglm_noise_variance takes one histogram per class (1-D counts)")
     if isinstance(draws, bool) or not float(draws).is_integer() or draws < 2:
         raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
+    batch, m = c0.shape[:-1], c0.shape[-1]
+    f0, f1 = c0.reshape(-1, m), c1.reshape(-1, m)
+    seeds = [seed] if c0.ndim == 1 else list(seed)
+    if len(seeds) != f0.shape[0]:
+        raise ValueError(f"seed must give one seed per histogram ({f0.shape[0]}), got {len(seeds)}")
     if sigma == 0.0:
-        return 0.0
-    rng = np.random.default_rng(seed)
-    shape = (int(draws), c0.size)
-    b0 = consistent_counts(c0 + sigma * rng.standard_normal(shape))
-    b1 = consistent_counts(c1 + sigma * rng.standard_normal(shape))
-    ok = (b0.sum(-1) > 0) & (b1.sum(-1) > 0)
-    auc = histogram_rocglm(b0[ok], b1[ok], tail_count=tail_count).auc
-    auc = auc[np.isfinite(auc)]
-    return float(auc.var(ddof=1)) if auc.size >= 2 else float("nan")
+        out = np.zeros(f0.shape[0])
+    else:
+        d = int(draws)
+        noise = np.empty((f0.shape[0], 2, d, m))
+        for i, s in enumerate(seeds):
+            rng = np.random.default_rng(s)
+            noise[i, 0], noise[i, 1] = rng.standard_normal((d, m)), rng.standard_normal((d, m))
+        b0 = consistent_counts(f0[:, None, :] + sigma * noise[:, 0])
+        b1 = consistent_counts(f1[:, None, :] + sigma * noise[:, 1])
+        ok = (b0.sum(-1) > 0) & (b1.sum(-1) > 0)
+        auc = np.full(ok.shape, np.nan)
+        auc[ok] = histogram_rocglm(b0[ok], b1[ok], tail_count=tail_count).auc
+        fitted = np.isfinite(auc).sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(fitted >= 2, np.nanvar(np.where(fitted[:, None] >= 2, auc, 0.0), axis=-1, ddof=1), np.nan)
+    out = out.reshape(batch)
+    return float(out) if out.ndim == 0 else out

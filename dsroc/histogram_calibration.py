@@ -207,7 +207,8 @@ def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: 
 
     Covariance: the inverse information (sampling) plus the noise's by the implicit-function delta method,
     ``sigma^2 I^-1 (sum_b x_b x_b' ((1 - mu_b)^2 + mu_b^2)) I^-1`` with ``x_b = (1, logit r_b)``.
-    Representatives must lie strictly inside (0, 1).
+    Representatives must lie strictly inside (0, 1). Without a finite estimate (separated bins, or no
+    convergence in ``max_iter`` steps) the intercept, slope and covariance are NaN and ``converged`` False.
     """
     sigma = check_sigma(sigma)
     c0, c1, r = _one_histogram(h0, h1, representatives)
@@ -224,14 +225,20 @@ def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: 
     for _ in range(max_iter):
         mu = expit(x @ theta)
         info = (x * (m * mu * (1 - mu))[:, None]).T @ x
-        step = np.linalg.solve(info, x.T @ (k - m * mu))
+        with np.errstate(all="ignore"):
+            step = np.linalg.pinv(info) @ (x.T @ (k - m * mu))
+        if not np.isfinite(step).all():
+            break
         theta = theta + step
         if np.abs(step).max() < tol:
             converged = True
             break
+    if not converged:
+        # (Quasi-)separation: the events change from none to all across bins, and no finite MLE exists.
+        return Recalibration(float("nan"), float("nan"), np.full((2, 2), np.nan), False)
     mu = expit(x @ theta)
     info = (x * (m * mu * (1 - mu))[:, None]).T @ x
-    inv = np.linalg.inv(info)
+    inv = np.linalg.pinv(info)
     middle = (x * ((1 - mu) ** 2 + mu**2)[:, None]).T @ x
     cov = inv + sigma**2 * inv @ middle @ inv
     return Recalibration(float(theta[0]), float(theta[1]), cov, converged)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,12 +36,137 @@ from .histogram_calibration import (
     scalar_brier,
 )
 
-__all__ = ["ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "HistogramValidation", "histogram_validation"]
+__all__ = [
+    "PLAUSIBLE_SDS",
+    "ESTIMATORS",
+    "DEFAULT_ESTIMATOR",
+    "DEFAULT_TAIL_SIGMAS",
+    "AucEstimates",
+    "histogram_point_auc",
+    "histogram_auc_estimates",
+    "HistogramValidation",
+    "histogram_validation",
+]
 
 ESTIMATORS = ("rocglm", "empirical")
 DEFAULT_ESTIMATOR = "rocglm"
 # ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted.
 DEFAULT_TAIL_SIGMAS = 5.0
+# A ROC-GLM fit further than this many SDs (sampling + noise) from the binned empirical AUC is not used.
+PLAUSIBLE_SDS = 3.0
+
+
+class AucEstimates(NamedTuple):
+    """The AUC part of a histogram validation for one or many histograms (arrays with one entry per row).
+
+    ``estimator`` says per row which estimate ``auc`` is (``"rocglm"``, or ``"empirical"`` where the
+    ROC-GLM could not be fitted or was not asked for); ``variance`` is sampling plus noise.
+    """
+
+    counts0: np.ndarray
+    counts1: np.ndarray
+    auc: np.ndarray
+    variance: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    defined: np.ndarray
+    estimator: np.ndarray
+    auc_empirical: np.ndarray
+    variance_empirical: np.ndarray
+    sampling_variance: np.ndarray
+    rocglm_params: np.ndarray
+    rocglm_auc: np.ndarray
+    rocglm_noise_variance: np.ndarray
+    rocglm_points: np.ndarray
+
+
+def _plausible_rocglm(c0, c1, auc_emp, var_emp, tail):
+    """The ROC-GLM through the edges of consistent counts, its AUC NaN where it is not plausible: not
+    converged, not increasing (``gamma2 <= 0``) or further than ``PLAUSIBLE_SDS`` SDs from the binned
+    empirical AUC (few, noisy edges can give a wild binormal line)."""
+    glm = histogram_rocglm(c0, c1, tail_count=tail)
+    auc = glm.auc.copy()
+    with np.errstate(invalid="ignore"):
+        plausible = glm.converged & (glm.params[:, 1] > 0) & (np.abs(auc - auc_emp) <= PLAUSIBLE_SDS * np.sqrt(var_emp))
+    auc[~plausible] = np.nan
+    return glm.params, auc, glm.points
+
+
+def histogram_point_auc(counts0, counts1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
+                        tail_sigmas: float = DEFAULT_TAIL_SIGMAS) -> np.ndarray:
+    """The AUC :func:`histogram_validation` reports, without its variance (no bootstrap), for consistent
+    counts ``(R, B)`` with patients of both classes: the plausible ROC-GLM through the edges, else (and
+    where a class holds fewer than two) the binned empirical AUC. For studies that need point estimates only."""
+    sigma = check_sigma(sigma)
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    c0, c1 = check_counts(counts0, name="counts0"), check_counts(counts1, name="counts1", n_bins=np.shape(counts0)[-1])
+    if c0.ndim != 2 or c0.shape != c1.shape:
+        raise ValueError(f"counts0 and counts1 must both have shape (rows, bins), got {c0.shape} and {c1.shape}")
+    auc_emp = np.asarray(histogram_auc(c0, c1))
+    if estimator == "empirical":
+        return auc_emp
+    ok = (c0.sum(-1) >= 2) & (c1.sum(-1) >= 2)
+    out = auc_emp.copy()
+    if ok.any():
+        var_emp = histogram_delong_variance(c0[ok], c1[ok]) + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
+        _, auc_glm, _ = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp,
+                                          check_sigma(tail_sigmas, name="tail_sigmas") * sigma)
+        out[ok] = np.where(np.isfinite(auc_glm), auc_glm, auc_emp[ok])
+    return out
+
+
+def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
+                            tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, noise_draws: int = 100,
+                            seeds=None) -> AucEstimates:
+    """AUC, variance and logit CI from summed noisy histograms, batched over rows ``(R, B)``.
+
+    What :func:`histogram_validation` reports for one histogram, for many at once (the simulation study).
+    Each row: counts made consistent; binned empirical AUC with DeLong (binned placement values) plus
+    delta-method noise variance; the ROC-GLM through the edges with at least ``tail_sigmas * sigma``
+    estimated patients of each class on either side, its noise variance by a parametric bootstrap
+    (``noise_draws`` draws seeded by ``seeds[r]``, default ``r``); the reported AUC is the ``estimator``'s
+    with variance DeLong plus its noise variance. The ROC-GLM is used only where it is plausible:
+    converged, increasing (``gamma2 > 0``) and within ``PLAUSIBLE_SDS`` standard deviations of the binned
+    empirical AUC (few, noisy edges can give a wild binormal line); elsewhere the empirical AUC is reported.
+    Rows with fewer than two estimated patients of a class give NaN.
+    """
+    sigma = check_sigma(sigma)
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    tail_sigmas = check_sigma(tail_sigmas, name="tail_sigmas")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    raw0, raw1 = check_counts(h0, name="h0"), check_counts(h1, name="h1", n_bins=np.shape(h0)[-1])
+    if raw0.ndim != 2 or raw0.shape != raw1.shape:
+        raise ValueError(f"h0 and h1 must both have shape (rows, bins), got {raw0.shape} and {raw1.shape}")
+    rows = raw0.shape[0]
+    seeds = list(range(rows)) if seeds is None else list(seeds)
+    if len(seeds) != rows:
+        raise ValueError(f"seeds must give one seed per row ({rows}), got {len(seeds)}")
+    c0, c1 = consistent_counts(raw0), consistent_counts(raw1)
+    ok = (c0.sum(-1) >= 2) & (c1.sum(-1) >= 2)
+    nan = np.full(rows, np.nan)
+    auc_emp, sampling, var_emp = nan.copy(), nan.copy(), nan.copy()
+    auc_emp[ok] = histogram_auc(c0[ok], c1[ok])
+    sampling[ok] = histogram_delong_variance(c0[ok], c1[ok])
+    var_emp[ok] = sampling[ok] + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
+    params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
+    var_glm = nan.copy()
+    tail = tail_sigmas * sigma
+    if estimator == "rocglm" and ok.any():
+        params[ok], auc_glm[ok], points[ok] = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp[ok], tail)
+        fit = np.isfinite(auc_glm)
+        if fit.any():
+            var_glm[fit] = histogram_rocglm_noise_variance(c0[fit], c1[fit], sigma=sigma, draws=noise_draws,
+                                                           seed=[seeds[i] for i in np.flatnonzero(fit)], tail_count=tail)
+    use_glm = np.isfinite(auc_glm) & np.isfinite(var_glm)
+    auc = np.where(use_glm, auc_glm, auc_emp)
+    variance = np.where(use_glm, sampling + var_glm, var_emp)
+    ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
+    used = np.where(use_glm, "rocglm", "empirical").astype(object)
+    return AucEstimates(c0, c1, auc, variance, ci.lower, ci.upper, ci.defined, used, auc_emp, var_emp, sampling,
+                        params, auc_glm, var_glm, points)
 
 
 @dataclass
@@ -69,7 +195,8 @@ class HistogramValidation:
         Binned empirical AUC (ties one half) and its variance (DeLong on the binned placement values plus
         the noise's by the delta method).
     rocglm_params, rocglm_auc, rocglm_noise_variance
-        The ROC-GLM through the edges (NaN if no fit) and its noise variance (parametric bootstrap).
+        The ROC-GLM through the edges and its noise variance (parametric bootstrap); ``rocglm_auc`` is NaN
+        where no plausible fit exists (see :func:`histogram_auc_estimates`).
     sampling_variance : float
         DeLong variance of the binned AUC (the sampling part of both AUC variances).
     brier, brier_scalar : Estimate
@@ -179,15 +306,12 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     if raw0.ndim != 1 or raw1.ndim != 1:
         raise ValueError("h0 and h1 must be one-dimensional (one count per bin)")
     sigma = check_sigma(sigma)
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-    tail_sigmas = check_sigma(tail_sigmas, name="tail_sigmas")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
     scalars = {k: _optional_scalar(k, v) for k, v in (("sum_sq", sum_sq), ("sum_p", sum_p), ("sum_y", sum_y))}
     if any(v is not None for v in scalars.values()) and scalar_sigma is None:
         raise ValueError("scalar_sigma (the noise SD of the scalar releases) is required with sum_sq, sum_p or sum_y")
-    c0, c1 = consistent_counts(raw0), consistent_counts(raw1)
+    est = histogram_auc_estimates(raw0[None, :], raw1[None, :], sigma=sigma, estimator=estimator,
+                                  tail_sigmas=tail_sigmas, level=level, noise_draws=noise_draws, seeds=[seed])
+    c0, c1 = est.counts0[0], est.counts1[0]
     n0, n1 = float(c0.sum()), float(c1.sum())
     if n0 < 2 or n1 < 2:
         raise ValueError(
@@ -197,23 +321,11 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     notes = []
     fpr, tpr = histogram_roc(c0, c1)
     recall, precision = histogram_pr(c0, c1)
-    auc_emp = float(histogram_auc(c0, c1))
-    sampling = float(histogram_delong_variance(c0, c1))
-    var_emp = sampling + float(histogram_auc_noise_variance(c0, c1, sigma=sigma))
-    tail = tail_sigmas * sigma
-    glm = histogram_rocglm(c0, c1, tail_count=tail)
-    params, auc_glm = glm.params, float(glm.auc)
-    var_glm_noise = float("nan")
-    if np.isfinite(auc_glm):
-        var_glm_noise = histogram_rocglm_noise_variance(c0, c1, sigma=sigma, draws=noise_draws, seed=seed, tail_count=tail)
-    elif estimator == "rocglm":
-        notes.append(f"no ROC-GLM fit ({int(glm.points)} usable edge(s)): reporting the binned empirical AUC")
-    if estimator == "rocglm" and np.isfinite(auc_glm) and np.isfinite(var_glm_noise):
-        used, auc, variance = "rocglm", auc_glm, sampling + var_glm_noise
-    else:
-        used, auc, variance = "empirical", auc_emp, var_emp
-    ci = auc_ci_batch(auc, variance, level=level)
-    if not bool(ci.defined):
+    used, auc, variance = str(est.estimator[0]), float(est.auc[0]), float(est.variance[0])
+    if estimator == "rocglm" and used != "rocglm":
+        notes.append(f"no plausible ROC-GLM fit ({int(est.rocglm_points[0])} usable edge(s)): reporting the binned "
+                     "empirical AUC")
+    if not bool(est.defined[0]):
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
     r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
     brier = brier_s = calibration = oe = recal = None
@@ -222,26 +334,32 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
         if r.min() > 0.0 and r.max() < 1.0:
             recal = histogram_recalibration(c0, c1, r, sigma=sigma)
+            if not recal.converged:
+                notes.append("no calibration intercept/slope: the bins' event rates separate (no finite logistic fit)")
         n_hat, var_n = n0 + n1, 2 * m * sigma**2
         if scalars["sum_sq"] is not None:
             brier_s = scalar_brier(scalars["sum_sq"], n_hat, sigma_scalar=scalar_sigma, var_n=var_n, level=level,
                                    sampling_variance=histogram_brier(c0, c1, r, sigma=0.0).variance)
+        # Sampling: O varies about E by sum p (1 - p) (binned: sum_b m_b r_b (1 - r_b)); noise: O and E each
+        # carry their release's noise (binned: n1 sums B cells, E sums both classes' cells weighted by r_b).
+        binomial = float(((c0 + c1) * r * (1 - r)).sum())
         if scalars["sum_p"] is not None and scalars["sum_y"] is not None:
             o, e_events = scalars["sum_y"], scalars["sum_p"]
-            var_o, var_e = o * (1 - o / n_hat) + scalar_sigma**2, scalar_sigma**2 + e_events * (1 - e_events / n_hat)
+            var_o, var_e = binomial + scalar_sigma**2, scalar_sigma**2
         else:
             o, e_events = n1, float(((c0 + c1) * r).sum())
-            var_o, var_e = n1 * n0 / (n0 + n1) + m * sigma**2, float(((c0 + c1) * r * (1 - r)).sum()) + 2 * m * sigma**2 * float((r**2).mean())
+            var_o, var_e = binomial + m * sigma**2, 2 * sigma**2 * float((r**2).sum())
         if o > 0 and e_events > 0:
             oe = calibration_in_the_large(o, e_events, var_observed=max(var_o, 0.0), var_expected=max(var_e, 0.0), level=level)
     else:
         notes.append("scores are not probabilities (grid outside [0, 1]): no Brier score or calibration")
     return HistogramValidation(
         edges=e, sigma=sigma, counts0=c0, counts1=c1, n0=n0, n1=n1, fpr=fpr, tpr=tpr, recall=recall,
-        precision=precision, estimator=used, auc=float(auc), auc_variance=float(variance),
-        auc_ci=(float(ci.lower), float(ci.upper)), auc_ci_defined=bool(ci.defined), auc_empirical=auc_emp,
-        auc_empirical_variance=var_emp, rocglm_params=params, rocglm_auc=auc_glm, rocglm_noise_variance=var_glm_noise,
-        sampling_variance=sampling, brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
+        precision=precision, estimator=used, auc=auc, auc_variance=variance,
+        auc_ci=(float(est.lower[0]), float(est.upper[0])), auc_ci_defined=bool(est.defined[0]),
+        auc_empirical=float(est.auc_empirical[0]), auc_empirical_variance=float(est.variance_empirical[0]),
+        rocglm_params=est.rocglm_params[0], rocglm_auc=float(est.rocglm_auc[0]),
+        rocglm_noise_variance=float(est.rocglm_noise_variance[0]), sampling_variance=float(est.sampling_variance[0]), brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
         recalibration=recal, notes=notes,
     )
 

@@ -1,4 +1,4 @@
-"""The simulation study of the paper (SPEC section 7), in `paper` and `protocol` modes; see docs/simulations.md."""
+"""The simulation study (SPEC section 7) in `paper`, `protocol` and `histogram` modes, and the protocol comparison; see docs/simulations.md."""
 
 from .dgp import generate_batch, generate_replication
 from .report import write_report

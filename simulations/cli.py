@@ -27,6 +27,10 @@ by the analytic Gaussian mechanism) plus the noise-free one.
             strict survivor function, CIs centred at the empirical AUC (fast, batched).
   protocol  the deployed pipeline in process: five sites release noisy scores, true positives are
             placed under the pooled noisy negatives, distributed Fisher scoring and distributed CI.
+  histogram the histogram protocol (end-to-end DP): five sites release noisy per-class histograms,
+            the analyst's dsroc.histogram_validation estimates (settings: epsilon x delta).
+  compare   every protocol at its stated guarantee on a binormal design (n 250, 1 000, 10 000):
+            AUC MAE and CI coverage against epsilon (also: python -m simulations compare).
 """
 
 EPILOG = """\
@@ -34,6 +38,8 @@ examples:
   python -m simulations run --reps 200 --settings noise-free sens=0.1 --out /tmp/small
   python -m simulations run --mode paper --reps 10000 --workers 2 --out runs/full-paper
   python -m simulations run --mode protocol --reps 1000 --workers 2 --out runs/protocol
+  python -m simulations run --mode histogram --reps 1000 --workers 2 --out runs/histogram
+  python -m simulations compare --reps 200 --out runs/compare
   python -m simulations report runs/full-paper
   python -m simulations mechanisms --reps 200 --workers 2 --out runs/mechanisms
   python -m simulations run --mode protocol --n 100000 --reps 200 --settings noise-free sens=0.1_eps=5_delta=0.01 --out runs/cov-1e5
@@ -50,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run (or resume) the study, then write the report",
                          description="Run (or resume) the study and write its tables and figures into --out.")
-    run.add_argument("--mode", choices=("paper", "protocol"), default="paper", help="which study (default: paper)")
+    run.add_argument("--mode", choices=("paper", "protocol", "histogram", "compare"), default="paper",
+                     help="which study (default: paper)")
     run.add_argument("--reps", type=int, default=10_000, help="replications per setting (default: 10000)")
     run.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
     run.add_argument("--seed", type=int, default=1, help="base seed; results depend on it only (default: 1)")
@@ -65,6 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
                                            "e.g. the coverage study at 1000 ... 1000000")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
+    cmp = sub.add_parser("compare", help="run (or resume) the protocol comparison, then write its table and figure",
+                         description="Every protocol at its stated guarantee: AUC MAE and CI coverage against epsilon "
+                                     "(binormal scores, prevalence 0.3, 5 sites, n 250 / 1 000 / 10 000).")
+    cmp.add_argument("--reps", type=int, default=200, help="replications per cell (default: 200)")
+    cmp.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
+    cmp.add_argument("--seed", type=int, default=1, help="base seed (default: 1)")
+    cmp.add_argument("--settings", nargs="+", metavar="NAME",
+                     help="cells to run, e.g. 'histogram_n=1000_eps=1_delta=1e-05' (default: all 72)")
+    cmp.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on this Dask scheduler")
+    cmp.add_argument("--quiet", action="store_true", help="no progress lines")
+    cmp.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     mech = sub.add_parser(
         "mechanisms", help="run (or resume) the study of every private AUC mechanism of the seed papers",
         description="Paper protocol (model and range rules), histogram protocol, Boyd M1/M2 (per site and central), "
@@ -125,7 +143,13 @@ def main(argv=None) -> int:
             table = write_coverage(args.out, coverage_by_n(args.runs))
             print(table.to_string(index=False))
             return 0
-        if args.command == "run":
+        if args.command == "compare":
+            timing = run_study(args.out, mode="compare", reps=args.reps, seed=args.seed, settings=args.settings,
+                               workers=args.workers,
+                               scheduler=args.scheduler, progress=None if args.quiet else sys.stderr)
+            print(json.dumps(timing, indent=2))
+            args.tolerance = list(TOLERANCES)
+        elif args.command == "run":
             timing = run_study(args.out, mode=args.mode, reps=args.reps, seed=args.seed, settings=args.settings,
                                workers=args.workers, scheduler=args.scheduler, chunk=args.chunk, n=args.n,
                                progress=None if args.quiet else sys.stderr)

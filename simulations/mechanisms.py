@@ -18,8 +18,7 @@ from scipy.stats import rankdata
 from dsroc import analytic_gaussian_sigma, fit_rocglm_batch, model_sensitivity, rocglm_grid
 from dsroc.batch import grouped_class_placements, grouped_mean, grouped_placement_values, grouped_rocglm_counts
 from dsroc.histogram import bin_index, consistent_counts, histogram_edges
-from dsroc.histogram_auc import histogram_auc, histogram_rocglm
-from dsroc.histogram_validation import DEFAULT_TAIL_SIGMAS
+from dsroc.histogram_validation import histogram_point_auc
 from dsroc.mechanisms import boyd, fedauc
 from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_sigma
 from dsroc.prspace import average_precision_from_counts, grouped_average_precision
@@ -126,8 +125,7 @@ def _histogram(prep: _Prepared, sigma: float, rng: np.random.Generator):
     ok = (c0.sum(axis=1) > 0) & (c1.sum(axis=1) > 0)
     total_sigma = sigma * np.sqrt(k)
     auc, ap = np.full(b, np.nan), np.full(b, np.nan)
-    glm = histogram_rocglm(c0[ok], c1[ok], tail_count=DEFAULT_TAIL_SIGMAS * total_sigma).auc
-    auc[ok] = np.where(np.isfinite(glm), glm, histogram_auc(c0[ok], c1[ok]))
+    auc[ok] = histogram_point_auc(c0[ok], c1[ok], sigma=total_sigma)
     ap[ok] = average_precision_from_counts(c0[ok], c1[ok])
     return auc, ap
 

@@ -84,7 +84,7 @@ def refused_replications(batch: Batch, privacy_level: int = PRIVACY_LEVEL) -> np
 
 
 def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: int = PRIVACY_LEVEL,
-                       n: int | None = None) -> pd.DataFrame:
+                       n: int | None = None, batch: Batch | None = None) -> pd.DataFrame:
     """Run replications ``reps`` in every setting through the deployed procedure, in process.
 
     Per replication the data are split over five sites. Per setting each site releases its negatives
@@ -93,7 +93,9 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
     contributes its ``RocGlmParts``; the sum drives Fisher scoring; the CI is centred at the ROC-GLM
     AUC with the DeLong variance from the distributed two-pass moments of the placement values. The
     reference is the empirical AUC of the pooled true scores with its DeLong logit CI. A site with
-    fewer than ``privacy_level`` negatives or positives refuses (failure ``"disclosure"``).
+    fewer than ``privacy_level`` negatives or positives refuses (failure ``"disclosure"``). ``batch``
+    replaces the paper's data by other replications (``reps`` is then ignored; the protocol comparison
+    passes its binormal design).
 
     Next to it, the noise-corrected AUC and CI the analyst reports (:func:`dsroc.noise_corrected_auc`):
     the mean placement values (pass 1 of the moments), the AUC among the released scores, and the
@@ -106,7 +108,7 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
         One row per (setting, replication), columns :data:`simulations.records.COLUMNS`.
     """
     grid = rocglm_grid(grid)
-    batch = generate_batch(seed, reps, n)
+    batch = generate_batch(seed, reps, n) if batch is None else batch
     B, g, s = batch.size, batch.groups, batch.scores
     neg, pos = batch.labels == 0, batch.labels == 1
     n0 = batch.n - batch.n1

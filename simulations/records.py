@@ -50,19 +50,23 @@ FAILURES = {
     "no convergence": "Fisher scoring did not converge in 25 iterations",
     "ci undefined": "the empirical AUC is exactly 0 or 1, where the logit CI does not exist",
     "disclosure": "a site holds fewer than q negatives or positives and refuses its aggregates (protocol mode)",
+    "too noisy": "the consistent noisy histograms hold fewer than two patients of a class (histogram mode)",
 }
 
 # Failures that leave no usable ROC-GLM AUC; "ci undefined" only removes the replication's CIs.
-FIT_FAILURES = ("separation", "no convergence", "disclosure")
+FIT_FAILURES = ("separation", "no convergence", "disclosure", "too noisy")
 
 
-def failure_codes(degenerate, converged, ci_defined, refused=None) -> np.ndarray:
+def failure_codes(degenerate, converged, ci_defined, refused=None, *, too_noisy=None) -> np.ndarray:
     """Failure code per replication (:data:`FAILURES`), the first cause that applies in this order:
-    a site's refusal, separated counts, no convergence, an undefined reference CI; ``""`` otherwise."""
+    a site's refusal, histograms too noisy for an estimate, separated counts, no convergence, an
+    undefined reference CI; ``""`` otherwise."""
     out = np.full(np.shape(degenerate), "", dtype=object)
     out[~np.asarray(ci_defined)] = "ci undefined"
     out[~np.asarray(converged)] = "no convergence"
     out[np.asarray(degenerate)] = "separation"
+    if too_noisy is not None:
+        out[np.asarray(too_noisy)] = "too noisy"
     if refused is not None:
         out[np.asarray(refused)] = "disclosure"
     return out

@@ -8,11 +8,14 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
+from .compare import compare_settings, run_compare_chunk
+from .histogram import run_histogram_chunk
 from .mech_settings import select_mechanism_settings
 from .mechanisms import run_mechanisms_chunk
 from .paper import run_paper_chunk
@@ -21,12 +24,15 @@ from .settings import Setting, select_settings
 
 __all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_results"]
 
-MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "mechanisms": run_mechanisms_chunk}
-# How each mode names its settings (the mechanisms study has its own grid: n x K x epsilon).
-SELECTORS = {"mechanisms": select_mechanism_settings}
+MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "mechanisms": run_mechanisms_chunk,
+         "histogram": run_histogram_chunk, "compare": run_compare_chunk}
+# How each mode names its settings (the mechanisms study has its own grid: n x K x epsilon; the comparison
+# protocol x n x privacy).
+SELECTORS = {"mechanisms": select_mechanism_settings, "compare": compare_settings,
+             "histogram": partial(select_settings, mode="histogram")}
 # Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
 # files, and the results, are the same whatever the parallelism.
-DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "mechanisms": 25}
+DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "mechanisms": 25, "histogram": 50, "compare": 25}
 RESULTS, CHUNKS = "results", "chunks"
 
 
@@ -142,19 +148,20 @@ def run_study(
     out : path
         Output folder. Finished chunks are kept in ``out/chunks`` until all are done, so an
         interrupted run resumes where it stopped when called again with the same options.
-    mode : {"paper", "protocol", "mechanisms"}
+    mode : {"paper", "protocol", "mechanisms", "histogram", "compare"}
     reps : int
         Replications per setting.
     seed : int
         Base seed; replication r uses a stream derived from (seed, r) only.
     settings : list of str, optional
-        Setting names (see :func:`simulations.settings.select_settings`); all 126 by default.
+        Setting names (see :func:`simulations.settings.select_settings`, or
+        :func:`simulations.compare.compare_settings` in compare mode); all of the mode's by default.
     workers : int
         Local worker processes (ignored with ``scheduler``).
     scheduler : str or distributed.Client, optional
         Address of a Dask scheduler (or a client) to run the chunks on.
     chunk : int, optional
-        Replications per chunk (default: 100 in both modes).
+        Replications per chunk (default: :data:`DEFAULT_CHUNK` of the mode).
     n : int, optional
         Patients per replication (at least 100); default: drawn uniformly from 100..2500 as in the paper.
     progress : file or None
@@ -183,6 +190,8 @@ def run_study(
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     if n is not None and (isinstance(n, bool) or int(n) != n or n < 100):
         raise ValueError(f"n must be an integer >= 100, got {n!r}")
+    if n is not None and mode == "compare":
+        raise ValueError("n is fixed per cell in compare mode (n = 250, 1000, 10000); do not pass n")
     chosen = tuple(SELECTORS.get(mode, select_settings)(settings))
     out = Path(out)
     (out / CHUNKS).mkdir(parents=True, exist_ok=True)

@@ -126,12 +126,18 @@ class SiteConfig:
     max_sessions_per_analyst: int = 16
     max_message_bytes: int = 16 * 1024 * 1024
     audit_max_bytes: int = 64 * 1024 * 1024
+    peers: dict[str, str] = field(default_factory=dict)  # peer site name -> release-signing public key (base64)
     source: Path | None = field(default=None, compare=False)
 
     @property
     def ledger_path(self) -> Path:
         """The SQLite privacy ledger."""
         return self.state_dir / "ledger.sqlite"
+
+    @property
+    def signing_key_path(self) -> Path:
+        """The site's Ed25519 release-signing key (created on first start; its public key goes to the peers)."""
+        return self.state_dir / "release_signing.key"
 
     @property
     def approvals_path(self) -> Path:
@@ -271,7 +277,21 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     datasets = {}
     for ds_name, table in top.get("datasets", dict, {}, rule="a table of datasets").items():
         datasets[ds_name] = _parse_dataset(_Reader(table, f"datasets.{ds_name}", src), ds_name, base)
+    peers = {}
+    for peer_name, table in top.get("peers", dict, {}, rule="a table of peer sites").items():
+        r = _Reader(table, f"peers.{peer_name}", src)
+        key = r.get("public_key", str)
+        try:
+            from .signing import parse_public_key
+
+            parse_public_key(key)
+        except ValueError as exc:
+            r.fail("public_key", str(exc))
+        peers[peer_name] = key
+        r.done()
     top.done()
+    if name in peers:
+        raise ConfigError(f"{src}: peers.{name}: the site itself is not a peer (its own key is {state_dir}/release_signing.key)")
 
     # A streamed chunk of doubles (8 bytes each, plus framing) must fit in one message.
     if policy.max_chunk_scores * 8 + 1024 > max_bytes:
@@ -295,7 +315,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         name=name, listen=listen, state_dir=state_dir, policy=policy, analysts=analysts, datasets=datasets,
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
-        source=source,
+        peers=peers, source=source,
     )
 
 

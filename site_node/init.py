@@ -16,6 +16,7 @@ from scipy.special import expit
 
 from .auth import hash_token, new_token
 from .pki import DevPki, generate_dev_pki
+from .signing import link_peers
 
 __all__ = ["ANALYST_DIR", "CONFIG_TEMPLATE", "FederationInit", "InitResult", "federation_document", "init_federation",
            "init_site", "name_seed",
@@ -207,6 +208,7 @@ def init_site(directory, *, name: str = "hospital", listen: str = "127.0.0.1:500
     token = new_token()
     config.write_text(CONFIG_TEMPLATE.format(name=name, listen=listen, analyst=analyst,
                                              token_hash=hash_token(token)), encoding="utf-8")
+    link_peers([config])  # the site's release-signing key (dsroc-site key prints its public half for peers)
     # the analyst's folder: everything needed to connect, nothing the site keeps secret (no CA or server key)
     adir = directory / ANALYST_DIR
     adir.mkdir(exist_ok=True)
@@ -246,6 +248,7 @@ def init_federation(directory, n_sites: int, *, analyst: str = "analyst1", overw
         raise FileExistsError(f"{federation} exists; choose another folder (or --force)")
     sites = tuple(init_site(directory / f"site{k}", name=f"site{k}", listen=f"127.0.0.1:{_free_port()}",
                             analyst=analyst, overwrite=overwrite) for k in range(1, n_sites + 1))
+    link_peers([r.config for r in sites])  # each site lists the others' release-signing keys
     federation.write_text(federation_document(
         [r.site_entry(directory) for r in sites],
         comment=f"Analyst's federation of {n_sites} local sites (written by dsroc-site init --federation)."),

@@ -1,4 +1,4 @@
-"""``dsroc-site model approve|list|revoke``: the site administrator's approvals of analyst models."""
+"""``dsroc-site model approve|list|revoke`` (approvals of analyst models) and ``dsroc-site key`` (the release-signing key)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,17 @@ import json
 from pathlib import Path
 
 __all__ = ["add_model_parser"]
+
+
+def _cmd_key(args) -> int:
+    from .config import load_config
+    from .signing import ensure_signing_key, public_key_text
+
+    config = load_config(args.config)
+    key = public_key_text(ensure_signing_key(config.signing_key_path))
+    print(f"# this site's release-signing public key: add to every peer site's config\n"
+          f'[peers.{json.dumps(config.name)}]\npublic_key = "{key}"')
+    return 0
 
 
 def _audit(config, call: str, parameters: dict) -> None:
@@ -74,3 +85,11 @@ def add_model_parser(sub) -> None:
     for q in (a, r, lst):
         q.add_argument("--config", required=True, help="site TOML file")
         q.set_defaults(func=_cmd_model)
+
+    k = sub.add_parser(
+        "key", help="print this site's release-signing public key as a [peers.NAME] table for the other sites",
+        description="Each site signs its noisy-score releases (Ed25519; the key is state/release_signing.key, "
+        "created on first use) and accepts survivor functions only as unions of releases signed by itself or a "
+        "peer listed in its config. Print the table to add to every other site's config.")
+    k.add_argument("--config", required=True, help="site TOML file")
+    k.set_defaults(func=_cmd_key)

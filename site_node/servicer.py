@@ -91,7 +91,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         info = pb.ReleaseInfo(
             score_class=request.score_class, n=values.size, sensitivity=out.sensitivity, tau=out.tau,
             epsilon=release.epsilon, delta=release.delta, mu=release.mu, mu_charged=charged,
-            repeated=charged == 0.0, release_id=release.release_id, rule=release.rule,
+            repeated=charged == 0.0, rule=release.rule,
+            **{k: v for k, v in out.signed.items() if k not in ("score_class", "n", "epsilon", "delta", "sensitivity")},
         )
         limit = self.site.policy.max_chunk_scores
         chunk = min(request.chunk_size, limit) if request.chunk_size else limit
@@ -137,7 +138,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                 raise InvalidArgument(f"this site accepts survivor functions of at most {limit} scores")
             parts.append(values)
         values = np.concatenate(parts) if parts else np.empty(0)
-        survivor = self.site.upload_survivor(session, header.score_class, values, declared_n=header.n)
+        survivor = self.site.upload_survivor(session, header.score_class, values, declared_n=header.n,
+                                             segments=header.segments)
         return pb.UploadSurvivorResponse(
             score_class=header.score_class, n_received=values.size, survivor_id=survivor.digest,
             evaluations_left=self.site.evaluations_left(session),

@@ -36,6 +36,7 @@ from .approvals import ModelApprovals, model_hash
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, column_dtype, outcome_values
 from .disclosure import DisclosureStore, calibration_queries, confusion_queries
+from .signing import ReleaseSigner, values_digest
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .guard import (
     SiteSensitivity,
@@ -79,6 +80,7 @@ class ScoreRelease:
     sensitivity: float
     mu_charged: float
     values: np.ndarray
+    signed: dict  # the ReleaseInfo fields the site's signature covers, with ``site`` and ``signature``
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ class Site:
         self.ledger = ledger
         self.approvals = ModelApprovals(config.approvals_path)
         self.disclosure = DisclosureStore(config.disclosure_path)
+        self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
         self.datasets = DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
@@ -263,11 +266,21 @@ class Site:
         )
         values = np.frombuffer(release.payload, dtype=np.float64)
         values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
-        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values)
+        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
+                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
+                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
+                  "values_sha256": values_digest(values)}
+        signed.update(site=self.signer.name, signature=self.signer.sign(signed))
+        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
 
     # ------------------------------------------------------------------ survivor functions
-    def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int) -> Survivor:
-        """Store the analyst's pooled noisy scores of one class as the session's survivor function."""
+    def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,
+                        segments=()) -> Survivor:
+        """Store the analyst's pooled noisy scores of one class as the session's survivor function.
+
+        Accepted only as the union of the signed releases ``segments`` (``dsroc.v1.ReleaseInfo``) of this
+        site and its peers, so that every cut point is a noisy score (:mod:`site_node.signing`).
+        """
         score_class = _check_class(score_class)
         self._paper(session)
         if values.size == 0:
@@ -276,6 +289,7 @@ class Site:
             raise InvalidArgument(f"header.n is {declared_n} but {values.size} scores arrived")
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
+        self.signer.verify_segments(segments, values, score_class, self._known_release)
         function = SurvivorFunction(values)  # sorts once (not at all when the analyst sent them sorted)
         survivor = Survivor(function, hashlib.sha256(function.sorted_values.tobytes()).hexdigest())
         self.ledger.record_survivor(
@@ -285,6 +299,9 @@ class Site:
         with session.lock:
             session.survivors[score_class] = survivor
         return survivor
+
+    def _known_release(self, release_id: str) -> bool:
+        return any(r["release_id"] == release_id for r in self.ledger.history())
 
     def evaluations_left(self, session: Session) -> int:
         """Theta-evaluations left on the session's uploaded S~0."""

@@ -228,7 +228,7 @@ class ReleaseRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ...) -> None: ...
 
 class ReleaseInfo(_message.Message):
-    __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule")
+    __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule", "site", "population", "dataset", "source", "outcome", "values_sha256", "signature")
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +240,13 @@ class ReleaseInfo(_message.Message):
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     RULE_FIELD_NUMBER: _ClassVar[int]
+    SITE_FIELD_NUMBER: _ClassVar[int]
+    POPULATION_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    VALUES_SHA256_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     score_class: ScoreClass
     n: int
     sensitivity: float
@@ -251,7 +258,14 @@ class ReleaseInfo(_message.Message):
     repeated: bool
     release_id: str
     rule: str
-    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., sensitivity: _Optional[float] = ..., tau: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., mu: _Optional[float] = ..., mu_charged: _Optional[float] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
+    site: str
+    population: str
+    dataset: str
+    source: str
+    outcome: str
+    values_sha256: str
+    signature: bytes
+    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., sensitivity: _Optional[float] = ..., tau: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., mu: _Optional[float] = ..., mu_charged: _Optional[float] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., rule: _Optional[str] = ..., site: _Optional[str] = ..., population: _Optional[str] = ..., dataset: _Optional[str] = ..., source: _Optional[str] = ..., outcome: _Optional[str] = ..., values_sha256: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class ReleaseChunk(_message.Message):
     __slots__ = ("info", "scores", "offset")
@@ -264,14 +278,16 @@ class ReleaseChunk(_message.Message):
     def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[bytes] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class SurvivorHeader(_message.Message):
-    __slots__ = ("session_id", "score_class", "n")
+    __slots__ = ("session_id", "score_class", "n", "segments")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     score_class: ScoreClass
     n: int
-    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ...) -> None: ...
+    segments: _containers.RepeatedCompositeFieldContainer[ReleaseInfo]
+    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[ReleaseInfo, _Mapping]]] = ...) -> None: ...
 
 class SurvivorChunk(_message.Message):
     __slots__ = ("header", "scores")

@@ -14,6 +14,7 @@ from analyst import Federation, SiteConfig
 from site_node.approvals import approve_model
 from site_node.auth import hash_token
 from site_node.pki import generate_dev_pki
+from site_node.signing import link_peers
 from site_node.testing import running_server
 
 TOKEN = "analyst-test-token"
@@ -90,6 +91,7 @@ def five_sites(tmp_path_factory, pki):
     frames = site_frames()
     with contextlib.ExitStack() as stack:
         configs = [write_site(root / f"s{k}", f"s{k}", f, pki) for k, f in enumerate(frames)]
+        link_peers(configs)  # each site knows the others' release-signing keys
         for config in configs:  # the sites' administrators approved the analysts' model (paper protocol)
             approve_model(config, MODEL)
         servers = [stack.enter_context(running_server(config)) for config in configs]

@@ -195,15 +195,17 @@ def test_a_site_stopped_mid_analysis_is_named(tmp_path, pki, helpers):
 
     import grpc
 
+    from site_node.signing import link_peers
     from site_node.testing import running_server
 
     frames = helpers.site_frames(seed=5)[:3]
     with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(running_server(helpers.write_site(tmp_path / f"s{k}", f"s{k}", f, pki)))
-                   for k, f in enumerate(frames)]
+        paths = [helpers.write_site(tmp_path / f"s{k}", f"s{k}", f, pki) for k, f in enumerate(frames)]
+        link_peers(paths)
+        servers = [stack.enter_context(running_server(path)) for path in paths]
         with helpers.federation([s.bound_address for s in servers], pki, retries=1, timeout=5) as fed:
             with fed.session("test", "y", score="pred") as s:
-                s.upload_survivors(*s.pool(s.release(epsilon=5, delta=0.01)))
+                s.upload_survivors(s.release(epsilon=5, delta=0.01))
                 servers[1].stop(grace=0)
                 started = time.perf_counter()
                 with pytest.raises(SiteError) as err:

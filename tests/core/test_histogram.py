@@ -170,3 +170,20 @@ def test_batched_rows_equal_one_at_a_time():
 def test_bad_input_is_refused_with_the_field_named(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_point_auc_is_the_validations_auc_and_survives_tiny_classes():
+    from dsroc.histogram_validation import histogram_point_auc
+
+    s, y = _sample(6, n=4000)
+    edges = histogram_edges(8)
+    h0, h1 = bin_scores(s, y, edges)
+    rng = np.random.default_rng(0)
+    n0 = consistent_counts(h0 + 8 * rng.standard_normal((5, 8)))
+    n1 = consistent_counts(h1 + 8 * rng.standard_normal((5, 8)))
+    point = histogram_point_auc(n0, n1, sigma=8.0)
+    for i in range(5):
+        assert point[i] == pytest.approx(histogram_validation(n0[i], n1[i], edges, sigma=8.0, noise_draws=10).auc, abs=1e-12)
+    # A class with a single patient: no ROC-GLM, the binned empirical AUC (here exact: 1 positive in the top bin).
+    one = histogram_point_auc(np.array([[5.0, 5.0, 0.0]]), np.array([[0.0, 0.0, 1.0]]), sigma=1.0)
+    assert one[0] == pytest.approx(1.0)

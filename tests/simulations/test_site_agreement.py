@@ -5,6 +5,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dsroc import RocGlmParts, SurvivorFunction, mean_parts, rocglm_grid, sq_dev_parts
 from dsroc.v1 import site_pb2 as pb
@@ -13,7 +14,23 @@ from simulations.settings import select_settings
 from site_node.config import parse_config
 from site_node.ledger import SqliteLedger
 from site_node.scores import ScoreSpec
+from site_node.signing import public_key_text, sign_release, values_digest
 from site_node.site import NEGATIVES, POSITIVES, Site
+
+
+PEER_KEYS = {f"p{k}": Ed25519PrivateKey.generate() for k in range(5)}  # the five sites whose releases are pooled
+
+
+def _segments(released, score_class):
+    """The pooled releases as signed segments (a site accepts a survivor function only as such a union)."""
+    out = []
+    for k, r in enumerate(released):
+        values = np.asarray(r[score_class - 1], dtype="<f8")
+        fields = {"site": f"p{k}", "population": "test", "dataset": "test", "source": "column:pred", "outcome": "y",
+                  "release_id": f"r{k}", "score_class": score_class, "epsilon": 5.0, "delta": 0.01, "sensitivity": 0.2,
+                  "n": values.size, "values_sha256": values_digest(values)}
+        out.append(pb.ReleaseInfo(**fields, signature=sign_release(PEER_KEYS[f"p{k}"], fields)))
+    return out
 
 
 def _site(tmp_path, scores, labels):
@@ -25,6 +42,7 @@ def _site(tmp_path, scores, labels):
                        "budget_delta": 0.5},
             "analysts": {"alice": {"token_sha256": hashlib.sha256(b"t").hexdigest(), "datasets": ["*"]}},
             "datasets": {"test": {"path": "data.parquet", "outcomes": ["y"], "scores": ["pred"]}},
+            "peers": {name: {"public_key": public_key_text(key)} for name, key in PEER_KEYS.items()},
         },
         source=tmp_path / "site.toml",
     )
@@ -45,8 +63,8 @@ def test_protocol_site_step_equals_site_node(tmp_path, protocol_reference):
     m = d.sites == k
     site = _site(tmp_path, d.scores[m], d.labels[m])
     session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
-    site.upload_survivor(session, NEGATIVES, pooled0, declared_n=pooled0.size)
-    site.upload_survivor(session, POSITIVES, pooled1, declared_n=pooled1.size)
+    site.upload_survivor(session, NEGATIVES, pooled0, declared_n=pooled0.size, segments=_segments(released, NEGATIVES))
+    site.upload_survivor(session, POSITIVES, pooled1, declared_n=pooled1.size, segments=_segments(released, POSITIVES))
 
     # What protocol mode computes for this site
     s0, s1 = d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)]

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import secrets
 import sqlite3
 
 import numpy as np
 import pandas as pd
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.approvals import approve_model
 from site_node.config import parse_config
 from site_node.init import sample_dataset
 from site_node.pki import generate_dev_pki
+from site_node.signing import public_key_text, sign_release, values_digest
 from site_node.testing import running_server, site_channel, site_stub
 
 TOKENS = {"alice": "token-of-alice", "bob": "token-of-bob"}
+# A federation peer the tests play: its releases (any values) are signed with this key, which every
+# test site lists under [peers.testpeer].
+PEER_KEY = Ed25519PrivateKey.generate()
 
 
 def make_config(directory, *, frames=None, policy=None, site=None, analysts=None, tls=None, datasets=None):
@@ -39,10 +45,20 @@ def make_config(directory, *, frames=None, policy=None, site=None, analysts=None
             "bob": {"token_sha256": hashlib.sha256(TOKENS["bob"].encode()).hexdigest(), "datasets": []},
         },
         "datasets": ds,
+        "peers": {"testpeer": {"public_key": public_key_text(PEER_KEY)}},
     }
     if tls:
         data["tls"] = tls
     return parse_config(data, source=directory / "site.toml")
+
+
+def peer_release(score_class, values, *, key=PEER_KEY, site="testpeer") -> pb.ReleaseInfo:
+    """A ReleaseInfo of ``values`` signed as a release of a peer site (what the analyst forwards)."""
+    values = np.asarray(values, dtype=float)
+    fields = {"site": site, "population": "test", "dataset": "test", "source": "column:pred", "outcome": "y",
+              "release_id": secrets.token_hex(16), "score_class": int(score_class), "epsilon": 1.0, "delta": 1e-5,
+              "sensitivity": 1.0, "n": values.size, "values_sha256": values_digest(values)}
+    return pb.ReleaseInfo(**fields, signature=sign_release(key, fields))
 
 
 class Client:
@@ -68,12 +84,15 @@ class Client:
         values = np.concatenate([np.frombuffer(c.scores, dtype="<f8") for c in chunks])
         return chunks[0].info, values, chunks
 
-    def upload(self, session, score_class, values, chunk=10_000, n=None):
+    def upload(self, session, score_class, values, chunk=10_000, n=None, segments=None):
+        """Upload ``values`` as one release of the test peer (signed with ``PEER_KEY``) unless ``segments`` are given."""
         values = np.asarray(values, dtype=float)
+        if segments is None:
+            segments = [peer_release(score_class, values)]
 
         def messages():
             header = pb.SurvivorHeader(session_id=session, score_class=score_class,
-                                       n=values.size if n is None else n)
+                                       n=values.size if n is None else n, segments=segments)
             yield pb.SurvivorChunk(header=header, scores=values[:chunk].tobytes())
             for i in range(chunk, values.size, chunk):
                 yield pb.SurvivorChunk(scores=values[i:i + chunk].tobytes())
@@ -190,3 +209,9 @@ def approve():
                                       "coefficients": {c.name: c.value for c in model.coefficients}})
 
     return run
+
+
+@pytest.fixture(name="peer_release")
+def peer_release_fixture():
+    """:func:`peer_release`: a ReleaseInfo of any values, signed by the test peer."""
+    return peer_release

@@ -336,7 +336,7 @@ def test_plain_text_only_on_loopback(make_site_config):
 def test_help_texts_explain_every_command():
     parser = build_parser()
     top = parser.format_help()
-    commands = ["init", "token", "serve", "check", "budget", "audit", "model"]
+    commands = ["init", "token", "serve", "check", "budget", "audit", "model", "key"]
     assert all(c in top for c in commands) and "privacy" in top
     sub = parser._subparsers._group_actions[0].choices
     assert sorted(sub) == sorted(commands)
@@ -474,7 +474,7 @@ def test_one_analyst_cannot_take_every_session(make_site_config, client_factory)
         assert alice.open()
 
 
-def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_factory):
+def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_factory, peer_release):
     import threading
 
     with running_server(two_analysts_config, insecure=True, max_workers=4) as srv:  # 2 calls at once per analyst
@@ -483,7 +483,8 @@ def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_fact
         stall = threading.Event()
 
         def stalled():  # a header, then nothing until released
-            yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG), scores=_f64([0.5]))
+            yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG,
+                                                            segments=[peer_release(NEG, [0.5])]), scores=_f64([0.5]))
             stall.wait(30)
 
         calls = [alice.stub.UploadSurvivor.future(stalled(), metadata=alice.metadata, timeout=60) for _ in range(2)]

@@ -143,3 +143,51 @@ def _answered_counts(server) -> list:
         return []
     with sqlite3.connect(server.config.state_dir / "disclosure.sqlite") as db:
         return sorted(db.execute("SELECT * FROM answered_counts").fetchall())
+
+
+def test_finding2_a_crafted_survivor_function_is_refused_only_signed_releases_are_cut_points(
+        tls_site, snapshot, peer_release):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    server, client = tls_site()
+    s = client.open()
+    info, noisy, _ = client.release(s, NEG)
+    assert info.site == server.config.name and len(info.signature) == 64 and info.values_sha256
+    before = snapshot(server.config.ledger_path)
+    # The attack: S~0 = one analyst-chosen value c; PV0's total under it counts the positives below c.
+    for segments in ([], [peer_release(NEG, [0.5], key=Ed25519PrivateKey.generate())]):
+        _refused(lambda: client.upload(s, NEG, [0.5], segments=segments), C.PERMISSION_DENIED, "signed releases")
+    # The site's own signed release with one value changed, or cut down to one value: refused too.
+    forged = noisy.copy()
+    forged[0] = 0.5
+    _refused(lambda: client.upload(s, NEG, forged, segments=[info]), C.PERMISSION_DENIED, "signature does not match")
+    _refused(lambda: client.upload(s, NEG, noisy[:1], segments=[info]), C.INVALID_ARGUMENT, "header.segments announce")
+    # A release of the other class, or the same site twice: refused.
+    _refused(lambda: client.upload(s, POS, noisy, segments=[info]), C.INVALID_ARGUMENT, "another score class")
+    twice = np.concatenate([noisy, noisy])
+    _refused(lambda: client.upload(s, NEG, twice, segments=[info, info]), C.PERMISSION_DENIED, "one release per site")
+    assert snapshot(server.config.ledger_path) == before
+    _refused(lambda: client.PlacementMoments(pb.PlacementMomentsRequest(session_id=s)), C.FAILED_PRECONDITION)
+    # The honest union: its own release and a peer's, unchanged: accepted.
+    peer = np.sort(np.random.default_rng(2).normal(0.3, 0.2, 40))
+    up = client.upload(s, NEG, np.concatenate([noisy, peer]), segments=[info, peer_release(NEG, peer)])
+    assert up.n_received == noisy.size + 40
+    upload = [r for r in read_audit(server.config.audit_path) if r["call"] == "UploadSurvivor"]
+    assert [r["decision"] for r in upload] == ["PERMISSION_DENIED"] * 3 + ["INVALID_ARGUMENT", "INVALID_ARGUMENT",
+                                                                          "PERMISSION_DENIED", "OK"]
+
+
+def test_an_own_segment_must_be_in_the_ledger(tls_site, tmp_path):
+    """A release signed with this site's key but unknown to its ledger (a copied key, a restored backup): refused."""
+    from site_node.signing import load_signing_key, sign_release, values_digest
+
+    server, client = tls_site()
+    s = client.open()
+    key = load_signing_key(server.config.signing_key_path)
+    values = np.array([0.2, 0.4])
+    fields = {"site": server.config.name, "population": "test", "dataset": "test", "source": "column:pred",
+              "outcome": "y", "release_id": "not-in-the-ledger", "score_class": NEG, "epsilon": 1.0, "delta": 1e-5,
+              "sensitivity": 1.0, "n": 2, "values_sha256": values_digest(values)}
+    segment = pb.ReleaseInfo(**fields, signature=sign_release(key, fields))
+    _refused(lambda: client.upload(s, NEG, values, segments=[segment]), C.PERMISSION_DENIED,
+             "is not in this site's ledger")

@@ -54,6 +54,10 @@ def _strings(pool):
                      st.sampled_from(["x" * 100_000, "é" * 3000, "\udcff", "../../etc/passwd", "*"]))
 
 
+# Names that reach deep code, preferred for the fields that take them.
+_PREFERRED = {"session_id": [LIVE], "dataset": ["test"], "outcome": ["y"], "score_column": ["pred"], "name": ["age"]}
+
+
 def _field(field, pool, depth):
     if field.type == F.TYPE_MESSAGE:
         one = _message(field.message_type, pool, depth + 1)
@@ -61,12 +65,16 @@ def _field(field, pool, depth):
         one = FLOATS
     elif field.type == F.TYPE_STRING:
         one = _strings(pool["strings"])
+        preferred = [v for v in _PREFERRED.get(field.name, []) if v in pool["strings"]]
+        if preferred:
+            one = st.one_of(st.sampled_from(preferred), st.sampled_from(preferred), one)
     elif field.type == F.TYPE_BYTES:
-        one = st.binary(max_size=64)
+        one = st.one_of(st.binary(max_size=64), st.sampled_from(pool["bytes"]))
     elif field.type == F.TYPE_BOOL:
         one = st.booleans()
     elif field.type == F.TYPE_ENUM:
         one = st.one_of(st.sampled_from([v.number for v in field.enum_type.values]), st.integers(-3, 2**31 - 1))
+        one = st.one_of(st.sampled_from([v.number for v in field.enum_type.values]), one)
     else:
         one = _INTS[field.type]
     if not field.is_repeated:
@@ -123,6 +131,9 @@ class Fuzzer:
         self.pool = {"strings": [LIVE, "test", "y", "pred", "age", "size", "nodes", "grade", ""],
                      "arrays": [noisy[0].tolist(), noisy[1].tolist(), [0.3, 0.5], [0.0, 0.5, 1.0],
                                 np.linspace(0, 1, 11).tolist(), np.linspace(0.01, 0.99, 99).tolist()]}
+        # Packed doubles (score streams) and signatures: the real ones, and the real ones cut or shifted.
+        packed = [np.asarray(a, dtype="<f8").tobytes() for a in self.pool["arrays"]]
+        self.pool["bytes"] = packed + [b[:-3] for b in packed] + [b"\x00" * 64]
         self.offset = server.config.audit_path.stat().st_size
         self.codes: Counter = Counter()
 
@@ -176,12 +187,13 @@ def _fuzz(method_name, tls_site, examples):
     if method_name == "CloseSession":  # closing the live session would turn the rest into NOT_FOUND
         pool["strings"] = [s for s in pool["strings"] if s != LIVE]
 
-    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
+    # Some generated values are refused by protobuf's constructor (not sent): generate more, send exactly ``examples``.
+    @settings(max_examples=int(examples * 1.5) + 20, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(request=_requests(method, pool), _nonce=st.integers(0, 2**62))  # the nonce: small request spaces too
     def run(request, _nonce):
         body, token = request
-        if _constructible(method, body):
+        if sum(fuzzer.codes.values()) < examples and _constructible(method, body):
             fuzzer.send(method, body, token)
 
     run()
@@ -190,8 +202,8 @@ def _fuzz(method_name, tls_site, examples):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_fuzz_every_rpc(method, tls_site):
-    codes = _fuzz(method, tls_site, DEFAULT_TOTAL // len(METHODS))
-    assert sum(codes.values()) >= DEFAULT_TOTAL // len(METHODS) // 2  # most generated requests were sent
+    codes = _fuzz(method, tls_site, -(-DEFAULT_TOTAL // len(METHODS)))
+    assert sum(codes.values()) == -(-DEFAULT_TOTAL // len(METHODS))  # at least 1 000 requests over all RPCs
 
 
 @pytest.mark.slow
@@ -199,4 +211,4 @@ def test_fuzz_every_rpc(method, tls_site):
 def test_fuzz_every_rpc_slow(method, tls_site):
     codes = _fuzz(method, tls_site, SLOW_PER_RPC)
     print(f"\nFUZZ {method}: {sum(codes.values())} requests, status counts {dict(codes)}")
-    assert sum(codes.values()) >= SLOW_PER_RPC * 0.9
+    assert sum(codes.values()) == SLOW_PER_RPC

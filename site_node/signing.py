@@ -1,0 +1,180 @@
+"""Signed releases: each site signs its noisy-score releases (Ed25519) and accepts survivor functions only
+as unions of releases signed by itself or a peer listed in its config.
+
+Without this an analyst could upload any S~0 (a single value c, say) and read class counts at c from the
+placement moments, bisecting a patient's score far below the threshold lattice (issue 9, finding 2).
+With it every cut point the paper protocol evaluates is a noisy score some federation site released
+under its ledger.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+__all__ = ["SIGNED_FIELDS", "ReleaseSigner", "ensure_signing_key", "link_peers", "load_signing_key", "public_key_text", "parse_public_key",
+           "values_digest", "release_message", "sign_release", "verify_release"]
+
+# The ReleaseInfo fields a signature covers, in this order.
+SIGNED_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_id", "score_class", "epsilon",
+                 "delta", "sensitivity", "n", "values_sha256")
+
+
+def ensure_signing_key(path) -> Ed25519PrivateKey:
+    """The site's release-signing key at ``path``, created (mode 0600) if it does not exist yet."""
+    path = Path(path)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = Ed25519PrivateKey.generate()
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, pem)
+        finally:
+            os.close(fd)
+    return load_signing_key(path)
+
+
+def load_signing_key(path) -> Ed25519PrivateKey:
+    """Read a PEM Ed25519 private key."""
+    key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ValueError(f"{path}: not an Ed25519 private key")
+    return key
+
+
+def public_key_text(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
+    """The public key as base64 of its 32 raw bytes: what peers put in ``[peers.NAME] public_key``."""
+    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
+    return base64.b64encode(public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)).decode()
+
+
+def parse_public_key(text: str) -> Ed25519PublicKey:
+    """A public key from :func:`public_key_text`'s form; ``ValueError`` if it is not one."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+        return Ed25519PublicKey.from_public_bytes(raw)
+    except (ValueError, TypeError):
+        raise ValueError("must be the base64 of a 32-byte Ed25519 public key (dsroc-site init prints it)") from None
+
+
+def values_digest(values: np.ndarray) -> str:
+    """SHA-256 of the released values as little-endian float64, in release order (ascending)."""
+    return hashlib.sha256(np.ascontiguousarray(values, dtype="<f8").tobytes()).hexdigest()
+
+
+def release_message(fields: dict) -> bytes:
+    """The canonical bytes a signature covers (JSON of :data:`SIGNED_FIELDS`, floats as their repr)."""
+    body = {}
+    for name in SIGNED_FIELDS:
+        value = fields[name]
+        body[name] = repr(float(value)) if name in ("epsilon", "delta", "sensitivity") else value
+    return json.dumps({"dsroc_release": 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def sign_release(key: Ed25519PrivateKey, fields: dict) -> bytes:
+    """Sign a release's fields."""
+    return key.sign(release_message(fields))
+
+
+def verify_release(public: Ed25519PublicKey, fields: dict, signature: bytes) -> bool:
+    """Whether ``signature`` is ``public``'s signature of the release's fields."""
+    try:
+        public.verify(bytes(signature), release_message(fields))
+        return True
+    except InvalidSignature:
+        return False
+
+
+class ReleaseSigner:
+    """A site's signing key and its peers' public keys: signs its releases, verifies survivor segments.
+
+    Parameters
+    ----------
+    name : str
+        This site's name (``site.name``): what its signatures say.
+    key_path : path
+        Its Ed25519 private key (created if missing).
+    peers : mapping of str to str
+        Peer site name to public key text (``[peers.NAME] public_key``).
+    """
+
+    def __init__(self, name: str, key_path, peers: dict):
+        self.name = name
+        self._key = ensure_signing_key(key_path)
+        self._keys = {name: self._key.public_key(), **{p: parse_public_key(k) for p, k in peers.items()}}
+
+    @property
+    def public_key(self) -> str:
+        """This site's public key text."""
+        return public_key_text(self._key)
+
+    def sign(self, fields: dict) -> bytes:
+        """Sign a release of this site (``fields`` without ``site``, which is added)."""
+        return sign_release(self._key, {**fields, "site": self.name})
+
+    def verify_segments(self, segments, values: np.ndarray, score_class: int, known_release) -> None:
+        """Check that ``values`` is the concatenation of the signed releases ``segments`` (ReleaseInfo messages).
+
+        Each segment must be of ``score_class``, signed by this site or a configured peer (one segment per
+        site), and its values must be the signed ones; this site's own segment must be in its ledger
+        (``known_release(release_id)``). Raises ``InvalidArgument`` or ``PermissionDenied``.
+        """
+        from .errors import InvalidArgument, PermissionDenied
+
+        if not segments:
+            raise PermissionDenied(
+                "signed releases: this site accepts a survivor function only as the union of signed noisy releases "
+                "of the federation's sites (header.segments: the ReleaseInfo of each site's release, as received)")
+        if sum(int(s.n) for s in segments) != values.size:
+            raise InvalidArgument(f"header.segments announce {sum(int(s.n) for s in segments)} scores "
+                                  f"but {values.size} arrived")
+        seen, offset = set(), 0
+        for k, s in enumerate(segments):
+            part = values[offset:offset + int(s.n)]
+            offset += int(s.n)
+            where = f"header.segments[{k}] (site {s.site!r})"
+            if s.score_class != score_class:
+                raise InvalidArgument(f"{where}: a release of another score class than the upload's")
+            if s.site in seen:
+                raise PermissionDenied(f"signed releases: {where}: one release per site in a survivor function")
+            seen.add(s.site)
+            public = self._keys.get(s.site)
+            if public is None:
+                raise PermissionDenied(f"signed releases: {where}: not this site nor a peer in its config")
+            fields = {name: getattr(s, name) for name in SIGNED_FIELDS}
+            if s.values_sha256 != values_digest(part) or not verify_release(public, fields, s.signature):
+                raise PermissionDenied(f"signed releases: {where}: the signature does not match the release and its "
+                                       "values (send each site's released values unchanged, in release order)")
+            if s.site == self.name and not known_release(s.release_id):
+                raise PermissionDenied(f"signed releases: {where}: release {s.release_id!r} is not in this site's ledger")
+
+
+def link_peers(config_paths) -> dict[str, str]:
+    """Make the sites of ``config_paths`` (site TOML files) peers of each other; returns name -> public key.
+
+    Creates each site's signing key if needed and appends a ``[peers.NAME]`` table for every other site
+    to each file (files that already have a ``[peers`` table are refused). For development federations
+    (tests, the demo, ``dsroc-site init``); a real federation exchanges public keys between administrators.
+    """
+    from .config import load_config
+
+    configs = [load_config(p) for p in config_paths]
+    keys = {c.name: public_key_text(ensure_signing_key(c.signing_key_path)) for c in configs}
+    for path, config in zip(config_paths, configs):
+        text = Path(path).read_text(encoding="utf-8")
+        if "[peers" in text:
+            raise ValueError(f"{path}: already has peers; edit them by hand")
+        tables = "".join(f'\n[peers.{json.dumps(name)}]\npublic_key = "{key}"\n'
+                         for name, key in keys.items() if name != config.name)
+        Path(path).write_text(text.rstrip("\n") + "\n" + tables, encoding="utf-8")
+    return keys
