@@ -12,6 +12,7 @@ from analyst.connection import SiteError
 from analyst.display import CalibrationDisplay, RocCurveDisplay
 from analyst.federation import Federation
 from analyst.recommend import RecommendedSetting, recommend_settings
+from analyst.histogram import HistogramResult
 from analyst.result import ConfusionResult, SitePrivacy, TestResult, ValidationResult
 from analyst.session import ValidationSession
 
@@ -26,6 +27,7 @@ __all__ = [
     "SitePrivacy",
     "TestResult",
     "ValidationResult",
+    "HistogramResult",
     "ValidationSession",
     "load_federation_file",
     "recommend_settings",

@@ -92,10 +92,16 @@ def _cmd_validate(args) -> int:
             say(f"Validating on {len(fed.sites)} site{'s' if len(fed.sites) != 1 else ''}: {', '.join(fed.names)}",
                 file=sys.stderr)
             started = time.perf_counter()
-            res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
-                               delta=args.delta, grid=args.grid, alpha=args.alpha, n_bins=args.n_bins,
-                               threshold=args.threshold, a0=args.a0, sensitivity=args.sensitivity,
-                               ci_method=args.ci_method, progress=None if args.quiet else _print_progress)
+            progress = None if args.quiet else _print_progress
+            if args.protocol == "histogram":
+                res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
+                                   delta=args.delta, protocol="histogram", alpha=args.alpha, n_bins=args.n_bins,
+                                   spacing=args.spacing, progress=progress)
+            else:
+                res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
+                                   delta=args.delta, protocol="paper", grid=args.grid, alpha=args.alpha,
+                                   n_bins=args.n_bins, threshold=args.threshold, a0=args.a0,
+                                   sensitivity=args.sensitivity, ci_method=args.ci_method, progress=progress)
             elapsed = time.perf_counter() - started
         paths = write_report(res, tmp)
     say(res)
@@ -273,7 +279,13 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level of the AUC CI (default 0.05)")
     v.add_argument("--ci-method", choices=("logit", "wald"), default="logit",
                    help="logit: the logit-scale DeLong CI (default); wald: the AUC-scale one (pROC's)")
-    v.add_argument("--n-bins", type=int, default=10, metavar="N", help="calibration bins on [0,1] (default 10)")
+    v.add_argument("--protocol", choices=("histogram", "paper"), default="histogram",
+                   help="histogram (default): one differentially private histogram release per site, everything "
+                   "else post-processing; paper: the paper's protocol (noisy scores, then exact q-protected answers)")
+    v.add_argument("--spacing", choices=("equal", "logit"), default="equal",
+                   help="histogram protocol: grid spacing on the score range (default equal)")
+    v.add_argument("--n-bins", type=int, default=None, metavar="N",
+                   help="histogram bins (histogram protocol, default 20) or calibration bins on [0,1] (paper, default 10)")
     v.add_argument("--threshold", type=float, default=None, metavar="T",
                    help="also report the confusion matrix at this threshold (score >= T predicts 1); sites accept "
                         "only thresholds on their lattice, e.g. multiples of 0.01 (see 'dsroc describe')")

@@ -67,6 +67,21 @@ def _toml_list(items: Sequence[str]) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
+def _protocols_side_by_side(paper, hist, pooled) -> str:
+    """Both protocols at the same (epsilon, delta), with the guarantee each gives."""
+    truth = pooled["auc_empirical"]
+    rows = [("paper", paper.auc, paper.auc_ci, "the noisy scores are (epsilon, delta)-DP at the sites' model "
+             "sensitivity (an estimate, not a bound); every other answer is exact, q-protected, not DP"),
+            ("histogram", hist.auc, hist.auc_ci, "each site's whole answer is one (epsilon, delta)-DP release under "
+             "add/remove one patient; everything else is post-processing")]
+    lines = [f"Both protocols at epsilon = {paper.epsilon:g}, delta = {paper.delta:g} per site "
+             f"(pooled empirical AUC {truth:.3f}):"]
+    for name, auc, ci, guarantee in rows:
+        lines.append(f"  {name:<9}  AUC {auc:.3f}  CI [{ci[0]:.3f}, {ci[1]:.3f}]  error {auc - truth:+.3f}")
+        lines.append("             " + textwrap.fill(guarantee, width=90, subsequent_indent="             "))
+    return "\n".join(lines)
+
+
 def write_site_files(data: DemoData, root: Path, *, token_hash: str, pki, privacy_level: int = 5,
                      sensitivity: str = "model", sensitivity_value: float | None = None) -> list[tuple[str, Path, int]]:
     """Write each site's data CSV and config (TLS with client certificates) under ``root``.
@@ -95,6 +110,7 @@ key = {json.dumps(str(pki.server_key))}
 client_ca = {json.dumps(str(pki.ca_cert))}   # mutual TLS: the analyst shows a client certificate
 
 [policy]
+protocols = ["histogram", "paper"]
 privacy_level = {privacy_level}
 max_epsilon = {_MAX_EPSILON}
 max_delta = {_MAX_DELTA}
@@ -320,9 +336,11 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
         t_ready = time.perf_counter()
         with Federation.from_file(out / "federation.toml") as fed:
             started = time.perf_counter()
-            res = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta,
+            res = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta, protocol="paper",
                                threshold=None, a0=0.5, progress=progress)
             t_validate = time.perf_counter() - started
+            hist = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta,
+                                protocol="histogram", n_bins=20, progress=progress)
     t_stopped = time.perf_counter()
 
     test = data.test
@@ -344,8 +362,10 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
                   (fpr, tpr, f"pooled empirical (AUC {pooled['auc_empirical']:.3f})")]
     paths = write_report(res, out / "report", extra=extra, summary_extra=comparison + "\n\n" + note,
                          roc_references=references)
+    hist_paths = write_report(hist, out / "report-histogram")
+    protocols = _protocols_side_by_side(res, hist, pooled)
     if json_path is not None:
-        res.to_json(json_path, extra=extra)
+        res.to_json(json_path, extra={**extra, "histogram_protocol": hist.to_dict()})
     timing["total_seconds"] = time.perf_counter() - t_start
     say("")
     say(str(res))
@@ -354,10 +374,15 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     say("")
     say(note)
     say("")
+    say(str(hist))
+    say("")
+    say(protocols)
+    say("")
     say(f"Timing: validate {t_validate:.2f} s; daemons started in {timing['startup_seconds']:.2f} s "
         f"(including data preparation and certificates); whole demo {timing['total_seconds']:.2f} s.")
     if keep:
-        say(f"Report: {paths['summary']}, {paths['json']}, {paths['roc']}, {paths['calibration']}"
+        say(f"Report: {paths['summary']}, {paths['json']}, {paths['roc']}, {paths['calibration']}; histogram "
+            f"protocol: {hist_paths['summary']}, {hist_paths['json']}, {hist_paths['plots']}"
             + (f"; JSON also at {json_path}" if json_path else ""))
     else:
         say("The demo's temporary folder (keys, token, ledgers, report) is removed; --out DIR keeps it and the plots"

@@ -16,6 +16,7 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
+from analyst.histogram import HistogramResult, validate_histogram
 from analyst.pr import pr_from_released_scores
 from analyst.recommend import recommendation_warning
 from analyst.hierarchy import calibration_summary, improper_warning
@@ -124,14 +125,25 @@ class Federation:
                                  executor=self.executor)
 
     def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
-                 epsilon: float, delta: float, grid=None, alpha: float = 0.05, n_bins: int = 10,
-                 edges=None, threshold: float | None = None, a0: float | None = None,
-                 sensitivity: float | None = None, ci_method: str = "logit",
-                 progress: Progress | None = None) -> ValidationResult:
+                 epsilon: float, delta: float, protocol: str = "histogram", grid=None, alpha: float = 0.05,
+                 n_bins: int | None = None, edges=None, threshold: float | None = None, a0: float | None = None,
+                 sensitivity: float | None = None, ci_method: str = "logit", spacing: str = "equal",
+                 scalars=(), progress: Progress | None = None) -> ValidationResult | HistogramResult:
         """Validate a model on the union of the sites' data without any record leaving its site.
 
         Parameters
         ----------
+        protocol : {"histogram", "paper"}, default "histogram"
+            ``"histogram"``: each site answers with one (epsilon, delta)-DP release of per-class noisy
+            histograms (add/remove one patient), and everything is computed from their sum
+            (:class:`analyst.histogram.HistogramResult`). ``"paper"``: the paper's protocol (noisy
+            scores, then exact q-protected answers; not DP end to end). Options below marked
+            (paper) apply to it only; ``n_bins`` is the histogram's bin count (default 20) or the
+            paper's calibration bins (default 10).
+        spacing : {"equal", "logit"}, default "equal"
+            (histogram) Grid spacing.
+        scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
+            (histogram) Also release these noisy sums for an unbinned Brier score and O/E.
         dataset, outcome : str
             Dataset name and outcome column (labels 0/1) as the sites declare them.
         score : str, optional
@@ -164,8 +176,17 @@ class Federation:
             recommends for the sites' largest Delta (:func:`analyst.recommend_settings`); the
             validation still runs, since the sites alone decide what they release.
         """
+        if protocol not in ("histogram", "paper"):
+            raise ValueError(f"protocol must be 'histogram' or 'paper', got {protocol!r}")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+        if protocol == "histogram":
+            check_privacy_request(epsilon=epsilon, delta=delta)
+            score_source(score=score, model=model)
+            return validate_histogram(self, dataset, outcome, score=score, model=model, epsilon=epsilon, delta=delta,
+                                      n_bins=20 if n_bins is None else n_bins, spacing=spacing,
+                                      scalars=tuple(scalars), alpha=alpha, progress=progress)
+        n_bins = 10 if n_bins is None else n_bins
         if ci_method not in ("logit", "wald"):
             raise ValueError(f"ci_method must be 'logit' or 'wald', got {ci_method!r}")
         if a0 is not None and not 0 <= a0 <= 1:

@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from analyst.display import CalibrationDisplay, RocCurveDisplay, pyplot
+from analyst.histogram import HistogramResult
 from analyst.result import ValidationResult
 
 __all__ = ["write_report"]
 
 
-def write_report(result: ValidationResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None,
+def write_report(result: ValidationResult | HistogramResult, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None,
                  summary_extra: str = "", roc_references: Sequence[Sequence] = ()) -> dict[str, Path]:
     """Write the report files of ``result`` into ``out_dir`` (created if missing).
 
@@ -32,6 +33,15 @@ def write_report(result: ValidationResult, out_dir: str | Path, *, extra: Mappin
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if isinstance(result, HistogramResult):  # histogram protocol: one figure, titled with its guarantee
+        paths = {"json": out / "report.json", "summary": out / "summary.txt", "plots": out / "validation.png"}
+        paths["json"].write_text(result.to_json() + "\n", encoding="utf-8")
+        paths["summary"].write_text(str(result) + ("\n\n" + summary_extra if summary_extra else "") + "\n",
+                                    encoding="utf-8")
+        axes = result.plot()
+        axes[0].figure.savefig(paths["plots"], dpi=120, bbox_inches="tight")
+        pyplot().close(axes[0].figure)
+        return paths
     paths = {"json": out / "report.json", "summary": out / "summary.txt",
              "roc": out / "roc.png", "calibration": out / "calibration.png"}
     result.to_json(paths["json"], extra=extra)

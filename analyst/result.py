@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from analyst.histogram import PAPER_GUARANTEE
 from analyst.hierarchy import hierarchy_lines, hierarchy_to_dict
 
 __all__ = [
@@ -275,6 +276,9 @@ class ValidationResult:
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dictionary (keys named as the attributes)."""
         return {
+            "protocol": "paper",
+            "privacy_unit": "the noisy scores: one patient's score (the sites' sensitivity rule); other answers: q",
+            "covered": PAPER_GUARANTEE,
             "auc": _num(self.auc),
             "auc_ci": [_num(self.auc_ci[0]), _num(self.auc_ci[1])],
             "auc_variance": _num(self.auc_variance),
@@ -357,6 +361,8 @@ class ValidationResult:
             fig, axes = pyplot().subplots(1, 2, figsize=(11, 5))
         roc = RocCurveDisplay.from_result(self).plot(ax=axes[0])
         cal = CalibrationDisplay.from_result(self).plot(ax=axes[1])
+        axes[0].figure.suptitle(f"paper protocol: ({self.epsilon:g}, {self.delta:g})-DP noisy scores, other answers "
+                                "q-protected (not DP)", fontsize=10)
         return roc, cal
 
     def _corrected_lines(self, pct: int) -> list[str]:
@@ -373,7 +379,9 @@ class ValidationResult:
             f"Distributed validation of {_short(self.score_source)} on dataset '{self.dataset}', "
             f"outcome '{self.outcome}'",
             f"  sites: {', '.join(self.sites)}   n = {self.n} (negatives {self.n0}, positives {self.n1})",
-            f"  privacy request: epsilon = {self.epsilon:g}, delta = {self.delta:g}",
+            f"  protocol: paper   privacy request: epsilon = {self.epsilon:g}, delta = {self.delta:g} "
+            "for the noisy scores only",
+            "  covered: " + textwrap.fill(PAPER_GUARANTEE, width=100, subsequent_indent="    "),
             "",
             f"AUC (ROC-GLM)        {_fmt(self.auc)}   {pct}% CI [{_fmt(self.auc_ci[0])}, {_fmt(self.auc_ci[1])}]"
             f" ({_CI_NAMES.get(self.ci_method, self.ci_method)} CI, distributed DeLong SE "

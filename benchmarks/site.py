@@ -52,7 +52,8 @@ def main() -> None:
         pd.DataFrame({"pred": pred, "y": y}).to_parquet(Path(tmp) / "site" / "data" / "big.parquet")
         with site.config.open("a") as f:
             f.write('\n[datasets.big]\npath = "data/big.parquet"\noutcomes = ["y"]\nscores = ["pred"]\n')
-        site.config.write_text(site.config.read_text().replace('datasets = ["sample"]', 'datasets = ["*"]'))
+        site.config.write_text(site.config.read_text().replace('datasets = ["sample"]', 'datasets = ["*"]')
+                               .replace('protocols = ["histogram"]', 'protocols = ["histogram", "paper"]'))
 
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         daemon = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],

@@ -69,7 +69,7 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, *, sensitivity: int = 
 
 
 @lru_cache(maxsize=256)
-def discrete_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: int = 1) -> float:
+def discrete_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: int = 1, interval: float | None = None) -> float:
     """Smallest discrete-Gaussian parameter sigma whose release is (epsilon, delta)-DP by the site's accountant.
 
     Calibrated by the privacy-loss-distribution accountant (:class:`dsroc.accounting.Accountant`,
@@ -77,23 +77,37 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: int = 
     delta) fits the budget as the ledger checks it. The exact curve
     (:func:`discrete_gaussian_delta`, Canonne, Kamath and Steinke 2020, Thm 7) is the cross-check:
     at the returned sigma it is at most ``delta``, and within 1e-3 relative of it.
-    """
-    from .accounting import Accountant, DiscreteGaussian  # the accountant imports this module
 
+    ``interval`` is the accountant's privacy-loss grid (default: :func:`dsroc.accounting.discretization_for`
+    of ``epsilon``); a ledger passes its own so that its check and this calibration agree.
+    """
+    from .accounting import DiscreteGaussian, discretization_for  # the accountant imports this module
+
+    epsilon, delta = _check_target(epsilon, delta)
+    sensitivity = _check_sensitivity(sensitivity)
+    interval = discretization_for(epsilon) if interval is None else float(interval)
+    return _calibrate(lambda sigma: [DiscreteGaussian(sigma=sigma, sensitivity=sensitivity)], epsilon, delta,
+                      _exact_sigma(epsilon, delta, sensitivity), interval)
+
+
+def _check_target(epsilon, delta) -> tuple[float, float]:
     epsilon, delta = float(epsilon), float(delta)
     if not (math.isfinite(epsilon) and epsilon > 0.0):
         raise ValueError(f"epsilon must be a finite positive number, got {epsilon}")
     if not (math.isfinite(delta) and 0.0 < delta < 1.0):
         raise ValueError(f"delta must lie strictly between 0 and 1, got {delta}")
-    sensitivity = _check_sensitivity(sensitivity)
+    return epsilon, delta
+
+
+def _calibrate(events, epsilon: float, delta: float, start: float, interval: float) -> float:
+    """Smallest sigma with ``Accountant(events(sigma))`` (epsilon, delta)-DP (delta decreases with sigma)."""
+    from .accounting import Accountant
 
     def excess(log_sigma: float) -> float:
-        event = DiscreteGaussian(sigma=math.exp(log_sigma), sensitivity=sensitivity)
-        return math.log(max(Accountant([event]).delta(epsilon), 1e-300)) - math.log(delta)
+        accountant = Accountant(events(math.exp(log_sigma)), value_discretization_interval=interval)
+        return math.log(max(accountant.delta(epsilon), 1e-300)) - math.log(delta)
 
-    # Start from the exact curve's calibration (cheap), then move to the accountant's feasible side.
-    exact = _exact_sigma(epsilon, delta, sensitivity)
-    lo, hi = math.log(exact) - 0.05, math.log(exact) + 0.05
+    lo, hi = math.log(start) - 0.05, math.log(start) + 0.05
     while excess(lo) <= 0.0:
         lo -= 0.5
     while excess(hi) > 0.0:

@@ -194,10 +194,12 @@ def _cmd_budget(args) -> int:
     from dataclasses import replace
 
     from .config import load_config
+    from dsroc.accounting import discretization_for
+
     from .ledger import SqliteLedger
 
     config = load_config(args.config)
-    ledger = SqliteLedger(config.ledger_path)
+    ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
     try:
         statuses = [replace(ledger.budget(ds.population, config.policy), dataset=name)
                     for name, ds in config.datasets.items()]

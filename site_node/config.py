@@ -19,11 +19,15 @@ __all__ = [
     "load_config",
     "parse_config",
     "SENSITIVITY_RULES",
+    "PROTOCOLS",
+    "SPACINGS",
     "FORMATS",
     "source_identity",
 ]
 
 SENSITIVITY_RULES = ("value", "range", "model")
+PROTOCOLS = ("histogram", "paper")
+SPACINGS = ("equal", "logit")
 FORMATS = ("csv", "parquet", "sql")
 
 
@@ -59,6 +63,10 @@ class Policy:
     max_survivor_uploads: int = 25
     max_models: int = 1
     threshold_steps: int = 100
+    protocols: tuple[str, ...] = ("histogram",)
+    histogram_bins: tuple[int, ...] = (10, 20, 50, 100)
+    histogram_spacings: tuple[str, ...] = ("equal", "logit")
+    histogram_logit_range: tuple[float, float] = (0.005, 0.995)
 
 
 @dataclass(frozen=True)
@@ -346,6 +354,10 @@ def _parse_policy(p: _Reader) -> Policy:
         max_survivor_uploads=p.positive("max_survivor_uploads", int, d.max_survivor_uploads),
         max_models=p.positive("max_models", int, d.max_models),
         threshold_steps=p.positive("threshold_steps", int, d.threshold_steps),
+        protocols=_choices(p, "protocols", PROTOCOLS, d.protocols),
+        histogram_bins=_bin_counts(p, d.histogram_bins),
+        histogram_spacings=_choices(p, "histogram_spacings", SPACINGS, d.histogram_spacings),
+        histogram_logit_range=_logit_range(p, d.histogram_logit_range),
         **values,
     )
     if policy.model_sensitivity_bins < 2:
@@ -357,6 +369,28 @@ def _parse_policy(p: _Reader) -> Policy:
         p.fail("max_chunk_scores", "must be at most 1000000 (8 MB per message)")
     p.done()
     return policy
+
+
+def _choices(p: _Reader, name: str, allowed: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
+    values = p.strings(name, default)
+    if not values or len(set(values)) != len(values) or not set(values) <= set(allowed):
+        p.fail(name, f"must be a non-empty list of distinct values from {list(allowed)}, got {list(values)!r}")
+    return tuple(values)
+
+
+def _bin_counts(p: _Reader, default: tuple[int, ...]) -> tuple[int, ...]:
+    values = p.get("histogram_bins", list, list(default), rule="a list of bin counts")
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 10_000 for v in values):
+        p.fail("histogram_bins", f"must be a non-empty list of integers from 2 to 10000, got {values!r}")
+    return tuple(sorted(set(values)))
+
+
+def _logit_range(p: _Reader, default: tuple[float, float]) -> tuple[float, float]:
+    values = p.get("histogram_logit_range", list, list(default), rule="a list [min, max]")
+    if (len(values) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+            or not 0.0 < values[0] < values[1] < 1.0):
+        p.fail("histogram_logit_range", f"must be [min, max] with 0 < min < max < 1, got {values!r}")
+    return float(values[0]), float(values[1])
 
 
 def _parse_dataset(d: _Reader, name: str, base: Path) -> DatasetConfig:

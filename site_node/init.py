@@ -44,11 +44,16 @@ key = "pki/server.key"
 client_ca = "pki/ca.crt"        # remove this line to accept clients without certificates (no mutual TLS)
 
 [policy]
-privacy_level = 5               # q: every released aggregate covers at least q patients
+protocols = ["histogram"]       # "histogram": every answer is one differentially private release (docs/privacy.md);
+                                # add "paper" to also serve the paper's protocol (q-protected answers, not DP)
+histogram_bins = [10, 20, 50, 100]      # bin counts a histogram release may use (public grid)
+histogram_spacings = ["equal", "logit"] # equal width on the score range, or on the logit scale
+histogram_logit_range = [0.005, 0.995]  # range of logit-spaced grids
+privacy_level = 5               # q (paper protocol): every released aggregate covers at least q patients
 max_epsilon = 10.0              # largest epsilon of one noisy release
 max_delta = 0.01                # largest delta of one noisy release
-budget_epsilon = 20.0           # total privacy budget per dataset (Gaussian-DP composition of all releases)
-budget_delta = 0.05
+budget_epsilon = 20.0           # total privacy budget per population (datasets over the same patients share it),
+budget_delta = 0.05             # composed over every release by the site's accountant
 sensitivity = "range"           # l2-sensitivity rule: "value" (sensitivity_value below), "range" (score
                                 # range width, a formal bound) or "model" (data-derived estimate, GLMs only)
 # sensitivity_value = 0.1
@@ -79,6 +84,7 @@ scores = ["pred"]               # score columns (predictions of a model already 
 score_range = [0.0, 1.0]        # declared range of the score columns
 model_columns = ["age", "size", "nodes", "grade"]   # columns an analyst's GLM may read
 # sensitivity = "model"         # per-dataset override of policy.sensitivity
+# population = "cohort-2024"    # entries over the same patients must share one; the default is the file or table
 
 # An SQL dataset (SQLite file or PostgreSQL through SQLAlchemy):
 # [datasets.warehouse]

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma, gdp_release_mu
-from dsroc.accounting import Accountant, Gaussian, decode_event, encode_event
+from dsroc.accounting import VALUE_DISCRETIZATION, Accountant, Gaussian, decode_event, encode_event
 
 from .config import Policy
 from .errors import FailedPrecondition, PermissionDenied, ResourceExhausted
@@ -270,9 +270,11 @@ class SqliteLedger(Ledger):
 
     The composed accountant of each population is cached in memory and extended by one release at
     a time (the daemon is the ledger's only writer; a count mismatch rebuilds it from the file).
+    ``interval`` is its privacy-loss grid (the server passes ``discretization_for(budget_epsilon)``).
     """
 
-    def __init__(self, path):
+    def __init__(self, path, *, interval: float = VALUE_DISCRETIZATION):
+        self.interval = float(interval)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # The ledger holds the noise seeds and which questions were asked: site account only.
@@ -303,7 +305,7 @@ class SqliteLedger(Ledger):
             return cached[1]
         events = [decode_event(e) for (text,) in self._db.execute(
             "SELECT events FROM releases WHERE population = ? ORDER BY rowid", (population,)) for e in json.loads(text)]
-        accountant = Accountant(events)
+        accountant = Accountant(events, value_discretization_interval=self.interval)
         self._accountants[population] = (count, accountant)
         return accountant
 

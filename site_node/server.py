@@ -10,6 +10,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from dsroc.accounting import discretization_for
 from dsroc.v1 import site_pb2, site_pb2_grpc
 
 from .audit import AuditLog
@@ -88,7 +89,7 @@ class SiteServer:
                 f"(127.0.0.1, ::1, localhost), not {self.address}; configure [tls] to serve on the network"
             )
         credentials = None if insecure else server_credentials(config)
-        self.ledger = SqliteLedger(config.ledger_path)
+        self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
         self.audit = AuditLog(config.audit_path, max_bytes=config.audit_max_bytes)
         self.site = Site(config, self.ledger)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]

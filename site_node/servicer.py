@@ -16,6 +16,7 @@ from .auth import current_analyst
 from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .boyd import release_boyd
 from .errors import InvalidArgument
+from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
 from .scores import ScoreSpec
 from .site import Site
@@ -29,6 +30,8 @@ def _budget_message(b: BudgetStatus) -> pb.BudgetStatus:
     return pb.BudgetStatus(
         dataset=b.dataset, budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta, mu_budget=b.mu_budget,
         mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, epsilon_spent=b.epsilon_spent, releases=b.releases,
+        delta_spent=b.delta_spent, epsilon_remaining=b.epsilon_remaining,
+        accounting="gaussian-dp (exact)" if b.exact else "privacy loss distribution (pessimistic)",
     )
 
 
@@ -62,7 +65,10 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                 max_thresholds=policy.max_thresholds, session_idle_seconds=self.site.config.session_idle_seconds,
                 max_chunk_scores=policy.max_chunk_scores, max_survivor_scores=policy.max_survivor_scores,
                 max_survivor_uploads=policy.max_survivor_uploads, max_models=policy.max_models,
-                threshold_steps=policy.threshold_steps,
+                threshold_steps=policy.threshold_steps, protocols=policy.protocols,
+                histogram_bins=policy.histogram_bins, histogram_spacings=policy.histogram_spacings,
+                histogram_logit_min=policy.histogram_logit_range[0], histogram_logit_max=policy.histogram_logit_range[1],
+                privacy_unit=PRIVACY_UNIT,
             ),
         )
 
@@ -98,6 +104,24 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         chunk = min(request.chunk_size, limit) if request.chunk_size else limit
         # Everything above ran (and was charged) before the first message; below only slices values.
         return _chunks(info, values, chunk)
+
+    def ReleaseHistogram(self, request, context):
+        session = self._session(request.session_id)
+        out = self.site.release_histogram(session, epsilon=request.epsilon, delta=request.delta,
+                                          n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars))
+        release, plan = out.release, out.plan
+        # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
+        note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
+                         "epsilon_charged": plan.epsilon if out.charged else 0.0})
+        scalar_sd = noise_sd(plan.scalar_sigma) / SCALAR_RESOLUTION if plan.scalars else 0.0
+        return pb.HistogramResponse(
+            edges=plan.edges.tolist(), negatives=out.negatives.tolist(), positives=out.positives.tolist(),
+            sigma=plan.sigma, noise_sd=noise_sd(plan.sigma), epsilon=plan.epsilon, delta=plan.delta,
+            privacy_unit=PRIVACY_UNIT, repeated=not out.charged, release_id=release.release_id,
+            epsilon_spent=out.budget.epsilon_spent,
+            scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
+                     for name, value in out.scalars.items()],
+        )
 
     def ReleaseBoydStatistics(self, request, context):
         out = release_boyd(self.site, self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,

@@ -30,7 +30,7 @@ from dsroc import (
     mean_parts,
     sq_dev_parts,
 )
-from dsroc.accounting import Gaussian
+from dsroc.accounting import VALUE_DISCRETIZATION, Gaussian
 
 from .approvals import ModelApprovals, model_hash
 from .config import DatasetConfig, SiteConfig
@@ -50,11 +50,12 @@ from .guard import (
     require_privacy_level,
     site_sensitivity,
 )
+from .histograms import HistogramPlan, decode_histogram, draw_histogram, plan_histogram, require_protocol
 from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore, Survivor
 
-__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "ScoreRelease", "PlacementMoments", "Site"]
+__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "ScoreRelease", "HistogramRelease", "PlacementMoments", "Site"]
 
 NEGATIVES, POSITIVES = 1, 2  # dsroc.v1.ScoreClass values
 _SCORED_CACHE = 8  # (dataset, source, outcome) score vectors kept for new sessions
@@ -81,6 +82,19 @@ class ScoreRelease:
     mu_charged: float
     values: np.ndarray
     signed: dict  # the ReleaseInfo fields the site's signature covers, with ``site`` and ``signature``
+
+
+@dataclass(frozen=True)
+class HistogramRelease:
+    """A histogram release: the noisy counts per class, the noisy scalars and the population's budget after it."""
+
+    release: Release
+    plan: HistogramPlan
+    negatives: np.ndarray
+    positives: np.ndarray
+    scalars: dict
+    charged: bool
+    budget: BudgetStatus
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,8 @@ class Site:
         self.config = config
         self.policy = config.policy
         self.ledger = ledger
+        # Noise is calibrated on the ledger's own privacy-loss grid, so a release at the full budget fits it.
+        self.ledger_interval = getattr(ledger, "interval", VALUE_DISCRETIZATION)
         self.approvals = ModelApprovals(config.approvals_path)
         self.disclosure = DisclosureStore(config.disclosure_path)
         self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
@@ -214,6 +230,7 @@ class Site:
         Every paper-protocol call goes through here (sensitivity, noisy release, survivor upload and
         the exact aggregates); the histogram protocol's releases are DP whatever the model and do not.
         """
+        require_protocol(self.policy, "paper")
         spec = session.data.spec
         if spec.model is not None and not self.approvals.is_approved(spec):
             raise PermissionDenied(
@@ -238,6 +255,7 @@ class Site:
     def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
                 sensitivity: float = 0.0) -> ScoreRelease:
         """Noisy scores of one class; the first request of a release charges the ledger for both classes."""
+        require_protocol(self.policy, "paper")
         score_class = _check_class(score_class)
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
@@ -273,6 +291,32 @@ class Site:
         signed.update(site=self.signer.name, signature=self.signer.sign(signed))
         return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
 
+    # ------------------------------------------------------------------ histogram protocol
+    def release_histogram(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+                          scalars=()) -> HistogramRelease:
+        """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once.
+
+        No privacy-level or model checks: every answer is covered by the noise, whatever the model.
+        """
+        require_protocol(self.policy, "histogram")
+        epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
+        data = session.data
+        with analyst_input("epsilon, delta"):
+            plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
+                                  spacing=spacing, scalars=scalars, interval=self.ledger_interval)
+
+        def make(seed: bytes) -> tuple[bytes, int, int]:
+            rng = np.random.default_rng(int.from_bytes(seed, "big"))
+            return draw_histogram(plan, data.scores, data.labels, rng), 0, 0
+
+        release, charged = self.ledger.release(
+            ReleaseKey(*data.key, "histogram", plan.request), dataset=data.dataset, analyst=session.analyst,
+            events=plan.events, epsilon=epsilon, delta=delta, rule="histogram", fingerprint=data.fingerprint,
+            policy=self.policy, make=make, store=True,
+        )
+        h0, h1, values = decode_histogram(plan, release.payload)
+        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)))
+
     # ------------------------------------------------------------------ survivor functions
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,
                         segments=()) -> Survivor:
@@ -281,6 +325,7 @@ class Site:
         Accepted only as the union of the signed releases ``segments`` (``dsroc.v1.ReleaseInfo``) of this
         site and its peers, so that every cut point is a noisy score (:mod:`site_node.signing`).
         """
+        require_protocol(self.policy, "paper")
         score_class = _check_class(score_class)
         self._paper(session)
         if values.size == 0:
@@ -336,6 +381,7 @@ class Site:
     # ------------------------------------------------------------------ aggregates
     def rocglm_parts(self, session: Session, theta, grid_message) -> tuple[PartsAtTheta, int, int]:
         """The site's ROC-GLM score, information and deviance at theta; counts one evaluation."""
+        require_protocol(self.policy, "paper")
         theta = check_theta(theta)
         grid = check_grid(self.policy, grid_message)
         require_privacy_level(session.data.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
@@ -353,6 +399,7 @@ class Site:
 
     def placement_moments(self, session: Session, means: tuple[float, float] | None) -> PlacementMoments:
         """Pass 1 (``means`` None): sums and counts of PV0 and PV1; pass 2: squared deviations from ``means``."""
+        require_protocol(self.policy, "paper")
         q = self.policy.privacy_level
         if means is not None:
             for name, value in zip(("global_means.mean_pv0", "global_means.mean_pv1"), means):
@@ -374,6 +421,7 @@ class Site:
 
     def brier_parts(self, session: Session) -> BrierParts:
         """Sum of squared errors and n."""
+        require_protocol(self.policy, "paper")
         self._probabilities(session, "the Brier score")
         data = session.data
         require_privacy_level(data.scores.size, self.policy.privacy_level, "the Brier parts")

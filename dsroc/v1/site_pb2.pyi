@@ -78,7 +78,7 @@ class Column(_message.Message):
     def __init__(self, name: _Optional[str] = ..., dtype: _Optional[str] = ...) -> None: ...
 
 class BudgetStatus(_message.Message):
-    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases")
+    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases", "delta_spent", "epsilon_remaining", "accounting")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     BUDGET_EPSILON_FIELD_NUMBER: _ClassVar[int]
     BUDGET_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,9 @@ class BudgetStatus(_message.Message):
     MU_REMAINING_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     RELEASES_FIELD_NUMBER: _ClassVar[int]
+    DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTING_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     budget_epsilon: float
     budget_delta: float
@@ -95,7 +98,10 @@ class BudgetStatus(_message.Message):
     mu_remaining: float
     epsilon_spent: float
     releases: int
-    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ...) -> None: ...
+    delta_spent: float
+    epsilon_remaining: float
+    accounting: str
+    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ...) -> None: ...
 
 class DatasetInfo(_message.Message):
     __slots__ = ("name", "description", "columns", "outcome_columns", "score_columns", "score_min", "score_max", "sensitivity_rule", "budget")
@@ -120,7 +126,7 @@ class DatasetInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps")
+    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit")
     PRIVACY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     MAX_EPSILON_FIELD_NUMBER: _ClassVar[int]
     MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +141,12 @@ class Policy(_message.Message):
     MAX_SURVIVOR_UPLOADS_FIELD_NUMBER: _ClassVar[int]
     MAX_MODELS_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_STEPS_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_BINS_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_SPACINGS_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_LOGIT_MIN_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_LOGIT_MAX_FIELD_NUMBER: _ClassVar[int]
+    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
     privacy_level: int
     max_epsilon: float
     max_delta: float
@@ -149,7 +161,13 @@ class Policy(_message.Message):
     max_survivor_uploads: int
     max_models: int
     threshold_steps: int
-    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ...) -> None: ...
+    protocols: _containers.RepeatedScalarFieldContainer[str]
+    histogram_bins: _containers.RepeatedScalarFieldContainer[int]
+    histogram_spacings: _containers.RepeatedScalarFieldContainer[str]
+    histogram_logit_min: float
+    histogram_logit_max: float
+    privacy_unit: str
+    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
     __slots__ = ("site_name", "api_version", "policy", "datasets")
@@ -488,3 +506,59 @@ class BudgetResponse(_message.Message):
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     budget: BudgetStatus
     def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+
+class HistogramRequest(_message.Message):
+    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    N_BINS_FIELD_NUMBER: _ClassVar[int]
+    SPACING_FIELD_NUMBER: _ClassVar[int]
+    SCALARS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    epsilon: float
+    delta: float
+    n_bins: int
+    spacing: str
+    scalars: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class NoisyScalar(_message.Message):
+    __slots__ = ("name", "value", "noise_sd", "resolution")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: float
+    noise_sd: float
+    resolution: float
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., noise_sd: _Optional[float] = ..., resolution: _Optional[float] = ...) -> None: ...
+
+class HistogramResponse(_message.Message):
+    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent")
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    NEGATIVES_FIELD_NUMBER: _ClassVar[int]
+    POSITIVES_FIELD_NUMBER: _ClassVar[int]
+    SIGMA_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    SCALARS_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    negatives: _containers.RepeatedScalarFieldContainer[int]
+    positives: _containers.RepeatedScalarFieldContainer[int]
+    sigma: float
+    noise_sd: float
+    epsilon: float
+    delta: float
+    privacy_unit: str
+    scalars: _containers.RepeatedCompositeFieldContainer[NoisyScalar]
+    repeated: bool
+    release_id: str
+    epsilon_spent: float
+    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ...) -> None: ...

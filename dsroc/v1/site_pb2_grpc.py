@@ -84,6 +84,11 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsResponse.FromString,
                 _registered_method=True)
+        self.ReleaseHistogram = channel.unary_unary(
+                '/dsroc.v1.SiteService/ReleaseHistogram',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.FromString,
+                _registered_method=True)
         self.Budget = channel.unary_unary(
                 '/dsroc.v1.SiteService/Budget',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
@@ -190,8 +195,21 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReleaseHistogram(self, request, context):
+        """The histogram protocol (docs/privacy.md): per-class counts of the session's scores on a public
+        grid (site policy: score range, allowed bin counts, spacing; scores outside the range count in its
+        end bins) plus integer discrete-Gaussian noise, and optionally noisy scalars. One release, charged
+        once to the population's ledger at the requested (epsilon, delta) for everything it holds; the same
+        request returns the identical answer (also after a restart) at no further charge. Refused with
+        FAILED_PRECONDITION when the site does not serve the "histogram" protocol.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Budget(self, request, context):
-        """Spent and remaining privacy budget of a dataset (Gaussian-DP accounting).
+        """Spent and remaining privacy budget of a dataset's population (every dataset entry over the same
+        patients shares it), composed over all mechanisms by the site's accountant.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -267,6 +285,11 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.ConfusionParts,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsResponse.SerializeToString,
+            ),
+            'ReleaseHistogram': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseHistogram,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.SerializeToString,
             ),
             'Budget': grpc.unary_unary_rpc_method_handler(
                     servicer.Budget,
@@ -554,6 +577,33 @@ class SiteService:
             '/dsroc.v1.SiteService/ConfusionParts',
             dsroc_dot_v1_dot_site__pb2.ConfusionPartsRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.ConfusionPartsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseHistogram(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/ReleaseHistogram',
+            dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.HistogramResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,7 +29,7 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     model = tmp_path / "model.json"
     model.write_text(json.dumps(helpers.MODEL))
     out = tmp_path / "report"
-    rc = main(["validate", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--model", str(model),
+    rc = main(["validate", "--protocol", "paper", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--model", str(model),
                "--epsilon", "1", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6",
                "--sensitivity", "0.19"])
     assert rc == 0

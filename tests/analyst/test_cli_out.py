@@ -21,7 +21,7 @@ def write_federation(tmp_path, addresses, pki, token):
 
 
 def validate(fed, out, *extra):
-    return ["validate", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--score", "pred",
+    return ["validate", "--protocol", "paper", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--score", "pred",
             "--epsilon", "5", "--delta", "0.01", "--out", str(out), *extra]
 
 

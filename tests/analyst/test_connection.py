@@ -160,7 +160,7 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
     path = helpers.write_site(tmp_path / "b", "b", helpers.site_frames(seed=3)[0], pki)
     with running_server(path) as server:
         with helpers.federation([server.bound_address], pki) as fed:
-            res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01)
+            res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
             answers = fed.budget("test")
         (tmp_path / "t").write_text(helpers.TOKEN)
         (tmp_path / "f.toml").write_text(f'[[sites]]\nname = "s0"\naddress = "{server.bound_address}"\n'

@@ -28,7 +28,7 @@ def pooled(five_sites):
 def negligible(five_sites, pki, helpers):
     _, addresses, _ = five_sites
     with helpers.federation(addresses, pki) as fed:
-        return fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, threshold=0.5, a0=0.7)
+        return fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, threshold=0.5, a0=0.7)
 
 
 def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
@@ -105,7 +105,7 @@ def test_calibration_matches_pooled_bins_and_withholds_the_small_cell(negligible
 def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
     _, addresses, _ = five_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, sensitivity=0.1)
+        res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, sensitivity=0.1)
     s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
     # The sites draw their noise from the OS; replaying their mechanism 2000 times on these data gives
     # Delta AUC = -0.002 (SD 0.002, largest 0.010), so 0.02 is a bound that does not flake.
@@ -125,7 +125,7 @@ def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
 def test_wald_interval_at_another_level(five_sites, pki, negligible, helpers):
     _, addresses, _ = five_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, alpha=0.1, ci_method="wald")
+        res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, alpha=0.1, ci_method="wald")
     # the same release (same epsilon, delta, Delta) is replayed, so the fit is the same
     assert res.auc == pytest.approx(negligible.auc, abs=1e-12)
     half = norm.ppf(0.95) * np.sqrt(negligible.auc_variance)
@@ -136,7 +136,7 @@ def test_wald_interval_at_another_level(five_sites, pki, negligible, helpers):
 def test_settings_outside_the_recommendation_are_flagged_not_refused(five_sites, pki, helpers):
     _, addresses, _ = five_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=1, delta=0.01, sensitivity=0.19)
+        res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=1, delta=0.01, sensitivity=0.19)
     assert all(p.sensitivity == pytest.approx(0.19) for p in res.privacy.values())
     # the study recommends epsilon >= 5 for Delta = 0.2 (e.g. (5, 0.01), (10, 0.01)), not (1, 0.01)
     assert "epsilon = 1, delta = 0.01 is not among" in res.warnings[0]
@@ -150,7 +150,7 @@ def test_settings_outside_the_recommendation_are_flagged_not_refused(five_sites,
 def test_a_model_sent_as_coefficients_gives_the_score_column_result(five_sites, pki, negligible, helpers):
     _, addresses, _ = five_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", model=helpers.MODEL, epsilon=5, delta=0.01)
+        res = fed.validate("test", "y", protocol="paper", model=helpers.MODEL, epsilon=5, delta=0.01)
     assert res.auc == pytest.approx(negligible.auc, abs=1e-6)
     assert res.brier == pytest.approx(negligible.brier, abs=1e-9)
     assert "GLM (logit link, 1 coefficient)" in str(res)
@@ -166,7 +166,7 @@ def test_refusals_name_the_site_and_status(five_sites, pki, helpers):
     assert err.value.code == grpc.StatusCode.UNAUTHENTICATED and err.value.site == "s0"
     with helpers.federation(addresses, pki) as fed:
         with pytest.raises(SiteError) as err:
-            fed.validate("nope", "y", score="pred", epsilon=5, delta=0.01)
+            fed.validate("nope", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
         assert err.value.code == grpc.StatusCode.NOT_FOUND
         with fed.session("test", "y", score="pred") as s:
             with pytest.raises(SiteError) as err:
@@ -176,7 +176,7 @@ def test_refusals_name_the_site_and_status(five_sites, pki, helpers):
                 s.fit_rocglm()  # no survivor function uploaded yet
             assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION
         with pytest.raises(ValueError, match="exactly one"):
-            fed.validate("test", "y", epsilon=5, delta=0.01)
+            fed.validate("test", "y", protocol="paper", epsilon=5, delta=0.01)
 
 
 def test_describe_and_budget(five_sites, pki, helpers):
@@ -239,7 +239,7 @@ def test_plain_text_only_when_explicit(tmp_path, pki, helpers):
     frame = helpers.site_frames(seed=2)[1]
     with running_site(helpers.write_site(tmp_path / "p", "p", frame, pki), insecure=True) as address:
         with Federation([SiteConfig(name="p", address=address, token=helpers.TOKEN, insecure=True)]) as fed:
-            res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01)
+            res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
         # a TLS client cannot talk to the plain-text site: the failure names the site
         with Federation([SiteConfig(name="p", address=address, token=helpers.TOKEN, ca_file=pki.ca_cert)],
                         retries=0, timeout=3) as fed:
@@ -257,12 +257,12 @@ def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki
     messages = []
     with running_server(path) as server:
         with helpers.federation([server.bound_address], pki) as fed:
-            first = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01,
+            first = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01,
                                  progress=lambda step, site, msg: messages.append(msg))
             assert "10 ROC-GLM evaluations left for this S~0" in messages
             assert first.rocglm.iterations + 1 > 10 / 2  # a second fit would not fit in the cap if counted
             messages.clear()
-            second = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01,
+            second = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01,
                                   progress=lambda step, site, msg: messages.append(msg))
     # the same release, the same S~0 and the same Fisher-scoring path: the same questions and answers
     left = 10 - (first.rocglm.iterations + 1)

@@ -69,7 +69,7 @@ def test_validation_returns_pr_from_the_release(five_sites, pki, helpers):
     frames, addresses, _ = five_sites
     pooled = pd.concat(frames, ignore_index=True)
     with helpers.federation(addresses, pki) as fed:
-        result = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01)
+        result = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
     # Negligible noise (Delta = 1e-9, no ties): the released ranking is the true one.
     s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
     assert result.pr.ap == pytest.approx(dsroc.average_precision(s, y), abs=1e-9)

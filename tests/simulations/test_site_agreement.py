@@ -38,7 +38,8 @@ def _site(tmp_path, scores, labels):
     config = parse_config(
         {
             "site": {"name": "sim", "listen": "127.0.0.1:0"},
-            "policy": {"privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.1, "budget_epsilon": 20.0,
+            "policy": {"protocols": ["paper"], "privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.1,
+                       "budget_epsilon": 20.0,
                        "budget_delta": 0.5},
             "analysts": {"alice": {"token_sha256": hashlib.sha256(b"t").hexdigest(), "datasets": ["*"]}},
             "datasets": {"test": {"path": "data.parquet", "outcomes": ["y"], "scores": ["pred"]}},

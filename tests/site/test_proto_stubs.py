@@ -37,6 +37,7 @@ def test_stub_exposes_every_call_of_the_spec():
     assert calls == {
         "Describe", "OpenSession", "Sensitivity", "ReleaseNoisyScores", "UploadSurvivor", "RocGlmParts",
         "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "Budget", "CloseSession",
+        "ReleaseHistogram",
         "ReleaseBoydStatistics",
     }
     methods = service.methods_by_name

@@ -106,9 +106,10 @@ def test_cli_init_serve_budget_audit(tmp_path):
             md = [("authorization", f"Bearer {token}")]
             s = stub.OpenSession(pb.OpenSessionRequest(dataset="sample", outcome="y",
                                                        score=pb.ScoreSource(score_column="pred")), metadata=md)
-            chunks = list(stub.ReleaseNoisyScores(pb.ReleaseRequest(session_id=s.session_id, score_class=1,
-                                                                   epsilon=3, delta=0.001), metadata=md))
-            assert chunks[0].info.mu_charged > 0
+            # init serves the histogram protocol only
+            r = stub.ReleaseHistogram(pb.HistogramRequest(session_id=s.session_id, epsilon=3, delta=0.001, n_bins=20),
+                                      metadata=md)
+            assert not r.repeated and len(r.negatives) == 20
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
         logs = [json.loads(x) for x in proc.stderr.read().splitlines() if x.startswith("{")]
@@ -124,7 +125,7 @@ def test_cli_init_serve_budget_audit(tmp_path):
     assert budget["budgets"][0]["releases"] == 1 and budget["releases"][0]["epsilon"] == 3
     audit = subprocess.run(cli + ["audit", "--config", config, "--last", "1"], capture_output=True, text=True,
                            env=env, check=True).stdout
-    assert "ReleaseNoisyScores" in audit and "OpenSession" not in audit
+    assert "ReleaseHistogram" in audit and "OpenSession" not in audit
     bad = subprocess.run(cli + ["serve", "--config", str(tmp_path / "missing.toml")], capture_output=True,
                          text=True, env=env)
     assert bad.returncode == 2 and "config file not found" in bad.stderr

@@ -1,0 +1,87 @@
+"""The histogram protocol end to end over five real TLS sites: brute-force equality under negligible noise,
+the stated noise variance, and the result's statement of protocol, privacy unit, epsilon and delta."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import numpy as np
+import pytest
+
+from site_node.testing import running_server
+
+
+def _binned_truth(frames, edges):
+    s = np.concatenate([f["pred"].to_numpy() for f in frames])
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    s = np.clip(s, edges[0], edges[-1])
+    idx = np.array([min(int(np.sum(v >= edges[1:-1])), edges.size - 2) for v in s])  # bin by direct comparison
+    return np.bincount(idx[y == 0], minlength=edges.size - 1), np.bincount(idx[y == 1], minlength=edges.size - 1), idx, y
+
+
+@pytest.fixture(scope="module")
+def exact_sites(tmp_path_factory, pki, helpers):
+    """Five TLS sites whose test policy allows a huge epsilon (noise that is 0 with overwhelming probability)."""
+    root = tmp_path_factory.mktemp("exact")
+    frames = helpers.site_frames(seed=5)
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for k, f in enumerate(frames):
+            path = helpers.write_site(root / f"s{k}", f"s{k}", f, pki)
+            path.write_text(path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 5000.0")
+                            .replace("budget_epsilon = 200.0", "budget_epsilon = 100000.0"))
+            servers.append(stack.enter_context(running_server(path)))
+        yield frames, [s.bound_address for s in servers]
+
+
+def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, helpers, tmp_path):
+    frames, addresses = exact_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=20)
+    v = res.validation
+    h0, h1, idx, y = _binned_truth(frames, v.edges)
+    np.testing.assert_array_equal(v.counts0, h0)
+    np.testing.assert_array_equal(v.counts1, h1)
+    # Binned empirical AUC by brute force over all pairs (ties within a bin count one half).
+    i0, i1 = idx[y == 0], idx[y == 1]
+    brute = (np.sum(i1[:, None] > i0[None, :]) + 0.5 * np.sum(i1[:, None] == i0[None, :])) / (i0.size * i1.size)
+    assert v.auc_empirical == pytest.approx(brute, abs=1e-12)
+    assert res.sigma < 1e-2 and all(not r.repeated for r in res.releases.values())
+    text = str(res)
+    assert "protocol: histogram" in text and "privacy unit: add or remove one patient" in text
+    assert "epsilon = 4000" in text and "delta = 0.01" in text
+    report = json.loads(res.to_json())
+    assert report["protocol"] == "histogram" and report["privacy_unit"] == "add or remove one patient"
+    assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["covered"]
+    axes = res.plot()
+    assert "histogram protocol" in axes[0].figure._suptitle.get_text()
+
+
+def test_with_real_noise_the_stated_variance_holds(five_sites, pki, helpers):
+    frames, addresses, _ = five_sites
+    errors, sigmas = [], []
+    with helpers.federation(addresses, pki) as fed:
+        for i in range(10):  # ten validations at slightly different epsilon: ten independent releases per site
+            res = fed.validate("test", "y", score="pred", epsilon=2.0 + 1e-3 * i, delta=1e-5, n_bins=20)
+            h0, h1, _, _ = _binned_truth(frames, res.validation.edges)
+            summed0 = np.sum([r.negatives for r in res.releases.values()], axis=0)
+            summed1 = np.sum([r.positives for r in res.releases.values()], axis=0)
+            errors.append(np.concatenate([summed0 - h0, summed1 - h1]))
+            sigmas.append(res.sigma)
+            assert res.sigma == pytest.approx(np.sqrt(sum(r.noise_sd**2 for r in res.releases.values())), rel=1e-12)
+    errors = np.concatenate(errors)  # 400 summed cells; the variance's sampling SD is about 7%
+    sigma = float(np.mean(sigmas))
+    assert abs(errors.mean()) < 4 * sigma / np.sqrt(errors.size)
+    assert errors.var() == pytest.approx(sigma**2, rel=0.3)
+
+
+def test_paper_result_states_its_weaker_guarantee(five_sites, pki, helpers):
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, protocol="paper")
+    text = " ".join(str(res).split())
+    assert "protocol: paper" in text and "q-protected, not differentially private" in text
+    assert json.loads(res.to_json())["protocol"] == "paper"
+    with pytest.raises(ValueError, match="protocol must be"):
+        helpers.federation(addresses, pki).validate("test", "y", score="pred", epsilon=5, delta=0.01, protocol="x")

@@ -1,0 +1,177 @@
+"""The histogram protocol at the site: exact counts under negligible noise, the stated noise variance,
+release-once, the policy's grid, the served protocols and bad input (ledger unchanged)."""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+import pytest
+from scipy.special import expit, logit
+
+from dsroc.noise import discrete_gaussian_variance
+from dsroc.v1 import site_pb2 as pb
+from site_node.testing import running_server
+
+from .conftest import read_frame
+
+C = grpc.StatusCode
+HUGE = {"max_epsilon": 5000.0, "budget_epsilon": 1e5, "max_delta": 0.01, "budget_delta": 0.05}
+
+
+def _brute_force(scores, labels, edges):
+    """Per-class counts by direct comparison: bin b holds lo-clipped scores in [e_b, e_b+1), the last bin closed."""
+    s = np.clip(scores, edges[0], edges[-1])
+    h = np.zeros((2, edges.size - 1), dtype=int)
+    for b in range(edges.size - 1):
+        inside = (s >= edges[b]) & ((s < edges[b + 1]) if b < edges.size - 2 else (s <= edges[b + 1]))
+        h[0, b], h[1, b] = np.sum(inside & (labels == 0)), np.sum(inside & (labels == 1))
+    return h
+
+
+def _request(session, **kw):
+    return pb.HistogramRequest(session_id=session, **{"epsilon": 1.0, "delta": 1e-5, "n_bins": 20, **kw})
+
+
+@pytest.mark.parametrize("spacing", ["equal", "logit"])
+def test_with_a_huge_epsilon_the_histograms_equal_brute_force(make_site_config, client_cls, spacing):
+    config = make_site_config(policy=HUGE)
+    frame = read_frame(config)
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        r = c.ReleaseHistogram(_request(c.open(), epsilon=4000.0, delta=0.01, spacing=spacing,
+                                        scalars=["sum_sq", "sum_p", "sum_y"]))
+        edges = np.asarray(r.edges)
+        expected = (np.linspace(0, 1, 21) if spacing == "equal"
+                    else expit(np.linspace(logit(0.005), logit(0.995), 21)))
+        np.testing.assert_allclose(edges, expected, rtol=1e-12, atol=1e-15)
+        h = _brute_force(frame["pred"].to_numpy(), frame["y"].to_numpy(), edges)
+        np.testing.assert_array_equal(r.negatives, h[0])
+        np.testing.assert_array_equal(r.positives, h[1])
+        assert r.privacy_unit == "add or remove one patient" and r.epsilon == 4000.0 and not r.repeated
+        p, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
+        truth = {"sum_sq": np.sum((y - p) ** 2), "sum_p": np.sum(p), "sum_y": np.sum(y)}
+        for s in r.scalars:  # unbiased random rounding of each term to 1/16: SD at most sqrt(n) / 32
+            assert s.resolution == 1 / 16 and abs(s.value - truth[s.name]) <= 5 * np.sqrt(len(p)) / 32
+        assert {s.name for s in r.scalars} == set(truth)
+        c.close()
+
+
+def test_with_real_noise_the_stated_variance_holds(make_site_config, client_cls):
+    config = make_site_config(policy={"max_epsilon": 2.0, "budget_epsilon": 1000.0})
+    frame = read_frame(config)
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        noise, stated = [], None
+        for i in range(40):  # different epsilon, so new releases with fresh noise
+            r = c.ReleaseHistogram(_request(s, epsilon=1.0 + 1e-3 * i, n_bins=10))
+            h = _brute_force(frame["pred"].to_numpy(), frame["y"].to_numpy(), np.asarray(r.edges))
+            noise.append(np.concatenate([np.asarray(r.negatives) - h[0], np.asarray(r.positives) - h[1]]))
+            assert r.noise_sd == pytest.approx(np.sqrt(discrete_gaussian_variance(r.sigma)), rel=1e-12)
+            stated = r.noise_sd if stated is None else stated
+        noise = np.concatenate(noise)  # 800 draws; the variance's sampling SD is about 5%
+        assert abs(noise.mean()) < 4 * stated / np.sqrt(noise.size)
+        assert noise.var() == pytest.approx(stated**2, rel=0.2)
+        assert np.all(np.asarray(noise) == np.round(noise))  # integer noise
+        c.close()
+
+
+def test_release_once_after_a_restart_and_through_the_budget(site_config, client_cls, snapshot):
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        first = c.ReleaseHistogram(_request(c.open(), scalars=["sum_p"]))
+        status = c.Budget(pb.BudgetRequest(dataset="test")).budget
+        assert status.releases == 1 and status.accounting.startswith("privacy loss distribution")
+        assert status.epsilon_spent > 0 and status.delta_spent <= site_config.policy.budget_delta
+        c.close()
+    before = snapshot(site_config.ledger_path)
+    with running_server(site_config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        again = c.ReleaseHistogram(_request(c.open(), scalars=["sum_p"]))
+        assert again.repeated and again.release_id == first.release_id
+        assert list(again.negatives) == list(first.negatives) and again.scalars == first.scalars
+        assert snapshot(site_config.ledger_path) == before
+        c.close()
+
+
+def test_analyst_models_need_no_approval_in_the_histogram_protocol(make_site_config, client_cls):
+    config = make_site_config(policy={"protocols": ["histogram"]})
+    model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-1.0, coefficients=[pb.Coefficient(name="age", value=0.01)])
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        r = c.ReleaseHistogram(_request(c.open(model=model)))
+        assert sum(r.negatives) + sum(r.positives) > 0
+        c.close()
+
+
+def test_paper_calls_name_the_served_protocols(make_site_config, client_cls, snapshot):
+    config = make_site_config(policy={"protocols": ["histogram"]})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        before = snapshot(config.ledger_path)
+        calls = [lambda: c.release(s, pb.SCORE_CLASS_NEGATIVES), lambda: c.Sensitivity(pb.SensitivityRequest(session_id=s)),
+                 lambda: c.BrierParts(pb.BrierPartsRequest(session_id=s)),
+                 lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.5)),
+                 lambda: c.PlacementMoments(pb.PlacementMomentsRequest(session_id=s)),
+                 lambda: c.upload(s, pb.SCORE_CLASS_NEGATIVES, [0.1, 0.2])]
+        for call in calls:
+            with pytest.raises(grpc.RpcError) as refused:
+                call()
+            assert refused.value.code() == C.FAILED_PRECONDITION
+            assert "does not serve the 'paper' protocol" in refused.value.details()
+            assert "['histogram']" in refused.value.details()
+        assert snapshot(config.ledger_path) == before
+        policy = c.Describe(pb.DescribeRequest()).policy
+        assert list(policy.protocols) == ["histogram"] and list(policy.histogram_bins) == [10, 20, 50, 100]
+        assert policy.privacy_unit == "add or remove one patient"
+        c.close()
+    paper_only = make_site_config("paper", policy={"protocols": ["paper"]})
+    with running_server(paper_only, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        with pytest.raises(grpc.RpcError) as refused:
+            c.ReleaseHistogram(_request(c.open()))
+        assert refused.value.code() == C.FAILED_PRECONDITION and "['paper']" in refused.value.details()
+        c.close()
+
+
+@pytest.mark.parametrize("fields, code, words", [
+    ({"n_bins": 7}, C.PERMISSION_DENIED, "n_bins 7 is not one this site allows"),
+    ({"spacing": "sqrt"}, C.INVALID_ARGUMENT, "spacing must be"),
+    ({"epsilon": 11.0}, C.PERMISSION_DENIED, "epsilon 11.0 is above"),
+    ({"epsilon": float("nan")}, C.INVALID_ARGUMENT, "epsilon must be finite"),
+    ({"epsilon": 1e-9}, C.INVALID_ARGUMENT, "needs noise of SD above 1000 per cell"),
+    ({"delta": 0.5}, C.PERMISSION_DENIED, "delta 0.5 is above"),
+    ({"delta": 0.0}, C.INVALID_ARGUMENT, "delta must lie strictly between"),
+    ({"scalars": ["sum_x"]}, C.INVALID_ARGUMENT, "scalars must be distinct names"),
+    ({"scalars": ["sum_p", "sum_p"]}, C.INVALID_ARGUMENT, "scalars must be distinct names"),
+])
+def test_bad_input_is_refused_with_the_field_and_rule(server, client, snapshot, fields, code, words):
+    s = client.open()
+    before = snapshot(server.config.ledger_path)
+    with pytest.raises(grpc.RpcError) as refused:
+        client.ReleaseHistogram(_request(s, **fields))
+    assert refused.value.code() == code and words in refused.value.details()
+    assert snapshot(server.config.ledger_path) == before
+
+
+def test_a_budget_too_small_is_resource_exhausted_and_charges_nothing(make_site_config, client_cls, snapshot):
+    config = make_site_config(policy={"max_epsilon": 1.0, "budget_epsilon": 1.0, "max_delta": 1e-5,
+                                      "budget_delta": 1e-5})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        c.ReleaseHistogram(_request(s, epsilon=0.9))
+        before = snapshot(config.ledger_path)
+        with pytest.raises(grpc.RpcError) as refused:
+            c.ReleaseHistogram(_request(s, epsilon=0.5))
+        assert refused.value.code() == C.RESOURCE_EXHAUSTED and "remaining about epsilon" in refused.value.details()
+        assert snapshot(config.ledger_path) == before
+        # A release at exactly the budget fits an empty budget (calibration and check agree).
+        fresh = make_site_config("fresh", policy={"max_epsilon": 1.0, "budget_epsilon": 1.0, "max_delta": 1e-5,
+                                                  "budget_delta": 1e-5})
+        c.close()
+    with running_server(fresh, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        assert not c.ReleaseHistogram(_request(c.open(), epsilon=1.0, delta=1e-5)).repeated
+        c.close()
