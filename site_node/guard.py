@@ -29,7 +29,6 @@ __all__ = [
     "check_theta",
     "check_edges",
     "check_threshold",
-    "check_cut_overlaps",
 ]
 
 
@@ -215,61 +214,3 @@ def check_threshold(value: float, *, score_range=(0.0, 1.0), steps: int = 100, n
             f"(policy.threshold_steps = {steps} steps of the score range [{lo:g}, {hi:g}])"
         )
     return lo + (hi - lo) * k / steps
-
-
-def check_cut_overlaps(scores: np.ndarray, cuts, earlier, groups, q: int, *, what: str = "threshold") -> None:
-    """Refuse new cuts whose patients differ from an earlier answer's in 1 to q-1 patients of a group.
-
-    A confusion threshold or an inner calibration edge ``c`` answers about the patients with
-    ``score >= c`` (a row total, or the released bins above ``c``). Two such answers at cuts ``c`` and
-    ``d`` can be subtracted; when the two patient sets differ in fewer than q patients, the
-    difference describes those few. Within one score source the sets are nested and the difference
-    is the band between the cuts; across score sources (a declared score column and an analyst's
-    GLM that reproduces it, say) they need not be, so the symmetric difference is counted. Keeping
-    every pair at 0 or at least q patients per group is the rule. Across sources it applies only
-    where both sets hold q to n-q patients of the group: a smaller set (a sparse tail) is no released
-    count (confusion cells are at least q, sparse calibration bins are withheld), and without this
-    any two sources with sparse tails would collide. Runs in O(n + cuts x earlier) per earlier
-    score source and group (a two-dimensional histogram, no pass over the data per pair).
-
-    Parameters
-    ----------
-    scores : ndarray
-        The session's true scores, in the dataset's row order.
-    cuts : array_like
-        The new cuts.
-    earlier : iterable of (str, ndarray, ndarray, bool)
-        Per earlier score source: its name, its scores (same rows, same order), its answered cuts
-        and whether it is the new cuts' own source.
-    groups : sequence of boolean ndarray
-        Patient groups whose counts are released (all patients, each class).
-    q : int
-    what : str
-        How the message names a new cut ("threshold", "calibration edge").
-    """
-    cuts = np.sort(np.asarray(cuts, dtype=np.float64))
-    i = np.searchsorted(cuts, scores, side="right")  # patient is in {score >= cuts[k]} iff i > k
-    for source, other_scores, other_cuts, same in earlier:
-        other_cuts = np.sort(np.asarray(other_cuts, dtype=np.float64))
-        if other_cuts.size == 0:
-            continue
-        j = np.searchsorted(other_cuts, other_scores, side="right")
-        m1, m2 = cuts.size + 1, other_cuts.size + 1
-        for group in groups:
-            hist = np.bincount(i[group] * m2 + j[group], minlength=m1 * m2).reshape(m1, m2)
-            below = hist.cumsum(0).cumsum(1)  # below[a, b] = #{i <= a and j <= b}
-            new_only = below[-1, :-1][None, :] - below[:-1, :-1]  # #{i > k, j <= l}
-            old_only = below[:-1, -1][:, None] - below[:-1, :-1]  # #{i <= k, j > l}
-            differ = new_only + old_only
-            bad = (differ > 0) & (differ < q)
-            if not same:
-                n = below[-1, -1]
-                size_new, size_old = n - below[:-1, -1], n - below[-1, :-1]
-                bad &= ((size_new >= q) & (size_new <= n - q))[:, None] & ((size_old >= q) & (size_old <= n - q))[None, :]
-            bad = np.argwhere(bad)
-            if bad.size:
-                k, l = bad[0]
-                raise PermissionDenied(
-                    f"privacy level: {what} {cuts[k]} is too close to the threshold {other_cuts[l]} answered before "
-                    f"for score source {source}; the patients between them would be fewer than q = {q}"
-                )
