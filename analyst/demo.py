@@ -20,6 +20,7 @@ import numpy as np
 
 import dsroc
 from analyst.federation import Federation
+from analyst.hierarchy import hierarchy_to_dict
 from analyst.gbsg2 import FEATURES, HORIZON_DAYS, OUTCOME, DemoData, prepare_gbsg2
 from analyst.recommend import recommend_settings
 from analyst.report import write_report
@@ -221,6 +222,7 @@ def pooled_statistics(scores: np.ndarray, labels: np.ndarray, *, grid=None, leve
         "brier": dsroc.brier_score(scores, labels),
         "score_sd": float(np.std(scores, ddof=1)),
         "calibration": calibration_to_dict(cal)["bins"],
+        "calibration_hierarchy": hierarchy_to_dict(dsroc.calibration_hierarchy(cal, level=level)),
     }
 
 
@@ -239,10 +241,16 @@ def _comparison(res: ValidationResult, pooled: dict) -> str:
         ("calibration", f"{int(np.sum(res.calibration.count))} patients in released cells",
          f"{pooled['n']} patients", f"max |obs diff| {max(d_cal, default=0):.4f}"),
     ]
+    h, ph = res.calibration_hierarchy, pooled["calibration_hierarchy"]
+    if h is not None:
+        for label, mine, theirs in (("O/E", h.oe, ph["oe"]), ("cal. slope", h.slope, ph["calibration_slope"])):
+            rows.append((label, f"{mine.value:.3f} [{mine.lower:.3f}, {mine.upper:.3f}]",
+                         f"{theirs['value']:.3f} [{theirs['lower']:.3f}, {theirs['upper']:.3f}]",
+                         f"{mine.value - theirs['value']:+.4f}"))
     lines = ["Distributed (through the network) vs pooled (all test data in one place)",
              f"  {'':<12} {'distributed':<32} {'pooled':<36} difference"]
     lines += [f"  {a:<12} {b:<32} {c:<36} {d}" for a, b, c, d in rows]
-    lines.append(f"  ({len(res.calibration.suppressed)} calibration cells withheld by sites as below q; "
+    lines.append(f"  ({len(res.calibration.suppressed)} calibration cells withheld by the sites' privacy rules; "
                  "the Brier score and calibration carry no noise)")
     taus = sorted({round(p.tau, 3) for p in res.privacy.values()})
     tau = f"{taus[0]:g}" if len(taus) == 1 else f"{taus[0]:g}-{taus[-1]:g}"

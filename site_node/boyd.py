@@ -66,6 +66,9 @@ def release_boyd(site, session: Session, *, epsilon: float, delta: float, count_
     """
     epsilon, delta = check_release_parameters(site.policy, epsilon, delta)
     share = _check_share(count_share)
+    if not share * epsilon >= 1e-300:  # found by the fuzzer: 1e-300 * 1e-300 underflowed to a division by zero
+        raise InvalidArgument(f"epsilon * count_share must be at least 1e-300 (the count's Laplace scale is their "
+                              f"inverse), got {epsilon:g} * {share:g}")
     data = session.data
     negatives, positives = data.negatives, data.positives
     require_privacy_level(negatives.size, site.policy.privacy_level, "each class of a release (negatives)")

@@ -89,6 +89,9 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     assert abs(report["auc"] - report["pooled"]["auc_empirical"]) < 0.15
     assert all(p["sensitivity_rule"] == "model" and 0.05 < p["sensitivity"] < 0.5 for p in report["privacy"].values())
     assert "Distributed (through the network) vs pooled" in proc.stdout
+    pooled_h = report["pooled"]["calibration_hierarchy"]
+    assert pooled_h["n"] == 249 and pooled_h["oe"]["lower"] < pooled_h["oe"]["value"] < pooled_h["oe"]["upper"]
+    assert "  O/E  " in proc.stdout and "  cal. slope  " in proc.stdout
     for name in ("roc.png", "calibration.png", "report.json", "summary.txt"):
         assert (out / "report" / name).exists()
     # the daemons were stopped cleanly (SIGTERM): each log ends without a traceback

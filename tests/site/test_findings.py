@@ -125,3 +125,13 @@ def test_finding8_a_second_daemon_on_a_port_in_use_refuses_to_start(tmp_path):
     finally:
         first.terminate()
         first.wait(timeout=30)
+
+
+def test_the_slow_fuzzer_finding_an_underflowing_boyd_count_scale_is_invalid_not_internal(tls_site, snapshot):
+    server, client = tls_site(policy={"protocols": ["histogram", "paper"]})
+    s = client.open()
+    before = snapshot(server.config.ledger_path)
+    details = _refused(lambda: client.ReleaseBoydStatistics(pb.BoydRequest(
+        session_id=s, epsilon=1e-300, delta=1e-300, count_share=1e-300)), grpc.StatusCode.INVALID_ARGUMENT)
+    assert details.startswith("epsilon * count_share must be at least 1e-300")
+    assert snapshot(server.config.ledger_path) == before

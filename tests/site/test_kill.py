@@ -98,6 +98,9 @@ def _approve_in_background(site, tmp_path, k):
 def test_kill_9_during_releases_caps_approvals_and_cuts_loses_nothing_and_charges_nothing_twice(
         tmp_path, client_factory):
     site = init_site(tmp_path / "s", listen="127.0.0.1:0")
+    text = site.config.read_text()
+    assert 'protocols = ["histogram"]' in text
+    site.config.write_text(text.replace('protocols = ["histogram"]', 'protocols = ["histogram", "paper"]', 1))
     ledger = tmp_path / "s" / "state" / "ledger.sqlite"
     answered = {"releases": {}, "thetas": [], "thresholds": []}
     approved, killed_approvals = [], 0
