@@ -103,6 +103,7 @@ class HistogramResult:
     releases: Mapping[str, HistogramSite]
     sigma: float
     timing: Mapping[str, float] = field(default_factory=dict)
+    level: float = 0.95
     protocol: str = "histogram"
     privacy_unit: str = "add or remove one patient"
     covered: str = HISTOGRAM_GUARANTEE
@@ -148,7 +149,7 @@ class HistogramResult:
             "protocol": self.protocol, "privacy_unit": self.privacy_unit, "covered": self.covered,
             "epsilon": self.epsilon, "delta": self.delta, "dataset": self.dataset, "outcome": self.outcome,
             "score_source": self.score_source, "sites": list(self.sites), "n_bins": self.n_bins,
-            "spacing": self.spacing, "sigma": self.sigma, "edges": v.edges.tolist(),
+            "spacing": self.spacing, "sigma": self.sigma, "level": self.level, "edges": v.edges.tolist(),
             "auc": num(v.auc), "auc_ci": [num(v.auc_ci[0]), num(v.auc_ci[1])], "auc_variance": num(v.auc_variance),
             "auc_estimator": v.estimator, "auc_empirical": num(v.auc_empirical), "n0": num(v.n0), "n1": num(v.n1),
             "brier": estimate(v.brier), "brier_scalar": estimate(v.brier_scalar), "oe": estimate(v.oe),
@@ -188,7 +189,7 @@ class HistogramResult:
 
     def __str__(self) -> str:
         v = self.validation
-        pct = "95%"
+        pct = f"{round(100 * self.level)}%"
         lines = [
             f"Distributed validation of {self.score_source} on dataset '{self.dataset}', outcome '{self.outcome}'",
             f"  sites: {', '.join(self.sites)}   estimated n0 = {v.n0:.0f}, n1 = {v.n1:.0f} (from the noisy counts)",
@@ -243,4 +244,4 @@ def validate_histogram(federation, dataset: str, outcome: str, *, score=None, mo
               "total": done - started}
     return HistogramResult(dataset=dataset, outcome=outcome, score_source=source, sites=tuple(federation.names),
                            epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
-                           validation=validation, releases=releases, sigma=sigma, timing=timing)
+                           validation=validation, releases=releases, sigma=sigma, timing=timing, level=1 - alpha)

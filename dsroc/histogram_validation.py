@@ -52,7 +52,8 @@ ESTIMATORS = ("rocglm", "empirical")
 DEFAULT_ESTIMATOR = "rocglm"
 # ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted.
 DEFAULT_TAIL_SIGMAS = 5.0
-# A ROC-GLM fit further than this many SDs (sampling + noise) from the binned empirical AUC is not used.
+# A ROC-GLM fit further than the binning bound plus this many SDs (sampling + noise) from the binned
+# empirical AUC is not used.
 PLAUSIBLE_SDS = 3.0
 
 
@@ -82,12 +83,16 @@ class AucEstimates(NamedTuple):
 
 def _plausible_rocglm(c0, c1, auc_emp, var_emp, tail):
     """The ROC-GLM through the edges of consistent counts, its AUC NaN where it is not plausible: not
-    converged, not increasing (``gamma2 <= 0``) or further than ``PLAUSIBLE_SDS`` SDs from the binned
-    empirical AUC (few, noisy edges can give a wild binormal line)."""
+    converged, not increasing (``gamma2 <= 0``) or further from the binned empirical AUC than its binning
+    bound (half the share of within-bin pairs) plus ``PLAUSIBLE_SDS`` SDs (few, noisy edges can give a
+    wild binormal line)."""
     glm = histogram_rocglm(c0, c1, tail_count=tail)
     auc = glm.auc.copy()
+    # The binned AUC counts within-bin pairs one half, so the unbinned AUC lies within half their share of it.
+    within = 0.5 * (c0 * c1).sum(-1) / (c0.sum(-1) * c1.sum(-1))
     with np.errstate(invalid="ignore"):
-        plausible = glm.converged & (glm.params[:, 1] > 0) & (np.abs(auc - auc_emp) <= PLAUSIBLE_SDS * np.sqrt(var_emp))
+        plausible = glm.converged & (glm.params[:, 1] > 0) & (
+            np.abs(auc - auc_emp) <= within + PLAUSIBLE_SDS * np.sqrt(var_emp))
     auc[~plausible] = np.nan
     return glm.params, auc, glm.points
 
@@ -127,8 +132,9 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     estimated patients of each class on either side, its noise variance by a parametric bootstrap
     (``noise_draws`` draws seeded by ``seeds[r]``, default ``r``); the reported AUC is the ``estimator``'s
     with variance DeLong plus its noise variance. The ROC-GLM is used only where it is plausible:
-    converged, increasing (``gamma2 > 0``) and within ``PLAUSIBLE_SDS`` standard deviations of the binned
-    empirical AUC (few, noisy edges can give a wild binormal line); elsewhere the empirical AUC is reported.
+    converged, increasing (``gamma2 > 0``) and within the binning bound (half the share of within-bin
+    pairs) plus ``PLAUSIBLE_SDS`` standard deviations of the binned empirical AUC (few, noisy edges can give
+    a wild binormal line); elsewhere the empirical AUC is reported.
     Rows with fewer than two estimated patients of a class give NaN.
     """
     sigma = check_sigma(sigma)

@@ -29,8 +29,8 @@ from .batch import check_groups, group_sizes, grouped_mean, grouped_placement_va
 
 __all__ = ["NoiseCorrectedAUC", "noise_corrected_auc", "released_auc", "noise_variance", "grouped_noise_variance"]
 
-DEFAULT_DRAWS = 10
-DEFAULT_MAX_SIZE = 20_000  # released scores per data set used by the noise bootstrap (variance scaled to n)
+DEFAULT_DRAWS = 6
+DEFAULT_MAX_SIZE = 4_000  # released scores per data set used by the noise bootstrap (variance scaled to n)
 
 
 class NoiseCorrectedAUC(NamedTuple):

@@ -32,7 +32,7 @@ from dsroc import analytic_gaussian_sigma, gdp_release_mu
 from dsroc.accounting import VALUE_DISCRETIZATION, Accountant, Gaussian, decode_event, encode_event
 
 from .config import Policy
-from .errors import FailedPrecondition, PermissionDenied, ResourceExhausted
+from .errors import FailedPrecondition, ResourceExhausted
 
 __all__ = ["ReleaseKey", "Release", "BudgetStatus", "budget_mu", "Ledger", "SqliteLedger"]
 
@@ -160,27 +160,6 @@ class Ledger(ABC):
 
         A model seen before is free; a new one beyond ``cap`` distinct ones raises
         :class:`ResourceExhausted` and records nothing.
-        """
-
-    @abstractmethod
-    def fix_calibration_edges(self, key: tuple[str, str, str], edges: np.ndarray,
-                              check: Callable[[dict], None]) -> None:
-        """Record the calibration edges of ``(population, source, outcome)``, or refuse different ones.
-
-        Bins of two different edge sets overlap, and their differences describe patients that no
-        single answer covers; so the first edges answered for a (population, source), whatever the
-        outcome (bin counts do not depend on it), are the only ones (PermissionDenied). The first
-        edges are recorded only if ``check(cuts)`` does not raise, ``cuts`` being the population's
-        answered cuts per score source (see :meth:`answer_threshold`).
-        """
-
-    @abstractmethod
-    def answer_threshold(self, key: tuple[str, str, str], threshold: float, check: Callable[[dict], None]) -> None:
-        """Record a confusion-matrix threshold of ``(population, source, outcome)``.
-
-        A threshold answered before for this source and outcome is free; a new one is recorded only
-        if ``check(cuts)`` does not raise, ``cuts`` mapping each score source of the population to its
-        answered cuts (sorted): its confusion thresholds, any outcome, and its inner calibration edges.
         """
 
     @abstractmethod
@@ -453,46 +432,6 @@ class SqliteLedger(Ledger):
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-
-    def fix_calibration_edges(self, key, edges, check):
-        edges = np.asarray(edges, dtype=np.float64)
-
-        def body(db):
-            row = db.execute("SELECT edges FROM calibration_edges WHERE population=? AND source=? LIMIT 1",
-                             key[:2]).fetchone()
-            if row is None:
-                check(self._cuts(key[0]))
-                db.execute("INSERT INTO calibration_edges VALUES (?,?,?,?)", (*key, edges.tobytes()))
-                return
-            fixed = np.frombuffer(row[0], dtype=np.float64)
-            if fixed.shape != edges.shape or not np.array_equal(fixed, edges):
-                raise PermissionDenied(
-                    "privacy level: this site answers calibration for this dataset and score source (any outcome) only "
-                    f"with the bin edges it answered first, {fixed.tolist()}: bins of different edges overlap, and "
-                    "their differences could describe fewer than q patients"
-                )
-
-        self._transaction(body)
-
-    def answer_threshold(self, key, threshold, check):
-        def body(db):
-            if db.execute("SELECT 1 FROM confusion_thresholds WHERE population=? AND source=? AND outcome=? "
-                          "AND threshold=?", (*key, float(threshold))).fetchone():
-                return
-            check(self._cuts(key[0]))
-            db.execute("INSERT INTO confusion_thresholds VALUES (?,?,?,?)", (*key, float(threshold)))
-
-        self._transaction(body)
-
-    def _cuts(self, population: str) -> dict[str, np.ndarray]:
-        """Per score source of ``population``: its answered confusion thresholds and inner calibration edges."""
-        cuts: dict[str, list[float]] = {}
-        for source, threshold in self._db.execute(
-                "SELECT source, threshold FROM confusion_thresholds WHERE population=?", (population,)):
-            cuts.setdefault(source, []).append(threshold)
-        for source, edges in self._db.execute("SELECT source, edges FROM calibration_edges WHERE population=?", (population,)):
-            cuts.setdefault(source, []).extend(np.frombuffer(edges, dtype=np.float64)[1:-1].tolist())
-        return {source: np.unique(np.asarray(values, dtype=np.float64)) for source, values in cuts.items()}
 
     def history(self):
         with self._lock:

@@ -13,10 +13,17 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.special import expit
-from scipy.stats import rankdata
 
 from .._checks import as_labels, as_scores, check_scores_labels, split_by_class
 from ._common import check_epsilon, check_fraction, check_rng
+
+
+def rankdata(values):
+    """``scipy.stats.rankdata`` (average ranks), imported on first use: scipy.stats costs a site daemon
+    about a second at start-up."""
+    from scipy.stats import rankdata as ranks
+
+    return ranks(values)
 
 __all__ = [
     "PRIVACY_UNIT",

@@ -187,3 +187,15 @@ def test_point_auc_is_the_validations_auc_and_survives_tiny_classes():
     # A class with a single patient: no ROC-GLM, the binned empirical AUC (here exact: 1 positive in the top bin).
     one = histogram_point_auc(np.array([[5.0, 5.0, 0.0]]), np.array([[0.0, 0.0, 1.0]]), sigma=1.0)
     assert one[0] == pytest.approx(1.0)
+
+
+def test_rocglm_is_kept_where_coarse_bins_bias_the_empirical_auc():
+    """Five bins at n = 20 000 and little noise: the binned AUC is biased low by far more than its SD, and
+    the ROC-GLM through the edges (close to the pooled AUC) must still be reported."""
+    s, y = _sample(7, n=20000)
+    edges = histogram_edges(5)
+    h0, h1 = bin_scores(s, y, edges)
+    res = histogram_validation(h0, h1, edges, sigma=1.0, noise_draws=10)
+    truth = empirical_auc(s, y)
+    assert truth - res.auc_empirical > 5 * np.sqrt(res.auc_empirical_variance)  # the binning bias
+    assert res.estimator == "rocglm" and abs(res.auc - truth) < 0.004
