@@ -285,7 +285,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--spacing", choices=("equal", "logit"), default="equal",
                    help="histogram protocol: grid spacing on the score range (default equal)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
-                   help="histogram bins (histogram protocol, default 20) or calibration bins on [0,1] (paper, default 10)")
+                   help="histogram bins (histogram protocol; default: the simulation study's count for the noise level, dsroc.recommended_n_bins, or the nearest count all sites allow) or calibration bins on [0,1] (paper, default 10)")
     v.add_argument("--threshold", type=float, default=None, metavar="T",
                    help="also report the confusion matrix at this threshold (score >= T predicts 1); sites accept "
                         "only thresholds on their lattice, e.g. multiples of 0.01 (see 'dsroc describe')")

@@ -348,7 +348,7 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
                                threshold=None, a0=0.5, progress=progress)
             t_validate = time.perf_counter() - started
             hist = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta,
-                                protocol="histogram", n_bins=20, progress=progress)
+                                protocol="histogram", progress=progress)
     t_stopped = time.perf_counter()
 
     test = data.test

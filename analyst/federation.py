@@ -138,8 +138,8 @@ class Federation:
             histograms (add/remove one patient), and everything is computed from their sum
             (:class:`analyst.histogram.HistogramResult`). ``"paper"``: the paper's protocol (noisy
             scores, then exact q-protected answers; not DP end to end). Options below marked
-            (paper) apply to it only; ``n_bins`` is the histogram's bin count (default 20) or the
-            paper's calibration bins (default 10).
+            (paper) apply to it only; ``n_bins`` is the histogram's bin count (default
+            :func:`analyst.histogram.default_n_bins`) or the paper's calibration bins (default 10).
         spacing : {"equal", "logit"}, default "equal"
             (histogram) Grid spacing.
         scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
@@ -184,7 +184,7 @@ class Federation:
             check_privacy_request(epsilon=epsilon, delta=delta)
             score_source(score=score, model=model)
             return validate_histogram(self, dataset, outcome, score=score, model=model, epsilon=epsilon, delta=delta,
-                                      n_bins=20 if n_bins is None else n_bins, spacing=spacing,
+                                      n_bins=n_bins, spacing=spacing,
                                       scalars=tuple(scalars), alpha=alpha, progress=progress)
         n_bins = 10 if n_bins is None else n_bins
         if ci_method not in ("logit", "wald"):

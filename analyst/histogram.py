@@ -10,10 +10,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dsroc import analytic_gaussian_sigma
+from dsroc.histogram import recommended_n_bins
 from dsroc.histogram_validation import DEFAULT_ESTIMATOR, histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
-__all__ = ["HISTOGRAM_GUARANTEE", "PAPER_GUARANTEE", "HistogramSite", "HistogramResult", "collect_histograms",
+__all__ = ["HISTOGRAM_GUARANTEE", "PAPER_GUARANTEE", "HistogramSite", "HistogramResult", "collect_histograms", "default_n_bins",
            "validate_histogram"]
 
 HISTOGRAM_GUARANTEE = (
@@ -219,12 +221,29 @@ class HistogramResult:
         return "\n".join(lines)
 
 
+def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
+    """The simulation study's bin count for the noise of one (epsilon, delta) release, among those all sites allow.
+
+    :func:`dsroc.histogram.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
+    sensitivity 1, within a few per cent of the discrete one, far inside the rule's steps); when a site's
+    policy does not list that count, the nearest count every answering site allows (ties: the smaller).
+    """
+    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0))
+    policies = [answer["policy"] for answer in federation.describe().values()]
+    allowed = set.intersection(*(set(p["histogram_bins"]) for p in policies)) if policies else set()
+    if not allowed or wanted in allowed:
+        return wanted
+    return min(allowed, key=lambda b: (abs(b - wanted), b))
+
+
 def validate_histogram(federation, dataset: str, outcome: str, *, score=None, model=None, epsilon: float,
-                       delta: float, n_bins: int = 20, spacing: str = "equal", scalars: tuple[str, ...] = (),
+                       delta: float, n_bins: int | None = None, spacing: str = "equal", scalars: tuple[str, ...] = (),
                        estimator: str = DEFAULT_ESTIMATOR,
                        alpha: float = 0.05, progress=None) -> HistogramResult:
     """The histogram protocol over a federation (see :meth:`analyst.Federation.validate`)."""
     started = time.perf_counter()
+    if n_bins is None:
+        n_bins = default_n_bins(federation, epsilon=epsilon, delta=delta)
     with federation.session(dataset, outcome, score=score, model=model, progress=progress) as s:
         opened = time.perf_counter()
         edges, releases = collect_histograms(s, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,

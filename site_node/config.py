@@ -64,7 +64,7 @@ class Policy:
     max_models: int = 1
     threshold_steps: int = 100
     protocols: tuple[str, ...] = ("histogram",)
-    histogram_bins: tuple[int, ...] = (10, 20, 50, 100)
+    histogram_bins: tuple[int, ...] = (5, 8, 10, 12, 20, 50, 100)
     histogram_spacings: tuple[str, ...] = ("equal", "logit")
     histogram_logit_range: tuple[float, float] = (0.005, 0.995)
 

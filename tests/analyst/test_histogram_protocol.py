@@ -85,3 +85,18 @@ def test_paper_result_states_its_weaker_guarantee(five_sites, pki, helpers):
     assert json.loads(res.to_json())["protocol"] == "paper"
     with pytest.raises(ValueError, match="protocol must be"):
         helpers.federation(addresses, pki).validate("test", "y", score="pred", epsilon=5, delta=0.01, protocol="x")
+
+
+def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allow(exact_sites, pki, helpers, tmp_path):
+    from analyst.histogram import default_n_bins
+
+    _, addresses = exact_sites
+    with helpers.federation(addresses, pki) as fed:
+        # SPEC §8: sigma(1, 1, 1e-5) = 3.7306 per site, above the study's 1.5 -> 5 bins; a huge epsilon -> 12.
+        assert default_n_bins(fed, epsilon=1.0, delta=1e-5) == 5
+        assert default_n_bins(fed, epsilon=4000.0, delta=0.01) == 12
+    # A site whose policy lists only coarser-grained counts: the nearest count every site allows.
+    path = helpers.write_site(tmp_path / "old", "old", helpers.site_frames(seed=6)[0], pki)
+    path.write_text(path.read_text().replace("[policy]\n", "[policy]\nhistogram_bins = [10, 20, 50, 100]\n", 1))
+    with running_server(path) as old, helpers.federation([*addresses, old.bound_address], pki) as fed:
+        assert default_n_bins(fed, epsilon=1.0, delta=1e-5) == 10

@@ -123,7 +123,7 @@ def test_paper_calls_name_the_served_protocols(make_site_config, client_cls, sna
             assert "['histogram']" in refused.value.details()
         assert snapshot(config.ledger_path) == before
         policy = c.Describe(pb.DescribeRequest()).policy
-        assert list(policy.protocols) == ["histogram"] and list(policy.histogram_bins) == [10, 20, 50, 100]
+        assert list(policy.protocols) == ["histogram"] and list(policy.histogram_bins) == [5, 8, 10, 12, 20, 50, 100]
         assert policy.privacy_unit == "add or remove one patient"
         c.close()
     paper_only = make_site_config("paper", policy={"protocols": ["paper"]})
