@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import sqlite3
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 from dsroc import GlmModel
 
 from .scores import ScoreSpec
+from .sqlite_files import open_private_db
 
 __all__ = ["ModelApprovals", "approve_model", "model_from_json", "model_hash"]
 
@@ -63,12 +62,8 @@ class ModelApprovals:
 
     def __init__(self, path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = open_private_db(self.path)
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:

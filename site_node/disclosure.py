@@ -10,8 +10,6 @@ answer leaves the site, so a crash never forgets an answer given; a refused answ
 from __future__ import annotations
 
 import math
-import os
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -21,6 +19,7 @@ import numpy as np
 from dsroc.auditing import CountQuery, audit_counts
 
 from .errors import PermissionDenied
+from .sqlite_files import open_private_db
 
 __all__ = ["DisclosureStore", "confusion_queries", "calibration_queries", "baseline_queries"]
 
@@ -72,12 +71,8 @@ class DisclosureStore:
 
     def __init__(self, path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = open_private_db(self.path)
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import sqlite3
 import threading
@@ -33,6 +32,7 @@ from dsroc.accounting import VALUE_DISCRETIZATION, Accountant, Gaussian, decode_
 
 from .config import Policy
 from .errors import FailedPrecondition, ResourceExhausted
+from .sqlite_files import open_private_db
 
 __all__ = ["ReleaseKey", "Release", "BudgetStatus", "budget_mu", "Ledger", "SqliteLedger"]
 
@@ -255,13 +255,8 @@ class SqliteLedger(Ledger):
     def __init__(self, path, *, interval: float = VALUE_DISCRETIZATION):
         self.interval = float(interval)
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # The ledger holds the noise seeds and which questions were asked: site account only.
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = open_private_db(self.path)
         columns = [row[1] for row in self._db.execute("PRAGMA table_info(releases)")]
         if columns and "population" not in columns:
             raise FailedPrecondition(
