@@ -19,6 +19,7 @@ from dsroc.mechanisms import boyd
 
 from .errors import InvalidArgument
 from .guard import check_release_parameters, require_privacy_level
+from .histograms import require_protocol
 from .ledger import Release, ReleaseKey
 from .sessions import Session
 
@@ -59,9 +60,12 @@ def _check_share(count_share: float) -> float:
 def release_boyd(site, session: Session, *, epsilon: float, delta: float, count_share: float = 0.0) -> BoydRelease:
     """Release the session's Boyd AUC, AP and noisy positive count once, charging the site's ledger first.
 
-    Checks (all before anything is charged): the per-release caps of the policy, 0 < count_share < 1,
-    and the privacy level q on both classes (as for every release of this site).
+    Checks (all before anything is charged): "boyd" among the protocols served, the per-release caps of
+    the policy, 0 < count_share < 1, and the privacy level q on both classes (as for every release).
     """
+    # Boyd's release is bounded DP with the site's n disclosed, which the histogram protocol keeps private:
+    # only a site that lists "boyd" in its protocols answers it.
+    require_protocol(site.policy, "boyd")
     epsilon, delta = check_release_parameters(site.policy, epsilon, delta)
     share = _check_share(count_share)
     if not share * epsilon >= 1e-300:  # found by the fuzzer: 1e-300 * 1e-300 underflowed to a division by zero

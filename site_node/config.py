@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 SENSITIVITY_RULES = ("value", "range", "model")
-PROTOCOLS = ("histogram", "paper")
+PROTOCOLS = ("histogram", "paper", "boyd")
 SPACINGS = ("equal", "logit")
 FORMATS = ("csv", "parquet", "sql")
 

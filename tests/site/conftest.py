@@ -38,7 +38,7 @@ def make_config(directory, *, frames=None, policy=None, site=None, analysts=None
     ds.update(datasets or {})
     data = {
         "site": {"name": directory.name, "listen": "127.0.0.1:0", **(site or {})},
-        "policy": {"protocols": ["histogram", "paper"], "privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.01,
+        "policy": {"protocols": ["histogram", "paper", "boyd"], "privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.01,
                    "budget_epsilon": 20.0,
                    "budget_delta": 0.05, **(policy or {})},
         "analysts": analysts if analysts is not None else {

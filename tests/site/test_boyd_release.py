@@ -115,3 +115,15 @@ def test_release_does_not_reveal_the_class_count(tls_site, frame):
                                             for i in range(n + 1)])
             candidates |= set(np.flatnonzero(np.isclose(scales, value, rtol=1e-12)).tolist())
     assert n1 not in candidates
+
+
+def test_a_site_that_does_not_serve_boyd_refuses_it_and_charges_nothing(tls_site, snapshot):
+    # Boyd's release discloses the site's n (bounded DP), which the histogram protocol keeps private.
+    server, client = tls_site(policy={"protocols": ["histogram"]})
+    session = client.open()
+    before = snapshot(server.config.ledger_path)
+    with pytest.raises(grpc.RpcError) as err:
+        boyd(client, session)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "'boyd'" in err.value.details() and "['histogram']" in err.value.details()
+    assert snapshot(server.config.ledger_path) == before

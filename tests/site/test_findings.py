@@ -128,7 +128,7 @@ def test_finding8_a_second_daemon_on_a_port_in_use_refuses_to_start(tmp_path):
 
 
 def test_the_slow_fuzzer_finding_an_underflowing_boyd_count_scale_is_invalid_not_internal(tls_site, snapshot):
-    server, client = tls_site(policy={"protocols": ["histogram", "paper"]})
+    server, client = tls_site(policy={"protocols": ["histogram", "paper", "boyd"]})
     s = client.open()
     before = snapshot(server.config.ledger_path)
     details = _refused(lambda: client.ReleaseBoydStatistics(pb.BoydRequest(
