@@ -31,6 +31,7 @@ from dsroc import (  # noqa: E402
     model_sensitivity,
     placement_values,
 )
+from dsroc.histogram import recommended_n_bins  # noqa: E402
 from dsroc.histogram_auc import histogram_rocglm  # noqa: E402
 from dsroc.mechanisms import (  # noqa: E402
     combine_site_releases,
@@ -42,7 +43,7 @@ from dsroc.mechanisms import (  # noqa: E402
 )
 from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_sigma  # noqa: E402
 from simulations.mech_settings import DELTA, generate_data, predict, select_mechanism_settings  # noqa: E402
-from simulations.mechanisms import COUNT_SHARE, HISTOGRAM_BINS, run_mechanisms_chunk  # noqa: E402
+from simulations.mechanisms import COUNT_SHARE, run_mechanisms_chunk  # noqa: E402
 
 
 def loop_replication(s, y, x, sites, k, eps, rng):
@@ -62,14 +63,15 @@ def loop_replication(s, y, x, sites, k, eps, rng):
         except ValueError:  # separated counts: the batched fit reports NaN there
             pass
         average_precision(np.r_[s0, s1], np.r_[np.zeros(s0.size), np.ones(s1.size)].astype(int))
-    edges = histogram_edges(HISTOGRAM_BINS)
     sigma = discrete_gaussian_sigma(eps, DELTA)
-    h0, h1 = np.zeros(HISTOGRAM_BINS), np.zeros(HISTOGRAM_BINS)
+    m = recommended_n_bins(sigma)
+    edges = histogram_edges(m)
+    h0, h1 = np.zeros(m), np.zeros(m)
     for site in range(k):
         mine = sites == site
         c0, c1 = bin_scores(s[mine], y[mine], edges)
-        h0 += c0 + discrete_gaussian_noise(sigma, HISTOGRAM_BINS, rng)
-        h1 += c1 + discrete_gaussian_noise(sigma, HISTOGRAM_BINS, rng)
+        h0 += c0 + discrete_gaussian_noise(sigma, m, rng)
+        h1 += c1 + discrete_gaussian_noise(sigma, m, rng)
     histogram_rocglm(consistent_counts(h0), consistent_counts(h1), tail_count=5 * sigma * np.sqrt(k))
     for fn, stat in ((dp_auc, "auc"), (dp_average_precision, "ap")):
         values, n1s, ns = [], [], []

@@ -17,7 +17,7 @@ from scipy.stats import rankdata
 
 from dsroc import analytic_gaussian_sigma, fit_rocglm_batch, model_sensitivity, rocglm_grid
 from dsroc.batch import grouped_class_placements, grouped_mean, grouped_placement_values, grouped_rocglm_counts
-from dsroc.histogram import bin_index, consistent_counts, histogram_edges
+from dsroc.histogram import bin_index, consistent_counts, histogram_edges, recommended_n_bins
 from dsroc.histogram_validation import histogram_point_auc
 from dsroc.mechanisms import boyd, fedauc
 from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_sigma
@@ -27,16 +27,15 @@ from .mech_settings import DELTA, MechanismData, MechanismSetting, generate_data
 
 _histogram_sigma = lru_cache(maxsize=None)(discrete_gaussian_sigma)  # the calibration runs once per process
 
-__all__ = ["MECHANISMS", "HISTOGRAM_BINS", "COUNT_SHARE", "run_mechanisms_chunk"]
+__all__ = ["MECHANISMS", "COUNT_SHARE", "run_mechanisms_chunk"]
 
-HISTOGRAM_BINS = 20
 COUNT_SHARE = 0.1  # Boyd per site: share of epsilon spent on the noisy class counts (the weights)
 
 # mechanism -> (privacy unit, delta, what the estimate targets)
 MECHANISMS = {
     "paper_model": ("scores", DELTA, "paper protocol, Gaussian on scores, Delta = model rule (estimate, not a bound)"),
     "paper_range": ("scores", DELTA, "paper protocol, Gaussian on scores, Delta = score range 1 (formal bound)"),
-    "histogram": ("rows", DELTA, "histogram protocol, discrete Gaussian on class-wise counts, 20 bins"),
+    "histogram": ("rows", DELTA, "histogram protocol, discrete Gaussian on class-wise counts, 5-12 bins (dsroc.recommended_n_bins)"),
     "boyd_site": ("rows", DELTA, "Boyd M1/M2 per site (H-B1), Laplace smooth sensitivity + noisy counts"),
     "boyd_central": ("rows", DELTA, "Boyd M1/M2 by a trusted curator on the pooled data, Laplace"),
     "boyd_central_cauchy": ("rows", 0.0, "Boyd M1/M2 by a trusted curator, pure epsilon-DP (Cauchy)"),
@@ -113,14 +112,18 @@ def _paper(prep: _Prepared, tau: np.ndarray):
 
 
 def _histogram(prep: _Prepared, sigma: float, rng: np.random.Generator):
-    """Histogram protocol: per-site class-wise counts on 20 equal bins of [0, 1] + discrete Gaussian noise, summed."""
+    """Histogram protocol: per-site class-wise counts on equal bins of [0, 1] + discrete Gaussian noise, summed.
+
+    The bin count is the analyst's default for the per-site noise (:func:`dsroc.recommended_n_bins`).
+    """
     data, k = prep.data, prep.k
     b, n = data.scores.shape
-    edges = histogram_edges(HISTOGRAM_BINS)
+    m = recommended_n_bins(sigma)
+    edges = histogram_edges(m)
     bins = bin_index(data.scores.ravel(), edges).reshape(b, n)
-    cell = ((np.arange(b)[:, None] * 2 + data.labels) * HISTOGRAM_BINS + bins).ravel()
-    true = np.bincount(cell, minlength=b * 2 * HISTOGRAM_BINS).reshape(b, 2, HISTOGRAM_BINS)
-    noise = discrete_gaussian_noise(sigma, (b, k, 2, HISTOGRAM_BINS), rng).sum(axis=1)  # each site's noise, summed
+    cell = ((np.arange(b)[:, None] * 2 + data.labels) * m + bins).ravel()
+    true = np.bincount(cell, minlength=b * 2 * m).reshape(b, 2, m)
+    noise = discrete_gaussian_noise(sigma, (b, k, 2, m), rng).sum(axis=1)  # each site's noise, summed
     c0, c1 = consistent_counts(true[:, 0] + noise[:, 0]), consistent_counts(true[:, 1] + noise[:, 1])
     ok = (c0.sum(axis=1) > 0) & (c1.sum(axis=1) > 0)
     total_sigma = sigma * np.sqrt(k)

@@ -76,15 +76,16 @@ def test_histogram_protocol_uses_the_entry_points_estimate(prepared):
     on the exact counts at that sigma, and its AP the average precision of the binned scores."""
     data = prepared.data
     auc, ap = mech._histogram(prepared, 1e-9, np.random.default_rng(0))
-    edges = histogram_edges(mech.HISTOGRAM_BINS)
+    m = 12  # the analyst's default bin count at negligible noise (dsroc.recommended_n_bins)
+    edges = histogram_edges(m)
     for b in range(data.b):
         s, y = data.scores[b], data.labels[b]
-        idx = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, mech.HISTOGRAM_BINS - 1)
-        h0, h1 = np.bincount(idx[y == 0], minlength=20), np.bincount(idx[y == 1], minlength=20)
+        idx = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, m - 1)
+        h0, h1 = np.bincount(idx[y == 0], minlength=m), np.bincount(idx[y == 1], minlength=m)
         v = histogram_validation(h0, h1, edges, sigma=1e-9 * np.sqrt(prepared.k), noise_draws=2)
         assert auc[b] == pytest.approx(v.auc, abs=1e-9)
-        binned = np.repeat(np.arange(20.0), h0 + h1)
-        labels = np.concatenate([np.r_[np.zeros(h0[i]), np.ones(h1[i])] for i in range(20)]).astype(int)
+        binned = np.repeat(np.arange(float(m)), h0 + h1)
+        labels = np.concatenate([np.r_[np.zeros(h0[i]), np.ones(h1[i])] for i in range(m)]).astype(int)
         assert ap[b] == pytest.approx(average_precision(binned, labels), abs=1e-12)
 
 
