@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from datetime import datetime, timezone
-from pathlib import Path
 
 from dsroc import GlmModel
 
 from .scores import ScoreSpec
-from .sqlite_files import open_private_db
+from .sqlite_files import PrivateStore
 
 __all__ = ["ModelApprovals", "approve_model", "model_from_json", "model_hash"]
 
@@ -57,19 +55,11 @@ CREATE TABLE IF NOT EXISTS approved_models (
 """
 
 
-class ModelApprovals:
+class ModelApprovals(PrivateStore):
     """The approved models of a site, in one SQLite file (each change a single transaction)."""
 
     def __init__(self, path):
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = open_private_db(self.path)
-        self._db.executescript(_SCHEMA)
-
-    def close(self) -> None:
-        """Close the database."""
-        with self._lock:
-            self._db.close()
+        super().__init__(path, _SCHEMA)
 
     def approve(self, spec: ScoreSpec, *, note: str = "") -> tuple[str, bool]:
         """Approve a model; returns its hash and whether it is new (approving twice changes nothing)."""

@@ -10,8 +10,6 @@ answer leaves the site, so a crash never forgets an answer given; a refused answ
 from __future__ import annotations
 
 import math
-import threading
-from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
@@ -19,7 +17,7 @@ import numpy as np
 from dsroc.auditing import CountQuery, audit_counts
 
 from .errors import PermissionDenied
-from .sqlite_files import open_private_db
+from .sqlite_files import PrivateStore
 
 __all__ = ["DisclosureStore", "confusion_queries", "calibration_queries", "baseline_queries"]
 
@@ -66,19 +64,11 @@ def _query(row) -> CountQuery:
     return CountQuery(outcome or None, None if label < 0 else int(label), source or None, float(lo), float(hi))
 
 
-class DisclosureStore:
+class DisclosureStore(PrivateStore):
     """Answered counts per population in one SQLite file; check and record in one transaction."""
 
     def __init__(self, path):
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = open_private_db(self.path)
-        self._db.executescript(_SCHEMA)
-
-    def close(self) -> None:
-        """Close the database."""
-        with self._lock:
-            self._db.close()
+        super().__init__(path, _SCHEMA)
 
     def answered(self, population: str) -> list[CountQuery]:
         """Every count answered about ``population``."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
-__all__ = ["open_private_db"]
+__all__ = ["PrivateStore", "open_private_db"]
 
 
 def open_private_db(path) -> sqlite3.Connection:
@@ -23,3 +24,19 @@ def open_private_db(path) -> sqlite3.Connection:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
     return db
+
+
+class PrivateStore:
+    """A store in one private SQLite file: ``path``, the connection ``_db`` and the lock ``_lock`` that guards it."""
+
+    def __init__(self, path, schema: str = ""):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db = open_private_db(self.path)
+        if schema:
+            self._db.executescript(schema)
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
