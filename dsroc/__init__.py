@@ -43,7 +43,7 @@ _EXPORTS = {
     "HistogramValidation": "histogram_validation", "histogram_validation": "histogram_validation",
     # .moments
     "MeanParts": "moments", "mean_parts": "moments", "pooled_mean": "moments", "pooled_variance": "moments",
-    "sq_dev_parts": "moments",
+    "sq_dev_parts": "moments", "pooled_sq_dev": "moments",
     # .privacy
     "add_gaussian_noise": "privacy", "analytic_gaussian_sigma": "privacy", "classical_gaussian_sigma": "privacy",
     "gdp_delta": "privacy", "gdp_epsilon": "privacy", "gdp_mu": "privacy", "gdp_release_mu": "privacy",
@@ -70,7 +70,7 @@ _SUBMODULES = ("mechanisms",)
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
     "auc_ci", "auc_ci_batch", "BatchCI", "auc_test",
-    "MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_variance",
+    "MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_variance", "pooled_sq_dev",
     "rocglm_grid", "rocglm_counts", "PartsAtTheta", "RocGlmParts", "RocGlmResult", "RocGlmBatchResult",
     "fit_rocglm", "fit_rocglm_batch", "rocglm_auc", "rocglm_intercept_for_auc", "rocglm_curve",
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",

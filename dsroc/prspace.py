@@ -68,10 +68,14 @@ def pr_points(scores, labels) -> PRPoints:
     Without ties this is every prefix of the descending ranking (Boyd 2014, section 4.2).
     """
     s0, s1 = split_by_class(scores, labels)
-    thresholds = np.unique(np.concatenate([s0, s1]))[::-1]
-    # #{s >= c} for every threshold c, from ascending sorts.
-    tp = s1.size - np.searchsorted(np.sort(s1), thresholds, side="left")
-    fp = s0.size - np.searchsorted(np.sort(s0), thresholds, side="left")
+    s0, s1 = np.sort(s0), np.sort(s1)
+    # Distinct scores ascending: a stable sort merges the two sorted runs in linear time.
+    merged = np.sort(np.concatenate([s0, s1]), kind="stable")
+    distinct = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
+    # #{s >= c} for every threshold c, with ascending (cache-friendly) queries, then descending thresholds.
+    thresholds = distinct[::-1]
+    tp = s1.size - np.searchsorted(s1, distinct, side="left")[::-1]
+    fp = s0.size - np.searchsorted(s0, distinct, side="left")[::-1]
     return PRPoints(np.concatenate(([0], tp)).astype(np.float64), np.concatenate(([0], fp)).astype(np.float64),
                     np.concatenate(([np.inf], thresholds)), float(s1.size), float(s0.size))
 
