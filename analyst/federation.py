@@ -244,7 +244,8 @@ class Federation:
                 # Independent of the fit: runs alongside its round trips (two calls at a time per site).
                 t = time.perf_counter()
                 moments = s.placement_moments()
-                corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
+                corrected = s.noise_corrected_auc(releases, moments, pooled=(s0_noisy, s1_noisy), level=level,
+                                                  method=ci_method)
                 timing["moments"] = time.perf_counter() - t
                 t = time.perf_counter()
                 brier_n = s.brier()

@@ -59,7 +59,7 @@ _EXPORTS = {
     # .prspace
     "PRPoints": "prspace", "ap_min": "prspace", "aucnpr": "prspace", "aucpr_min": "prspace",
     "average_precision": "prspace", "pr_min_curve": "prspace", "pr_min_precision": "prspace", "pr_points": "prspace",
-    "pr_points_from_counts": "prspace",
+    "pr_points_from_counts": "prspace", "pr_points_by_class": "prspace",
     # .pr_estimators
     "AUCPRInterval": "pr_estimators", "aucpr": "pr_estimators", "aucpr_from_distributions": "pr_estimators",
     "aucpr_interval": "pr_estimators",
@@ -83,7 +83,7 @@ __all__ = [
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
     "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
-    "PRPoints", "pr_points", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
+    "PRPoints", "pr_points", "pr_points_by_class", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "mechanisms",
     "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",
