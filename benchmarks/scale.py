@@ -4,7 +4,7 @@ For each number of sites K the daemons are started one after another (``python -
 mutual TLS, each with one dataset per size n, n/K patients each); then for each n the analyst runs
 ``Federation.validate`` and the same statistics are computed in process on the same data (releases,
 pooled survivor functions, placement values, distributed Fisher scoring, moments, Brier, calibration:
-the daemons' work without the network). Prints per (K, n): wall time of the validation, the in-process
+the daemons' work without the network, and the analyst's own noise-corrected AUC and PR summary). Prints per (K, n): wall time of the validation, the in-process
 time, their ratio, the daemons' largest RSS; per K: start-up time to SERVING (median and largest) and
 idle RSS. Run from the repository root:
 
@@ -132,6 +132,7 @@ def stop(procs) -> None:
 def in_process(n: int, k_sites: int) -> float:
     """The statistics of a validation computed in one process on the same data (no network), in seconds."""
     import dsroc
+    from analyst.pr import pr_from_released_scores
 
     pred, y, site = site_data(n, k_sites)
     t = time.perf_counter()
@@ -156,12 +157,10 @@ def in_process(n: int, k_sites: int) -> float:
         mine = site == k
         dsroc.brier_parts(pred[mine], y[mine])
         dsroc.calibration_parts(pred[mine], y[mine], edges, privacy_level=5)
-    if not hasattr(dsroc, "noise_corrected_auc"):  # a tree from before the noise correction (for before/after)
-        return time.perf_counter() - t
-    r0 = np.concatenate([r[0] for r in released])
-    r1 = np.concatenate([r[1] for r in released])
+    # What the validation also computes from the release: the noise-corrected AUC and the PR summary.
     dsroc.noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, auc_released=dsroc.released_auc(pooled0, pooled1),
-                              delong_variance=var, noise_variance=dsroc.noise_variance(r0, r1, tau, tau))
+                              delong_variance=var, noise_variance=dsroc.noise_variance(pooled0, pooled1, tau, tau))
+    pr_from_released_scores(pooled0, pooled1)
     return time.perf_counter() - t
 
 
@@ -240,9 +239,33 @@ def main(argv=None) -> int:
             sizes = list(DEFAULT_N) + ([1_000_000] if (k == sites[0] or args.large) else [])
             sizes += [10_000_000] if (args.large and k == sites[0]) else []
         rows += run(k, sizes, repeat=args.repeat, out=sys.stdout)
+    print_targets(rows, sys.stdout)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0
+
+
+def print_targets(rows: list[dict], out) -> None:
+    """The issue's targets beside what this run measured (paper protocol; a target needs its rows)."""
+    paper = {(r["sites"], r["n"]): r for r in rows if r["protocol"] == "paper"}
+    lines = []
+    if (5, 10_000) in paper:
+        lines.append(f"10^4 patients over 5 sites: {paper[5, 10_000]['wall_s']:.3f} s (target <= 0.08 s)")
+    if (5, 10_000_000) in paper:
+        lines.append(f"10^7 patients over 5 sites: {paper[5, 10_000_000]['wall_s']:.2f} s (target <= 6 s)")
+    for (k, n), r in sorted(paper.items()):
+        if n >= 1_000_000:
+            lines.append(f"network / in-process, {k} sites, n = {n:,}: {r['ratio']:.2f}x (target <= 1.0x)")
+    if (5, 100_000) in paper and (50, 100_000) in paper:
+        ratio = paper[50, 100_000]["wall_s"] / paper[5, 100_000]["wall_s"]
+        lines.append(f"n = 10^5: 50 sites / 5 sites: {ratio:.2f}x (target <= 2x)")
+    if rows:
+        lines.append(f"daemon start-up to SERVING: largest {max(r['startup_max_s'] for r in rows):.2f} s (target <= 1 s)")
+        big = max(rows, key=lambda r: r["n"] / r["sites"])
+        lines.append(f"daemon RSS with {big['n'] // big['sites']:,} rows each: up to {big['rss_mb']:.0f} MB "
+                     "(target <= 200 MB at 10^6 rows; one daemon: python -m benchmarks.daemon)")
+    if lines:
+        print("\ntargets (issue 12), this run:", *("  " + line for line in lines), sep="\n", file=out, flush=True)
 
 
 if __name__ == "__main__":
