@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit, logit, ndtri
 
-from dsroc import (aggregate_calibration, auc_ci, brier_score, calibration_edges, calibration_parts, delong_variance,
-                   empirical_auc, placement_values, rocglm_auc, rocglm_counts, rocglm_grid)
+from dsroc import (aggregate_calibration, auc_ci, auc_ci_batch, brier_score, calibration_edges, calibration_parts,
+                   delong_variance, empirical_auc, placement_values, rocglm_auc, rocglm_counts, rocglm_grid)
 from simulations.dgp import Batch, generate_batch
 from simulations.records import tau_of
 from simulations.runner import DEFAULT_CHUNK, Task, run_chunk
@@ -45,6 +46,9 @@ TARGET = 200.0
 # change < 1e-8), which on these data leaves it up to ~1e-5 from the MLE: reported as R's stopping error,
 # measured against R's own refit, not as agreement.
 TOL_ROUNDING = 1e-12
+# The CI ends of the study, where each side centres at its own AUC: their difference minus twice the first-order
+# effect of the AUC's and variance's differences (_ci_propagation) is the CI formula's own rounding.
+TOL_CI = 1e-14
 TOL_MLE = 1e-10
 
 
@@ -169,6 +173,21 @@ def count_checks(batch, settings, grid_size: int = 30) -> dict:
     return {"exact": exact, "dsroc": ours, "ties": ties}
 
 
+def _ci_propagation(auc, var, d_auc, d_var) -> np.ndarray:
+    """First-order change of the logit CI's ends (rows lower, upper) when the AUC moves by ``d_auc`` and the
+    variance by ``d_var``: the rounding differences of the inputs carried through the CI, whose sensitivity to
+    the AUC grows like 1 / (A (1 - A))^2 near A = 1."""
+    z = ndtri(0.975)
+    q, se = auc * (1.0 - auc), np.sqrt(var)
+    half = z * se / q
+    d_half_d_auc, d_half_d_var = -half * (1.0 - 2.0 * auc) / q, z / (2.0 * se * q)
+    out = []
+    for sign in (-1.0, 1.0):
+        end = expit(logit(auc) + sign * half)
+        out.append(end * (1.0 - end) * (np.abs(1.0 / q + sign * d_half_d_auc) * d_auc + d_half_d_var * d_var))
+    return np.stack(out)
+
+
 def _max_diff(a, b, mask=None) -> tuple[float, int]:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     mask = np.ones(a.shape, dtype=bool) if mask is None else mask
@@ -187,14 +206,13 @@ def agreement(batch, settings, frames, r_out, extra) -> tuple[list[tuple[str, fl
     frame = pd.concat(frames, ignore_index=True)
     order = {s.name: j for j, s in enumerate(settings)}
     rep_pos = {int(r): b for b, r in enumerate(batch.reps)}
+    cells = frame["rep"].map(rep_pos).to_numpy(), frame["setting"].map(order).to_numpy()
     ours = {}
     for name in ("auc_emp", "var_true", "ci_lower", "ci_upper", "gamma1", "gamma2", "auc_rocglm", "var_dist",
-                 "ci_lower_dist", "ci_upper_dist"):
-        grid = np.full((batch.size, len(settings)), np.nan)
-        grid[frame["rep"].map(rep_pos).to_numpy(), frame["setting"].map(order).to_numpy()] = frame[name].to_numpy()
-        ours[name] = grid
-    failure = np.full((batch.size, len(settings)), "", dtype=object)
-    failure[frame["rep"].map(rep_pos).to_numpy(), frame["setting"].map(order).to_numpy()] = frame["failure"].to_numpy()
+                 "ci_lower_dist", "ci_upper_dist", "failure"):
+        ours[name] = np.full((batch.size, len(settings)), "" if name == "failure" else np.nan, dtype=frame[name].dtype)
+        ours[name][cells] = frame[name].to_numpy()
+    failure = ours["failure"]
     theirs = {name: r_out["study"][..., i] for i, name in enumerate(R_COLUMNS)}
     k = count_checks(batch, settings)
     r_exact = np.all(r_out["counts"] == k["exact"], axis=-1)
@@ -205,8 +223,22 @@ def agreement(batch, settings, frames, r_out, extra) -> tuple[list[tuple[str, fl
         worst, n = _max_diff(a, b, mask)
         rows.append((name, worst, tol, n, note))
 
-    for name in ("auc_emp", "var_true", "ci_lower", "ci_upper", "var_dist", "ci_lower_dist", "ci_upper_dist"):
+    for name in ("auc_emp", "var_true", "var_dist"):
         row(name, theirs[name], ours[name], TOL_ROUNDING)
+    for label, var, ends in (("true", "var_true", ("ci_lower", "ci_upper")),
+                             ("noisy", "var_dist", ("ci_lower_dist", "ci_upper_dist"))):
+        ci = auc_ci_batch(theirs["auc_emp"], theirs[var])
+        row(f"CI ends ({label}), dsroc's formula on R's inputs", np.stack([ci.lower, ci.upper]),
+            np.stack([theirs[e] for e in ends]), TOL_ROUNDING)
+        d_auc, d_var = np.abs(theirs["auc_emp"] - ours["auc_emp"]), np.abs(theirs[var] - ours[var])
+        bound = _ci_propagation(ours["auc_emp"], ours[var], d_auc, d_var)
+        diff = np.stack([np.where(np.isnan(theirs[e]) & np.isnan(ours[e]), 0.0, np.abs(theirs[e] - ours[e]))
+                         for e in ends])
+        excess = np.where(np.isnan(diff), np.inf, diff - 2.0 * np.nan_to_num(bound))  # NaN on one side only: inf
+        gain = np.nanmax(_ci_propagation(ours["auc_emp"], ours[var], 1.0, 0.0))
+        rows.append((f"CI ends ({label}) beyond 2x input diff propagated", float(excess.max()), TOL_CI, excess.size,
+                     f"max |R - dsroc| {np.nanmax(diff):.1e}: the logit CI amplifies a change of the AUC up to "
+                     f"{gain:.0f}-fold"))
     d_wrong = ~np.all(k["dsroc"] == k["exact"], axis=-1)
     rows.append(("ROC-GLM counts, dsroc vs exact (cells)", float(d_wrong.sum()), 0.0, d_wrong.size,
                  "integers: 29 #{s0 > s1} <= j n0"))
@@ -260,13 +292,13 @@ def _print_report(rounds, rows, notes, n_reps, n_settings, load_before, load_aft
           f"R {r_extra:.2f} ms, dsroc {d_extra:.2f} ms per replication (wall, median)")
     print(f"load average (1, 5, 15 min) before {load_before}, after {load_after} on {os.cpu_count()} cores")
     print(f"\nagreement R vs dsroc on {n_reps} replications x {n_settings} settings")
-    print(f"{'quantity':40s} {'max |R - dsroc|':>15} {'tolerance':>9} {'cells':>6}  status")
+    print(f"{'quantity':48s} {'max |R - dsroc|':>15} {'tolerance':>9} {'cells':>6}  status")
     failed = []
     for name, worst, tol, n, note in rows:
         ok = worst <= tol
         if not ok:
             failed.append(name)
-        print(f"{name:40s} {worst:15.3g} {tol:9.0e} {n:6d}  {'ok' if ok else 'DISAGREE'}  {note}")
+        print(f"{name:48s} {worst:15.3g} {tol:9.0e} {n:6d}  {'ok' if ok else 'DISAGREE'}  {note}")
     print("all agree within tolerance" if not failed else f"DISAGREEMENT beyond tolerance: {', '.join(failed)}")
     for note in notes:
         print(f"note: {note}")
