@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -83,8 +83,10 @@ class Federation:
         self.sites = sites
         self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
         # One pool for every fan-out of this federation's steps (a validation makes about twenty).
-        # Up to two steps run at once (the fit beside the moments), so two workers per site.
-        self.executor = ThreadPoolExecutor(max_workers=2 * len(sites), thread_name_prefix="dsroc-site")
+        # Up to two steps run at once (the fit beside the moments), so two workers per site, and one for
+        # the analyst's own post-processing that runs meanwhile.
+        self.executor = ThreadPoolExecutor(max_workers=2 * len(sites) + 1, thread_name_prefix="dsroc-site")
+        self._closing: list[Future] = []  # sessions closing in the background (see close_later)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Federation":
@@ -118,11 +120,26 @@ class Federation:
 
     # -- analysis -------------------------------------------------------------------------------
     def session(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
-                progress: Progress | None = None) -> ValidationSession:
-        """Open a session at every site; its methods are the single steps of the procedure."""
+                progress: Progress | None = None, with_sensitivity: bool = False) -> ValidationSession:
+        """Open a session at every site; its methods are the single steps of the procedure.
+
+        ``with_sensitivity``: have the sites send their sensitivity with the session (paper protocol).
+        """
+        self._wait_closing()
         return ValidationSession(self.connections, dataset=dataset, outcome=outcome,
                                  source=score_source(score=score, model=model), progress=progress,
-                                 executor=self.executor)
+                                 executor=self.executor, with_sensitivity=with_sensitivity)
+
+    def close_later(self, session: ValidationSession) -> None:
+        """Close ``session`` in the background (off the end of a validation); the next session waits for it,
+        so no site ever sees more open sessions than one at a time from this federation's validations."""
+        closing = session.close(wait=False)
+        if closing is not None:
+            self._closing.append(closing)
+
+    def _wait_closing(self) -> None:
+        while self._closing:
+            self._closing.pop().result()
 
     def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
                  epsilon: float, delta: float, protocol: str = "histogram", grid=None, alpha: float = 0.05,
@@ -205,15 +222,17 @@ class Federation:
             clock = now
 
         started = clock
-        with self.session(dataset, outcome, score=score, model=model, progress=progress) as s:
+        with self.session(dataset, outcome, score=score, model=model, progress=progress, with_sensitivity=True) as s:
             lap("open")
             sens = s.sensitivity()
             releases = s.release(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
             lap("release")
+            level = 1 - alpha
             s0_noisy, s1_noisy = s.pool(releases)
+            # Post-processing of the release, on the analyst's own CPU while the sites work.
+            pr_done: Future = self.executor.submit(pr_from_released_scores, s0_noisy, s1_noisy, level=level)
             s.upload_survivors(releases)
             lap("upload")
-            level = 1 - alpha
 
             def fit_step():
                 t = time.perf_counter()
@@ -225,7 +244,8 @@ class Federation:
                 # Independent of the fit: runs alongside its round trips (two calls at a time per site).
                 t = time.perf_counter()
                 moments = s.placement_moments()
-                corrected = s.noise_corrected_auc(releases, moments, level=level, method=ci_method)
+                corrected = s.noise_corrected_auc(releases, moments, pooled=(s0_noisy, s1_noisy), level=level,
+                                                  method=ci_method)
                 timing["moments"] = time.perf_counter() - t
                 t = time.perf_counter()
                 brier_n = s.brier()
@@ -233,20 +253,22 @@ class Federation:
                 # something with answers given before, while calibration only withholds more bins.
                 confusion = None if threshold is None else s.confusion(threshold)
                 calibration = s.calibration(n_bins=n_bins, edges=edges)
+                budgets = s.budget()
                 timing["brier_calibration"] = time.perf_counter() - t
-                return moments, corrected, brier_n, calibration, confusion
+                return moments, corrected, brier_n, calibration, confusion, budgets
 
-            fit, (moments, corrected, (brier, n), calibration, confusion) = concurrently(fit_step, other_steps)
+            fit, (moments, corrected, (brier, n), calibration, confusion, budgets) = concurrently(fit_step, other_steps)
             lap("analysis")
             variance, n0, n1 = moments.variance, moments.n0, moments.n1
             ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)
             test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
-            pr = pr_from_released_scores(s0_noisy, s1_noisy, level=level)  # post-processing of the release
-            privacy = s.privacy(releases, sens)
+            pr = pr_done.result()
+            privacy = s.privacy(releases, sens, budgets=budgets)
             advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
                                             tau=max(p.tau for p in privacy.values()))
             notes = tuple(w for w in (advice, improper_warning(fit.params)) if w is not None)
             hierarchy = calibration_summary(calibration, level=level)
+            self.close_later(s)
             lap("finish")
             timing["total"] = time.perf_counter() - started
             return ValidationResult(
@@ -258,7 +280,8 @@ class Federation:
                 auc_corrected=corrected, pr=pr)
 
     def close(self) -> None:
-        """Close the channels to all sites."""
+        """Close the channels to all sites (after the sessions still closing)."""
+        self._wait_closing()
         self.executor.shutdown(wait=True)
         for c in self.connections:
             c.close()

@@ -228,9 +228,15 @@ def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
     sensitivity 1, within a few per cent of the discrete one, far inside the rule's steps); when a site's
     policy does not list that count, the nearest count every answering site allows (ties: the smaller).
     """
+    policies = [answer["policy"]["histogram_bins"] for answer in federation.describe().values()]
+    return _allowed_n_bins(policies, epsilon=epsilon, delta=delta)
+
+
+def _allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float) -> int:
+    """:func:`default_n_bins` from each site's allowed bin counts."""
     wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0))
-    policies = [answer["policy"] for answer in federation.describe().values()]
-    allowed = set.intersection(*(set(p["histogram_bins"]) for p in policies)) if policies else set()
+    sets = [set(a) for a in allowed_per_site]
+    allowed = set.intersection(*sets) if sets else set()
     if not allowed or wanted in allowed:
         return wanted
     return min(allowed, key=lambda b: (abs(b - wanted), b))
@@ -242,14 +248,15 @@ def validate_histogram(federation, dataset: str, outcome: str, *, score=None, mo
                        alpha: float = 0.05, progress=None) -> HistogramResult:
     """The histogram protocol over a federation (see :meth:`analyst.Federation.validate`)."""
     started = time.perf_counter()
-    if n_bins is None:
-        n_bins = default_n_bins(federation, epsilon=epsilon, delta=delta)
     with federation.session(dataset, outcome, score=score, model=model, progress=progress) as s:
         opened = time.perf_counter()
+        if n_bins is None:  # from the policies the sites sent with their sessions
+            n_bins = _allowed_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=epsilon, delta=delta)
         edges, releases = collect_histograms(s, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,
                                              scalars=tuple(scalars))
         released = time.perf_counter()
         source = s.score_source
+        federation.close_later(s)
     h0 = np.sum([r.negatives for r in releases.values()], axis=0)
     h1 = np.sum([r.positives for r in releases.values()], axis=0)
     sigma = math.sqrt(sum(r.noise_sd**2 for r in releases.values()))

@@ -118,13 +118,10 @@ def pr_from_released_scores(s0_noisy, s1_noisy, *, level: float = 0.95) -> PRSum
     The noise mixes the classes, so the curve and AP are biased towards the unachievable region; the
     class counts are exact (the paper protocol discloses them).
     """
-    s0, s1 = np.asarray(s0_noisy, dtype=np.float64), np.asarray(s1_noisy, dtype=np.float64)
-    scores = np.concatenate([s0, s1])
-    labels = np.concatenate([np.zeros(s0.size, np.int8), np.ones(s1.size, np.int8)])
     notes = ["computed from the released noisy scores: the noise pulls the PR curve towards the prevalence line, "
              "and the interval covers sampling only, not the privacy noise"]
-    return _summary(dsroc.pr_points(scores, labels), level=level, source="paper protocol: released noisy scores",
-                    notes=notes)
+    return _summary(dsroc.pr_points_by_class(s0_noisy, s1_noisy), level=level,
+                    source="paper protocol: released noisy scores", notes=notes)
 
 
 def pr_from_counts(counts0, counts1, edges, *, level: float = 0.95) -> PRSummary:

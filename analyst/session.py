@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import threading
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -160,18 +160,25 @@ class ValidationSession:
     """
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
-                 source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None):
+                 source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None,
+                 with_sensitivity: bool = False):
         self.connections = list(connections)
         self.executor = executor
         self.dataset, self.outcome = dataset, outcome
         self.progress = progress or _quiet
         self.session_ids: dict[str, str] = {}
         self.policies: dict[str, pb.Policy] = {}
+        self._sensitivities: dict[str, pb.SensitivityResponse] = {}
 
         def open_one(conn):
-            self.policies[conn.name] = conn.call("Describe", pb.DescribeRequest()).policy
-            r = conn.call("OpenSession", pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=source))
+            # One round trip: the reply carries the policy (and, when asked, the sensitivity) too.
+            r = conn.call("OpenSession", pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=source,
+                                                               with_sensitivity=with_sensitivity))
             self.session_ids[conn.name] = r.session_id
+            self.policies[conn.name] = (r.policy if r.HasField("policy")  # a site from before: ask separately
+                                        else conn.call("Describe", pb.DescribeRequest()).policy)
+            if r.HasField("sensitivity"):
+                self._sensitivities[conn.name] = r.sensitivity
             return r.score_source
 
         try:
@@ -199,9 +206,12 @@ class ValidationSession:
     # -- steps ----------------------------------------------------------------------------------
     def sensitivity(self) -> dict[str, pb.SensitivityResponse]:
         """Each site's l2-sensitivity and the rule behind it (the site decides, not the analyst)."""
-        replies = self._each("sensitivity", lambda c: c.call(
-            "Sensitivity", pb.SensitivityRequest(session_id=self._sid(c))))
-        return dict(zip(self.sites, replies))
+        missing = [c for c in self.connections if c.name not in self._sensitivities]
+        if missing:  # not answered with the session (not asked for, or the site gives its reason only here)
+            replies = fan_out(missing, lambda c: c.call("Sensitivity", pb.SensitivityRequest(session_id=self._sid(c))),
+                              executor=self.executor)
+            self._sensitivities.update(zip([c.name for c in missing], replies))
+        return {name: self._sensitivities[name] for name in self.sites}
 
     def release(self, *, epsilon: float, delta: float, sensitivity: float | None = None,
                 timeout: float = 300.0) -> dict[str, SiteRelease]:
@@ -312,16 +322,28 @@ class ValidationSession:
         return fit
 
     def placement_moments(self) -> "PlacementSummary":
-        """Distributed means and DeLong variance from two passes over the sites' placement values."""
-        first = self._each("placement moments (pass 1)", lambda c: c.call(
+        """Distributed means and DeLong variance of the sites' placement values.
+
+        One round trip: each site's sums, counts and squared deviations from its own means, pooled
+        by :func:`dsroc.pooled_sq_dev`; a second pass (squared deviations from the pooled means) only
+        for sites that do not send their own (from before that field).
+        """
+        first = self._each("placement moments", lambda c: c.call(
             "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c))))
-        mean0, n1 = dsroc.pooled_mean(dsroc.MeanParts(r.pv0.total, r.pv0.n) for r in first)
-        mean1, n0 = dsroc.pooled_mean(dsroc.MeanParts(r.pv1.total, r.pv1.n) for r in first)
-        means = pb.GlobalMeans(mean_pv0=mean0, mean_pv1=mean1)
-        second = self._each("placement moments (pass 2)", lambda c: c.call(
-            "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c), global_means=means)))
-        var0 = dsroc.pooled_variance([r.ssd_pv0 for r in second], n1)
-        var1 = dsroc.pooled_variance([r.ssd_pv1 for r in second], n0)
+        parts0 = [dsroc.MeanParts(r.pv0.total, r.pv0.n) for r in first]
+        parts1 = [dsroc.MeanParts(r.pv1.total, r.pv1.n) for r in first]
+        mean0, n1 = dsroc.pooled_mean(parts0)
+        mean1, n0 = dsroc.pooled_mean(parts1)
+        if all(r.HasField("local_ssd_pv0") and r.HasField("local_ssd_pv1") for r in first):
+            ssd0 = dsroc.pooled_sq_dev(parts0, [r.local_ssd_pv0 for r in first])
+            ssd1 = dsroc.pooled_sq_dev(parts1, [r.local_ssd_pv1 for r in first])
+        else:
+            means = pb.GlobalMeans(mean_pv0=mean0, mean_pv1=mean1)
+            second = self._each("placement moments (pass 2)", lambda c: c.call(
+                "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c), global_means=means)))
+            ssd0, ssd1 = sum(r.ssd_pv0 for r in second), sum(r.ssd_pv1 for r in second)
+        var0 = dsroc.pooled_variance([ssd0], n1)
+        var1 = dsroc.pooled_variance([ssd1], n0)
         variance = dsroc.delong_variance_from_moments(var_pv0=var0, n1=n1, var_pv1=var1, n0=n0)
         return PlacementSummary(mean0, mean1, variance, n0, n1)
 
@@ -337,16 +359,24 @@ class ValidationSession:
 
     @staticmethod
     def noise_corrected_auc(releases: Mapping[str, SiteRelease], moments: "PlacementSummary", *,
+                            pooled: tuple[np.ndarray, np.ndarray] | None = None,
                             level: float = 0.95, method: str = "logit") -> dsroc.NoiseCorrectedAUC:
         """The noise-corrected AUC and CI (:func:`dsroc.noise_corrected_auc`) from what the sites already
-        released and answered: the placement means and the released scores with each site's tau."""
-        r0 = np.concatenate([r.negatives for r in releases.values()])
-        r1 = np.concatenate([r.positives for r in releases.values()])
-        t0 = np.concatenate([np.full(r.negatives.size, r.info_negatives.tau) for r in releases.values()])
-        t1 = np.concatenate([np.full(r.positives.size, r.info_positives.tau) for r in releases.values()])
-        noise = dsroc.noise_variance(r0, r1, t0, t1) if (t0.any() or t1.any()) else 0.0
+        released and answered: the placement means and the released scores with each site's tau
+        (``pooled``: :meth:`pool` of the releases, when at hand, spares sorting them again)."""
+        pooled = pooled or ValidationSession.pool(releases)
+        taus = {r.info_negatives.tau for r in releases.values()} | {r.info_positives.tau for r in releases.values()}
+        if len(taus) == 1:  # one tau for every score: the sorted pools need no per-score tau (nor a sort)
+            r0, r1 = pooled
+            t0 = t1 = taus.pop()
+        else:
+            r0 = np.concatenate([r.negatives for r in releases.values()])
+            r1 = np.concatenate([r.positives for r in releases.values()])
+            t0 = np.concatenate([np.full(r.negatives.size, r.info_negatives.tau) for r in releases.values()])
+            t1 = np.concatenate([np.full(r.positives.size, r.info_positives.tau) for r in releases.values()])
+        noise = dsroc.noise_variance(r0, r1, t0, t1) if (np.any(t0) or np.any(t1)) else 0.0
         return dsroc.noise_corrected_auc(mean_pv0=moments.mean_pv0, mean_pv1=moments.mean_pv1,
-                                         auc_released=dsroc.released_auc(r0, r1), delong_variance=moments.variance,
+                                         auc_released=dsroc.released_auc(*pooled), delong_variance=moments.variance,
                                          noise_variance=noise, level=level, method=method)
 
     def brier(self) -> tuple[float, int]:
@@ -386,10 +416,11 @@ class ValidationSession:
         replies = self._each("budget", lambda c: c.call("Budget", pb.BudgetRequest(dataset=self.dataset)))
         return {name: r.budget for name, r in zip(self.sites, replies)}
 
-    def privacy(self, releases: Mapping[str, SiteRelease],
-                sensitivities: Mapping[str, pb.SensitivityResponse]) -> dict[str, SitePrivacy]:
-        """Per site: Delta, tau, epsilon, delta, what this analysis charged and the budget left."""
-        budgets = self.budget()
+    def privacy(self, releases: Mapping[str, SiteRelease], sensitivities: Mapping[str, pb.SensitivityResponse], *,
+                budgets: Mapping[str, pb.BudgetStatus] | None = None) -> dict[str, SitePrivacy]:
+        """Per site: Delta, tau, epsilon, delta, what this analysis charged and the budget left (``budgets``:
+        :meth:`budget` asked after the release, or None to ask now)."""
+        budgets = self.budget() if budgets is None else budgets
         out = {}
         for name in self.sites:
             r, s, b = releases[name], sensitivities[name], budgets[name]
@@ -403,17 +434,40 @@ class ValidationSession:
                 epsilon_spent=b.epsilon_spent, mu_remaining=b.mu_remaining, note=s.note, mu_spent=b.mu_spent)
         return out
 
-    def close(self) -> None:
-        """Close every site's session (best effort: a site that is gone lets its session expire)."""
+    def close(self, *, wait: bool = True) -> Future | None:
+        """Close every site's session (best effort: a site that is gone lets its session expire).
+
+        ``wait=False`` returns at once with a future of the closing (None when nothing was open): a
+        :class:`analyst.Federation` waits for it before its next session opens, so the sites' session
+        caps see it closed, and keeps it off the end of a validation.
+        """
+        ids, self.session_ids = self.session_ids, {}
+
         def close_one(conn):
             try:
-                conn.call("CloseSession", pb.CloseSessionRequest(session_id=self._sid(conn)), timeout=5.0)
+                conn.call("CloseSession", pb.CloseSessionRequest(session_id=ids[conn.name]), timeout=5.0)
             except Exception:  # noqa: BLE001 - closing is best effort; the session expires anyway
                 pass
 
-        if self.session_ids:
-            fan_out([c for c in self.connections if c.name in self.session_ids], close_one, executor=self.executor)
-            self.session_ids = {}
+        def close_all():
+            fan_out([c for c in self.connections if c.name in ids], close_one, executor=self.executor)
+
+        if not ids:
+            return None
+        if wait or self.executor is None:
+            close_all()
+            return None
+        # On its own thread: the fan-out itself runs on the executor, which must not wait on itself.
+        closing: Future = Future()
+
+        def run():
+            try:
+                close_all()
+            finally:
+                closing.set_result(None)
+
+        threading.Thread(target=run, daemon=True).start()
+        return closing
 
     def __enter__(self) -> "ValidationSession":
         return self

@@ -4,7 +4,7 @@ For each number of sites K the daemons are started one after another (``python -
 mutual TLS, each with one dataset per size n, n/K patients each); then for each n the analyst runs
 ``Federation.validate`` and the same statistics are computed in process on the same data (releases,
 pooled survivor functions, placement values, distributed Fisher scoring, moments, Brier, calibration:
-the daemons' work without the network). Prints per (K, n): wall time of the validation, the in-process
+the daemons' work without the network, and the analyst's own noise-corrected AUC and PR summary). Prints per (K, n): wall time of the validation, the in-process
 time, their ratio, the daemons' largest RSS; per K: start-up time to SERVING (median and largest) and
 idle RSS. Run from the repository root:
 
@@ -132,6 +132,7 @@ def stop(procs) -> None:
 def in_process(n: int, k_sites: int) -> float:
     """The statistics of a validation computed in one process on the same data (no network), in seconds."""
     import dsroc
+    from analyst.pr import pr_from_released_scores
 
     pred, y, site = site_data(n, k_sites)
     t = time.perf_counter()
@@ -156,12 +157,10 @@ def in_process(n: int, k_sites: int) -> float:
         mine = site == k
         dsroc.brier_parts(pred[mine], y[mine])
         dsroc.calibration_parts(pred[mine], y[mine], edges, privacy_level=5)
-    if not hasattr(dsroc, "noise_corrected_auc"):  # a tree from before the noise correction (for before/after)
-        return time.perf_counter() - t
-    r0 = np.concatenate([r[0] for r in released])
-    r1 = np.concatenate([r[1] for r in released])
+    # What the validation also computes from the release: the noise-corrected AUC and the PR summary.
     dsroc.noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, auc_released=dsroc.released_auc(pooled0, pooled1),
-                              delong_variance=var, noise_variance=dsroc.noise_variance(r0, r1, tau, tau))
+                              delong_variance=var, noise_variance=dsroc.noise_variance(pooled0, pooled1, tau, tau))
+    pr_from_released_scores(pooled0, pooled1)
     return time.perf_counter() - t
 
 

@@ -43,7 +43,7 @@ _EXPORTS = {
     "HistogramValidation": "histogram_validation", "histogram_validation": "histogram_validation",
     # .moments
     "MeanParts": "moments", "mean_parts": "moments", "pooled_mean": "moments", "pooled_variance": "moments",
-    "sq_dev_parts": "moments",
+    "sq_dev_parts": "moments", "pooled_sq_dev": "moments",
     # .privacy
     "add_gaussian_noise": "privacy", "analytic_gaussian_sigma": "privacy", "classical_gaussian_sigma": "privacy",
     "gdp_delta": "privacy", "gdp_epsilon": "privacy", "gdp_mu": "privacy", "gdp_release_mu": "privacy",
@@ -59,7 +59,7 @@ _EXPORTS = {
     # .prspace
     "PRPoints": "prspace", "ap_min": "prspace", "aucnpr": "prspace", "aucpr_min": "prspace",
     "average_precision": "prspace", "pr_min_curve": "prspace", "pr_min_precision": "prspace", "pr_points": "prspace",
-    "pr_points_from_counts": "prspace",
+    "pr_points_from_counts": "prspace", "pr_points_by_class": "prspace",
     # .pr_estimators
     "AUCPRInterval": "pr_estimators", "aucpr": "pr_estimators", "aucpr_from_distributions": "pr_estimators",
     "aucpr_interval": "pr_estimators",
@@ -70,7 +70,7 @@ _SUBMODULES = ("mechanisms",)
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
     "auc_ci", "auc_ci_batch", "BatchCI", "auc_test",
-    "MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_variance",
+    "MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_variance", "pooled_sq_dev",
     "rocglm_grid", "rocglm_counts", "PartsAtTheta", "RocGlmParts", "RocGlmResult", "RocGlmBatchResult",
     "fit_rocglm", "fit_rocglm_batch", "rocglm_auc", "rocglm_intercept_for_auc", "rocglm_curve",
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",
@@ -83,7 +83,7 @@ __all__ = [
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
     "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
-    "PRPoints", "pr_points", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
+    "PRPoints", "pr_points", "pr_points_by_class", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "mechanisms",
     "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",

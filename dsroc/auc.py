@@ -80,8 +80,7 @@ class SurvivorFunction:
         q = as_scores(query_scores, name="query_scores")
         order = None if is_sorted(q) else np.argsort(q)
         qs = q if order is None else q[order]
-        less_equal = np.searchsorted(self._sorted, qs, side="right")
-        less = None if ties == "strict" else np.searchsorted(self._sorted, qs, side="left")
+        less, less_equal = self._counts(qs)
         values = survivor_from_counts(less, less_equal, self.n, ties)
         if order is None:
             return values
@@ -89,6 +88,19 @@ class SurvivorFunction:
         out[order] = values
         return out
 
+
+
+    def _counts(self, qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``#{ref < q}`` and ``#{ref <= q}`` for ascending queries: one binary search per query, and a
+        second only for the queries equal to some reference value (the two counts differ only there)."""
+        ref = self._sorted
+        less = np.searchsorted(ref, qs, side="left")
+        tied = ref[np.minimum(less, ref.size - 1)] == qs
+        if not tied.any():
+            return less, less
+        less_equal = less.copy()
+        less_equal[tied] = np.searchsorted(ref, qs[tied], side="right")
+        return less, less_equal
 
 
 def placement_values(ref_scores, query_scores, *, ties: str = "mid") -> np.ndarray:

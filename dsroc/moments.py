@@ -1,4 +1,4 @@
-"""Two-pass distributed mean and variance: sums and counts first, then squared deviations from the global mean."""
+"""Distributed mean and variance: sums and counts, and squared deviations from the global or each site's own mean."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from ._checks import as_scores
 
-__all__ = ["MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_variance"]
+__all__ = ["MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_sq_dev", "pooled_variance"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,26 @@ def pooled_mean(parts: Iterable[MeanParts]) -> tuple[float, int]:
     if n == 0:
         raise ValueError("pooled_mean needs at least one value over all sites")
     return sum(p.total for p in parts) / n, n
+
+
+def pooled_sq_dev(parts: Iterable[MeanParts], local_sq_devs: Iterable[float]) -> float:
+    """Sum of squared deviations from the pooled mean, from each site's sum, count and squared deviations
+    from its own mean: ``sum_k S_k + n_k (m_k - m)^2`` (Chan, Golub and LeVeque's parallel update).
+
+    Equivalent to a second pass of :func:`sq_dev_parts` at the pooled mean, without the second round
+    trip, and as free of cancellation (every term is a sum of squares).
+    """
+    parts, local = list(parts), [float(s) for s in local_sq_devs]
+    if len(parts) != len(local):
+        raise ValueError(f"need one local sum of squared deviations per part, got {len(local)} for {len(parts)}")
+    mean, _ = pooled_mean(parts)
+    total = 0.0
+    for p, s in zip(parts, local):
+        if not np.isfinite(s) or s < 0:
+            raise ValueError(f"sums of squared deviations must be finite and non-negative, got {s}")
+        if p.n:
+            total += s + p.n * (p.total / p.n - mean) ** 2
+    return total
 
 
 def pooled_variance(sq_devs: Iterable[float], n: int) -> float:

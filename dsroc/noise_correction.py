@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._checks import is_sorted
 from .auc import BatchCI, auc_ci_batch, placement_values
 from .batch import check_groups, group_sizes, grouped_mean, grouped_placement_values
 
@@ -157,7 +158,8 @@ def grouped_noise_variance(released0, groups0, released1, groups1, tau0, tau1, *
         rng = np.random.default_rng(seed)
         p = min(1.0, max_size / max(int(n[g]), 1))
         for cls, idx, r, t in ((0, i0, r0, t0), (1, i1, r1, t1)):
-            idx = idx[np.argsort(r[idx], kind="stable")]  # canonical order: the result ignores the input order
+            if not is_sorted(r[idx]):  # canonical order: the result ignores the input order
+                idx = idx[np.argsort(r[idx], kind="stable")]
             idx = idx[rng.random(idx.size) < p] if p < 1.0 else idx
             kept[g] += idx.size
             s = np.repeat(r[idx][None, :], d, axis=0)  # (draws, kept)

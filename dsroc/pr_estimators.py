@@ -57,6 +57,9 @@ def recall_precision_extremes(points: PRPoints, *, aggregate: str | None = None)
     recall, precision = points.recall, points.precision
     keep = points.tp > 0
     recall, precision = recall[keep], precision[keep]
+    tp, fp = points.tp[keep], points.fp[keep]
+    if recall.size and (np.diff(tp) >= 0).all() and (np.diff(fp) >= 0).all():
+        return _extremes_of_runs(recall, precision, aggregate)
     distinct, index = np.unique(recall, return_inverse=True)
     if aggregate is None:
         p_max = np.full(distinct.size, -np.inf)
@@ -78,6 +81,25 @@ def recall_precision_extremes(points: PRPoints, *, aggregate: str | None = None)
         sorted_p = precision[order]
         p = 0.5 * (sorted_p[starts + (counts - 1) // 2] + sorted_p[starts + counts // 2])
     return distinct, p
+
+
+def _extremes_of_runs(recall, precision, aggregate):
+    """:func:`recall_precision_extremes` of a ranking's points (tp and fp non-decreasing, as every curve
+    of :mod:`dsroc.prspace` is): each recall is one run of points along which the precision does not
+    increase, so its first and last points are the extremes and its middle ones the median, in O(n)."""
+    starts = np.flatnonzero(np.concatenate(([True], recall[1:] != recall[:-1])))
+    ends = np.concatenate((starts[1:], [recall.size])) - 1
+    distinct = recall[starts]
+    if aggregate is None:
+        return distinct, precision[starts], precision[ends]
+    if aggregate not in _AGGREGATES:
+        raise ValueError(f"aggregate must be one of {_AGGREGATES}, got {aggregate!r}")
+    if aggregate == "max":
+        return distinct, precision[starts]
+    counts = ends - starts + 1
+    if aggregate == "mean":
+        return distinct, np.add.reduceat(precision, starts) / counts
+    return distinct, 0.5 * (precision[starts + (counts - 1) // 2] + precision[starts + counts // 2])
 
 
 def _trapezoid(points: PRPoints, *, upper: bool, first_segment: bool) -> float:

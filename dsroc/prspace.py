@@ -15,11 +15,12 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import digamma
 
-from ._checks import check_scores_labels, split_by_class
+from ._checks import check_scores_labels, is_sorted, split_by_class
 
 __all__ = [
     "PRPoints",
     "pr_points",
+    "pr_points_by_class",
     "pr_points_from_counts",
     "average_precision",
     "average_precision_from_counts",
@@ -67,13 +68,35 @@ def pr_points(scores, labels) -> PRPoints:
 
     Without ties this is every prefix of the descending ranking (Boyd 2014, section 4.2).
     """
-    s0, s1 = split_by_class(scores, labels)
-    thresholds = np.unique(np.concatenate([s0, s1]))[::-1]
-    # #{s >= c} for every threshold c, from ascending sorts.
-    tp = s1.size - np.searchsorted(np.sort(s1), thresholds, side="left")
-    fp = s0.size - np.searchsorted(np.sort(s0), thresholds, side="left")
-    return PRPoints(np.concatenate(([0], tp)).astype(np.float64), np.concatenate(([0], fp)).astype(np.float64),
-                    np.concatenate(([np.inf], thresholds)), float(s1.size), float(s0.size))
+    return pr_points_by_class(*split_by_class(scores, labels))
+
+
+def pr_points_by_class(negatives, positives) -> PRPoints:
+    """:func:`pr_points` of the negatives' and the positives' scores (each class at least one finite score).
+
+    Linear after sorting, and already sorted classes (e.g. pooled releases) are not sorted again.
+    """
+    s0, s1 = _ascending(negatives, "negatives"), _ascending(positives, "positives")
+    n0, n1 = s0.size, s1.size
+    # Merge the two sorted classes: each positive goes after the negatives at or below it.
+    is1 = np.zeros(n0 + n1, dtype=bool)
+    is1[np.searchsorted(s0, s1, side="right") + np.arange(n1)] = True
+    merged = np.empty(n0 + n1)
+    merged[is1], merged[~is1] = s1, s0
+    starts = np.flatnonzero(np.concatenate(([True], merged[1:] != merged[:-1])))  # first of each distinct score
+    below1 = np.concatenate(([0], np.cumsum(is1)))[starts]  # positives strictly below each distinct score
+    # #{s >= c} at every distinct score c, descending.
+    tp = (n1 - below1)[::-1].astype(np.float64)
+    fp = (n0 - (starts - below1))[::-1].astype(np.float64)
+    return PRPoints(np.concatenate(([0.0], tp)), np.concatenate(([0.0], fp)),
+                    np.concatenate(([np.inf], merged[starts][::-1])), float(n1), float(n0))
+
+
+def _ascending(values, name: str) -> np.ndarray:
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0 or not np.isfinite(x).all():
+        raise ValueError(f"{name} must be at least one finite score; both classes must be present")
+    return x if is_sorted(x) else np.sort(x)
 
 
 def pr_points_from_counts(h0, h1, edges=None) -> PRPoints:

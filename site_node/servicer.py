@@ -15,7 +15,7 @@ from .audit import note
 from .auth import current_analyst
 from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .boyd import release_boyd
-from .errors import InvalidArgument
+from .errors import InvalidArgument, SiteError
 from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
 from .scores import ScoreSpec
@@ -44,8 +44,22 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def _session(self, session_id: str):
         return self.site.session(current_analyst(), session_id)
 
-    def Describe(self, request, context):
+    def _policy(self) -> pb.Policy:
         policy = self.site.policy
+        return pb.Policy(
+            privacy_level=policy.privacy_level, max_epsilon=policy.max_epsilon, max_delta=policy.max_delta,
+            budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
+            sensitivity_rule=policy.sensitivity, max_glm_evaluations=policy.max_glm_evaluations,
+            max_thresholds=policy.max_thresholds, session_idle_seconds=self.site.config.session_idle_seconds,
+            max_chunk_scores=policy.max_chunk_scores, max_survivor_scores=policy.max_survivor_scores,
+            max_survivor_uploads=policy.max_survivor_uploads, max_models=policy.max_models,
+            threshold_steps=policy.threshold_steps, protocols=policy.protocols,
+            histogram_bins=policy.histogram_bins, histogram_spacings=policy.histogram_spacings,
+            histogram_logit_min=policy.histogram_logit_range[0], histogram_logit_max=policy.histogram_logit_range[1],
+            privacy_unit=PRIVACY_UNIT,
+        )
+
+    def Describe(self, request, context):
         datasets = [
             pb.DatasetInfo(
                 name=d.config.name, description=d.config.description,
@@ -56,35 +70,31 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             )
             for d in self.site.describe(current_analyst())
         ]
-        return pb.DescribeResponse(
-            site_name=self.site.config.name, api_version=API_VERSION, datasets=datasets,
-            policy=pb.Policy(
-                privacy_level=policy.privacy_level, max_epsilon=policy.max_epsilon, max_delta=policy.max_delta,
-                budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
-                sensitivity_rule=policy.sensitivity, max_glm_evaluations=policy.max_glm_evaluations,
-                max_thresholds=policy.max_thresholds, session_idle_seconds=self.site.config.session_idle_seconds,
-                max_chunk_scores=policy.max_chunk_scores, max_survivor_scores=policy.max_survivor_scores,
-                max_survivor_uploads=policy.max_survivor_uploads, max_models=policy.max_models,
-                threshold_steps=policy.threshold_steps, protocols=policy.protocols,
-                histogram_bins=policy.histogram_bins, histogram_spacings=policy.histogram_spacings,
-                histogram_logit_min=policy.histogram_logit_range[0], histogram_logit_max=policy.histogram_logit_range[1],
-                privacy_unit=PRIVACY_UNIT,
-            ),
-        )
+        return pb.DescribeResponse(site_name=self.site.config.name, api_version=API_VERSION, datasets=datasets,
+                                   policy=self._policy())
 
     def OpenSession(self, request, context):
         spec = ScoreSpec.from_proto(request.score)
         session = self.site.open_session(current_analyst(), request.dataset, request.outcome, spec)
-        return pb.OpenSessionResponse(session_id=session.session_id,
-                                      idle_timeout_seconds=self.site.sessions.idle_seconds, score_source=spec.key)
+        reply = pb.OpenSessionResponse(session_id=session.session_id, policy=self._policy(),
+                                       idle_timeout_seconds=self.site.sessions.idle_seconds, score_source=spec.key)
+        if request.with_sensitivity:
+            try:
+                reply.sensitivity.CopyFrom(self._sensitivity(session))
+            except (SiteError, ValueError):  # left unset: the session stands, and Sensitivity gives the reason
+                pass
+        return reply
 
     def CloseSession(self, request, context):
         self.site.close_session(current_analyst(), request.session_id)
         return pb.CloseSessionResponse()
 
-    def Sensitivity(self, request, context):
-        s = self.site.sensitivity(self._session(request.session_id))
+    def _sensitivity(self, session) -> pb.SensitivityResponse:
+        s = self.site.sensitivity(session)
         return pb.SensitivityResponse(sensitivity=s.value, rule=s.rule, formal_bound=s.formal_bound, note=s.note)
+
+    def Sensitivity(self, request, context):
+        return self._sensitivity(self._session(request.session_id))
 
     def ReleaseNoisyScores(self, request, context):
         session = self._session(request.session_id)
@@ -187,7 +197,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         if m.second_pass:
             return pb.PlacementMomentsResponse(ssd_pv0=m.ssd_pv0, ssd_pv1=m.ssd_pv1, second_pass=True)
         return pb.PlacementMomentsResponse(pv0=pb.MeanParts(total=m.pv0.total, n=m.pv0.n),
-                                           pv1=pb.MeanParts(total=m.pv1.total, n=m.pv1.n))
+                                           pv1=pb.MeanParts(total=m.pv1.total, n=m.pv1.n),
+                                           local_ssd_pv0=m.ssd_pv0, local_ssd_pv1=m.ssd_pv1)
 
     def BrierParts(self, request, context):
         parts = self.site.brier_parts(self._session(request.session_id))

@@ -99,7 +99,8 @@ class HistogramRelease:
 
 @dataclass(frozen=True)
 class PlacementMoments:
-    """Pass 1 (sums and counts) or pass 2 (squared deviations) of the placement values."""
+    """Pass 1 (sums, counts and squared deviations from the site's own means) or pass 2 (squared
+    deviations from given means) of the placement values."""
 
     pv0: MeanParts | None = None
     pv1: MeanParts | None = None
@@ -409,7 +410,11 @@ class Site:
         require_privacy_level(session.data.negatives.size, q, "the placement moments (negatives)")
         (_, pv0), (_, pv1) = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)
         if means is None:
-            return PlacementMoments(pv0=mean_parts(pv0), pv1=mean_parts(pv1))
+            # With the site's own means the analyst pools the variance without a second pass; it learns
+            # nothing a second pass would not tell (any mean it sends gives the sum of squares).
+            parts0, parts1 = mean_parts(pv0), mean_parts(pv1)
+            return PlacementMoments(pv0=parts0, pv1=parts1, ssd_pv0=sq_dev_parts(pv0, parts0.total / parts0.n),
+                                    ssd_pv1=sq_dev_parts(pv1, parts1.total / parts1.n))
         return PlacementMoments(ssd_pv0=sq_dev_parts(pv0, means[0]), ssd_pv1=sq_dev_parts(pv1, means[1]),
                                 second_pass=True)
 

@@ -182,24 +182,30 @@ class DescribeResponse(_message.Message):
     def __init__(self, site_name: _Optional[str] = ..., api_version: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[DatasetInfo, _Mapping]]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("dataset", "outcome", "score")
+    __slots__ = ("dataset", "outcome", "score", "with_sensitivity")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    WITH_SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     outcome: str
     score: ScoreSource
-    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ...) -> None: ...
+    with_sensitivity: bool
+    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ..., with_sensitivity: _Optional[bool] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
-    __slots__ = ("session_id", "idle_timeout_seconds", "score_source")
+    __slots__ = ("session_id", "idle_timeout_seconds", "score_source", "policy", "sensitivity")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     SCORE_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     idle_timeout_seconds: float
     score_source: str
-    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_seconds: _Optional[float] = ..., score_source: _Optional[str] = ...) -> None: ...
+    policy: Policy
+    sensitivity: SensitivityResponse
+    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_seconds: _Optional[float] = ..., score_source: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., sensitivity: _Optional[_Union[SensitivityResponse, _Mapping]] = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_id",)
@@ -376,18 +382,22 @@ class MeanParts(_message.Message):
     def __init__(self, total: _Optional[float] = ..., n: _Optional[int] = ...) -> None: ...
 
 class PlacementMomentsResponse(_message.Message):
-    __slots__ = ("pv0", "pv1", "ssd_pv0", "ssd_pv1", "second_pass")
+    __slots__ = ("pv0", "pv1", "ssd_pv0", "ssd_pv1", "second_pass", "local_ssd_pv0", "local_ssd_pv1")
     PV0_FIELD_NUMBER: _ClassVar[int]
     PV1_FIELD_NUMBER: _ClassVar[int]
     SSD_PV0_FIELD_NUMBER: _ClassVar[int]
     SSD_PV1_FIELD_NUMBER: _ClassVar[int]
     SECOND_PASS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_SSD_PV0_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_SSD_PV1_FIELD_NUMBER: _ClassVar[int]
     pv0: MeanParts
     pv1: MeanParts
     ssd_pv0: float
     ssd_pv1: float
     second_pass: bool
-    def __init__(self, pv0: _Optional[_Union[MeanParts, _Mapping]] = ..., pv1: _Optional[_Union[MeanParts, _Mapping]] = ..., ssd_pv0: _Optional[float] = ..., ssd_pv1: _Optional[float] = ..., second_pass: _Optional[bool] = ...) -> None: ...
+    local_ssd_pv0: float
+    local_ssd_pv1: float
+    def __init__(self, pv0: _Optional[_Union[MeanParts, _Mapping]] = ..., pv1: _Optional[_Union[MeanParts, _Mapping]] = ..., ssd_pv0: _Optional[float] = ..., ssd_pv1: _Optional[float] = ..., second_pass: _Optional[bool] = ..., local_ssd_pv0: _Optional[float] = ..., local_ssd_pv1: _Optional[float] = ...) -> None: ...
 
 class BrierPartsRequest(_message.Message):
     __slots__ = ("session_id",)

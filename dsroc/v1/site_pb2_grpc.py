@@ -160,9 +160,10 @@ class SiteServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PlacementMoments(self, request, context):
-        """Two-pass moments of placement values (PV0 of positives under S~0, PV1 of negatives under S~1):
-        pass 1 (no global_means) gives sums and counts, pass 2 (global_means set) sums of squared
-        deviations from the given global means.
+        """Moments of placement values (PV0 of positives under S~0, PV1 of negatives under S~1):
+        pass 1 (no global_means) gives sums, counts and the sums of squared deviations from the site's
+        own means (enough for the pooled variance in one round trip: Chan et al.'s parallel update);
+        pass 2 (global_means set) sums of squared deviations from the given global means.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -268,3 +268,31 @@ def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki
     left = 10 - (first.rocglm.iterations + 1)
     assert f"{left} ROC-GLM evaluations left for this S~0" in messages
     assert second.auc == first.auc and second.auc_ci == first.auc_ci
+
+
+def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helpers, monkeypatch):
+    # Each round trip costs every site a call: the policy and sensitivity come with the session, the
+    # placement moments in one pass, the budget beside the fit and the closing after the result.
+    from collections import Counter
+
+    from analyst.connection import SiteConnection
+
+    calls = Counter()
+    real_call = SiteConnection.call
+
+    def counting(self, method, request, **kw):
+        calls[self.name, method] += 1
+        return real_call(self, method, request, **kw)
+
+    monkeypatch.setattr(SiteConnection, "call", counting)
+    _, addresses, _ = five_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
+    sites = {site for site, _ in calls}
+    assert len(sites) == 5
+    for site in sites:
+        asked = {method: n for (s, method), n in calls.items() if s == site}
+        evaluations = asked.pop("RocGlmParts")
+        assert asked == {"OpenSession": 1, "ReleaseNoisyScores": 2, "UploadSurvivor": 2, "PlacementMoments": 1,
+                         "BrierParts": 1, "CalibrationParts": 1, "Budget": 1, "CloseSession": 1}
+        assert evaluations <= res.rocglm.iterations + 2

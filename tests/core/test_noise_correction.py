@@ -77,6 +77,7 @@ def test_noise_variance_is_seeded_order_free_and_batchable():
     data = [(rng.normal(size=m), rng.normal(1, size=k)) for m, k in ((50, 70), (300, 20), (120, 120))]
     singles = [noise_variance(r0, r1, 0.3, 0.2, seed=[9, i]) for i, (r0, r1) in enumerate(data)]
     assert singles[0] == noise_variance(data[0][0][::-1], data[0][1][::-1], 0.3, 0.2, seed=[9, 0])
+    assert singles[0] == noise_variance(np.sort(data[0][0]), np.sort(data[0][1]), 0.3, 0.2, seed=[9, 0])
     assert singles[0] != noise_variance(*data[0], 0.3, 0.2, seed=[9, 5])
     r0, r1 = np.concatenate([d[0] for d in data]), np.concatenate([d[1] for d in data])
     g0 = np.repeat(np.arange(3), [d[0].size for d in data])

@@ -160,6 +160,9 @@ def test_estimators_match_brute_force(seed):
     scores = np.round(rng.normal(size=n) + labels, 1)  # rounding makes ties
     pts = P.pr_points(scores, labels)
     assert list(zip(pts.tp.astype(int).tolist(), pts.fp.astype(int).tolist())) == brute_points(scores, labels)
+    by_class = P.pr_points_by_class(np.sort(scores[labels == 0]), scores[labels == 1][::-1])  # sorted or not
+    for field in pts._fields:
+        np.testing.assert_array_equal(getattr(by_class, field), getattr(pts, field))
     n1 = int(labels.sum())
     brute = brute_points(scores, labels)
     assert P.average_precision(scores, labels) == pytest.approx(brute_ap(scores, labels), abs=1e-12)

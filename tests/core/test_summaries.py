@@ -16,6 +16,7 @@ from dsroc import (
     confusion_parts,
     mean_parts,
     pooled_mean,
+    pooled_sq_dev,
     pooled_variance,
     sq_dev_parts,
 )
@@ -106,6 +107,15 @@ def test_two_pass_moments_equal_numpy():
     assert var == pytest.approx(x.var(ddof=1), rel=1e-9)
     with pytest.raises(ValueError, match="n >= 2"):
         pooled_variance([0.0], 1)
+    # One pass: each site's squared deviations from its own mean, pooled by the parallel update.
+    local = [sq_dev_parts(v, v.mean()) for v in sites]
+    one_pass = pooled_sq_dev([mean_parts(v) for v in sites], local)
+    assert one_pass == pytest.approx(((x - x.mean()) ** 2).sum(), rel=1e-9)
+    uneven = [x[:3], x[3:10], x[10:]]
+    assert pooled_sq_dev([mean_parts(v) for v in uneven], [sq_dev_parts(v, v.mean()) for v in uneven]) == \
+        pytest.approx(((x - x.mean()) ** 2).sum(), rel=1e-9)
+    with pytest.raises(ValueError, match="one local sum"):
+        pooled_sq_dev([mean_parts(x)], [])
 
 
 def test_secondary_suppression_hides_a_sparse_bin_from_the_complement():

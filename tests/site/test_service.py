@@ -52,6 +52,15 @@ def test_full_sequence_one_site(client, frame):
 
     sens = client.Sensitivity(pb.SensitivityRequest(session_id=session))
     assert (sens.sensitivity, sens.rule, sens.formal_bound) == (1.0, "range", True)
+    # OpenSession can carry the same answer and the policy Describe gives (one round trip instead of three).
+    opened = client.OpenSession(pb.OpenSessionRequest(dataset="test", outcome="y", with_sensitivity=True,
+                                                      score=pb.ScoreSource(score_column="pred")))
+    assert opened.sensitivity == sens and opened.policy == client.Describe(pb.DescribeRequest()).policy
+    plain = client.OpenSession(pb.OpenSessionRequest(dataset="test", outcome="y",
+                                                     score=pb.ScoreSource(score_column="pred")))
+    assert not plain.HasField("sensitivity") and plain.HasField("policy")
+    for extra in (opened, plain):
+        client.CloseSession(pb.CloseSessionRequest(session_id=extra.session_id))
 
     info0, noisy0, chunks = client.release(session, NEG, epsilon=5.0, delta=0.01, chunk_size=64)
     assert len(chunks) == math.ceil(s0.size / 64) and [c.offset for c in chunks] == list(range(0, s0.size, 64))
@@ -93,6 +102,9 @@ def test_full_sequence_one_site(client, frame):
     m1 = client.PlacementMoments(pb.PlacementMomentsRequest(session_id=session))
     assert (m1.pv0.n, m1.pv1.n) == (s1.size, s0.size)
     assert m1.pv0.total == pytest.approx(pv0.sum()) and m1.pv1.total == pytest.approx(pv1.sum())
+    # Pass 1 also sends the squared deviations from the site's own means (one-round-trip variance).
+    assert m1.local_ssd_pv0 == pytest.approx(((pv0 - pv0.mean()) ** 2).sum(), rel=1e-12)
+    assert m1.local_ssd_pv1 == pytest.approx(((pv1 - pv1.mean()) ** 2).sum(), rel=1e-12)
     m2 = client.PlacementMoments(pb.PlacementMomentsRequest(session_id=session, global_means=pb.GlobalMeans(
         mean_pv0=0.3, mean_pv1=0.6)))
     assert m2.second_pass and m2.ssd_pv0 == pytest.approx(((pv0 - 0.3) ** 2).sum())
