@@ -78,14 +78,6 @@ class SiteError(RuntimeError):
         super().__init__(f"site '{site}': {code.name}: {message}")
 
 
-class _BearerToken(grpc.AuthMetadataPlugin):
-    def __init__(self, token: str):
-        self._token = token
-
-    def __call__(self, context, callback):
-        callback((("authorization", f"Bearer {self._token}"),), None)
-
-
 class SiteConnection:
     """A channel to one site and a stub on it.
 
@@ -113,18 +105,18 @@ class SiteConnection:
                    ("grpc.enable_retries", 1), ("grpc.service_config", retry_service_config(self.retries))]
         if config.server_name:
             options.append(("grpc.ssl_target_name_override", config.server_name))
+        # The token as plain call metadata: on a TLS channel it travels encrypted like the rest of the call,
+        # and unlike call credentials (a Python plugin run on gRPC's thread for every call) it costs nothing
+        # per call -- half the analyst's CPU time of a small call.
+        self._token_metadata = (("authorization", f"Bearer {config.token}"),)
         if config.insecure:
-            self._token_metadata = (("authorization", f"Bearer {config.token}"),)
             self.channel = grpc.insecure_channel(config.address, options=options)
         else:
-            self._token_metadata = None  # the token rides on the call credentials
             read = lambda p: None if p is None else p.read_bytes()  # noqa: E731
             tls = grpc.ssl_channel_credentials(root_certificates=read(config.ca_file),
                                                private_key=read(config.client_key),
                                                certificate_chain=read(config.client_cert))
-            creds = grpc.composite_channel_credentials(
-                tls, grpc.metadata_call_credentials(_BearerToken(config.token)))
-            self.channel = grpc.secure_channel(config.address, creds, options=options)
+            self.channel = grpc.secure_channel(config.address, tls, options=options)
         self.stub = stub_class(self.channel)
 
     def call(self, method: str, request, *, timeout: float | None = None, stream: bool = False):

@@ -54,10 +54,9 @@ def recall_precision_extremes(points: PRPoints, *, aggregate: str | None = None)
     Returns ``(recall, p_max, p_min)``, or ``(recall, p)`` with ``aggregate`` in {"max", "mean",
     "median"} (one precision per recall: the max, mean or median of the precisions at that recall).
     """
-    recall, precision = points.recall, points.precision
     keep = points.tp > 0
-    recall, precision = recall[keep], precision[keep]
     tp, fp = points.tp[keep], points.fp[keep]
+    recall, precision = tp / points.n1, tp / (tp + fp)
     if recall.size and (np.diff(tp) >= 0).all() and (np.diff(fp) >= 0).all():
         return _extremes_of_runs(recall, precision, aggregate)
     distinct, index = np.unique(recall, return_inverse=True)

@@ -132,9 +132,18 @@ def pr_points_from_counts(h0, h1, edges=None) -> PRPoints:
 def _ap_from_cumulative(tp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     """``sum`` over tie blocks of ``sum_{j=a+1}^{b} j / (j + f)``, along the last axis (cumulative counts from 0)."""
     a, b, f = tp[..., :-1], tp[..., 1:], fp[..., 1:]
-    with np.errstate(invalid="ignore"):
-        sums = (b - a) - f * (digamma(b + f + 1.0) - digamma(a + f + 1.0))
-    return np.where(b > a, sums, 0.0).sum(axis=-1)
+    step = b - a
+    sums = np.zeros(step.shape)
+    # A block of one positive (every block without ties) is the term b / (b + f) itself, the digamma
+    # difference psi(b + f + 1) - psi(b + f) = 1 / (b + f): the same number, without two digammas.
+    one = step == 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sums[one] = b[one] / (b[one] + f[one])
+        many = (step > 0.0) & ~one
+        if many.any():
+            bm, am, fm = b[many], a[many], f[many]
+            sums[many] = (bm - am) - fm * (digamma(bm + fm + 1.0) - digamma(am + fm + 1.0))
+    return sums.sum(axis=-1)
 
 
 def average_precision(scores=None, labels=None, *, points: PRPoints | None = None) -> float:

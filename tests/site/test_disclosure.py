@@ -170,11 +170,22 @@ def test_finding2_a_crafted_survivor_function_is_refused_only_signed_releases_ar
     _refused(lambda: client.PlacementMoments(pb.PlacementMomentsRequest(session_id=s)), C.FAILED_PRECONDITION)
     # The honest union: its own release and a peer's, unchanged: accepted.
     peer = np.sort(np.random.default_rng(2).normal(0.3, 0.2, 40))
-    up = client.upload(s, NEG, np.concatenate([noisy, peer]), segments=[info, peer_release(NEG, peer)])
+    peer_info = peer_release(NEG, peer)
+    up = client.upload(s, NEG, np.concatenate([noisy, peer]), segments=[info, peer_info])
     assert up.n_received == noisy.size + 40
+    # The site remembers valid signatures (a repeat costs no verification), but only for the exact
+    # message and bytes: a changed field or signature is checked, and refused, again.
+    for change in ({"epsilon": 9.0}, {"signature": bytes(64)}):
+        altered = pb.ReleaseInfo()
+        altered.CopyFrom(peer_info)
+        for name, value in change.items():
+            setattr(altered, name, value)
+        _refused(lambda: client.upload(s, NEG, np.concatenate([noisy, peer]), segments=[info, altered]),
+                 C.PERMISSION_DENIED, "signature does not match")
     upload = [r for r in read_audit(server.config.audit_path) if r["call"] == "UploadSurvivor"]
     assert [r["decision"] for r in upload] == ["PERMISSION_DENIED"] * 3 + ["INVALID_ARGUMENT", "INVALID_ARGUMENT",
-                                                                          "PERMISSION_DENIED", "OK"]
+                                                                          "PERMISSION_DENIED", "OK",
+                                                                          "PERMISSION_DENIED", "PERMISSION_DENIED"]
 
 
 def test_an_own_segment_must_be_in_the_ledger(tls_site, tmp_path):
