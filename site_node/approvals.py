@@ -13,7 +13,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 
-from dsroc import GlmModel
+import dsroc  # GlmModel is looked up at first use: dsroc.glm_model imports scipy.special
 
 from .scores import ScoreSpec
 from .sqlite_files import PrivateStore
@@ -38,7 +38,7 @@ def model_from_json(text: str, *, name: str = "model file") -> ScoreSpec:
                          '{"column": b, ...}} and nothing else')
     try:
         # Floats, as they arrive over the wire: the canonical text of 0 and 0.0 must be the same.
-        model = GlmModel(link=data.get("link", "logit"), intercept=float(data.get("intercept", 0.0)),
+        model = dsroc.GlmModel(link=data.get("link", "logit"), intercept=float(data.get("intercept", 0.0)),
                          coefficients={str(k): float(v) for k, v in data["coefficients"].items()})
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name}: {exc}") from None
@@ -107,7 +107,7 @@ def approve_model(config, model, *, note: str = "") -> str:
         from .config import load_config
 
         config = load_config(config)
-    if isinstance(model, GlmModel):
+    if isinstance(model, dsroc.GlmModel):
         model = {"link": model.link, "intercept": model.intercept, "coefficients": dict(model.coefficients)}
     approvals = ModelApprovals(config.approvals_path)
     try:

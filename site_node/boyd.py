@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsroc.accounting import ApproximateDp, Laplace
-from dsroc.mechanisms import boyd
+import dsroc  # dsroc.mechanisms is looked up at first use: it imports scipy.special
 
 from .errors import InvalidArgument
 from .guard import check_release_parameters, require_privacy_level
@@ -84,6 +84,7 @@ def release_boyd(site, session: Session, *, epsilon: float, delta: float, count_
 
     def make(seed: bytes) -> tuple[bytes, int, int]:
         rng = np.random.default_rng(int.from_bytes(seed, "big"))
+        boyd = dsroc.mechanisms.boyd
         auc = boyd.dp_auc(scores, labels, epsilon=eps_stat, delta=delta_stat, rng=rng)
         ap = boyd.dp_average_precision(scores, labels, epsilon=eps_stat, delta=delta_stat, rng=rng)
         n1_noisy, _ = boyd.dp_class_count(positives.size, scores.size, epsilon=share * epsilon, rng=rng)

@@ -22,6 +22,17 @@ def package_version() -> str:
     except PackageNotFoundError:
         return "unknown (not installed)"
 
+
+class _VersionAction(argparse.Action):
+    """``--version``: looks the version up only when asked (importlib.metadata costs every start ~35 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
+
 DESCRIPTION = """\
 dsroc-site runs a hospital's site for dsroc: a daemon that answers privacy-checked questions about a
 prediction model's performance on local patient data, so that analysts can validate the model over
@@ -92,13 +103,14 @@ def _cmd_token(args) -> int:
 
 def _cmd_serve(args) -> int:
     from .config import ConfigError, load_config
-    from .server import SiteServer
+    from .server import SiteServer, return_freed_memory
 
+    return_freed_memory()
     if args.listen is not None and len(args.config) > 1:
         raise ConfigError("--listen overrides the address of one site; give a single --config with it")
     configs = [load_config(path) for path in args.config]  # every config is checked before any site starts
-    servers = [SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers)
-               for config in configs]
+    servers = [SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers,
+                          read_datasets_in_helper=True) for config in configs]
     if args.insecure:
         logging.getLogger("dsroc.site").warning("serving WITHOUT TLS (--insecure): for local development only")
     started = []
@@ -129,7 +141,7 @@ def _cmd_serve(args) -> int:
 def _check_one(path) -> int:
     """Check one site config; print a line per item and return the number of problems."""
     from .config import load_config
-    from .datasets import DatasetStore, feature_values, outcome_values, score_values
+    from .datasets import DatasetStore, Table, feature_values, open_table, outcome_values, score_values
     from .errors import SiteError
     from .server import server_credentials
 
@@ -144,11 +156,16 @@ def _check_one(path) -> int:
             print(f"tls: {exc}")
     else:
         print("tls: not configured (serve needs --insecure)")
-    store = DatasetStore(config.datasets)
-    tables = {}
+    frames = {}  # whole tables, for the populations check (every column)
+
+    def read(ds):
+        frames[ds.name] = open_table(ds).load()
+        return Table.from_frame(frames[ds.name], ds)
+
+    store = DatasetStore(config.datasets, reader=read)
     for name, ds in config.datasets.items():
         try:
-            table = tables[name] = store.table(name)
+            table = store.table(name)
         except SiteError:
             problems += 1
             print(f"dataset {name}: cannot be read (see the log above)")
@@ -164,7 +181,7 @@ def _check_one(path) -> int:
             except SiteError as exc:
                 problems += 1
                 print(f"  {column}: {exc} ({kind} column)")
-    return problems + _check_populations(config, tables)
+    return problems + _check_populations(config, frames)
 
 
 def _cmd_check(args) -> int:
@@ -242,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dsroc-site``."""
     parser = argparse.ArgumentParser(prog="dsroc-site", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("init", help="write an example site folder (config, sample data, dev certificates, token)",

@@ -1,12 +1,13 @@
-"""Dataset stores: CSV, Parquet and SQL (SQLAlchemy) tables, loaded once, with per-column data checks."""
+"""Dataset stores: CSV, Parquet and SQL (SQLAlchemy) tables, read once into numpy columns, with per-column data checks."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import logging
 import threading
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,6 +22,8 @@ __all__ = [
     "FileTable",
     "SqlTable",
     "open_table",
+    "Table",
+    "read_table",
     "DatasetStore",
     "outcome_values",
     "score_values",
@@ -77,12 +80,93 @@ def open_table(config: DatasetConfig) -> TableSource:
     return SqlTable(config) if config.format == "sql" else FileTable(config)
 
 
-class DatasetStore:
-    """The site's datasets, each read once on first use and kept in memory (thread-safe)."""
+def column_dtype(series: pd.Series) -> str:
+    """A short, portable dtype name for Describe."""
+    kind = series.dtype.kind
+    return {"f": "float", "i": "int", "u": "int", "b": "bool", "M": "datetime"}.get(kind, "string")
 
-    def __init__(self, datasets: dict[str, DatasetConfig]):
+
+@dataclass(frozen=True)
+class Table:
+    """A dataset as the site keeps it: no DataFrame, only what the site reads.
+
+    ``kinds`` names every column (in the table's order) with its dtype name for Describe; ``values``
+    holds, as read-only numpy arrays, the numeric columns a request may read (outcomes, scores and
+    model columns: every column when the config lists no model columns; missing values as NaN);
+    ``missing`` names those of the readable columns, numeric or not, with missing values.
+    """
+
+    n_rows: int
+    kinds: dict[str, str]
+    values: dict[str, np.ndarray]
+    missing: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, config: DatasetConfig) -> "Table":
+        """The columns of ``frame`` the dataset ``config`` lets the site read (numpy columns are not copied)."""
+        readable = set(config.outcomes) | set(config.scores)
+        readable |= set(config.model_columns) if config.model_columns is not None else {str(c) for c in frame.columns}
+        kinds, values, missing = {}, {}, set()
+        for column in frame.columns:
+            series = frame[column]
+            name = str(column)
+            kinds[name] = column_dtype(series)
+            if name not in readable:
+                continue
+            has_missing = bool(series.isna().any())
+            if has_missing:
+                missing.add(name)
+            if series.dtype.kind in "iufb":
+                array = (series.to_numpy(dtype=np.float64, na_value=np.nan) if has_missing
+                         else series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", series.dtype)))
+                values[name] = _compact(np.ascontiguousarray(array))
+                values[name].flags.writeable = False
+        return cls(len(frame), kinds, values, frozenset(missing))
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column's name."""
+        return list(self.kinds)
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the column values."""
+        return sum(v.nbytes for v in self.values.values())
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """Integers in the smallest integer type that holds them all (a CSV's 0/1 outcome: int8, not int64)."""
+    if values.dtype.kind not in "iu" or values.size == 0:
+        return values
+    lo, hi = values.min(), values.max()
+    for dtype in (np.int8, np.int16, np.int32):
+        if np.iinfo(dtype).min <= lo and hi <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    return values
+
+
+def read_table(config: DatasetConfig) -> Table:
+    """Read a dataset in this process (pandas; SQLAlchemy for SQL)."""
+    return Table.from_frame(open_table(config).load(), config)
+
+
+class DatasetStore:
+    """The site's datasets, each read once on first use and kept in memory as a :class:`Table` (thread-safe).
+
+    Parameters
+    ----------
+    datasets : mapping of str to DatasetConfig
+    reader : callable, default :func:`read_table`
+        Reads one dataset; the daemon passes :func:`site_node.table_reader.read_table_in_helper`.
+    """
+
+    def __init__(self, datasets: dict[str, DatasetConfig], *, reader: Callable[[DatasetConfig], Table] = read_table):
         self._configs = dict(datasets)
-        self._tables: dict[str, pd.DataFrame] = {}
+        self._tables: dict[str, Table] = {}
+        self._reader = reader
         self._lock = threading.Lock()
 
     def config(self, name: str) -> DatasetConfig:
@@ -96,13 +180,13 @@ class DatasetStore:
         """All dataset names."""
         return list(self._configs)
 
-    def table(self, name: str) -> pd.DataFrame:
+    def table(self, name: str) -> Table:
         """The rows of dataset ``name``."""
         config = self.config(name)
         with self._lock:
             if name not in self._tables:
                 try:
-                    self._tables[name] = open_table(config).load()
+                    self._tables[name] = self._reader(config)
                 except Exception:
                     # The reason (path, driver message) is for the administrator, not the analyst.
                     log.exception("cannot read dataset %s", name)
@@ -112,47 +196,39 @@ class DatasetStore:
             return self._tables[name]
 
 
-def column_dtype(series: pd.Series) -> str:
-    """A short, portable dtype name for Describe."""
-    kind = series.dtype.kind
-    return {"f": "float", "i": "int", "u": "int", "b": "bool", "M": "datetime"}.get(kind, "string")
-
-
 # The data checks below name the column and the rule but never the number of offending rows or any
 # value: such counts are aggregates that may describe fewer than q patients.
 
-def _column(table: pd.DataFrame, dataset: str, column: str) -> pd.Series:
-    if column not in table.columns:
+def _column(table: Table, dataset: str, column: str) -> np.ndarray | None:
+    """The values of a readable column (None for a non-numeric one)."""
+    if column not in table.kinds:
         raise InvalidArgument(f"dataset {dataset!r} has no column {column!r}")
-    return table[column]
+    return table.values.get(column)
 
 
-def outcome_values(table: pd.DataFrame, dataset: str, column: str) -> np.ndarray:
+def outcome_values(table: Table, dataset: str, column: str) -> np.ndarray:
     """The outcome column as 0/1 int8 labels, or :class:`InvalidArgument` naming the column and problem."""
-    s = _column(table, dataset, column)
-    if s.isna().any():
+    values = _column(table, dataset, column)
+    if column in table.missing:
         raise InvalidArgument(f"dataset {dataset!r}, outcome column {column!r}: has missing values")
-    if s.dtype.kind == "b":
-        return s.to_numpy().astype(np.int8)
-    if s.dtype.kind not in "iuf":
+    if values is None:
         raise InvalidArgument(f"dataset {dataset!r}, outcome column {column!r}: labels must be 0 or 1 (column is not numeric)")
-    values = s.to_numpy()
-    if not np.all((values == 0) | (values == 1)):
+    if values.dtype.kind != "b" and not np.all((values == 0) | (values == 1)):
         raise InvalidArgument(f"dataset {dataset!r}, outcome column {column!r}: labels must be 0 or 1 (other values found)")
-    return values.astype(np.int8)
+    return values.astype(np.int8, copy=False)
 
 
-def _numeric(table: pd.DataFrame, dataset: str, column: str, what: str) -> np.ndarray:
-    s = _column(table, dataset, column)
-    if s.dtype.kind not in "iufb":
+def _numeric(table: Table, dataset: str, column: str, what: str) -> np.ndarray:
+    values = _column(table, dataset, column)
+    if values is None:
         raise InvalidArgument(f"dataset {dataset!r}, {what} column {column!r}: is not numeric")
-    values = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = values.astype(np.float64, copy=False)
     if not np.isfinite(values).all():
         raise InvalidArgument(f"dataset {dataset!r}, {what} column {column!r}: has missing or non-finite values")
     return values
 
 
-def score_values(table: pd.DataFrame, dataset: str, column: str, score_range: tuple[float, float]) -> np.ndarray:
+def score_values(table: Table, dataset: str, column: str, score_range: tuple[float, float]) -> np.ndarray:
     """A score column as float64, checked for missing values and the declared range."""
     values = _numeric(table, dataset, column, "score")
     lo, hi = score_range
@@ -163,6 +239,6 @@ def score_values(table: pd.DataFrame, dataset: str, column: str, score_range: tu
     return values
 
 
-def feature_values(table: pd.DataFrame, dataset: str, columns) -> dict[str, np.ndarray]:
+def feature_values(table: Table, dataset: str, columns) -> dict[str, np.ndarray]:
     """Model input columns as float64 arrays, checked for missing and non-numeric values."""
     return {c: _numeric(table, dataset, c, "model") for c in columns}

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsroc import calibration_edges, model_sensitivity, rocglm_grid
+import dsroc  # rocglm_grid is looked up at first use: dsroc.rocglm imports scipy.special
+from dsroc import calibration_edges, model_sensitivity
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -149,11 +150,11 @@ def check_grid(policy: Policy, grid_message) -> np.ndarray:
         _check_cap("the grid", int(grid_message.n_points) - 2, "thresholds", policy.max_thresholds)
     with analyst_input("grid"):
         if which == "n_points":
-            grid = rocglm_grid(int(grid_message.n_points))
+            grid = dsroc.rocglm_grid(int(grid_message.n_points))
         elif which == "thresholds":
-            grid = rocglm_grid(np.asarray(grid_message.thresholds.values, dtype=np.float64))
+            grid = dsroc.rocglm_grid(np.asarray(grid_message.thresholds.values, dtype=np.float64))
         else:
-            grid = rocglm_grid(None)
+            grid = dsroc.rocglm_grid(None)
     _check_cap("the grid", grid.size, "thresholds", policy.max_thresholds)
     return grid
 

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram imports scipy.optimize)
 from dsroc import analytic_gaussian_sigma
 from dsroc.accounting import DiscreteGaussian
-from dsroc.histogram import bin_scores, histogram_edges
-from dsroc.noise import discrete_gaussian_sigma, discrete_gaussian_variance, sample_discrete_gaussian
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -89,7 +88,9 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
         lo, hi = policy.histogram_logit_range
     if scalars and (lo < 0.0 or hi > 1.0):
         raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
-    edges = histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
+    from dsroc.noise import discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
+
+    edges = dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
     # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
     # the noise's support (and the accountant's arrays) small before anything is built.
     if analytic_gaussian_sigma(epsilon, delta, 1.0) > MAX_SIGMA:
@@ -106,7 +107,9 @@ def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, 
     The noise comes from the exact sampler (:func:`dsroc.noise.sample_discrete_gaussian`); ``rng``
     only rounds the scalar terms (any rounding into [0, 1] keeps the sensitivity).
     """
-    h0, h1 = bin_scores(scores, labels, plan.edges)
+    from dsroc.noise import sample_discrete_gaussian
+
+    h0, h1 = dsroc.bin_scores(scores, labels, plan.edges)
     noise = sample_discrete_gaussian(plan.sigma, 2 * plan.n_bins)
     counts = np.concatenate([h0, h1]).astype(np.int64) + noise
     sums = []
@@ -132,4 +135,6 @@ def decode_histogram(plan: HistogramPlan, payload: bytes) -> tuple[np.ndarray, n
 
 def noise_sd(sigma: float) -> float:
     """Standard deviation of ``N_Z(0, sigma^2)`` noise."""
+    from dsroc.noise import discrete_gaussian_variance
+
     return math.sqrt(discrete_gaussian_variance(sigma)) if sigma > 0 else 0.0

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsroc import GlmModel
+import dsroc  # GlmModel is looked up at first use: dsroc.glm_model imports scipy.special
 
 from .config import DatasetConfig
-from .datasets import feature_values, score_values
+from .datasets import Table, feature_values, score_values
 from .errors import InvalidArgument
 
-if TYPE_CHECKING:  # pandas is imported where tables are read, not at daemon start-up
-    import pandas as pd
+if TYPE_CHECKING:
+    from dsroc import GlmModel
 
 __all__ = ["ScoreSpec", "model_columns", "compute_scores", "MAX_ABS_COEFFICIENT"]
 
@@ -65,7 +65,7 @@ class ScoreSpec:
                                   "in absolute value")
         if not coefficients:
             raise InvalidArgument("score.model needs at least one coefficient (a constant model has no ROC curve)")
-        return cls(model=GlmModel(link=_LINKS[m.link], intercept=m.intercept, coefficients=coefficients))
+        return cls(model=dsroc.GlmModel(link=_LINKS[m.link], intercept=m.intercept, coefficients=coefficients))
 
     @classmethod
     def from_key(cls, key: str) -> "ScoreSpec":
@@ -75,7 +75,7 @@ class ScoreSpec:
             return cls(column=body)
         if kind == "glm":
             m = json.loads(body)
-            return cls(model=GlmModel(link=m["link"], intercept=m["intercept"], coefficients=dict(m["coefficients"])))
+            return cls(model=dsroc.GlmModel(link=m["link"], intercept=m["intercept"], coefficients=dict(m["coefficients"])))
         raise ValueError(f"not a score source key: {key!r}")
 
     @property
@@ -88,13 +88,13 @@ class ScoreSpec:
         return "glm:" + json.dumps(body, separators=(",", ":"))
 
 
-def model_columns(config: DatasetConfig, table: pd.DataFrame) -> list[str]:
+def model_columns(config: DatasetConfig, table: Table) -> list[str]:
     """Columns an analyst's model may read: the configured list, else every column but the outcomes."""
     allowed = config.model_columns if config.model_columns is not None else list(table.columns)
     return [c for c in allowed if c not in config.outcomes]
 
 
-def compute_scores(spec: ScoreSpec, config: DatasetConfig, table: pd.DataFrame) -> tuple[np.ndarray, tuple[float, float]]:
+def compute_scores(spec: ScoreSpec, config: DatasetConfig, table: Table) -> tuple[np.ndarray, tuple[float, float]]:
     """The scores of every row and the range they are known to lie in.
 
     Raises :class:`InvalidArgument` for an undeclared score column, a model reading an unknown or

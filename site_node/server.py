@@ -16,16 +16,39 @@ from dsroc.v1 import site_pb2, site_pb2_grpc
 from .audit import AuditLog
 from .auth import AuthAuditInterceptor
 from .config import ConfigError, SiteConfig
+from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
 from .servicer import SiteServicer
 from .slots import CallSlots
+from .table_reader import read_table_in_helper
 from .site import Site
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback", "return_freed_memory"]
 
 log = logging.getLogger("dsroc.site")
 
 SERVICE_NAME = "dsroc.v1.SiteService"
+
+
+_M_MMAP_THRESHOLD = -3  # mallopt parameter, glibc's malloc.h
+
+
+def return_freed_memory() -> bool:
+    """Make the C allocator give large freed blocks back to the system at once (glibc; False elsewhere).
+
+    glibc serves blocks of 128 KB and more from their own memory maps, but raises that threshold up to
+    32 MB after the first such block is freed; from then on a request's score arrays come from the heap
+    and stay in the process after the request (RSS grows by tens of MB per protocol run). A fixed
+    threshold keeps every array of 16 384 scores or more in its own map, unmapped when freed.
+    """
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except AttributeError:  # not glibc
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, 128 * 1024))
+
 
 
 def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
@@ -75,10 +98,13 @@ class SiteServer:
     max_calls_per_analyst : int, optional
         Calls of one analyst in progress at once; default half the workers (at least 1), so that one
         analyst with stalled streams cannot take every worker.
+    read_datasets_in_helper : bool, default False
+        Read each dataset in a helper process (:mod:`site_node.table_reader`), so that pandas, pyarrow
+        and SQLAlchemy never take memory in this one; ``dsroc-site serve`` does.
     """
 
     def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
-                 max_calls_per_analyst: int | None = None):
+                 max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False):
         self.config = config
         self.insecure = insecure
         self.address = address or config.listen
@@ -91,7 +117,8 @@ class SiteServer:
         credentials = None if insecure else server_credentials(config)
         self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
         self.audit = AuditLog(config.audit_path, max_bytes=config.audit_max_bytes)
-        self.site = Site(config, self.ledger)
+        reader = read_table_in_helper if read_datasets_in_helper else read_table
+        self.site = Site(config, self.ledger, datasets=DatasetStore(config.datasets, reader=reader))
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),

@@ -8,15 +8,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-
-from dsroc import SurvivorFunction
 
 from .errors import NotFound, ResourceExhausted
 from .guard import SiteSensitivity
 from .scores import ScoreSpec
+
+if TYPE_CHECKING:  # dsroc.auc imports scipy.special: not before the daemon serves
+    from dsroc import SurvivorFunction
 
 __all__ = ["Survivor", "ScoredData", "Session", "SessionStore"]
 

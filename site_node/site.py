@@ -14,14 +14,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+import dsroc  # RocGlmParts, SurvivorFunction: looked up at first use (their modules import scipy)
 from dsroc import (
     BrierParts,
     CalibrationParts,
     ConfusionParts,
     MeanParts,
-    PartsAtTheta,
-    RocGlmParts,
-    SurvivorFunction,
     add_gaussian_noise,
     analytic_gaussian_sigma,
     brier_parts,
@@ -34,7 +32,7 @@ from dsroc.accounting import VALUE_DISCRETIZATION, Gaussian
 
 from .approvals import ModelApprovals, model_hash
 from .config import DatasetConfig, SiteConfig
-from .datasets import DatasetStore, column_dtype, outcome_values
+from .datasets import DatasetStore, feature_values, outcome_values
 from .disclosure import DisclosureStore, calibration_queries, confusion_queries
 from .signing import ReleaseSigner, values_digest
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -122,9 +120,11 @@ class Site:
     ----------
     config : SiteConfig
     ledger : Ledger
+    datasets : DatasetStore, optional
+        Where the datasets are read (default: in this process).
     """
 
-    def __init__(self, config: SiteConfig, ledger: Ledger):
+    def __init__(self, config: SiteConfig, ledger: Ledger, *, datasets: DatasetStore | None = None):
         self.config = config
         self.policy = config.policy
         self.ledger = ledger
@@ -133,7 +133,7 @@ class Site:
         self.approvals = ModelApprovals(config.approvals_path)
         self.disclosure = DisclosureStore(config.disclosure_path)
         self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
-        self.datasets = DatasetStore(config.datasets)
+        self.datasets = datasets if datasets is not None else DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
         self._scored: OrderedDict[tuple[str, str, str], ScoredData] = OrderedDict()
@@ -157,8 +157,7 @@ class Site:
                 continue
             config = self.datasets.config(name)
             try:
-                table = self.datasets.table(name)
-                columns = [(str(c), column_dtype(table[c])) for c in table.columns]
+                columns = list(self.datasets.table(name).kinds.items())
             except InvalidArgument:
                 columns = []  # unreadable (logged for the administrator); the others are still described
             out.append(DatasetSummary(config, columns, self._rule(config), self._budget(config)))
@@ -203,7 +202,7 @@ class Site:
         scores, score_range = compute_scores(spec, config, table)
         features = None
         if spec.model is not None:
-            features = {name: np.asarray(table[name], dtype=np.float64) for name in spec.model.features}
+            features = feature_values(table, dataset, spec.model.features)
         data = ScoredData(dataset, outcome, spec, scores, labels, score_range, features, population=config.population)
         with self._scored_lock:
             data = self._scored.setdefault(key, data)
@@ -336,7 +335,7 @@ class Site:
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
         self.signer.verify_segments(segments, values, score_class, self._known_release)
-        function = SurvivorFunction(values)  # sorts once (not at all when the analyst sent them sorted)
+        function = dsroc.SurvivorFunction(values)  # sorts once (not at all when the analyst sent them sorted)
         survivor = Survivor(function, hashlib.sha256(function.sorted_values.tobytes()).hexdigest())
         self.ledger.record_survivor(
             (*session.data.key, score_class, survivor.digest),
@@ -380,7 +379,7 @@ class Site:
             return survivor, survivor.placements
 
     # ------------------------------------------------------------------ aggregates
-    def rocglm_parts(self, session: Session, theta, grid_message) -> tuple[PartsAtTheta, int, int]:
+    def rocglm_parts(self, session: Session, theta, grid_message) -> tuple[dsroc.PartsAtTheta, int, int]:
         """The site's ROC-GLM score, information and deviance at theta; counts one evaluation."""
         require_protocol(self.policy, "paper")
         theta = check_theta(theta)
@@ -394,7 +393,7 @@ class Site:
             # The counts depend on the grid only: build them once, evaluate at each theta in O(grid size).
             model = survivor.models.get(grid.tobytes())
             if model is None:
-                model = survivor.models[grid.tobytes()] = RocGlmParts.from_placements(pv0, grid)
+                model = survivor.models[grid.tobytes()] = dsroc.RocGlmParts.from_placements(pv0, grid)
         parts = model.evaluate(theta)
         return parts, left, grid.size
 

@@ -1,0 +1,141 @@
+"""Datasets read in a helper process: the same columns as pandas reads, errors for the log only, and a daemon that
+never loads pandas, pyarrow or scipy to start or to read its data."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from dsroc.v1 import site_pb2 as pb
+from site_node.config import DatasetConfig
+from site_node.datasets import DatasetStore, outcome_values, read_table, score_values
+from site_node.errors import InvalidArgument
+from site_node.init import init_site
+from site_node.table_reader import read_table_in_helper
+from site_node.testing import site_channel, site_stub
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _frame(n=50):
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({
+        "pred": rng.uniform(0, 1, n),
+        "y": (rng.uniform(0, 1, n) < 0.4).astype(np.int8),
+        "age": rng.integers(20, 90, n),
+        "smoker": rng.uniform(0, 1, n) < 0.3,
+        "ward": rng.choice(["a", "b", "c"], n),
+        "bmi": rng.normal(27, 4, n),
+    })
+    frame.loc[[4, 9], "bmi"] = np.nan
+    return frame
+
+
+@pytest.fixture(params=["csv", "parquet", "sqlite"])
+def stored(request, tmp_path):
+    """A dataset config over the frame, stored in each format, and the frame as pandas reads it back."""
+    frame = _frame()
+    common = {"name": "cohort", "outcomes": ("y",), "scores": ("pred",)}
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'cohort.db'}"
+        engine = sa.create_engine(url)
+        frame.to_sql("cohort", engine, index=False)
+        back = pd.read_sql_table("cohort", engine)
+        engine.dispose()
+        return DatasetConfig(format="sql", url=url, table="cohort", **common), back
+    path = tmp_path / f"cohort.{request.param}"
+    if request.param == "csv":
+        frame.to_csv(path, index=False)
+        return DatasetConfig(format="csv", path=path, **common), pd.read_csv(path)
+    frame.to_parquet(path)
+    return DatasetConfig(format="parquet", path=path, **common), pd.read_parquet(path)
+
+
+def test_the_helper_reads_the_columns_pandas_reads(stored):
+    config, frame = stored
+    table = read_table_in_helper(config)
+    assert len(table) == len(frame) == 50
+    assert table.columns == ["pred", "y", "age", "smoker", "ward", "bmi"]
+    assert table.kinds["pred"] == table.kinds["bmi"] == "float" and table.kinds["age"] == "int"
+    assert table.kinds["ward"] == "string"
+    assert table.missing == {"bmi"}  # no model columns configured: every column is readable
+    for column in ("pred", "y", "age", "bmi"):
+        np.testing.assert_array_equal(table.values[column], frame[column].to_numpy(dtype=float))
+    assert "ward" not in table.values and not table.values["pred"].flags.writeable
+    np.testing.assert_array_equal(table.values["smoker"].astype(bool), frame["smoker"].astype(bool).to_numpy())
+    # The same checks on the helper's table as on the one read in this process.
+    inline = read_table(config)
+    np.testing.assert_array_equal(outcome_values(table, "cohort", "y"), outcome_values(inline, "cohort", "y"))
+    np.testing.assert_array_equal(score_values(table, "cohort", "pred", (0, 1)), frame["pred"].to_numpy())
+    with pytest.raises(InvalidArgument, match="score column 'bmi': has missing or non-finite values"):
+        score_values(table, "cohort", "bmi", (0, 100))
+    with pytest.raises(InvalidArgument, match="outcome column 'ward': has missing|outcome column 'ward': labels must"):
+        outcome_values(table, "cohort", "ward")
+
+
+def test_only_declared_columns_are_kept(tmp_path):
+    path = tmp_path / "cohort.csv"
+    _frame().to_csv(path, index=False)
+    config = DatasetConfig(name="cohort", format="csv", path=path, outcomes=("y",), scores=("pred",),
+                           model_columns=("age",))
+    table = read_table_in_helper(config)
+    assert sorted(table.values) == ["age", "pred", "y"] and table.missing == frozenset()
+    assert table.columns == ["pred", "y", "age", "smoker", "ward", "bmi"]  # Describe still lists every column
+    assert table.values["y"].dtype == table.values["age"].dtype == np.int8  # CSV integers are int64 in pandas
+    assert table.nbytes == 50 * (8 + 1 + 1)
+
+
+def test_a_dataset_the_helper_cannot_read_is_logged_for_the_administrator_only(tmp_path, caplog):
+    config = DatasetConfig(name="gone", format="csv", path=tmp_path / "missing.csv", outcomes=("y",))
+    with pytest.raises(RuntimeError, match="missing.csv"):
+        read_table_in_helper(config)
+    store = DatasetStore({"gone": config}, reader=read_table_in_helper)
+    with caplog.at_level(logging.ERROR, logger="dsroc.site"), pytest.raises(InvalidArgument) as info:
+        store.table("gone")
+    assert "missing.csv" not in str(info.value) and "site log" in str(info.value)
+    assert "missing.csv" in caplog.text
+
+
+def _mapped_libraries(pid: int) -> set[str]:
+    """The packages whose compiled extension modules a process has loaded (from /proc/PID/maps)."""
+    names = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        path = line.split()[-1] if len(line.split()) >= 6 else ""
+        if "site-packages/" in path:
+            names.add(path.split("site-packages/")[1].split("/")[0])
+    return names
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+def test_the_daemon_serves_and_reads_its_data_without_pandas_or_scipy(tmp_path):
+    site = init_site(tmp_path / "s", listen="127.0.0.1:0")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        address = json.loads(proc.stdout.readline())["address"]
+        heavy = {"scipy", "pandas", "pyarrow", "sqlalchemy", "matplotlib", "statsmodels"}
+        loaded = _mapped_libraries(proc.pid)
+        assert "grpc" in loaded and "numpy" in loaded and not loaded & heavy
+        channel = site_channel(address, ca_cert=site.pki.ca_cert, client_cert=site.pki.client_cert,
+                               client_key=site.pki.client_key)
+        stub, md = site_stub(channel), [("authorization", f"Bearer {site.token}")]
+        described = stub.Describe(pb.DescribeRequest(), metadata=md, timeout=60).datasets[0]
+        assert [c.name for c in described.columns] == list(pd.read_csv(site.dataset).columns)
+        stub.OpenSession(pb.OpenSessionRequest(dataset="sample", outcome="y", score=pb.ScoreSource(score_column="pred")),
+                         metadata=md, timeout=60)
+        channel.close()
+        assert not _mapped_libraries(proc.pid) & {"pandas", "pyarrow", "sqlalchemy"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
