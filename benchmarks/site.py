@@ -74,24 +74,27 @@ def main() -> None:
             def release(score_class):
                 chunks = stub.ReleaseNoisyScores(pb.ReleaseRequest(
                     session_id=session, score_class=score_class, epsilon=5.0, delta=1e-5), metadata=md, timeout=600)
-                return np.concatenate([np.frombuffer(c.scores, dtype="<f8") for c in chunks])
+                chunks = list(chunks)
+                return chunks[0].info, np.concatenate([np.frombuffer(c.scores, dtype="<f8") for c in chunks])
 
             t = time.perf_counter()
-            neg = release(pb.SCORE_CLASS_NEGATIVES)
+            neg_info, neg = release(pb.SCORE_CLASS_NEGATIVES)
             t_neg = time.perf_counter() - t
             t = time.perf_counter()
-            pos = release(pb.SCORE_CLASS_POSITIVES)
+            _, pos = release(pb.SCORE_CLASS_POSITIVES)
             t_pos = time.perf_counter() - t
             assert neg.size + pos.size == args.rows
 
-            def upload(score_class, values, chunk=65536):
+            def upload(score_class, values, info, chunk=65536):
+                # The site's own signed release as the only segment (a one-site federation).
                 yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=session, score_class=score_class,
-                                                                n=values.size), scores=values[:chunk].tobytes())
+                                                                n=values.size, segments=[info]),
+                                       scores=values[:chunk].tobytes())
                 for i in range(chunk, values.size, chunk):
                     yield pb.SurvivorChunk(scores=values[i:i + chunk].tobytes())
 
             t = time.perf_counter()
-            stub.UploadSurvivor(upload(pb.SCORE_CLASS_NEGATIVES, neg), metadata=md, timeout=600)
+            stub.UploadSurvivor(upload(pb.SCORE_CLASS_NEGATIVES, neg, neg_info), metadata=md, timeout=600)
             t_upload = time.perf_counter() - t
             rtts = []
             for i in range(args.glm_calls):
