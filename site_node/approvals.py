@@ -39,7 +39,7 @@ def model_from_json(text: str, *, name: str = "model file") -> ScoreSpec:
     try:
         # Floats, as they arrive over the wire: the canonical text of 0 and 0.0 must be the same.
         model = dsroc.GlmModel(link=data.get("link", "logit"), intercept=float(data.get("intercept", 0.0)),
-                         coefficients={str(k): float(v) for k, v in data["coefficients"].items()})
+                               coefficients={str(k): float(v) for k, v in data["coefficients"].items()})
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name}: {exc}") from None
     return ScoreSpec(model=model)

@@ -1,4 +1,4 @@
-"""Dataset stores: CSV, Parquet and SQL (SQLAlchemy) tables, read once into numpy columns, with per-column data checks."""
+"""Dataset stores: CSV, Parquet and SQL (SQLAlchemy) tables read once into numpy columns, per-column data checks."""
 
 from __future__ import annotations
 

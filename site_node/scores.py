@@ -75,7 +75,8 @@ class ScoreSpec:
             return cls(column=body)
         if kind == "glm":
             m = json.loads(body)
-            return cls(model=dsroc.GlmModel(link=m["link"], intercept=m["intercept"], coefficients=dict(m["coefficients"])))
+            return cls(model=dsroc.GlmModel(link=m["link"], intercept=m["intercept"],
+                                            coefficients=dict(m["coefficients"])))
         raise ValueError(f"not a score source key: {key!r}")
 
     @property

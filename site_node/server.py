@@ -19,9 +19,9 @@ from .config import ConfigError, SiteConfig
 from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
 from .servicer import SiteServicer
+from .site import Site
 from .slots import CallSlots
 from .table_reader import read_table_in_helper
-from .site import Site
 
 __all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback", "return_freed_memory"]
 
@@ -48,7 +48,6 @@ def return_freed_memory() -> bool:
     except AttributeError:  # not glibc
         return False
     return bool(mallopt(_M_MMAP_THRESHOLD, 128 * 1024))
-
 
 
 def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
