@@ -83,9 +83,9 @@ class Federation:
         self.sites = sites
         self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
         # One pool for every fan-out of this federation's steps (a validation makes about twenty).
-        # Up to two steps run at once (the fit beside the moments), so two workers per site, and one for
-        # the analyst's own post-processing that runs meanwhile.
-        self.executor = ThreadPoolExecutor(max_workers=2 * len(sites) + 1, thread_name_prefix="dsroc-site")
+        # Up to five steps run at once (the fit beside the moments, Brier, calibration and budget), so five
+        # workers per site, and two for the analyst's own post-processing that runs meanwhile.
+        self.executor = ThreadPoolExecutor(max_workers=5 * len(sites) + 2, thread_name_prefix="dsroc-site")
         self._closing: list[Future] = []  # sessions closing in the background (see close_later)
 
     @classmethod
@@ -231,33 +231,33 @@ class Federation:
             s0_noisy, s1_noisy = s.pool(releases)
             # Post-processing of the release, on the analyst's own CPU while the sites work.
             pr_done: Future = self.executor.submit(pr_from_released_scores, s0_noisy, s1_noisy, level=level)
+            summary_done: Future = self.executor.submit(s.release_summary, releases, pooled=(s0_noisy, s1_noisy))
             s.upload_survivors(releases)
             lap("upload")
 
-            def fit_step():
-                t = time.perf_counter()
-                result = s.fit_rocglm(grid=grid)
-                timing["rocglm"] = time.perf_counter() - t
-                return result
+            def timed(step, fn):
+                def run():
+                    t = time.perf_counter()
+                    out = fn()
+                    timing[step] = time.perf_counter() - t
+                    return out
+                return run
 
-            def other_steps():
-                # Independent of the fit: runs alongside its round trips (two calls at a time per site).
-                t = time.perf_counter()
+            def moments_step():
                 moments = s.placement_moments()
-                corrected = s.noise_corrected_auc(releases, moments, pooled=(s0_noisy, s1_noisy), level=level,
-                                                  method=ci_method)
-                timing["moments"] = time.perf_counter() - t
-                t = time.perf_counter()
-                brier_n = s.brier()
+                return moments, s.noise_corrected_auc(releases, moments, summary=summary_done.result(), level=level,
+                                                      method=ci_method)
+
+            def cells_step():
                 # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
                 # something with answers given before, while calibration only withholds more bins.
                 confusion = None if threshold is None else s.confusion(threshold)
-                calibration = s.calibration(n_bins=n_bins, edges=edges)
-                budgets = s.budget()
-                timing["brier_calibration"] = time.perf_counter() - t
-                return moments, corrected, brier_n, calibration, confusion, budgets
+                return s.calibration(n_bins=n_bins, edges=edges), confusion
 
-            fit, (moments, corrected, (brier, n), calibration, confusion, budgets) = concurrently(fit_step, other_steps)
+            # Independent steps at the same time: the fit's round trips beside the others'.
+            fit, (moments, corrected), (brier, n), (calibration, confusion), budgets = concurrently(
+                timed("rocglm", lambda: s.fit_rocglm(grid=grid)), timed("moments", moments_step),
+                timed("brier", s.brier), timed("calibration", cells_step), timed("budget", s.budget))
             lap("analysis")
             variance, n0, n1 = moments.variance, moments.n0, moments.n1
             ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)

@@ -358,12 +358,13 @@ class ValidationSession:
         return m.variance, m.n0, m.n1
 
     @staticmethod
-    def noise_corrected_auc(releases: Mapping[str, SiteRelease], moments: "PlacementSummary", *,
-                            pooled: tuple[np.ndarray, np.ndarray] | None = None,
-                            level: float = 0.95, method: str = "logit") -> dsroc.NoiseCorrectedAUC:
-        """The noise-corrected AUC and CI (:func:`dsroc.noise_corrected_auc`) from what the sites already
-        released and answered: the placement means and the released scores with each site's tau
-        (``pooled``: :meth:`pool` of the releases, when at hand, spares sorting them again)."""
+    def release_summary(releases: Mapping[str, SiteRelease], *,
+                        pooled: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
+        """What the noise correction needs from the release alone: the empirical AUC of the released
+        scores and the noise variance of the corrected AUC (:func:`dsroc.noise_variance`, each site's tau).
+
+        ``pooled``: :meth:`pool` of the releases, when at hand, spares sorting them again.
+        """
         pooled = pooled or ValidationSession.pool(releases)
         taus = {r.info_negatives.tau for r in releases.values()} | {r.info_positives.tau for r in releases.values()}
         if len(taus) == 1:  # one tau for every score: the sorted pools need no per-score tau (nor a sort)
@@ -375,8 +376,19 @@ class ValidationSession:
             t0 = np.concatenate([np.full(r.negatives.size, r.info_negatives.tau) for r in releases.values()])
             t1 = np.concatenate([np.full(r.positives.size, r.info_positives.tau) for r in releases.values()])
         noise = dsroc.noise_variance(r0, r1, t0, t1) if (np.any(t0) or np.any(t1)) else 0.0
+        return dsroc.released_auc(*pooled), noise
+
+    @staticmethod
+    def noise_corrected_auc(releases: Mapping[str, SiteRelease], moments: "PlacementSummary", *,
+                            pooled: tuple[np.ndarray, np.ndarray] | None = None,
+                            summary: tuple[float, float] | None = None,
+                            level: float = 0.95, method: str = "logit") -> dsroc.NoiseCorrectedAUC:
+        """The noise-corrected AUC and CI (:func:`dsroc.noise_corrected_auc`) from what the sites already
+        released and answered: the placement means and :meth:`release_summary` (``summary``, when already
+        computed)."""
+        auc_released, noise = summary or ValidationSession.release_summary(releases, pooled=pooled)
         return dsroc.noise_corrected_auc(mean_pv0=moments.mean_pv0, mean_pv1=moments.mean_pv1,
-                                         auc_released=dsroc.released_auc(*pooled), delong_variance=moments.variance,
+                                         auc_released=auc_released, delong_variance=moments.variance,
                                          noise_variance=noise, level=level, method=method)
 
     def brier(self) -> tuple[float, int]:

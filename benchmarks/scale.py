@@ -239,9 +239,33 @@ def main(argv=None) -> int:
             sizes = list(DEFAULT_N) + ([1_000_000] if (k == sites[0] or args.large) else [])
             sizes += [10_000_000] if (args.large and k == sites[0]) else []
         rows += run(k, sizes, repeat=args.repeat, out=sys.stdout)
+    print_targets(rows, sys.stdout)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0
+
+
+def print_targets(rows: list[dict], out) -> None:
+    """The issue's targets beside what this run measured (paper protocol; a target needs its rows)."""
+    paper = {(r["sites"], r["n"]): r for r in rows if r["protocol"] == "paper"}
+    lines = []
+    if (5, 10_000) in paper:
+        lines.append(f"10^4 patients over 5 sites: {paper[5, 10_000]['wall_s']:.3f} s (target <= 0.08 s)")
+    if (5, 10_000_000) in paper:
+        lines.append(f"10^7 patients over 5 sites: {paper[5, 10_000_000]['wall_s']:.2f} s (target <= 6 s)")
+    for (k, n), r in sorted(paper.items()):
+        if n >= 1_000_000:
+            lines.append(f"network / in-process, {k} sites, n = {n:,}: {r['ratio']:.2f}x (target <= 1.0x)")
+    if (5, 100_000) in paper and (50, 100_000) in paper:
+        ratio = paper[50, 100_000]["wall_s"] / paper[5, 100_000]["wall_s"]
+        lines.append(f"n = 10^5: 50 sites / 5 sites: {ratio:.2f}x (target <= 2x)")
+    if rows:
+        lines.append(f"daemon start-up to SERVING: largest {max(r['startup_max_s'] for r in rows):.2f} s (target <= 1 s)")
+        big = max(rows, key=lambda r: r["n"] / r["sites"])
+        lines.append(f"daemon RSS with {big['n'] // big['sites']:,} rows each: up to {big['rss_mb']:.0f} MB "
+                     "(target <= 200 MB at 10^6 rows; one daemon: python -m benchmarks.daemon)")
+    if lines:
+        print("\ntargets (issue 12), this run:", *("  " + line for line in lines), sep="\n", file=out, flush=True)
 
 
 if __name__ == "__main__":
