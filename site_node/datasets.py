@@ -86,7 +86,7 @@ def column_dtype(series: pd.Series) -> str:
     return {"f": "float", "i": "int", "u": "int", "b": "bool", "M": "datetime"}.get(kind, "string")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: its columns are arrays
 class Table:
     """A dataset as the site keeps it: no DataFrame, only what the site reads.
 
