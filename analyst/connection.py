@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
@@ -118,6 +119,13 @@ class SiteConnection:
                                                certificate_chain=read(config.client_cert))
             self.channel = grpc.secure_channel(config.address, tls, options=options)
         self.stub = stub_class(self.channel)
+        self._slots: threading.Semaphore | None = None  # the site's calls-in-progress limit, once known
+
+    def limit_calls(self, limit: int) -> None:
+        """Keep at most ``limit`` calls to this site in progress at once (the site refuses more from one analyst
+        with RESOURCE_EXHAUSTED; it reports its limit in its policy). 0 leaves the calls unbounded."""
+        if limit and (self._slots is None or self._slots_limit != limit):
+            self._slots, self._slots_limit = threading.BoundedSemaphore(limit), limit
 
     def call(self, method: str, request, *, timeout: float | None = None, stream: bool = False):
         """Call ``method`` with ``request`` (a message, or a zero-argument factory of a request iterator
@@ -130,9 +138,16 @@ class SiteConnection:
         fn = getattr(self.stub, method)
         req = request() if callable(request) else request
         timeout = timeout or self.timeout
+        slots = self._slots
         try:
-            reply = fn(req, timeout=timeout, metadata=self._token_metadata)
-            return list(reply) if stream else reply
+            if slots is not None:
+                slots.acquire()
+            try:
+                reply = fn(req, timeout=timeout, metadata=self._token_metadata)
+                return list(reply) if stream else reply
+            finally:
+                if slots is not None:
+                    slots.release()
         except grpc.RpcError as exc:
             code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
             details = exc.details() if hasattr(exc, "details") else str(exc)

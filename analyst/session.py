@@ -177,6 +177,8 @@ class ValidationSession:
             self.session_ids[conn.name] = r.session_id
             self.policies[conn.name] = (r.policy if r.HasField("policy")  # a site from before: ask separately
                                         else conn.call("Describe", pb.DescribeRequest()).policy)
+            # Steps run at the same time; never more calls at once than the site serves one analyst.
+            conn.limit_calls(self.policies[conn.name].max_calls_in_progress)
             if r.HasField("sensitivity"):
                 self._sensitivities[conn.name] = r.sensitivity
             return r.score_source

@@ -119,15 +119,16 @@ class SiteServer:
         reader = read_table_in_helper if read_datasets_in_helper else read_table
         self.site = Site(config, self.ledger, datasets=DatasetStore(config.datasets, reader=reader))
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
+        slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2))
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
-            interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods,
-                                               CallSlots(max_calls_per_analyst or max(1, max_workers // 2)))],
+            interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots)],
             # gRPC sets SO_REUSEPORT by default: a second daemon on the same port would start and share
             # the traffic (and the ledger's folder) with the first. Without it, binding a used port fails.
             options=channel_options(config.max_message_bytes) + [("grpc.so_reuseport", 0)],
         )
-        site_pb2_grpc.add_SiteServiceServicer_to_server(SiteServicer(self.site), self.server)
+        site_pb2_grpc.add_SiteServiceServicer_to_server(SiteServicer(self.site, calls_per_analyst=slots.limit),
+                                                        self.server)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         try:

@@ -38,8 +38,9 @@ def _budget_message(b: BudgetStatus) -> pb.BudgetStatus:
 class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     """``dsroc.v1.SiteService`` backed by a :class:`Site`."""
 
-    def __init__(self, site: Site):
+    def __init__(self, site: Site, *, calls_per_analyst: int = 0):
         self.site = site
+        self.calls_per_analyst = calls_per_analyst  # reported in the policy (0: no limit is known here)
 
     def _session(self, session_id: str):
         return self.site.session(current_analyst(), session_id)
@@ -56,7 +57,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             threshold_steps=policy.threshold_steps, protocols=policy.protocols,
             histogram_bins=policy.histogram_bins, histogram_spacings=policy.histogram_spacings,
             histogram_logit_min=policy.histogram_logit_range[0], histogram_logit_max=policy.histogram_logit_range[1],
-            privacy_unit=PRIVACY_UNIT,
+            privacy_unit=PRIVACY_UNIT, max_calls_in_progress=self.calls_per_analyst,
         )
 
     def Describe(self, request, context):

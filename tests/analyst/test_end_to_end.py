@@ -296,3 +296,23 @@ def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helper
         assert asked == {"OpenSession": 1, "ReleaseNoisyScores": 2, "UploadSurvivor": 2, "PlacementMoments": 1,
                          "BrierParts": 1, "CalibrationParts": 1, "Budget": 1, "CloseSession": 1}
         assert evaluations <= res.rocglm.iterations + 2
+
+
+def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki, helpers):
+    # A site serves one analyst a limited number of calls at once and refuses more (RESOURCE_EXHAUSTED);
+    # the validation runs its steps (and both classes' streams) at the same time, so it must keep to the
+    # limit the site reports in its policy -- here one call at a time.
+    import contextlib
+
+    from site_node.signing import link_peers
+    from site_node.testing import running_server
+
+    frames = helpers.site_frames(seed=5)[:3]
+    with contextlib.ExitStack() as stack:
+        paths = [helpers.write_site(tmp_path / f"s{k}", f"s{k}", f, pki) for k, f in enumerate(frames)]
+        link_peers(paths)
+        servers = [stack.enter_context(running_server(path, max_calls_per_analyst=1)) for path in paths]
+        with helpers.federation([s.bound_address for s in servers], pki) as fed:
+            assert {d["policy"]["max_calls_in_progress"] for d in fed.describe().values()} == {1}
+            res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, threshold=0.5)
+    assert res.rocglm.converged and res.n == sum(len(f) for f in frames)
