@@ -129,6 +129,7 @@ class RemoteRocGlmParts:
 
     def __init__(self, session: "ValidationSession", grid=None):
         self._session, self._grid = session, grid_spec(grid)
+        self.grid = dsroc.rocglm_grid(grid)  # known to the analyst: fit_rocglm's first (moment) step uses it
         self.evaluations = 0
 
     def evaluate(self, theta) -> dsroc.PartsAtTheta:
@@ -313,7 +314,7 @@ class ValidationSession:
             if exc.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "evaluations" in exc.message:
                 # the cap counts new questions per survivor-function content (a repeated theta is free), and
                 # a repeated (epsilon, delta) replays the same release, hence the same S~0
-                hint = ("; a fit takes about 5-10 evaluations and the count is per survivor function: fits with "
+                hint = ("; a fit takes about 4-6 evaluations and the count is per survivor function: fits with "
                         "other grids or starting values on the same (epsilon, delta) ask new questions of the "
                         "same allowance; ask for another (epsilon, delta) (a new release) to get a fresh one")
                 exc.message += hint

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -10,7 +11,8 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from ._checks import as_scores, is_sorted
-from .probit import ProbitCounts, ProbitTerms, iterate_to_mle
+from .probit import OneCounts, ProbitCounts, ProbitTerms, empirical_probit_start
+from .probit_fit import OneFit, iterate_to_mle, newton_one
 
 __all__ = [
     "rocglm_grid",
@@ -108,14 +110,13 @@ def _matrix(info3: np.ndarray) -> np.ndarray:
     return np.array([[info3[0], info3[1]], [info3[1], info3[2]]])
 
 
-def _inverse(m: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric 2 x 2 matrix in closed form (pseudo-inverse when it is singular)."""
-    (a, b), (_, d) = m.tolist()
+def _inverse(a: float, b: float, d: float) -> np.ndarray:
+    """Inverse of the symmetric 2 x 2 matrix ``[[a, b], [b, d]]`` in closed form (pseudo-inverse when singular)."""
     det = a * d - b * b
-    if det == 0.0 or not np.isfinite(det):
+    if det == 0.0 or not math.isfinite(det):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.linalg.pinv(m)
-    return np.array([[d, -b], [-b, a]]) / det
+            return np.linalg.pinv(np.array([[a, b], [b, d]]))
+    return np.array([[d / det, -b / det], [-b / det, a / det]])
 
 
 def _as_theta(theta) -> np.ndarray:
@@ -155,6 +156,7 @@ class RocGlmParts:
         self.counts = k
         self.n_trials = int(n_trials)
         self._probit = None
+        self._one = None
         self._is_degenerate = None
 
     @classmethod
@@ -170,6 +172,13 @@ class RocGlmParts:
         if self._probit is None:
             self._probit = ProbitCounts(self.x, self.counts[None, :], np.array([float(self.n_trials)]))
         return self._probit
+
+    @property
+    def one(self) -> OneCounts:
+        """The counts laid out for a fit in Python floats, with R's first iterate as start (built on first use)."""
+        if self._one is None:
+            self._one = OneCounts(self.x, self.counts, float(self.n_trials))
+        return self._one
 
     def _terms(self, theta) -> ProbitTerms:
         return self.probit(_as_theta(theta)[None, :])
@@ -218,18 +227,23 @@ class RocGlmResult:
     auc : float
         ``Phi(gamma1 / sqrt(1 + gamma2^2))``.
     iterations : int
-        Steps taken (the number of evaluations is ``iterations + 1``): Fisher scoring to R's deviance
-        rule, then Newton (local counts) or Fisher (remote sites) steps to the maximum-likelihood estimate.
+        Steps taken. The last step of a converged fit to the MLE is not evaluated (its end point is the
+        MLE to ``xtol``), so ``evaluations`` is ``iterations`` then, ``iterations + 1`` otherwise.
     converged : bool
-        R's deviance rule met and, unless ``xtol = 0``, the last step below ``xtol`` (relative).
+        R's deviance rule met by the last step and, unless ``xtol = 0``, the estimate within ``xtol``
+        (relative) of the MLE by the size of the last step and its ratio to the one before (the deviance
+        change of an unevaluated last step is the quadratic model's prediction).
     deviance_trace : list of float
-        Deviance at the start and after each step.
+        Deviance at each evaluation (a step taken back repeats the deviance it did not improve).
     cov : ndarray
-        Inverse expected information at the estimate (2 x 2).
+        Inverse expected information at the last evaluation (2 x 2): at the estimate, or one step of
+        relative size ``last_step`` from it.
     warnings : list of str
         Non-convergence or extreme fitted values, reported rather than raised.
     last_step : float
         Size of the last step relative to the parameters, ``max|step| / max(max|theta|, 1)``.
+    evaluations : int
+        Evaluations of the parts (for remote parts: round trips to every site).
     """
 
     params: np.ndarray
@@ -240,10 +254,11 @@ class RocGlmResult:
     cov: np.ndarray
     warnings: list = field(default_factory=list)
     last_step: float = float("nan")
+    evaluations: int = 0
 
     @property
     def deviance(self) -> float:
-        """Deviance at the estimate."""
+        """Deviance at the last evaluation (at the estimate, to a change of order ``last_step`` squared)."""
         return float(self.deviance_trace[-1])
 
     def curve(self, t) -> np.ndarray:
@@ -269,15 +284,14 @@ def _summed_evaluator(parts) -> Callable[[np.ndarray], PartsAtTheta]:
     return evaluate
 
 
-def _grid_ends(parts) -> np.ndarray:
-    """Probits of the first and last threshold of the parts' grid, or of the default grid when it is not known."""
+def _grid_probits(parts) -> np.ndarray:
+    """Probits of the parts' thresholds, or of the default grid's when the grid is not known (a callable)."""
     if isinstance(parts, RocGlmParts):
-        return parts.x[[0, -1]]
+        return parts.x
     grid = getattr(parts, "grid", None)
     if grid is None and isinstance(parts, Sequence) and parts:
         grid = getattr(parts[0], "grid", None)
-    grid = rocglm_grid() if grid is None else np.asarray(grid)
-    return ndtri(grid[[0, -1]])
+    return ndtri(rocglm_grid() if grid is None else np.asarray(grid, dtype=np.float64))
 
 
 def _check_local_degenerate(parts) -> None:
@@ -328,22 +342,27 @@ def _remote_evaluator(parts):
 
 
 def fit_rocglm(parts, *, start=None, tol: float = 1e-8, xtol: float = 1e-10, max_iter: int = 25) -> RocGlmResult:
-    """Fit the ROC-GLM by Fisher scoring over one or many sites' parts, to the maximum-likelihood estimate.
+    """Fit the ROC-GLM over one or many sites' parts to the maximum-likelihood estimate, in few evaluations.
 
     Parameters
     ----------
     parts : RocGlmParts, sequence, or callable
         A single :class:`RocGlmParts` (pooled data), a sequence of objects with ``.evaluate(theta)``
         returning :class:`PartsAtTheta` (one per site; their sums drive the update), or a callable
-        ``theta -> PartsAtTheta`` that already sums (e.g. a parallel fan-out to remote sites).
+        ``theta -> PartsAtTheta`` that already sums (e.g. a parallel fan-out to remote sites). The grid
+        of remote parts is read from ``parts.grid`` (or the first part's), the default grid otherwise.
     start : (float, float), optional
-        Starting value; default ``(0, 1)``, the diagonal.
+        Starting value. Default: for a single :class:`RocGlmParts`, R's ``glm`` first iterate from the
+        counts (no evaluation); otherwise the diagonal ``(0, 1)``.
     tol : float, default 1e-8
-        R's ``glm`` rule: Fisher scoring until the relative deviance change is below ``tol``.
+        R's ``glm`` rule: the relative deviance change of the last step below ``tol``.
     xtol : float, default 1e-10
-        Then steps until the step is below ``xtol`` relative to the parameters (Newton steps for a
-        single :class:`RocGlmParts`, whose counts are at hand; Fisher steps otherwise). ``0`` stops at
-        R's rule, reproducing R's ``glm`` estimate (about 1e-6 from the MLE).
+        The estimate within ``xtol`` of the MLE relative to the parameters. A single
+        :class:`RocGlmParts` (counts at hand) takes Newton steps; other parts (only the score,
+        information and deviance known at each theta) a moment step from the start, then quasi-Newton
+        steps corrected by the change of the score along the steps (see :func:`dsroc.probit_fit.iterate_to_mle`).
+        ``0``: Fisher scoring from the diagonal until R's rule, reproducing R's ``glm`` estimate (about
+        1e-6 from the MLE).
     max_iter : int, default 25
         Maximum steps. Non-convergence is reported in ``warnings``, not raised.
 
@@ -353,39 +372,53 @@ def fit_rocglm(parts, *, start=None, tol: float = 1e-8, xtol: float = 1e-10, max
     """
     _check_options(tol, xtol, max_iter)
     _check_local_degenerate(parts)
-    local = isinstance(parts, RocGlmParts)
-    evaluate = parts.probit if local else _remote_evaluator(parts)
-    theta0 = _as_theta(DEFAULT_START if start is None else start)[None, :]
-    fit = iterate_to_mle(evaluate, theta0, tol=tol, xtol=xtol, max_iter=max_iter,
-                         observed=parts.probit.observed if local else None)
-    params = fit.theta[0]
+    if start is None:
+        theta0 = parts.one.start if isinstance(parts, RocGlmParts) and xtol > 0 else DEFAULT_START
+    else:
+        theta0 = tuple(_as_theta(start).tolist())
+    if isinstance(parts, RocGlmParts):
+        x = parts.x
+        if xtol > 0:
+            fit = newton_one(parts.one, *theta0, tol=tol, xtol=xtol, max_iter=max_iter)
+        else:
+            fit = OneFit.row(iterate_to_mle(parts.probit, np.array([theta0]), tol=tol, xtol=0.0, max_iter=max_iter))
+    else:
+        x = _grid_probits(parts)
+        fit = OneFit.row(iterate_to_mle(_remote_evaluator(parts), np.array([theta0]), tol=tol, xtol=xtol,
+                                        max_iter=max_iter, x=x))
+    return _result(fit, parts.one.x_ends if isinstance(parts, RocGlmParts) else (x[0], x[-1]),
+                   tol=tol, xtol=xtol, max_iter=max_iter)
+
+
+def _result(fit: OneFit, ends, *, tol: float, xtol: float, max_iter: int) -> RocGlmResult:
+    """The result of a one-row fit, with its warnings (also issued); ``ends`` are the grid's first and last probit."""
+    g1, g2 = fit.g1, fit.g2
     notes = []
-    if not fit.converged[0]:
-        rule = "the deviance rule was met but the parameters still moved" if fit.deviance_rule[0] else (
+    if not fit.converged:
+        rule = "the deviance rule was met but the parameters still moved" if fit.deviance_rule else (
             f"relative deviance change >= {tol:g}")
         notes.append(f"Fisher scoring did not converge in {max_iter} iterations ({rule}; last relative step "
-                     f"{fit.last_step[0]:.2g}, xtol {xtol:g})")
+                     f"{fit.last_step:.2g}, xtol {xtol:g})")
     # R's glm warns when fitted probabilities are numerically 0 or 1; check the curve at the ends of the
     # grid (the default grid's when the parts are remote and their grid is not known here).
-    g1, g2 = params.tolist()
-    if max(abs(g1 + g2 * e) for e in _grid_ends(parts).tolist()) > _ETA_SATURATED:
+    if max(abs(g1 + g2 * ends[0]), abs(g1 + g2 * ends[1])) > _ETA_SATURATED:
         notes.append(
             "fitted probabilities numerically 0 or 1 occurred at the ends of the threshold grid: the indicator "
             "data are close to separation (the positives' placement values crowd between few thresholds, "
             "e.g. an AUC near 0 or 1, or a very steep binormal curve); read the estimate with care"
         )
     for note in notes:
-        warnings.warn(note, RuntimeWarning, stacklevel=2)
-    cov = _inverse(_matrix(fit.info[0]))
+        warnings.warn(note, RuntimeWarning, stacklevel=3)
     return RocGlmResult(
-        params=params,
-        auc=rocglm_auc(params),
-        iterations=int(fit.iterations[0]),
-        converged=bool(fit.converged[0]),
-        deviance_trace=[float(d[0]) for d in fit.trace],
-        cov=cov,
+        params=np.array([g1, g2]),
+        auc=_auc(g1, g2),
+        iterations=fit.iterations,
+        converged=fit.converged,
+        deviance_trace=fit.trace,
+        cov=_inverse(*fit.info),
         warnings=notes,
-        last_step=float(fit.last_step[0]),
+        last_step=fit.last_step,
+        evaluations=fit.evaluations,
     )
 
 
@@ -402,11 +435,12 @@ class RocGlmBatchResult:
     iterations: np.ndarray
     deviance: np.ndarray
     degenerate: np.ndarray
+    evaluations: np.ndarray
 
 
 def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e-8, xtol: float = 1e-10,
                      max_iter: int = 25, newton: bool = True) -> RocGlmBatchResult:
-    """Fit many ROC-GLMs at once, vectorised over rows, with the iteration of :func:`fit_rocglm` on local counts.
+    """Fit many ROC-GLMs at once, vectorised over rows, with the iteration of :func:`fit_rocglm`.
 
     Parameters
     ----------
@@ -419,8 +453,10 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
     start, tol, xtol, max_iter
         As for :func:`fit_rocglm`.
     newton : bool, default True
-        Newton steps after R's deviance rule, as :func:`fit_rocglm` takes on local counts; ``False``
-        takes Fisher steps throughout, the steps of the distributed fit over remote sites.
+        The iteration :func:`fit_rocglm` takes on a single :class:`RocGlmParts` (R's first iterate as
+        start, Newton steps); ``False``: the iteration it takes on remote sites' parts, which know only the
+        score, information and deviance at each theta (diagonal start, moment step, quasi-Newton steps):
+        same steps, same number of evaluations as the distributed fit.
     """
     _check_options(tol, xtol, max_iter)
     grid = rocglm_grid(grid)
@@ -437,15 +473,27 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
     B = k.shape[0]
     params = np.full((B, 2), np.nan)
     out_dev = np.full(B, np.nan)
-    iterations = np.zeros(B, dtype=np.int64)
+    iterations, evaluations = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64)
     converged = np.zeros(B, dtype=bool)
     if fit.any():
-        theta0 = np.tile(_as_theta(DEFAULT_START if start is None else start), (int(fit.sum()), 1))
-        model = ProbitCounts(ndtri(grid), k[fit], n[fit])
+        x = ndtri(grid)
+        model = ProbitCounts(x, k[fit], n[fit])
+        if start is not None:
+            theta0 = np.tile(_as_theta(start), (int(fit.sum()), 1))
+        elif newton and xtol > 0:
+            theta0 = empirical_probit_start(x, k[fit], n[fit])
+        else:
+            theta0 = np.tile(DEFAULT_START, (int(fit.sum()), 1))
         res = iterate_to_mle(model, theta0, tol=tol, xtol=xtol, max_iter=max_iter,
-                             observed=model.observed if newton else None)
-        params[fit], out_dev[fit], iterations[fit], converged[fit] = res.theta, res.deviance, res.iterations, res.converged
-    return RocGlmBatchResult(params, rocglm_auc(params), converged, iterations, out_dev, degenerate)
+                             observed=model.observed if newton else None, x=None if newton else x)
+        params[fit], out_dev[fit], converged[fit] = res.theta, res.deviance, res.converged
+        iterations[fit], evaluations[fit] = res.iterations, res.evaluations
+    return RocGlmBatchResult(params, rocglm_auc(params), converged, iterations, out_dev, degenerate, evaluations)
+
+
+def _auc(g1: float, g2: float) -> float:
+    """:func:`rocglm_auc` of one pair of floats."""
+    return 0.5 * math.erfc(-g1 / math.sqrt(1.0 + g2 * g2) / math.sqrt(2.0))
 
 
 def rocglm_auc(params) -> float | np.ndarray:
