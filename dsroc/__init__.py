@@ -50,9 +50,9 @@ _EXPORTS = {
     # .noise_correction
     "NoiseCorrectedAUC": "noise_correction", "noise_corrected_auc": "noise_correction",
     "noise_variance": "noise_correction", "released_auc": "noise_correction",
-    # .rocglm
-    "PartsAtTheta": "rocglm", "RocGlmBatchResult": "rocglm", "RocGlmParts": "rocglm", "RocGlmResult": "rocglm",
-    "fit_rocglm": "rocglm", "fit_rocglm_batch": "rocglm", "rocglm_auc": "rocglm", "rocglm_counts": "rocglm",
+    # .rocglm, .rocglm_fit
+    "PartsAtTheta": "rocglm", "RocGlmBatchResult": "rocglm_fit", "RocGlmParts": "rocglm", "RocGlmResult": "rocglm_fit",
+    "fit_rocglm": "rocglm_fit", "fit_rocglm_batch": "rocglm_fit", "rocglm_auc": "rocglm", "rocglm_counts": "rocglm",
     "rocglm_curve": "rocglm", "rocglm_grid": "rocglm", "rocglm_intercept_for_auc": "rocglm",
     # .sensitivity
     "SensitivityEstimate": "sensitivity", "model_sensitivity": "sensitivity",

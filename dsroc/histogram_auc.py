@@ -14,7 +14,8 @@ import numpy as np
 
 from .auc import delong_variance_from_moments
 from .histogram import check_counts, consistent_counts, survivor_at_edges
-from .rocglm import fit_rocglm_batch, rocglm_auc
+from .rocglm import rocglm_auc
+from .rocglm_fit import fit_rocglm_batch
 
 __all__ = [
     "HistogramRocGlm",
