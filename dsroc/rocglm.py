@@ -21,6 +21,8 @@ __all__ = [
 ]
 
 DEFAULT_GRID_SIZE = 30  # the paper's simulation grid: linspace(0, 1, 30) without its end points
+_VALIDATED: dict[bytes, np.ndarray] = {}  # explicit grids already checked (bytes -> grid): few per process
+_MAX_VALIDATED = 64
 
 
 def rocglm_grid(spec=None) -> np.ndarray:
@@ -40,6 +42,9 @@ def rocglm_grid(spec=None) -> np.ndarray:
             raise ValueError(f"grid size must be an integer >= 4 (two inner points at least), got {spec}")
         return _rational_grid(int(spec))
     grid = np.asarray(spec, dtype=np.float64)
+    known = _VALIDATED.get(grid.tobytes()) if grid.ndim == 1 else None
+    if known is not None:
+        return known.copy()
     if grid.ndim != 1 or grid.size < 2:
         raise ValueError(f"grid must be a one-dimensional array of at least 2 thresholds, got shape {grid.shape}")
     if not np.isfinite(grid).all():
@@ -51,9 +56,12 @@ def rocglm_grid(spec=None) -> np.ndarray:
         )
     if np.any(np.diff(grid) <= 0.0):
         raise ValueError("grid thresholds must be strictly increasing (no duplicates)")
+    checked = grid.copy()
     if np.array_equal(grid, np.linspace(0.0, 1.0, grid.size + 2)[1:-1]):
-        return _rational_grid(grid.size + 2)  # the same grid, each point rounded once (see _rational_grid)
-    return grid
+        checked = _rational_grid(grid.size + 2)  # the same grid, each point rounded once (see _rational_grid)
+    if len(_VALIDATED) < _MAX_VALIDATED:
+        _VALIDATED[grid.tobytes()] = checked.copy()
+    return checked
 
 
 def _rational_grid(m: int) -> np.ndarray:
@@ -71,8 +79,10 @@ def _rational_grid(m: int) -> np.ndarray:
 
 def rocglm_counts(pv0, grid) -> np.ndarray:
     """Counts ``k_j = #{i : PV0_i <= t_j}`` of the positives' placement values on the grid."""
-    pv = as_scores(pv0, name="pv0", score_range=(0.0, 1.0))
-    grid = rocglm_grid(grid)
+    return _counts(as_scores(pv0, name="pv0", score_range=(0.0, 1.0)), rocglm_grid(grid))
+
+
+def _counts(pv: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return np.searchsorted(pv if is_sorted(pv) else np.sort(pv), grid, side="right").astype(np.int64)
 
 
@@ -144,7 +154,7 @@ class RocGlmParts:
         """Build the parts from the positives' placement values."""
         grid = rocglm_grid(grid)
         pv = as_scores(pv0, name="pv0", score_range=(0.0, 1.0))
-        return cls(rocglm_counts(pv, grid), pv.size, grid)
+        return cls(_counts(pv, grid), pv.size, grid)
 
     @property
     def probit(self) -> ProbitCounts:

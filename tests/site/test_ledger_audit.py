@@ -218,3 +218,22 @@ def test_health_turns_not_serving_on_shutdown(site_config):
     channel.close()
     S = health_pb2.HealthCheckResponse
     assert seen[0] == S.SERVING and S.NOT_SERVING in seen
+
+
+def test_evaluation_counts_commit_unsynced_and_everything_else_synced(tmp_path):
+    # The theta-evaluation counter commits without an fsync; the connection must go back to
+    # synchronous=FULL (2) for the releases and charges, also when the cap refuses the evaluation.
+    import sqlite3
+
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite")
+    key = ("population", "column:pred", "y", "digest")
+    assert ledger.use_evaluation(key, 2, query="a") == 1
+    assert ledger._db.execute("PRAGMA synchronous").fetchone() == (2,)
+    assert ledger.use_evaluation(key, 2, query="b") == 0
+    with pytest.raises(ResourceExhausted):
+        ledger.use_evaluation(key, 2, query="c")
+    assert ledger._db.execute("PRAGMA synchronous").fetchone() == (2,)
+    # the counts are committed: another connection (a restarted daemon) sees them
+    other = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert other.execute("SELECT used FROM glm_evaluations").fetchall() == [(2,)]
+    assert ledger.evaluations_left(key, 2) == 0
