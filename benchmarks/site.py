@@ -25,17 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from dsroc.v1 import site_pb2 as pb  # noqa: E402
 from site_node.init import init_site  # noqa: E402
+from benchmarks.daemon import memory_mb  # noqa: E402
 from site_node.testing import site_channel, site_stub  # noqa: E402
-
-
-def memory_mb(pid: int) -> tuple[float, float]:
-    """Resident set size now and its peak (VmRSS, VmHWM) of a process, in MB."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = int(value.split()[0]) / 1024
-    return fields["VmRSS"], fields["VmHWM"]
 
 
 def main() -> None:

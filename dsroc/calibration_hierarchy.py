@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit
-from scipy.stats import binomtest
+from scipy.special import expit, logit, ndtri
 
 from .calibration import CalibrationCurve
 from .histogram_calibration import Estimate, Recalibration, calibration_in_the_large, histogram_recalibration
@@ -85,6 +84,15 @@ def calibration_intercept(events, counts, mean_predictions, *, level: float = 0.
     return Estimate.normal(a, 1.0 / np.sum(m * mu * (1.0 - mu)), level=level)
 
 
+def _wilson(events: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score intervals (no continuity correction) of ``events / n``, vectorised, in closed form."""
+    z = float(ndtri(0.5 + level / 2.0))
+    z2 = z * z
+    centre = (events + z2 / 2.0) / (n + z2)
+    half = z / (n + z2) * np.sqrt(events * (n - events) / n + z2 / 4.0)
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
 def calibration_hierarchy(curve: CalibrationCurve, *, level: float = 0.95) -> CalibrationHierarchy:
     """Mean (O/E, calibration-in-the-large), weak (intercept and slope) and moderate (curve with intervals)
     calibration from the cells the sites released.
@@ -106,9 +114,8 @@ def calibration_hierarchy(curve: CalibrationCurve, *, level: float = 0.95) -> Ca
     lo, hi = recal.ci(level=level)["slope"]
     slope = Estimate(recal.slope, float(recal.cov[1, 1]), float(lo), float(hi))
     lower, upper = np.full(curve.count.size, np.nan), np.full(curve.count.size, np.nan)
-    for b in np.flatnonzero(curve.count > 0):
-        events = int(round(curve.observed[b] * curve.count[b]))
-        ci = binomtest(events, int(curve.count[b])).proportion_ci(confidence_level=level, method="wilson")
-        lower[b], upper[b] = ci.low, ci.high
+    filled = curve.count > 0
+    count = curve.count[filled].astype(np.float64)
+    lower[filled], upper[filled] = _wilson(np.round(curve.observed[filled] * count), count, level)
     return CalibrationHierarchy(n, observed, expected, oe, intercept, recal, slope, lower, upper, float(level),
                                 int(k.size))
