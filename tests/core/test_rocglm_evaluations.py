@@ -71,7 +71,7 @@ def test_few_evaluations_to_the_statsmodels_mle(case):
     np.testing.assert_allclose(remote.params, mle, rtol=0, atol=1e-9)
     # Local counts: Newton steps from R's first iterate.
     local = fit_rocglm(pooled)
-    assert local.converged and local.evaluations <= 4
+    assert local.converged and local.evaluations <= 5
     np.testing.assert_allclose(local.params, mle, rtol=0, atol=1e-9)
     # The covariance is the inverse information at the last evaluation, within a tiny step of the MLE.
     np.testing.assert_allclose(remote.cov, np.linalg.inv(pooled.information(mle)), rtol=1e-6)
