@@ -33,7 +33,8 @@ _EXPORTS = {
     # .glm_model
     "GlmModel": "glm_model",
     # .histogram
-    "bin_scores": "histogram", "consistent_counts": "histogram", "histogram_edges": "histogram",
+    "bin_scores": "histogram", "bin_index": "histogram", "consistent_counts": "histogram",
+    "histogram_edges": "histogram",
     # .rocglm_band
     "rocglm_band": "rocglm_band", "rocglm_improper_range": "rocglm_band",
     # .calibration_hierarchy
@@ -86,7 +87,7 @@ __all__ = [
     "PRPoints", "pr_points", "pr_points_by_class", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "mechanisms",
-    "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",
+    "histogram_edges", "bin_scores", "bin_index", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]
 
 

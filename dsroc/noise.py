@@ -12,6 +12,7 @@ from scipy.special import logsumexp
 __all__ = [
     "discrete_gaussian_delta",
     "discrete_gaussian_sigma",
+    "joint_discrete_gaussian_sigma",
     "discrete_gaussian_variance",
     "sample_discrete_gaussian",
     "discrete_gaussian_noise",
@@ -88,6 +89,29 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: int = 
     interval = discretization_for(epsilon) if interval is None else float(interval)
     return _calibrate(lambda sigma: [DiscreteGaussian(sigma=sigma, sensitivity=sensitivity)], epsilon, delta,
                       _exact_sigma(epsilon, delta, sensitivity), interval)
+
+
+def joint_discrete_gaussian_sigma(epsilon: float, delta: float, parts, *, interval: float | None = None) -> float:
+    """Scale ``t`` of a release made of several discrete-Gaussian parts whose composition is (epsilon, delta)-DP.
+
+    ``parts`` lists ``(sensitivity, ratio)`` per part: part ``i`` is an integer query of l2-sensitivity
+    ``sensitivity_i`` released with noise ``N_Z(0, (ratio_i sensitivity_i t)^2)``. A patient moves every part
+    at once, so the release's privacy loss is the composition of the parts' (the accountant's, as the
+    ledger charges it); in noise units the patient's l2 shift is ``sqrt(sum 1 / ratio_i^2) / t``. One part
+    ``(1, 1)`` gives :func:`discrete_gaussian_sigma`.
+    """
+    epsilon, delta = _check_target(epsilon, delta)
+    parts = [(_check_sensitivity(k), float(r)) for k, r in parts]
+    if not parts or any(not (math.isfinite(r) and r > 0.0) for _, r in parts):
+        raise ValueError(f"parts must be a non-empty list of (sensitivity, ratio > 0), got {parts!r}")
+    if parts == [(1, 1.0)]:
+        return discrete_gaussian_sigma(epsilon, delta, interval=interval)
+    from .accounting import DiscreteGaussian, discretization_for
+
+    interval = discretization_for(epsilon) if interval is None else float(interval)
+    start = _exact_sigma(epsilon, delta, 1) * math.sqrt(sum(1.0 / r**2 for _, r in parts))
+    return _calibrate(lambda t: [DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts], epsilon, delta,
+                      start, interval)
 
 
 def _check_target(epsilon, delta) -> tuple[float, float]:
