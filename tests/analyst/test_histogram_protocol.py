@@ -24,8 +24,14 @@ def _binned_truth(frames, edges):
 @pytest.fixture(scope="module")
 def exact_sites(tmp_path_factory, pki, helpers):
     """Five TLS sites whose test policy allows a huge epsilon (noise that is 0 with overwhelming probability)."""
-    root = tmp_path_factory.mktemp("exact")
     frames = helpers.site_frames(seed=5)
+    with _huge_epsilon_sites(tmp_path_factory.mktemp("exact"), frames, pki, helpers) as addresses:
+        yield frames, addresses
+
+
+@contextlib.contextmanager
+def _huge_epsilon_sites(root, frames, pki, helpers):
+    """One running TLS site per frame, each with a test policy that allows a huge epsilon; yields the addresses."""
     with contextlib.ExitStack() as stack:
         servers = []
         for k, f in enumerate(frames):
@@ -33,7 +39,7 @@ def exact_sites(tmp_path_factory, pki, helpers):
             path.write_text(path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 5000.0")
                             .replace("budget_epsilon = 200.0", "budget_epsilon = 100000.0"))
             servers.append(stack.enter_context(running_server(path)))
-        yield frames, [s.bound_address for s in servers]
+        yield [s.bound_address for s in servers]
 
 
 def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, helpers, tmp_path):
@@ -115,16 +121,9 @@ def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allo
 @pytest.fixture(scope="module")
 def constant_sites(tmp_path_factory, pki, helpers):
     """Two TLS sites whose model gives every patient the same score (0.3): every patient in one bin."""
-    root = tmp_path_factory.mktemp("constant")
     frames = [f.assign(pred=0.3) for f in helpers.site_frames(seed=8)[:2]]
-    with contextlib.ExitStack() as stack:
-        servers = []
-        for k, f in enumerate(frames):
-            path = helpers.write_site(root / f"c{k}", f"c{k}", f, pki)
-            path.write_text(path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 5000.0")
-                            .replace("budget_epsilon = 200.0", "budget_epsilon = 100000.0"))
-            servers.append(stack.enter_context(running_server(path)))
-        yield frames, [s.bound_address for s in servers]
+    with _huge_epsilon_sites(tmp_path_factory.mktemp("constant"), frames, pki, helpers) as addresses:
+        yield frames, addresses
 
 
 def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_that_it_was_charged(constant_sites, pki,
