@@ -16,7 +16,7 @@ from .auth import current_analyst
 from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .boyd import release_boyd
 from .errors import InvalidArgument, SiteError
-from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, noise_sd
+from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
 from .scores import ScoreSpec
 from .site import Site
@@ -129,7 +129,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         sums = {}
         if out.sums is not None:
             sums = dict(negative_sums=out.sums[0].tolist(), positive_sums=out.sums[1].tolist(),
-                        sums_noise_sd=noise_sd(plan.sums_sigma) / SCALAR_RESOLUTION, sums_resolution=1.0 / SCALAR_RESOLUTION)
+                        sums_noise_sd=noise_sd(plan.sums_sigma) / SUMS_RESOLUTION, sums_resolution=1.0 / SUMS_RESOLUTION)
         return pb.HistogramResponse(
             edges=plan.edges.tolist(), negatives=out.negatives.tolist(), positives=out.positives.tolist(),
             sigma=plan.sigma, noise_sd=noise_sd(plan.sigma), epsilon=plan.epsilon, delta=plan.delta,

@@ -55,14 +55,16 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     brute = (np.sum(i1[:, None] > i0[None, :]) + 0.5 * np.sum(i1[:, None] == i0[None, :])) / (i0.size * i1.size)
     assert v.auc_empirical == pytest.approx(brute, abs=1e-12)
     # The per-bin score sums (released by default): O/E is sum y / sum p, and each calibration bin's predicted
-    # value its patients' mean score, up to the sites' unbiased rounding of each score's offset to 1/16 of a bin.
+    # value its patients' mean score, up to the sites' unbiased rounding of each score's offset to 1/2 of a bin.
     s = np.concatenate([f["pred"].to_numpy() for f in frames])
-    assert v.oe.value == pytest.approx(y.sum() / s.sum(), rel=2e-3)
+    assert v.oe.value == pytest.approx(y.sum() / s.sum(), rel=3e-3)
     for i, (a, b) in enumerate(v.calibration.groups):
         inside = (idx >= a) & (idx <= b)
         assert v.calibration.predicted[i] == pytest.approx(s[inside].mean(), abs=0.05 * 5 / np.sqrt(inside.sum()) / 4 + 1e-3)
     assert all(r.negative_sums is not None and r.negative_sums.size == 20 for r in res.releases.values())
-    assert abs(v.auc_resolved - empirical_auc(s, y)) < abs(v.auc_empirical - empirical_auc(s, y))
+    # The resolved AUC orders within-bin pairs by the classes' mean offsets: inside the binning bound of the
+    # unbinned AUC (the within-bin pairs' share), here within 0.002 of it (offsets rounded to 1/2 a bin).
+    assert abs(v.auc_resolved - empirical_auc(s, y)) < 0.002
     assert res.sigma < 1e-2 and all(not r.repeated for r in res.releases.values())
     text = str(res)
     assert "protocol: histogram" in text and "privacy unit: add or remove one patient" in text
@@ -138,7 +140,7 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
     np.testing.assert_array_equal(v.counts1, [0, (y == 1).sum(), 0, 0, 0])
     assert v.auc_empirical == 0.5
     # Brier of a constant 0.3 by brute force: the class means are exact (0.3 up to the offsets' rounding to
-    # 1/16 of the bin), the within-bin spread is estimated and bounded; no slope from one bin, and the result says why.
+    # 1/2 of the bin), the within-bin spread is estimated and bounded; no slope from one bin, and the result says why.
     truth = np.mean((y - 0.3) ** 2)
     assert v.brier.lower <= truth <= v.brier.upper and abs(v.brier.value - truth) < 0.01
     assert v.recalibration is None and "one bin" in v.unavailable["recalibration"]

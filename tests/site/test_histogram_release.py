@@ -54,16 +54,16 @@ def test_with_a_huge_epsilon_the_histograms_equal_brute_force(make_site_config, 
             assert s.resolution == 1 / 16 and abs(s.value - truth[s.name]) <= 5 * np.sqrt(len(p)) / 32
         assert {s.name for s in r.scalars} == set(truth)
         # Per-bin sums of the scores' offsets within their bin, by direct comparison: each offset is rounded
-        # (unbiased) to 1/16, so a bin's sum is off by an SD of at most sqrt(count) / 32, plus their noise
-        # (48 times the counts' on the integer scale: a few resolution steps at this epsilon).
+        # (unbiased) to 1/2, so a bin's sum is off by an SD of at most sqrt(count) / 4, plus their noise
+        # (6 times the counts' on the integer scale).
         clipped = np.clip(p, edges[0], edges[-1])
         for label, sums in ((0, r.negative_sums), (1, r.positive_sums)):
             for b in range(edges.size - 1):
                 inside = (clipped >= edges[b]) & ((clipped < edges[b + 1]) if b < edges.size - 2 else True) & (y == label)
                 inside &= clipped <= edges[b + 1]
                 exact = np.sum((clipped[inside] - edges[b]) / (edges[b + 1] - edges[b]))
-                assert abs(sums[b] - exact) <= 5 * np.sqrt(inside.sum()) / 32 + 5 * r.sums_noise_sd + 1e-9
-        assert r.sums_resolution == 1 / 16 and 0 < r.sums_noise_sd < 0.1
+                assert abs(sums[b] - exact) <= 5 * np.sqrt(inside.sum()) / 4 + 5 * r.sums_noise_sd + 1e-9
+        assert r.sums_resolution == 1 / 2 and 0 < r.sums_noise_sd < 0.1
         c.close()
 
 
