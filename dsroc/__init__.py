@@ -65,7 +65,7 @@ _EXPORTS = {
     "aucpr_interval": "pr_estimators",
 }
 
-_SUBMODULES = ("mechanisms",)
+_SUBMODULES = ("mechanisms", "multicentre")
 
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
@@ -85,7 +85,7 @@ __all__ = [
     "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
     "PRPoints", "pr_points", "pr_points_by_class", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
-    "mechanisms",
+    "mechanisms", "multicentre",
     "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]
 
