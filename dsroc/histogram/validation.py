@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .auc import auc_ci_batch
-from .histogram import (
+from ..roc.auc import auc_ci_batch
+from .grid import (
     bin_representatives,
     check_counts,
     check_edges,
@@ -17,7 +17,7 @@ from .histogram import (
     histogram_pr,
     histogram_roc,
 )
-from .histogram_auc import (
+from .auc import (
     check_sigma,
     histogram_auc,
     histogram_auc_noise_variance,
@@ -25,7 +25,7 @@ from .histogram_auc import (
     histogram_rocglm,
     histogram_rocglm_noise_variance,
 )
-from .histogram_calibration import (
+from .calibration import (
     Estimate,
     HistogramCalibrationCurve,
     Recalibration,
