@@ -11,8 +11,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.grid import recommended_n_bins
-from dsroc.histogram.validation import DEFAULT_ESTIMATOR, histogram_validation
+from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
 __all__ = ["HISTOGRAM_GUARANTEE", "PAPER_GUARANTEE", "HistogramSite", "HistogramResult", "collect_histograms", "default_n_bins",

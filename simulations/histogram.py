@@ -8,7 +8,7 @@ Each step is what the deployed system computes (the per-replication reference in
   :func:`dsroc.privacy.noise.discrete_gaussian_noise` from ``default_rng([seed, rep, 1 + k, salt])`` (negatives'
   cells, then positives'; ``salt`` identifies the setting, so a setting's releases do not depend on
   which other settings run);
-- the analyst sums the five releases per class and calls :func:`dsroc.histogram.validation.histogram_auc_estimates`
+- the analyst sums the five releases per class and calls :func:`dsroc.histogram.estimates.histogram_auc_estimates`
   (the AUC part of ``histogram_validation``, batched) with ``sigma = sqrt(5 var)``, ``var`` the discrete
   Gaussian's exact variance, and the replication's bootstrap seed ``[seed, rep]``.
 """
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
-from dsroc.histogram.validation import DEFAULT_ESTIMATOR, histogram_auc_estimates
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, histogram_auc_estimates
 from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance
 
 from .dgp import N_SITES, Batch, generate_batch

@@ -12,16 +12,17 @@ _EXPORTS = {
     "histogram_brier": "calibration", "scalar_brier": "calibration",
     "histogram_calibration_curve": "calibration", "calibration_in_the_large": "calibration",
     "histogram_recalibration": "calibration",
+    # .estimates
+    "PLAUSIBLE_SDS": "estimates", "ESTIMATORS": "estimates", "DEFAULT_ESTIMATOR": "estimates",
+    "DEFAULT_TAIL_SIGMAS": "estimates", "AucEstimates": "estimates", "histogram_point_auc": "estimates",
+    "histogram_auc_estimates": "estimates",
     # .grid
     "SPACINGS": "grid", "recommended_n_bins": "grid", "histogram_edges": "grid", "check_edges": "grid",
     "bin_index": "grid", "bin_scores": "grid", "bin_representatives": "grid", "consistent_counts": "grid",
     "check_counts": "grid", "survivor_at_edges": "grid", "histogram_roc": "grid", "histogram_pr": "grid",
     "histogram_confusion": "grid",
     # .validation
-    "PLAUSIBLE_SDS": "validation", "ESTIMATORS": "validation", "DEFAULT_ESTIMATOR": "validation",
-    "DEFAULT_TAIL_SIGMAS": "validation", "AucEstimates": "validation", "histogram_point_auc": "validation",
-    "histogram_auc_estimates": "validation", "HistogramValidation": "validation",
-    "histogram_validation": "validation",
+    "HistogramValidation": "validation", "histogram_validation": "validation",
 }
 
 __all__ = [
@@ -29,11 +30,12 @@ __all__ = [
     "histogram_auc_noise_variance", "histogram_rocglm", "histogram_rocglm_noise_variance",
     "Estimate", "HistogramCalibrationCurve", "Recalibration", "histogram_brier", "scalar_brier",
     "histogram_calibration_curve", "calibration_in_the_large", "histogram_recalibration",
+    "PLAUSIBLE_SDS", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
+    "histogram_point_auc", "histogram_auc_estimates",
     "SPACINGS", "recommended_n_bins", "histogram_edges", "check_edges", "bin_index", "bin_scores",
     "bin_representatives", "consistent_counts", "check_counts", "survivor_at_edges", "histogram_roc",
     "histogram_pr", "histogram_confusion",
-    "PLAUSIBLE_SDS", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
-    "histogram_point_auc", "histogram_auc_estimates", "HistogramValidation", "histogram_validation",
+    "HistogramValidation", "histogram_validation",
 ]
 
 export_lazily(__name__, _EXPORTS)

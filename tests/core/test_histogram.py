@@ -192,7 +192,7 @@ def test_a_valid_release_never_raises_and_says_what_is_missing():
 
 
 def test_point_auc_is_the_validations_auc_and_survives_tiny_classes():
-    from dsroc.histogram.validation import histogram_point_auc
+    from dsroc.histogram.estimates import histogram_point_auc
 
     s, y = _sample(6, n=4000)
     edges = histogram_edges(8)
