@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram imports scipy.optimize)
+import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram.grid imports scipy.optimize)
 from dsroc import analytic_gaussian_sigma
-from dsroc.accounting import DiscreteGaussian
+from dsroc.privacy.accounting import DiscreteGaussian
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -80,7 +80,7 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
     """Check a histogram request against the policy and calibrate its noise.
 
     ``epsilon`` and ``delta`` are those of the whole release: the counts, the per-bin score sums when asked
-    for and each scalar share one noise scale ``t`` (:func:`dsroc.noise.joint_discrete_gaussian_sigma`): the
+    for and each scalar share one noise scale ``t`` (:func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): the
     counts get ``sigma = t``, the sums ``SUMS_RATIO * SUMS_RESOLUTION * t`` and each scalar
     ``SCALAR_RESOLUTION * t`` on their integer scales. They must already be checked against the per-release caps.
     """
@@ -104,7 +104,7 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
         lo, hi = policy.histogram_logit_range
     if scalars and (lo < 0.0 or hi > 1.0):
         raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
-    from dsroc.noise import joint_discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
+    from dsroc.privacy.noise import joint_discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
 
     edges = dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
     # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
@@ -135,10 +135,10 @@ def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, 
     A patient's score in bin ``b`` enters the bin's sum as its offset within the bin, ``(s - e_b) / (e_{b+1} -
     e_b)`` in [0, 1] (clipped scores, as binned): the bin's sum of scores is ``e_b h_b + (e_{b+1} - e_b) T_b``,
     and a narrow bin's mean score is as precise as a wide one's. The noise comes from the exact sampler
-    (:func:`dsroc.noise.sample_discrete_gaussian`); ``rng`` only rounds the terms (any rounding into [0, 1]
+    (:func:`dsroc.privacy.noise.sample_discrete_gaussian`); ``rng`` only rounds the terms (any rounding into [0, 1]
     keeps the sensitivity).
     """
-    from dsroc.noise import sample_discrete_gaussian
+    from dsroc.privacy.noise import sample_discrete_gaussian
 
     h0, h1 = dsroc.bin_scores(scores, labels, plan.edges)
     m = plan.n_bins
@@ -175,6 +175,6 @@ def decode_histogram(plan: HistogramPlan, payload: bytes) -> tuple[np.ndarray, n
 
 def noise_sd(sigma: float) -> float:
     """Standard deviation of ``N_Z(0, sigma^2)`` noise."""
-    from dsroc.noise import discrete_gaussian_variance
+    from dsroc.privacy.noise import discrete_gaussian_variance
 
     return math.sqrt(discrete_gaussian_variance(sigma)) if sigma > 0 else 0.0

@@ -10,7 +10,7 @@ from scipy.special import expit, logit
 
 from dsroc import empirical_auc, histogram_validation
 from dsroc.histogram import bin_index, bin_scores, histogram_edges
-from dsroc.histogram_sums import resolved_auc, within_offsets
+from dsroc.histogram.sums import resolved_auc, within_offsets
 
 
 def _sample(seed, n=4000, prevalence=0.2):

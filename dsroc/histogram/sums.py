@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .histogram import check_counts, check_edges
+from .grid import check_counts, check_edges
 
 __all__ = ["within_offsets", "bin_means", "within_variance", "resolved_auc"]
 
