@@ -282,8 +282,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--protocol", choices=("histogram", "paper"), default="histogram",
                    help="histogram (default): one differentially private histogram release per site, everything "
                    "else post-processing; paper: the paper's protocol (noisy scores, then exact q-protected answers)")
-    v.add_argument("--spacing", choices=("equal", "logit"), default="equal",
-                   help="histogram protocol: grid spacing on the score range (default equal)")
+    v.add_argument("--spacing", choices=("quantile", "equal", "logit"), default="quantile",
+                   help="histogram protocol: grid; quantile (default) puts the bins at the quantiles of a first "
+                        "release on a fine grid (a tenth of the budget), equal/logit use one fixed grid")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
                    help="histogram bins (histogram protocol; default: the simulation study's count for the noise level, dsroc.recommended_n_bins, or the nearest count all sites allow) or calibration bins on [0,1] (paper, default 10)")
     v.add_argument("--threshold", type=float, default=None, metavar="T",

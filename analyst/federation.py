@@ -144,7 +144,7 @@ class Federation:
     def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
                  epsilon: float, delta: float, protocol: str = "histogram", grid=None, alpha: float = 0.05,
                  n_bins: int | None = None, edges=None, threshold: float | None = None, a0: float | None = None,
-                 sensitivity: float | None = None, ci_method: str = "logit", spacing: str = "equal",
+                 sensitivity: float | None = None, ci_method: str = "logit", spacing: str = "quantile",
                  scalars=(), score_sums: bool = True,
                  progress: Progress | None = None) -> ValidationResult | HistogramResult:
         """Validate a model on the union of the sites' data without any record leaving its site.
@@ -158,8 +158,10 @@ class Federation:
             scores, then exact q-protected answers; not DP end to end). Options below marked
             (paper) apply to it only; ``n_bins`` is the histogram's bin count (default
             :func:`analyst.histogram.default_n_bins`) or the paper's calibration bins (default 10).
-        spacing : {"equal", "logit"}, default "equal"
-            (histogram) Grid spacing.
+        spacing : {"quantile", "equal", "logit"}, default "quantile"
+            (histogram) Grid: ``"quantile"`` spends a tenth of each site's budget on a first release of all
+            scores on a fine grid and puts ``n_bins`` bins at its quantiles for the second (both charged,
+            composing to epsilon and delta); ``"equal"``/``"logit"``: one release on a fixed grid.
         scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
             (histogram) Also release these noisy sums for an unbinned Brier score and O/E.
         score_sums : bool, default True

@@ -8,13 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import grpc
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma
+from dsroc.histogram import quantile_edges
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.grid import recommended_n_bins
+from dsroc.histogram.stages import STAGE1_BINS, two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
+
+from .connection import SiteError
 
 __all__ = ["HISTOGRAM_GUARANTEE", "PAPER_GUARANTEE", "HistogramSite", "HistogramResult", "collect_histograms", "default_n_bins",
            "validate_histogram"]
@@ -61,15 +66,21 @@ class HistogramSite:
 
 
 def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                       scalars: tuple[str, ...], score_sums: bool = False) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+                       scalars: tuple[str, ...], score_sums: bool = False,
+                       interior=None) -> tuple[np.ndarray, dict[str, HistogramSite]]:
     """Ask every site of a :class:`analyst.session.ValidationSession` for its histogram release.
 
+    ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each site adds its range's ends).
     Returns the public grid (every site must use the same) and each site's release.
     """
+    if interior is not None:
+        n_bins, spacing = len(interior) + 1, ""
+
     def ask(conn):
         r = conn.call("ReleaseHistogram", pb.HistogramRequest(
             session_id=session.session_ids[conn.name], epsilon=float(epsilon), delta=float(delta),
-            n_bins=int(n_bins), spacing=spacing, scalars=list(scalars), score_sums=bool(score_sums)))
+            n_bins=0 if interior is not None else int(n_bins), spacing=spacing, scalars=list(scalars),
+            score_sums=bool(score_sums), edges=[] if interior is None else [float(v) for v in interior]))
         if score_sums and len(r.negative_sums) != n_bins:
             raise ValueError(f"site {conn.name} did not release the per-bin score sums asked for (an older site?)")
         sums = ((np.asarray(r.negative_sums, dtype=np.float64), np.asarray(r.positive_sums, dtype=np.float64),
@@ -102,6 +113,9 @@ class HistogramResult:
         Each site's release (noisy counts, noise, epsilon and delta, budget spent after it).
     sigma : float
         Noise SD of each summed cell, ``sqrt(sum of the sites' noise variances)``.
+    grid_releases : dict of str to HistogramSite
+        With ``spacing="quantile"``: each site's first-stage release, from whose quantiles the grid was chosen
+        (charged too; both stages compose to the validation's epsilon and delta per site).
     """
 
     dataset: str
@@ -116,6 +130,7 @@ class HistogramResult:
     releases: Mapping[str, HistogramSite]
     sigma: float
     timing: Mapping[str, float] = field(default_factory=dict)
+    grid_releases: Mapping[str, HistogramSite] = field(default_factory=dict)
     level: float = 0.95
     protocol: str = "histogram"
     privacy_unit: str = "add or remove one patient"
@@ -170,6 +185,7 @@ class HistogramResult:
             "counts0": v.counts0.tolist(), "counts1": v.counts1.tolist(), "notes": list(v.notes),
             "unavailable": dict(v.unavailable),
             "releases": {name: r.to_dict() for name, r in self.releases.items()},
+            "grid_releases": {name: r.to_dict() for name, r in self.grid_releases.items()},
             "timing": {k: num(t) for k, t in self.timing.items()},
         }
 
@@ -232,6 +248,9 @@ class HistogramResult:
         for name, r in self.releases.items():
             lines.append(f"  {name:<{w}}  {r.sigma:<8.4g} {r.noise_sd:<9.4g} {r.epsilon:<8g} {r.delta:<8g} "
                          f"{r.epsilon_spent:.3g}{' (repeat, no charge)' if r.repeated else ''}")
+        for name, r in self.grid_releases.items():
+            lines.append(f"  {name:<{w}}  {r.sigma:<8.4g} {r.noise_sd:<9.4g} {r.epsilon:<8.3g} {r.delta:<8g} "
+                         f"(first stage: the grid's quantiles){' (repeat, no charge)' if r.repeated else ''}")
         lines += [f"  {n}" for n in v.notes]
         if v.unavailable:
             lines.append(f"  the releases above were charged to the sites' ledgers although {', '.join(v.unavailable)} "
@@ -260,18 +279,53 @@ def _allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float) -> int:
     return min(allowed, key=lambda b: (abs(b - wanted), b))
 
 
+def _quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+    """First stage of the quantile grid: every site's release of its scores on a fine grid (logit-spaced for
+    probabilities, else equal-width; classes summed by the analyst) at ``stages.epsilon1``, and the interior
+    edges at its quantiles for ``n_bins`` bins."""
+    fine = max((b for b in set.intersection(*map(set, allowed)) if b <= STAGE1_BINS), default=None)
+    if fine is None:
+        raise ValueError(f"the quantile grid needs a fine first release; no bin count up to {STAGE1_BINS} is allowed "
+                         "by every site (policy: histogram_bins)")
+    try:
+        edges, releases = collect_histograms(session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine,
+                                             spacing="logit", scalars=())
+    except SiteError as refused:  # not probabilities, or a policy without logit spacing: refused, nothing charged
+        if refused.code not in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED):
+            raise
+        edges, releases = collect_histograms(session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine,
+                                             spacing="equal", scalars=())
+    total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
+    interior = quantile_edges(total, edges, n_bins)
+    if interior.size == 0:  # nobody left after the noise: the middle edge
+        interior = edges[[edges.size // 2]]
+    return interior, releases
+
+
 def validate_histogram(federation, dataset: str, outcome: str, *, score=None, model=None, epsilon: float,
-                       delta: float, n_bins: int | None = None, spacing: str = "equal", scalars: tuple[str, ...] = (),
+                       delta: float, n_bins: int | None = None, spacing: str = "quantile", scalars: tuple[str, ...] = (),
                        score_sums: bool = True, estimator: str = DEFAULT_ESTIMATOR,
                        alpha: float = 0.05, progress=None) -> HistogramResult:
     """The histogram protocol over a federation (see :meth:`analyst.Federation.validate`)."""
     started = time.perf_counter()
     with federation.session(dataset, outcome, score=score, model=model, progress=progress) as s:
         opened = time.perf_counter()
-        if n_bins is None:  # from the policies the sites sent with their sessions
-            n_bins = _allowed_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=epsilon, delta=delta)
-        edges, releases = collect_histograms(s, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,
-                                             scalars=tuple(scalars), score_sums=score_sums)
+        allowed = [p.histogram_bins for p in s.policies.values()]
+        grid_releases = {}
+        if spacing == "quantile":
+            stages = two_stage_plan(epsilon, delta, score_sums=score_sums, scalars=len(scalars))
+            if n_bins is None:
+                n_bins = _allowed_n_bins(allowed, epsilon=stages.epsilon2, delta=stages.delta2)
+            interior, grid_releases = _quantile_grid(s, stages, n_bins, allowed)
+            edges, releases = collect_histograms(s, epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins,
+                                                 spacing="", scalars=tuple(scalars), score_sums=score_sums,
+                                                 interior=interior)
+        else:
+            if n_bins is None:  # from the policies the sites sent with their sessions
+                n_bins = _allowed_n_bins(allowed, epsilon=epsilon, delta=delta)
+            edges, releases = collect_histograms(s, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,
+                                                 scalars=tuple(scalars), score_sums=score_sums)
+        n_bins = edges.size - 1
         released = time.perf_counter()
         source = s.score_source
         federation.close_later(s)
@@ -293,4 +347,5 @@ def validate_histogram(federation, dataset: str, outcome: str, *, score=None, mo
               "total": done - started}
     return HistogramResult(dataset=dataset, outcome=outcome, score_source=source, sites=tuple(federation.names),
                            epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
-                           validation=validation, releases=releases, sigma=sigma, timing=timing, level=1 - alpha)
+                           validation=validation, releases=releases, sigma=sigma, timing=timing, level=1 - alpha,
+                           grid_releases=grid_releases)

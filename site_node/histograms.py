@@ -10,6 +10,7 @@ import numpy as np
 
 import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram.grid imports scipy.optimize)
 from dsroc import analytic_gaussian_sigma
+from dsroc.histogram.stages import SCALAR_RESOLUTION, SUMS_RATIO, SUMS_RESOLUTION, release_parts
 from dsroc.privacy.accounting import DiscreteGaussian
 
 from .config import Policy
@@ -20,16 +21,6 @@ __all__ = ["PRIVACY_UNIT", "SCALARS", "SCALAR_RESOLUTION", "SUMS_RESOLUTION", "S
 
 PRIVACY_UNIT = "add or remove one patient"
 SCALARS = ("sum_sq", "sum_p", "sum_y")
-# Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an
-# integer sum of sensitivity 16 that takes exact integer noise.
-SCALAR_RESOLUTION = 16
-# The per-bin score sums' noise, in bin widths, is SUMS_RATIO times the counts' (a tenth of the release's
-# zCDP share: the counts' noise grows by sqrt(1 + 1 / SUMS_RATIO^2) = 1.054 when the sums are asked for).
-SUMS_RATIO = 3.0
-# Each patient's offset within its bin is rounded (randomly, unbiased) to a multiple of 1/2: an integer sum of
-# sensitivity 2 whose accounting stays cheap (a sensitivity-16 part made the calibration 20 times slower), at
-# a rounding variance of at most 1/16 per patient (bin widths squared), below the noise's up to ~10^4 patients a bin.
-SUMS_RESOLUTION = 2
 # Largest noise SD per cell a histogram release may need (smaller epsilon is refused).
 MAX_SIGMA = 1000.0
 
@@ -75,15 +66,8 @@ class HistogramPlan:
         return json.dumps(key, sort_keys=True)
 
 
-def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                   scalars, interval: float, score_sums: bool = False) -> HistogramPlan:
-    """Check a histogram request against the policy and calibrate its noise.
-
-    ``epsilon`` and ``delta`` are those of the whole release: the counts, the per-bin score sums when asked
-    for and each scalar share one noise scale ``t`` (:func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): the
-    counts get ``sigma = t``, the sums ``SUMS_RATIO * SUMS_RESOLUTION * t`` and each scalar
-    ``SCALAR_RESOLUTION * t`` on their integer scales. They must already be checked against the per-release caps.
-    """
+def _policy_edges(policy: Policy, lo: float, hi: float, n_bins: int, spacing: str) -> np.ndarray:
+    """The grid of an (n_bins, spacing) request, checked against the policy."""
     if n_bins not in policy.histogram_bins:
         raise PermissionDenied(f"policy: n_bins {n_bins} is not one this site allows (histogram_bins = "
                                f"{list(policy.histogram_bins)})")
@@ -93,28 +77,77 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
     if spacing not in policy.histogram_spacings:
         raise PermissionDenied(f"policy: spacing {spacing!r} is not one this site allows (histogram_spacings = "
                                f"{list(policy.histogram_spacings)})")
+    if spacing == "logit":
+        if lo < 0.0 or hi > 1.0:
+            raise InvalidArgument(f"spacing 'logit' needs probabilities; this score source's range is [{lo}, {hi}]")
+        lo, hi = policy.histogram_logit_range
+    return dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
+
+
+def _explicit_edges(policy: Policy, lo: float, hi: float, interior, n_bins: int, spacing: str) -> np.ndarray:
+    """The grid of an explicit request: the score range's ends around ``interior``, each interior edge an edge
+    of a grid the policy allows (so an explicit grid is never finer than the policy's finest), at most the
+    policy's largest bin count of bins."""
+    e = np.asarray(list(interior), dtype=np.float64)
+    if n_bins not in (0, e.size + 1) or spacing not in ("", "explicit"):
+        raise InvalidArgument(f"edges: give either n_bins and spacing or the interior edges (then n_bins 0 or "
+                              f"{e.size + 1}, spacing empty), got n_bins {n_bins}, spacing {spacing!r}")
+    if not np.isfinite(e).all() or np.any(np.diff(e) <= 0) or e.min() <= lo or e.max() >= hi:
+        raise InvalidArgument(f"edges must be finite, strictly increasing and strictly inside the score range "
+                              f"({lo}, {hi})")
+    if e.size + 1 > max(policy.histogram_bins):
+        raise PermissionDenied(f"policy: {e.size + 1} bins is more than this site allows (histogram_bins = "
+                               f"{list(policy.histogram_bins)})")
+    allowed = []
+    for spacing_ in policy.histogram_spacings:
+        if spacing_ == "logit" and (lo < 0.0 or hi > 1.0):
+            continue
+        allowed += [_policy_edges(policy, lo, hi, b, spacing_) for b in policy.histogram_bins]
+    grid = np.unique(np.concatenate(allowed))
+    at = np.searchsorted(grid, e)
+    off = np.minimum(np.abs(grid[np.minimum(at, grid.size - 1)] - e), np.abs(grid[np.maximum(at - 1, 0)] - e))
+    if np.any(off > 1e-12):
+        raise PermissionDenied("policy: every explicit edge must be an edge of a grid this site allows "
+                               f"(histogram_bins {list(policy.histogram_bins)} x histogram_spacings "
+                               f"{list(policy.histogram_spacings)}); {e[off > 1e-12][0]!r} is not")
+    return np.concatenate([[lo], e, [hi]])
+
+
+def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+                   scalars, interval: float, score_sums: bool = False, interior=None) -> HistogramPlan:
+    """Check a histogram request against the policy and calibrate its noise.
+
+    ``epsilon`` and ``delta`` are those of the whole release: the counts, the per-bin score sums when asked
+    for and each scalar share one noise scale ``t`` (:func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): the
+    counts get ``sigma = t``, the sums ``SUMS_RATIO * SUMS_RESOLUTION * t`` and each scalar
+    ``SCALAR_RESOLUTION * t`` on their integer scales. They must already be checked against the per-release caps.
+    ``interior``, when not empty, replaces ``n_bins`` and ``spacing``: the grid is the score range's ends around
+    these edges, each of which must be an edge of a grid the policy allows (an analyst's grid chosen from
+    an earlier release, e.g. at its quantiles).
+    """
     scalars = tuple(scalars)
     unknown = [s for s in scalars if s not in SCALARS]
     if unknown or len(set(scalars)) != len(scalars):
         raise InvalidArgument(f"scalars must be distinct names from {list(SCALARS)}, got {list(scalars)}")
     lo, hi = (float(v) for v in score_range)
-    if spacing == "logit":
-        if lo < 0.0 or hi > 1.0:
-            raise InvalidArgument(f"spacing 'logit' needs probabilities; this score source's range is [{lo}, {hi}]")
-        lo, hi = policy.histogram_logit_range
     if scalars and (lo < 0.0 or hi > 1.0):
         raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
+    if interior is not None and len(interior) > 0:
+        edges = _explicit_edges(policy, lo, hi, interior, n_bins, spacing)
+        n_bins, spacing = edges.size - 1, "explicit"
+    else:
+        edges = _policy_edges(policy, lo, hi, n_bins, spacing)
+        spacing = spacing or "equal"
     from dsroc.privacy.noise import joint_discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
 
-    edges = dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
     # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
     # the noise's support (and the accountant's arrays) small before anything is built.
     if analytic_gaussian_sigma(epsilon, delta, 1.0) > MAX_SIGMA:
         raise InvalidArgument(f"epsilon {epsilon} with delta {delta} needs noise of SD above {MAX_SIGMA:g} per cell; "
                               "this site makes histogram releases at larger epsilon only")
     score_sums = bool(score_sums)
-    parts = [(1, 1.0)] + [(SUMS_RESOLUTION, SUMS_RATIO)] * score_sums + [(SCALAR_RESOLUTION, 1.0)] * len(scalars)
-    t = joint_discrete_gaussian_sigma(epsilon, delta, parts, interval=interval)
+    t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums, scalars=len(scalars)),
+                                      interval=interval)
     scalar_sigma = SCALAR_RESOLUTION * t if scalars else 0.0
     sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
     return HistogramPlan(edges, n_bins, spacing, tuple(sorted(scalars)), epsilon, delta, t, scalar_sigma, score_sums,

@@ -120,7 +120,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         session = self._session(request.session_id)
         out = self.site.release_histogram(session, epsilon=request.epsilon, delta=request.delta,
                                           n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars),
-                                          score_sums=request.score_sums)
+                                          score_sums=request.score_sums, interior=list(request.edges))
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,

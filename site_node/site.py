@@ -294,7 +294,7 @@ class Site:
 
     # ------------------------------------------------------------------ histogram protocol
     def release_histogram(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                          scalars=(), score_sums: bool = False) -> HistogramRelease:
+                          scalars=(), score_sums: bool = False, interior=()) -> HistogramRelease:
         """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once.
 
         No privacy-level or model checks: every answer is covered by the noise, whatever the model.
@@ -305,7 +305,7 @@ class Site:
         with analyst_input("epsilon, delta"):
             plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
                                   spacing=spacing, scalars=scalars, interval=self.ledger_interval,
-                                  score_sums=score_sums)
+                                  score_sums=score_sums, interior=list(interior))
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
             rng = np.random.default_rng(int.from_bytes(seed, "big"))

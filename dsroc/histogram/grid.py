@@ -32,6 +32,7 @@ __all__ = [
     "histogram_roc",
     "histogram_pr",
     "histogram_confusion",
+    "quantile_edges",
 ]
 
 SPACINGS = ("equal", "logit")
@@ -220,3 +221,31 @@ def histogram_confusion(h0, h1, edge: int) -> dict:
     tp, fp = float(c1[edge:].sum()), float(c0[edge:].sum())
     fn, tn = float(c1[:edge].sum()), float(c0[:edge].sum())
     return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "bins_above": m - edge}
+
+
+def quantile_edges(counts, edges, n_bins: int) -> np.ndarray:
+    """Interior edges of a coarser grid at the quantiles of a (noisy) histogram of all scores on a fine grid.
+
+    For levels ``k / n_bins`` (k = 1 .. n_bins - 1) the fine inner edge whose cumulative share of the
+    consistent counts is nearest; repeats are dropped, so fewer bins come back where the counts are
+    concentrated. Post-processing of a release: the grid of a second release that follows the scores
+    (the first stage of the histogram protocol's two-stage grid).
+
+    Returns
+    -------
+    ndarray
+        Strictly increasing interior edges, a subset of ``edges[1:-1]`` (empty when the counts hold nobody).
+    """
+    e = check_edges(edges)
+    c = consistent_counts(check_counts(counts, name="counts", n_bins=e.size - 1))
+    if c.ndim != 1:
+        raise ValueError("quantile_edges takes one histogram (1-D counts)")
+    if isinstance(n_bins, bool) or not float(n_bins).is_integer() or n_bins < 2:
+        raise ValueError(f"n_bins must be an integer >= 2, got {n_bins!r}")
+    total = c.sum()
+    if total <= 0:
+        return e[1:1]
+    share = np.cumsum(c)[:-1] / total  # cumulative share at the inner edges e_1 .. e_{B-1}
+    levels = np.arange(1, int(n_bins)) / int(n_bins)
+    picked = np.unique(np.argmin(np.abs(share[None, :] - levels[:, None]), axis=1))
+    return e[1:-1][picked]

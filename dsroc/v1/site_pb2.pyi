@@ -516,7 +516,7 @@ class BudgetResponse(_message.Message):
     def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class HistogramRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums")
+    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "edges")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -524,6 +524,7 @@ class HistogramRequest(_message.Message):
     SPACING_FIELD_NUMBER: _ClassVar[int]
     SCALARS_FIELD_NUMBER: _ClassVar[int]
     SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     epsilon: float
     delta: float
@@ -531,7 +532,8 @@ class HistogramRequest(_message.Message):
     spacing: str
     scalars: _containers.RepeatedScalarFieldContainer[str]
     score_sums: bool
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ...) -> None: ...
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ..., edges: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class NoisyScalar(_message.Message):
     __slots__ = ("name", "value", "noise_sd", "resolution")

@@ -45,7 +45,7 @@ def _huge_epsilon_sites(root, frames, pki, helpers):
 def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, helpers, tmp_path):
     frames, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=20)
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=20, spacing="equal")
     v = res.validation
     h0, h1, idx, y = _binned_truth(frames, v.edges)
     np.testing.assert_array_equal(v.counts0, h0)
@@ -132,7 +132,7 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
                                                                                                 helpers):
     frames, addresses = constant_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=5)
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=5, spacing="equal")
     v = res.validation
     y = np.concatenate([f["y"].to_numpy() for f in frames])
     # Exact counts: everyone in bin 1 ([0.2, 0.4)); every pair is a within-bin tie, so the binned AUC is 1/2.
@@ -148,3 +148,26 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
     text = " ".join(str(res).split())
     assert "no calibration intercept and slope" in text and "charged to the sites' ledgers" in text
     assert json.loads(res.to_json())["unavailable"]["recalibration"] == v.unavailable["recalibration"]
+
+
+def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(exact_sites, pki, helpers):
+    """The first stage's fine logit grid (50 bins) summed over classes; the second stage's interior edges are
+    the fine edges nearest the pooled scores' quantiles (by brute force here, where the noise is 0)."""
+    from scipy.special import expit, logit
+
+    frames, addresses = exact_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=3000.0, delta=0.01, n_bins=5)
+    assert res.spacing == "quantile" and set(res.grid_releases) == set(res.releases)
+    s = np.concatenate([f["pred"].to_numpy() for f in frames])
+    fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
+    share = np.array([np.mean(np.clip(s, fine[0], fine[-1]) < e) for e in fine[1:-1]])
+    picked = sorted({int(np.argmin(np.abs(share - q))) for q in (0.2, 0.4, 0.6, 0.8)})
+    np.testing.assert_allclose(res.validation.edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+    # Every stage is charged: both releases are new, and each states the epsilon it was asked for (the
+    # first about a tenth of the budget's zCDP share, so a smaller epsilon).
+    for name in res.releases:
+        first, second = res.grid_releases[name], res.releases[name]
+        assert not first.repeated and not second.repeated and first.epsilon < second.epsilon < 3000.0
+        assert second.epsilon_spent > first.epsilon_spent > 0
+    assert "first stage" in str(res)

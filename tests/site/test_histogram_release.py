@@ -67,6 +67,25 @@ def test_with_a_huge_epsilon_the_histograms_equal_brute_force(make_site_config, 
         c.close()
 
 
+def test_an_explicit_grid_from_allowed_edges_is_binned_exactly(make_site_config, client_cls):
+    """Interior edges taken from two allowed grids (equal 20 and logit 50): the site adds the score range's
+    ends and counts by direct comparison; the release is its own (a new request, charged)."""
+    config = make_site_config(policy=HUGE)
+    frame = read_frame(config)
+    interior = [float(expit(np.linspace(logit(0.005), logit(0.995), 51))[10]), 0.25, 0.6]
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        r = c.ReleaseHistogram(_request(c.open(), epsilon=4000.0, delta=0.01, n_bins=0, edges=interior,
+                                        score_sums=True))
+        edges = np.asarray(r.edges)
+        np.testing.assert_allclose(edges, [0.0, *interior, 1.0], rtol=0, atol=1e-15)
+        h = _brute_force(frame["pred"].to_numpy(), frame["y"].to_numpy(), edges)
+        np.testing.assert_array_equal(r.negatives, h[0])
+        np.testing.assert_array_equal(r.positives, h[1])
+        assert not r.repeated and len(r.negative_sums) == 4
+        c.close()
+
+
 def test_with_real_noise_the_stated_variance_holds(make_site_config, client_cls):
     config = make_site_config(policy={"max_epsilon": 2.0, "budget_epsilon": 1000.0})
     frame = read_frame(config)
@@ -180,6 +199,10 @@ def test_paper_calls_name_the_served_protocols(make_site_config, client_cls, sna
     ({"epsilon": 1e-9}, C.INVALID_ARGUMENT, "needs noise of SD above 1000 per cell"),
     ({"delta": 0.5}, C.PERMISSION_DENIED, "delta 0.5 is above"),
     ({"delta": 0.0}, C.INVALID_ARGUMENT, "delta must lie strictly between"),
+    ({"n_bins": 0, "edges": [0.123]}, C.PERMISSION_DENIED, "must be an edge of a grid this site allows"),
+    ({"n_bins": 0, "edges": [0.5, 0.25]}, C.INVALID_ARGUMENT, "strictly increasing"),
+    ({"n_bins": 0, "edges": [0.5, 1.0]}, C.INVALID_ARGUMENT, "strictly inside the score range"),
+    ({"edges": [0.5]}, C.INVALID_ARGUMENT, "give either n_bins and spacing or the interior edges"),
     ({"scalars": ["sum_x"]}, C.INVALID_ARGUMENT, "scalars must be distinct names"),
     ({"scalars": ["sum_p", "sum_p"]}, C.INVALID_ARGUMENT, "scalars must be distinct names"),
 ])

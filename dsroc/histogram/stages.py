@@ -1,0 +1,63 @@
+"""How a histogram validation's (epsilon, delta) is shared: the parts of one release and the two-stage grid."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", "STAGE1_SHARE", "release_parts",
+           "TwoStage", "two_stage_plan"]
+
+# Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
+# sensitivity 16 that takes exact integer noise.
+SCALAR_RESOLUTION = 16
+# The per-bin score sums' noise, in bin widths, is SUMS_RATIO times the counts' (a tenth of the release's
+# zCDP share: the counts' noise grows by sqrt(1 + 1 / SUMS_RATIO^2) = 1.054 when the sums are asked for).
+SUMS_RATIO = 3.0
+# Each patient's offset within its bin is rounded (randomly, unbiased) to a multiple of 1/2: an integer sum of
+# sensitivity 2 whose accounting stays cheap (a sensitivity-16 part made the calibration 20 times slower), at
+# a rounding variance of at most 1/16 per patient (bin widths squared), below the noise's up to ~10^4 patients a bin.
+SUMS_RESOLUTION = 2
+# Two-stage grid: the first release (all scores, STAGE1_BINS logit-spaced bins) has noise t / sqrt(STAGE1_SHARE),
+# the second (per class on edges at the first's quantiles) noise t: the first takes about a tenth of the
+# budget (zCDP share); the study (docs/simulations.md) found 5 to 20 % equally good.
+STAGE1_BINS = 50
+STAGE1_SHARE = 0.1
+
+
+def release_parts(*, score_sums: bool, scalars: int = 0, ratio: float = 1.0) -> list:
+    """``(sensitivity, noise ratio)`` of each part of one histogram release whose counts have noise ``ratio t``
+    (see :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`)."""
+    return ([(1, ratio)] + [(SUMS_RESOLUTION, SUMS_RATIO * ratio)] * bool(score_sums)
+            + [(SCALAR_RESOLUTION, ratio)] * int(scalars))
+
+
+class TwoStage(NamedTuple):
+    """The (epsilon, delta) to ask of each stage so that both compose to the validation's, and their noise."""
+
+    epsilon1: float
+    delta1: float
+    epsilon2: float
+    delta2: float
+    sigma1: float
+    sigma2: float
+
+
+def two_stage_plan(epsilon: float, delta: float, *, score_sums: bool = True, scalars: int = 0) -> TwoStage:
+    """Split one site's (epsilon, delta) between the two stages of the quantile grid.
+
+    One noise scale ``t`` is calibrated for both releases together (the first's counts at ``t /
+    sqrt(STAGE1_SHARE)``, the second's parts as in :func:`release_parts`), so that their composition, as the
+    site's ledger charges it, is (epsilon, delta); each stage is then asked for the epsilon its own parts
+    have at ``delta / 2``, which the site calibrates back to (nearly) the same noise.
+    """
+    from ..privacy.accounting import Accountant, DiscreteGaussian
+    from ..privacy.noise import joint_discrete_gaussian_sigma
+
+    r1 = STAGE1_SHARE ** -0.5
+    second = release_parts(score_sums=score_sums, scalars=scalars)
+    t = joint_discrete_gaussian_sigma(epsilon, delta, [(1, r1), *second])
+
+    def eps(parts):
+        return Accountant([DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts]).epsilon(delta / 2)
+
+    return TwoStage(eps([(1, r1)]), delta / 2, eps(second), delta / 2, r1 * t, t)

@@ -1,0 +1,48 @@
+"""The two-stage quantile grid: edges at the quantiles of a fine release, and the budget split between stages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from dsroc.histogram import bin_scores, histogram_edges, quantile_edges
+from dsroc.histogram.stages import SUMS_RATIO, SUMS_RESOLUTION, two_stage_plan
+from dsroc.privacy.accounting import Accountant, DiscreteGaussian
+from dsroc.privacy.noise import discrete_gaussian_sigma, joint_discrete_gaussian_sigma
+
+
+def test_quantile_edges_are_the_fine_edges_nearest_the_scores_quantiles():
+    rng = np.random.default_rng(2)
+    s = expit(rng.normal(-3.5, 1.0, 20_000))  # low scores: an equal grid would put nearly all in its first bin
+    y = (rng.random(s.size) < s).astype(int)
+    fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
+    h0, h1 = bin_scores(s, y, fine)
+    got = quantile_edges(h0 + h1, fine, 5)
+    clipped = np.clip(s, fine[0], fine[-1])
+    share = np.array([np.mean(clipped < e) for e in fine[1:-1]])  # by direct comparison
+    expected = fine[1:-1][sorted({int(np.argmin(np.abs(share - q))) for q in (0.2, 0.4, 0.6, 0.8)})]
+    np.testing.assert_array_equal(got, expected)
+    # Each of the five bins holds close to a fifth of the scores (within the fine grid's granularity).
+    counts = np.histogram(clipped, np.concatenate([[0], got, [1]]))[0] / s.size
+    assert np.all(np.abs(counts - 0.2) < 0.08)
+    # Noisy counts are made consistent first; nobody left gives no edge; everyone in one fine bin gives one edge.
+    assert quantile_edges(np.full(50, -3.0), fine, 5).size == 0
+    one = np.zeros(50)
+    one[20] = 100
+    assert quantile_edges(one, fine, 5).size <= 2
+
+
+@pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-5), (5.0, 1e-6)])
+def test_the_two_stages_as_the_sites_calibrate_them_compose_to_the_validations_budget(epsilon, delta):
+    plan = two_stage_plan(epsilon, delta)
+    # What each site does with the epsilon and delta it is asked for (site_node.histograms.plan_histogram).
+    sigma1 = discrete_gaussian_sigma(plan.epsilon1, plan.delta1)
+    t = joint_discrete_gaussian_sigma(plan.epsilon2, plan.delta2, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
+    assert sigma1 == pytest.approx(plan.sigma1, rel=1e-3) and t == pytest.approx(plan.sigma2, rel=1e-3)
+    events = [DiscreteGaussian(sigma1), DiscreteGaussian(t), DiscreteGaussian(SUMS_RATIO * SUMS_RESOLUTION * t,
+                                                                              SUMS_RESOLUTION)]
+    assert Accountant(events).epsilon(delta) == pytest.approx(epsilon, rel=0.01)
+    # The first stage costs the second about 5 % more noise than a single release with sums.
+    single = joint_discrete_gaussian_sigma(epsilon, delta, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
+    assert 1.0 < plan.sigma2 / single < 1.1 and plan.epsilon1 < plan.epsilon2 < epsilon
