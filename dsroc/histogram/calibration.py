@@ -17,6 +17,7 @@ from scipy.stats import norm
 from .auc import check_sigma
 
 __all__ = [
+    "MAX_SLOPE",
     "Estimate",
     "HistogramCalibrationCurve",
     "Recalibration",
@@ -186,6 +187,10 @@ def calibration_in_the_large(observed: float, expected: float, *, var_observed: 
     return Estimate(float(ratio), float(ratio**2 * v_log), float(ratio * np.exp(-half)), float(ratio * np.exp(half)))
 
 
+# A fitted calibration slope beyond this is quasi-separation of a few noisy bins, reported as no fit.
+MAX_SLOPE = 50.0
+
+
 @dataclass(frozen=True)
 class Recalibration:
     """Logistic recalibration ``logit P(y = 1) = intercept + slope logit(r)`` fitted on the histograms.
@@ -213,8 +218,8 @@ def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: 
 
     Covariance: the inverse information (sampling) plus the noise's by the implicit-function delta method,
     ``sigma^2 I^-1 (sum_b x_b x_b' ((1 - mu_b)^2 + mu_b^2)) I^-1`` with ``x_b = (1, logit r_b)``.
-    Representatives must lie strictly inside (0, 1). Without a finite estimate (separated bins, or no
-    convergence in ``max_iter`` steps) the intercept, slope and covariance are NaN and ``converged`` False.
+    Representatives must lie strictly inside (0, 1). Without a finite estimate (separated bins, no
+    convergence in ``max_iter`` steps, or a slope beyond ``MAX_SLOPE``) the intercept, slope and covariance are NaN and ``converged`` False.
     """
     sigma = check_sigma(sigma)
     c0, c1, r = _one_histogram(h0, h1, representatives)
@@ -239,8 +244,9 @@ def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: 
         if np.abs(step).max() < tol:
             converged = True
             break
-    if not converged:
-        # (Quasi-)separation: the events change from none to all across bins, and no finite MLE exists.
+    if not converged or abs(theta[1]) > MAX_SLOPE:
+        # (Quasi-)separation: the events change from none to all across bins, and no finite MLE exists (a
+        # slope beyond MAX_SLOPE is that drift stopped by the tolerance, not an estimate).
         return Recalibration(float("nan"), float("nan"), np.full((2, 2), np.nan), False)
     mu = expit(x @ theta)
     info = (x * (m * mu * (1 - mu))[:, None]).T @ x

@@ -41,6 +41,8 @@ class AucEstimates(NamedTuple):
 
     ``estimator`` says per row which estimate ``auc`` is (``"rocglm"``, or ``"empirical"`` where the
     ROC-GLM could not be fitted or was not asked for); ``variance`` is sampling plus noise.
+    ``binning_bound`` is half the share of within-bin pairs: the empirical AUC's interval ``lower, upper``
+    is widened by it on each side (what the binning can hide), the ROC-GLM's is not.
     """
 
     counts0: np.ndarray
@@ -58,6 +60,7 @@ class AucEstimates(NamedTuple):
     rocglm_auc: np.ndarray
     rocglm_noise_variance: np.ndarray
     rocglm_points: np.ndarray
+    binning_bound: np.ndarray
 
 
 def _plausible_rocglm(c0, c1, auc_emp, var_emp, tail):
@@ -68,7 +71,7 @@ def _plausible_rocglm(c0, c1, auc_emp, var_emp, tail):
     glm = histogram_rocglm(c0, c1, tail_count=tail)
     auc = glm.auc.copy()
     # The binned AUC counts within-bin pairs one half, so the unbinned AUC lies within half their share of it.
-    within = 0.5 * (c0 * c1).sum(-1) / (c0.sum(-1) * c1.sum(-1))
+    within = 0.5 * _within_share(c0, c1)
     with np.errstate(invalid="ignore"):
         plausible = glm.converged & (glm.params[:, 1] > 0) & (
             np.abs(auc - auc_emp) <= within + PLAUSIBLE_SDS * np.sqrt(var_emp))
@@ -113,7 +116,8 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     with variance DeLong plus its noise variance. The ROC-GLM is used only where it is plausible:
     converged, increasing (``gamma2 > 0``) and within the binning bound (half the share of within-bin
     pairs) plus ``PLAUSIBLE_SDS`` standard deviations of the binned empirical AUC (few, noisy edges can give
-    a wild binormal line); elsewhere the empirical AUC is reported.
+    a wild binormal line); elsewhere the empirical AUC is reported, its interval widened on each side by
+    half the share of within-bin pairs (the unbinned AUC can lie anywhere in that band).
     Rows with fewer than two estimated patients of a class give NaN.
     """
     sigma = check_sigma(sigma)
@@ -149,6 +153,19 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     auc = np.where(use_glm, auc_glm, auc_emp)
     variance = np.where(use_glm, sampling + var_glm, var_emp)
     ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
+    # The binned empirical AUC counts within-bin pairs one half: the unbinned AUC lies within half their share
+    # of it whatever the scores inside the bins, so its interval is widened by that much on each side
+    # (partial identification; the ROC-GLM's passed the same bound in the plausibility check).
+    bound = np.where(ok, 0.5 * _within_share(c0, c1), np.nan)
+    lower = np.where(use_glm, ci.lower, np.clip(ci.lower - bound, 0.0, 1.0))
+    upper = np.where(use_glm, ci.upper, np.clip(ci.upper + bound, 0.0, 1.0))
     used = np.where(use_glm, "rocglm", "empirical").astype(object)
-    return AucEstimates(c0, c1, auc, variance, ci.lower, ci.upper, ci.defined, used, auc_emp, var_emp, sampling,
-                        params, auc_glm, var_glm, points)
+    return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling,
+                        params, auc_glm, var_glm, points, bound)
+
+
+def _within_share(c0, c1):
+    """Share of (negative, positive) pairs in the same bin, per row (0 where a class is empty)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = (c0 * c1).sum(-1) / (c0.sum(-1) * c1.sum(-1))
+    return np.where(np.isfinite(share), share, 0.0)

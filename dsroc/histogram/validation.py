@@ -165,7 +165,7 @@ def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives):
     u = np.stack([within_offsets(c0, t0, sums_sigma=k), within_offsets(c1, t1, sums_sigma=k)])
     both = within_offsets(c0 + c1, t0 + t1, sums_sigma=k * np.sqrt(2.0))
     return {"r": bin_means(e, both), "by_class": bin_means(e, u), "within": within_variance(e, both), "u": u,
-            "sigma": k}
+            "sigma": k, "edges": e}
 
 
 def _brier_with_sums(c0, c1, means, *, sigma, level):
@@ -174,6 +174,12 @@ def _brier_with_sums(c0, c1, means, *, sigma, level):
     with mean offset ``u``) per patient, so the unbinned Brier lies between the bounds' Brier scores."""
     brier = histogram_brier(c0, c1, means["by_class"], sigma=sigma, level=level, within=means["within"])
     n = c0.sum() + c1.sum()
+    # The sums' noise moves each class mean m_cb by w_b / h_cb per unit of T_cb, so the Brier score by
+    # 2 w_b (1 - m1_b) / n (positives) or 2 w_b m0_b / n (negatives): delta method.
+    w = np.diff(means["edges"])
+    m0, m1 = means["by_class"]
+    variance = brier.variance + means["sigma"] ** 2 * float((4 * w**2 * ((1 - m1) ** 2 + m0**2)).sum()) / n**2
+    brier = Estimate.normal(brier.value, variance, level=level)
     spread = float(((c0 + c1) * means["within"]).sum() / n)  # the estimated within-bin part of the Brier score
     most = 3.0 * spread  # w^2 u (1 - u) is three times the estimate w^2 u (1 - u) / 3
     return Estimate(brier.value, brier.variance, brier.lower - spread, brier.upper + most - spread)
@@ -247,9 +253,14 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
                           "at least 2 each are needed)")
         if n0 <= 0 or n1 <= 0:
             missing["roc"] = missing["auc"]
-    elif estimator == "rocglm" and used != "rocglm":
-        notes.append(f"no plausible ROC-GLM fit ({int(est.rocglm_points[0])} usable edge(s)): reporting the binned "
-                     "empirical AUC")
+    elif used == "rocglm":
+        notes.append(f"AUC: the ROC-GLM through {int(est.rocglm_points[0])} edges (converged, increasing, within the "
+                     "binning bound of the binned AUC)")
+    else:
+        why = (f"no plausible ROC-GLM fit ({int(est.rocglm_points[0])} usable edge(s))" if estimator == "rocglm"
+               else "asked for")
+        notes.append(f"AUC: the binned empirical AUC ({why}); its interval is widened by +-{est.binning_bound[0]:.4f}, "
+                     "half the share of within-bin pairs, which the binning cannot order")
     if "auc" not in missing and not bool(est.defined[0]):
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
     r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
