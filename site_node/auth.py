@@ -239,7 +239,7 @@ def _refuse(handler, message: str, record: AuditRecord, audit: AuditLog):
 
     def abort(request, context):
         record.peer = context.peer()
-        audit.write(record)
+        audit.write_unauthenticated(record)
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
     if handler is None or handler.unary_unary is not None:

@@ -109,8 +109,15 @@ def _cmd_serve(args) -> int:
     if args.listen is not None and len(args.config) > 1:
         raise ConfigError("--listen overrides the address of one site; give a single --config with it")
     configs = [load_config(path) for path in args.config]  # every config is checked before any site starts
-    servers = [SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers,
-                          read_datasets_in_helper=True) for config in configs]
+    servers = []
+    try:
+        for config in configs:
+            servers.append(SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers,
+                                      read_datasets_in_helper=True, reset_state=args.reset_state))
+    except BaseException:
+        for server in servers:
+            server.stop(grace=0)
+        raise
     if args.insecure:
         logging.getLogger("dsroc.site").warning("serving WITHOUT TLS (--insecure): for local development only")
     started = []
@@ -146,7 +153,7 @@ def _check_one(path) -> int:
     from .server import server_credentials
 
     config = load_config(path)
-    problems = 0
+    problems = _check_state(config)
     if config.tls is not None:
         try:
             server_credentials(config)
@@ -184,6 +191,20 @@ def _check_one(path) -> int:
     return problems + _check_populations(config, frames)
 
 
+def _check_state(config) -> int:
+    """Print the state's line (never creating it) and return 1 if it is lost or damaged."""
+    from .state import StateMarker, state_problem
+
+    problem = state_problem(config)
+    if problem:
+        print(f"state: {problem} (serve refuses it: restore a backup, or --reset-state)")
+        return 1
+    marker = StateMarker.read(config.state_marker_path)
+    print(f"state: ok ({config.state_dir}, first served {marker.first_served})" if marker
+          else f"state: not served yet ({config.state_dir} is created by the first serve)")
+    return 0
+
+
 def _cmd_check(args) -> int:
     problems = 0
     for path in args.config:
@@ -213,16 +234,25 @@ def _cmd_budget(args) -> int:
     from .config import load_config
     from dsroc.accounting import discretization_for
 
+    import tempfile
+
     from .ledger import SqliteLedger
+    from .state import check_state
 
     config = load_config(args.config)
-    ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
+    check_state(config)
+    # A read-only command: a site that has not served yet shows an empty ledger, made outside its folder.
+    scratch = None if config.ledger_path.exists() else tempfile.TemporaryDirectory()
+    path = config.ledger_path if scratch is None else f"{scratch.name}/ledger.sqlite"
+    ledger = SqliteLedger(path, interval=discretization_for(config.policy.budget_epsilon))
     try:
         statuses = [replace(ledger.budget(ds.population, config.policy), dataset=name)
                     for name, ds in config.datasets.items()]
         history = ledger.history()
     finally:
         ledger.close()
+        if scratch is not None:
+            scratch.cleanup()
     if args.json:
         print(json.dumps({"budgets": [dict(vars(b), mu_remaining=b.mu_remaining, epsilon_remaining=b.epsilon_remaining)
                                       for b in statuses], "releases": history}, indent=2))
@@ -243,8 +273,10 @@ def _cmd_budget(args) -> int:
 def _cmd_audit(args) -> int:
     from .audit import read_audit
     from .config import load_config
+    from .state import check_state
 
     config = load_config(args.config)
+    check_state(config)
     for entry in read_audit(config.audit_path, last=args.last):
         if args.json:
             print(json.dumps(entry, sort_keys=True))
@@ -290,13 +322,18 @@ def build_parser() -> argparse.ArgumentParser:
                        "--insecure, which is refused on any but a loopback address. Prints "
                        '{"event": "serving", "address": ...} on stdout once listening, JSON logs on stderr; the '
                        "standard gRPC health service reports SERVING. On SIGTERM or SIGINT health turns NOT_SERVING, "
-                       "running calls get --grace seconds, then the daemon exits 0. Exit 2 on a config error.")
+                       "running calls get --grace seconds, then the daemon exits 0. Exit 2 on a config error, and when the site "
+                       "served before and its state/ is missing, empty, another's or damaged (see restore and "
+                       "--reset-state).")
     p.add_argument("--config", required=True, action="append", help="site TOML file (repeat to run several "
                    "local sites in one process, e.g. the sites of 'init --federation')")
     p.add_argument("--insecure", action="store_true", help="plain text instead of TLS; local development only, so only on a loopback address")
     p.add_argument("--listen", default=None, help="override the config's listen address")
     p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8); one analyst may use half of them")
     p.add_argument("--grace", type=float, default=5.0, help="seconds to finish running calls on shutdown")
+    p.add_argument("--reset-state", action="store_true",
+                   help="the state is lost or damaged and there is no backup: move it aside and start from a full "
+                        "budget (audited; refused while the state is intact)")
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("check", help="check the config, TLS files and every dataset's declared columns",
@@ -321,8 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_audit)
 
     from .model_cli import add_model_parser
+    from .state_cli import add_state_parsers
 
     add_model_parser(sub)
+    add_state_parsers(sub)
     return parser
 
 

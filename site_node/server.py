@@ -21,6 +21,7 @@ from .ledger import SqliteLedger
 from .servicer import SiteServicer
 from .site import Site
 from .slots import CallSlots
+from .state import mark_served, open_state
 from .table_reader import read_table_in_helper
 
 __all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback", "return_freed_memory"]
@@ -100,10 +101,14 @@ class SiteServer:
     read_datasets_in_helper : bool, default False
         Read each dataset in a helper process (:mod:`site_node.table_reader`), so that pandas, pyarrow
         and SQLAlchemy never take memory in this one; ``dsroc-site serve`` does.
+    reset_state : bool, default False
+        Move a lost or damaged state aside and start a new one (audited); without it such a state is
+        refused with :class:`~site_node.state.StateError` (:mod:`site_node.state`).
     """
 
     def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
-                 max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False):
+                 max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False,
+                 reset_state: bool = False):
         self.config = config
         self.insecure = insecure
         self.address = address or config.listen
@@ -114,10 +119,18 @@ class SiteServer:
                 f"(127.0.0.1, ::1, localhost), not {self.address}; configure [tls] to serve on the network"
             )
         credentials = None if insecure else server_credentials(config)
-        self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
-        self.audit = AuditLog(config.audit_path, max_bytes=config.audit_max_bytes)
-        reader = read_table_in_helper if read_datasets_in_helper else read_table
-        self.site = Site(config, self.ledger, datasets=DatasetStore(config.datasets, reader=reader))
+        self._state_lock = open_state(config, reset=reset_state)
+        try:
+            self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
+            self.audit = AuditLog.for_config(config)
+            reader = read_table_in_helper if read_datasets_in_helper else read_table
+            self.site = Site(config, self.ledger, datasets=DatasetStore(config.datasets, reader=reader))
+            mark_served(config)
+        except BaseException:
+            self._state_lock.close()
+            raise
+        if reset_state:
+            log.warning("site %s: state reset (--reset-state): every population starts from a full budget", config.name)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2))
         self.server = grpc.server(
@@ -141,6 +154,7 @@ class SiteServer:
         if not self.port:
             self.site.close()
             self.ledger.close()
+            self._state_lock.close()
             raise OSError(f"cannot listen on {self.address}: the address is in use (another dsroc-site serving "
                           "this port?) or not an address of this host")
         host = self.address.rsplit(":", 1)[0]
@@ -162,8 +176,10 @@ class SiteServer:
         """Report NOT_SERVING, finish running calls (up to ``grace`` seconds) and close the ledger."""
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.server.stop(grace).wait()
+        self.audit.flush()
         self.site.close()
         self.ledger.close()
+        self._state_lock.close()
         log.info("site %s stopped", self.config.name)
 
     def wait(self, timeout: float | None = None) -> bool:
