@@ -18,6 +18,7 @@ from .auth import AuthAuditInterceptor
 from .config import ConfigError, SiteConfig
 from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
+from .populations import require_declared_populations
 from .servicer import SiteServicer
 from .site import Site
 from .slots import CallSlots
@@ -119,6 +120,7 @@ class SiteServer:
                 f"(127.0.0.1, ::1, localhost), not {self.address}; configure [tls] to serve on the network"
             )
         credentials = None if insecure else server_credentials(config)
+        require_declared_populations(config)
         self._state_lock = open_state(config, reset=reset_state)
         try:
             self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
