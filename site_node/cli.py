@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -104,6 +105,7 @@ def _cmd_token(args) -> int:
 def _cmd_serve(args) -> int:
     from .config import ConfigError, load_config
     from .server import SiteServer, return_freed_memory
+    from .state import write_pid_file
 
     return_freed_memory()
     if args.listen is not None and len(args.config) > 1:
@@ -128,20 +130,35 @@ def _cmd_serve(args) -> int:
         for server in started:
             server.stop(grace=0)
         raise
-    stopping = threading.Event()
+    stopping, reloading = threading.Event(), threading.Event()
 
     def on_signal(signum, frame):
         logging.getLogger("dsroc.site").info("received %s, shutting down", signal.Signals(signum).name)
         stopping.set()
 
+    def on_hangup(signum, frame):
+        reloading.set()
+        stopping.set()  # wakes the loop below, which reloads and goes on
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)
+    pid_files = [write_pid_file(config) for config in configs]
     for config, server in zip(configs, servers):
         print(json.dumps({"event": "serving", "address": server.bound_address, "site": config.name}), flush=True)
-    while not stopping.wait(0.5):
-        pass
-    for server in servers:
+    while True:
+        stopping.wait(0.5)
+        if reloading.is_set():
+            reloading.clear()
+            stopping.clear()
+            logging.getLogger("dsroc.site").info("received SIGHUP, reloading the analysts")
+            for server in servers:
+                server.reload()
+        elif stopping.is_set():
+            break
+    for server, pid_file in zip(servers, pid_files):
         server.stop(grace=args.grace)
+        pid_file.unlink(missing_ok=True)
     return 0
 
 
@@ -188,7 +205,20 @@ def _check_one(path) -> int:
             except SiteError as exc:
                 problems += 1
                 print(f"  {column}: {exc} ({kind} column)")
-    return problems + _check_populations(config, frames)
+    return problems + _check_populations(config, frames) + _check_usable(config)
+
+
+def _check_usable(config) -> int:
+    """Print a problem (and return 1) when no analyst may use any dataset: nobody could use the site."""
+    if not config.analysts:
+        print("analysts: none configured: nobody can use this site (dsroc-site analyst add NAME)")
+    elif not config.datasets:
+        print("datasets: none configured: there is nothing to validate on (add a [datasets.NAME] table)")
+    elif not any(a.may_use(d) for a in config.analysts.values() for d in config.datasets):
+        print("analysts: no analyst may use any dataset (analysts.NAME.datasets)")
+    else:
+        return 0
+    return 1
 
 
 def _check_state(config) -> int:
@@ -304,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "ones of the hospital's own PKI.")
     p.add_argument("directory", help="folder to create")
     p.add_argument("--name", default="hospital", help="site name shown to analysts (default: hospital)")
-    p.add_argument("--listen", default="127.0.0.1:50051", help="listen address (default: 127.0.0.1:50051)")
+    p.add_argument("--listen", default=None, help="listen address host:port (default: a free port on 127.0.0.1)")
     p.add_argument("--analyst", default="analyst1", help="name of the first analyst (default: analyst1)")
     p.add_argument("--force", action="store_true", help="overwrite an existing site.toml")
     p.add_argument("--federation", type=int, default=None, metavar="N",
@@ -357,9 +387,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
     p.set_defaults(func=_cmd_audit)
 
+    from .analyst_cli import add_analyst_parser
     from .model_cli import add_model_parser
     from .state_cli import add_state_parsers
 
+    add_analyst_parser(sub)
     add_model_parser(sub)
     add_state_parsers(sub)
     return parser
@@ -375,6 +407,9 @@ def main(argv=None) -> int:
 
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as other command-line tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ConfigError, FileExistsError, OSError, ValueError) as exc:
         print(f"dsroc-site: error: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from concurrent import futures
+from dataclasses import fields, replace
 from pathlib import Path
 
 import grpc
@@ -15,7 +16,7 @@ from dsroc.v1 import site_pb2, site_pb2_grpc
 
 from .audit import AuditLog
 from .auth import AuthAuditInterceptor
-from .config import ConfigError, SiteConfig
+from .config import ConfigError, SiteConfig, load_config
 from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
 from .populations import require_declared_populations
@@ -135,9 +136,10 @@ class SiteServer:
             log.warning("site %s: state reset (--reset-state): every population starts from a full budget", config.name)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2))
+        self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
-            interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots)],
+            interceptors=[self.interceptor],
             # gRPC sets SO_REUSEPORT by default: a second daemon on the same port would start and share
             # the traffic (and the ledger's folder) with the first. Without it, binding a used port fails.
             options=channel_options(config.max_message_bytes) + [("grpc.so_reuseport", 0)],
@@ -183,6 +185,37 @@ class SiteServer:
         self.ledger.close()
         self._state_lock.close()
         log.info("site %s stopped", self.config.name)
+
+    def reload(self) -> None:
+        """Re-read the config file and apply its analysts (names, token hashes, datasets allowed); ``SIGHUP`` does this.
+
+        The next call of every analyst is checked against the new table, so removing an analyst (or
+        their token hash) revokes them at once. Other changes need a restart and are logged as
+        ignored; a config that does not load is logged and changes nothing. Model approvals need no
+        reload (each call reads them). Written to the log and the audit log.
+        """
+        from .audit import AuditRecord
+
+        try:
+            new = load_config(self.config.source)
+        except ConfigError as exc:
+            log.error("site %s: reload refused, the config does not load (nothing changed): %s", self.config.name, exc)
+            return
+        old = self.config.analysts
+        changes = {"added": sorted(set(new.analysts) - set(old)), "removed": sorted(set(old) - set(new.analysts)),
+                   "changed": sorted(n for n in set(old) & set(new.analysts) if old[n] != new.analysts[n])}
+        ignored = sorted(f.name for f in fields(SiteConfig)
+                         if f.compare and f.name != "analysts" and getattr(new, f.name) != getattr(self.config, f.name))
+        self.config = replace(self.config, analysts=new.analysts)
+        self.site.config = replace(self.site.config, analysts=new.analysts)
+        self.interceptor.set_analysts(new.analysts.values())
+        log.info("site %s reloaded its analysts from %s: added %s, removed %s, changed %s", self.config.name,
+                 self.config.source, changes["added"], changes["removed"], changes["changed"])
+        if ignored:
+            log.warning("site %s: reload applies analysts only; restart to apply the changes to %s", self.config.name,
+                        ", ".join(ignored))
+        self.audit.write(AuditRecord("", "Reload", peer="SIGHUP (site administrator)",
+                                     parameters={**changes, "ignored_until_restart": ignored}))
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the server stops (or ``timeout``)."""

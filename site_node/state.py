@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 __all__ = ["StateError", "StateMarker", "SIGNING_KEY_FILE", "check_state", "mark_served", "open_state", "reset_state",
-           "serving_lock", "sqlite_state_id", "state_problem", "stamp_state_id", "utc_now"]
+           "pid_file", "serving_lock", "serving_pid", "sqlite_state_id", "state_problem", "stamp_state_id", "utc_now", "write_pid_file"]
 
 #: The release-signing key's file name inside ``state/`` (peers hold its public half).
 SIGNING_KEY_FILE = "release_signing.key"
@@ -220,6 +220,31 @@ def reset_state(config) -> Path | None:
         os.rename(config.state_dir, moved)
     config.state_marker_path.unlink(missing_ok=True)
     return moved
+
+
+def pid_file(config) -> Path:
+    """Where ``serve`` writes its process id (``state/daemon.pid``), for ``dsroc-site analyst`` to signal a reload."""
+    return config.state_dir / "daemon.pid"
+
+
+def write_pid_file(config) -> Path:
+    """Write this process's id to :func:`pid_file` (removed when ``serve`` stops); returns the path."""
+    path = pid_file(config)
+    path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    return path
+
+
+def serving_pid(config) -> int | None:
+    """The id of the daemon serving this state (its pid file, and it holds the state lock), or None."""
+    try:
+        pid = int(pid_file(config).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        serving_lock(config).close()  # free: nobody serves, the pid file is stale
+        return None
+    except StateError:
+        return pid
 
 
 def serving_lock(config):
