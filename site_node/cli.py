@@ -47,6 +47,8 @@ Quick start:
   dsroc-site serve --config mysite/site.toml
   dsroc-site budget --config mysite/site.toml     # privacy budget spent per dataset
   dsroc-site audit --config mysite/site.toml --last 20
+  dsroc-site analyst add alice --config mysite/site.toml        # hand out access (revoke: live)
+  dsroc-site backup --config mysite/site.toml BACKUPDIR         # daily; restore BACKUPDIR after a loss
 """
 
 

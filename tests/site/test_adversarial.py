@@ -341,7 +341,7 @@ def test_plain_text_only_on_loopback(make_site_config):
 def test_help_texts_explain_every_command():
     parser = build_parser()
     top = parser.format_help()
-    commands = ["init", "token", "serve", "check", "budget", "audit", "model", "key", "backup", "restore"]
+    commands = ["init", "token", "serve", "check", "budget", "audit", "model", "key", "backup", "restore", "analyst"]
     assert all(c in top for c in commands) and "privacy" in top
     sub = parser._subparsers._group_actions[0].choices
     assert sorted(sub) == sorted(commands)
