@@ -39,7 +39,7 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     frames, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
         res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=20)
-    v = res.validation
+    v = res.detail.validation
     h0, h1, idx, y = _binned_truth(frames, v.edges)
     np.testing.assert_array_equal(v.counts0, h0)
     np.testing.assert_array_equal(v.counts1, h1)
@@ -47,15 +47,14 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     i0, i1 = idx[y == 0], idx[y == 1]
     brute = (np.sum(i1[:, None] > i0[None, :]) + 0.5 * np.sum(i1[:, None] == i0[None, :])) / (i0.size * i1.size)
     assert v.auc_empirical == pytest.approx(brute, abs=1e-12)
-    assert res.sigma < 1e-2 and all(not r.repeated for r in res.releases.values())
+    assert res.detail.sigma < 1e-2 and all(not r.repeated for r in res.detail.releases.values())
     text = str(res)
     assert "protocol: histogram" in text and "privacy unit: add or remove one patient" in text
     assert "epsilon = 4000" in text and "delta = 0.01" in text
     report = json.loads(res.to_json())
     assert report["protocol"] == "histogram" and report["privacy_unit"] == "add or remove one patient"
-    assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["covered"]
-    axes = res.plot()
-    assert "histogram protocol" in axes[0].figure._suptitle.get_text()
+    assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["guarantee"]
+    assert "histogram protocol" in res.plot()._suptitle.get_text()
 
 
 def test_with_real_noise_the_stated_variance_holds(five_sites, pki, helpers):
@@ -64,12 +63,12 @@ def test_with_real_noise_the_stated_variance_holds(five_sites, pki, helpers):
     with helpers.federation(addresses, pki) as fed:
         for i in range(10):  # ten validations at slightly different epsilon: ten independent releases per site
             res = fed.validate("test", "y", score="pred", epsilon=2.0 + 1e-3 * i, delta=1e-5, n_bins=20)
-            h0, h1, _, _ = _binned_truth(frames, res.validation.edges)
-            summed0 = np.sum([r.negatives for r in res.releases.values()], axis=0)
-            summed1 = np.sum([r.positives for r in res.releases.values()], axis=0)
+            h0, h1, _, _ = _binned_truth(frames, res.detail.validation.edges)
+            summed0 = np.sum([r.negatives for r in res.detail.releases.values()], axis=0)
+            summed1 = np.sum([r.positives for r in res.detail.releases.values()], axis=0)
             errors.append(np.concatenate([summed0 - h0, summed1 - h1]))
-            sigmas.append(res.sigma)
-            assert res.sigma == pytest.approx(np.sqrt(sum(r.noise_sd**2 for r in res.releases.values())), rel=1e-12)
+            sigmas.append(res.detail.sigma)
+            assert res.detail.sigma == pytest.approx(np.sqrt(sum(r.noise_sd**2 for r in res.detail.releases.values())), rel=1e-12)
     errors = np.concatenate(errors)  # 400 summed cells; the variance's sampling SD is about 7%
     sigma = float(np.mean(sigmas))
     assert abs(errors.mean()) < 4 * sigma / np.sqrt(errors.size)
@@ -88,7 +87,7 @@ def test_paper_result_states_its_weaker_guarantee(five_sites, pki, helpers):
 
 
 def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allow(exact_sites, pki, helpers, tmp_path):
-    from analyst.histogram import default_n_bins
+    from analyst.protocols.histogram import default_n_bins
 
     _, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
