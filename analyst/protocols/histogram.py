@@ -184,7 +184,7 @@ class HistogramDetail:
         return {"n_bins": int(self.n_bins), "spacing": self.spacing, "sigma": num(self.sigma),
                 "edges": [num(e) for e in v.edges], "counts0": [num(c) for c in v.counts0],
                 "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
-                "auc_empirical_variance": num(v.auc_empirical_variance),
+                "auc_empirical_variance": num(v.auc_empirical_variance), "unavailable": dict(v.unavailable),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()}}
 
 
@@ -243,6 +243,13 @@ class HistogramProtocol(Protocol):
         return result
 
 
+def _charged(unavailable) -> tuple[str, ...]:
+    if not unavailable:
+        return ()
+    return (f"the releases were charged to the sites' ledgers although {', '.join(unavailable)} could not be "
+            "estimated from them",)
+
+
 def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, HistogramSite], budgets,
                      options: HistogramOptions, *, timing=None) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of the sites' histogram releases (pure post-processing).
@@ -273,5 +280,5 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
                      RocCurve.band_for(fitted, v.auc_ci)),
         calibration=histogram_calibration(v, level), brier=brier, privacy=privacy,
         pr=pr_from_counts(v.counts0, v.counts1, v.edges, level=level),
-        test=a0_test(o.a0, level, v.auc_ci), warnings=tuple(v.notes), timing={} if timing is None else timing,
+        test=a0_test(o.a0, level, v.auc_ci), warnings=tuple(v.notes) + _charged(v.unavailable), timing={} if timing is None else timing,
         detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing))
