@@ -1,5 +1,6 @@
 """The distributed procedure over five real TLS site servers, checked against pooled computations."""
 
+import json
 import time
 
 import numpy as np
@@ -31,7 +32,7 @@ def negligible(five_sites, pki, helpers):
         return fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, threshold=0.5, a0=0.7)
 
 
-def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
+def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled, helpers):
     res = negligible
     s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
     s0, s1 = s[y == 0], s[y == 1]
@@ -62,6 +63,7 @@ def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
     assert corr.auc == pytest.approx(emp, abs=1e-9) and corr.variance == pytest.approx(var, rel=1e-6)
     assert (corr.ci.lower, corr.ci.upper) == pytest.approx(dsroc.auc_ci(emp, var), abs=1e-6)
     corrected = res.to_dict()["detail"]["auc_corrected"]
+    helpers.check_schema(json.loads(res.to_json()))
     assert [corrected["lower"], corrected["upper"]] == pytest.approx(list(dsroc.auc_ci(emp, var)), abs=1e-6)
     assert "AUC (noise-corrected)" in str(res)
     assert res.warnings == ()  # (5, 0.01) is recommended for the sites' tiny Delta

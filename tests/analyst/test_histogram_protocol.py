@@ -134,4 +134,5 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
     text = " ".join(str(res).split())
     assert "no calibration intercept and slope" in text and "charged to the sites' ledgers" in text
     assert res.calibration.slope is None and "calibration slope not estimable" in text
+    helpers.check_schema(json.loads(res.to_json()))  # NaN estimates and missing parts still follow the schema
     assert json.loads(res.to_json())["detail"]["unavailable"]["recalibration"] == v.unavailable["recalibration"]

@@ -31,6 +31,19 @@ def test_to_dict_has_the_same_keys_for_both_protocols_and_round_trips_json(both,
     assert set(d["privacy"]["a"]) >= {"sensitivity", "noise_sd", "epsilon", "delta", "mu_remaining", "epsilon_spent"}
 
 
+@pytest.mark.parametrize("protocol", ["paper", "histogram"])
+def test_both_protocols_json_validates_against_the_packaged_schema(both, protocol, helpers):
+    import jsonschema
+
+    report = json.loads(both[protocol].to_json())
+    helpers.check_schema(report)
+    broken = dict(report, auc={k: v for k, v in report["auc"].items() if k != "includes"})  # the schema bites
+    with pytest.raises(jsonschema.ValidationError, match="includes"):
+        helpers.check_schema(broken)
+    with pytest.raises(jsonschema.ValidationError):
+        helpers.check_schema(dict(report, schema_version=2))
+
+
 def test_withheld_cells_carry_no_numbers_in_the_paper_report(both):
     d = both["paper"].to_dict()
     withheld = d["detail"]["withheld"]
