@@ -116,8 +116,11 @@ def _check_local_degenerate(parts) -> None:
             cause = "every count k_j is 0 (no positive has a placement value at or below any threshold)"
         elif np.all(k == n):
             cause = "every count k_j equals n1 (all positives' placement values lie below the first threshold: AUC of 1)"
-        else:
+        elif np.all((k == 0) | (k == n)):
             cause = "every count is 0 or n1 (all placement values fall between the same two thresholds)"
+        else:
+            cause = ("every count is 0 below one threshold and n1 above it (all placement values fall between "
+                     "the two thresholds around it: quasi-complete separation)")
         raise ValueError(f"{_SEPARATED}: {cause}; the probit regression has no finite estimate (separation)")
 
 
