@@ -10,8 +10,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.histogram import recommended_n_bins
-from dsroc.histogram_validation import DEFAULT_ESTIMATOR, ESTIMATORS, histogram_validation
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
+from dsroc.histogram.grid import recommended_n_bins
+from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.parts import Calibration, Estimate, RocCurve, num
@@ -126,7 +127,7 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
 def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
     """The simulation study's bin count for the noise of one (epsilon, delta) release, among those all sites allow.
 
-    :func:`dsroc.histogram.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
+    :func:`dsroc.histogram.grid.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
     sensitivity 1, within a few per cent of the discrete one, far inside the rule's steps); when a site's
     policy does not list that count, the nearest count every answering site allows (ties: the smaller).
     """
@@ -150,7 +151,7 @@ class HistogramDetail:
 
     Attributes
     ----------
-    validation : dsroc.histogram_validation.HistogramValidation
+    validation : dsroc.histogram.validation.HistogramValidation
         Every estimate from the summed histograms (consistent counts, binned AUC, ROC-GLM through the edges).
     releases : dict of str to HistogramSite
         Each site's release.
