@@ -77,26 +77,18 @@ def _atomic_folder(out: Path, *, force: bool):
         raise
 
 
-#: the validate flags that belong to each protocol's options (``--n-bins``, ``--a0`` to both)
-_PROTOCOL_FLAGS = {"histogram": ("n_bins", "spacing", "a0"),
-                   "paper": ("grid", "n_bins", "threshold", "a0", "sensitivity", "ci_method")}
-
-
 def _options(args):
-    """The protocol's options object from the validate flags; a flag of the other protocol is an error."""
-    from analyst.protocols import HistogramOptions, PaperOptions
+    """The protocol's options object from the validate flags (each flag named as an options field); a flag
+    that only another protocol's options have, set away from its default, is an error."""
+    from analyst.protocols import PROTOCOLS
 
-    given = {k for k in _DEFAULTS
-             if getattr(args, k) != _DEFAULTS[k]}
-    foreign = sorted(given - set(_PROTOCOL_FLAGS[args.protocol]))
+    fields = {name: {f.name: f.default for f in dataclasses.fields(p.options_type)} for name, p in PROTOCOLS.items()}
+    own = fields[args.protocol]
+    foreign = sorted({k for other in fields.values() for k, d in other.items() if k not in own and getattr(args, k, d) != d})
     if foreign:
         flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
         raise ValueError(f"{flags}: not an option of --protocol {args.protocol}")
-    kwargs = {k: getattr(args, k) for k in _PROTOCOL_FLAGS[args.protocol] if getattr(args, k) is not None}
-    return (HistogramOptions if args.protocol == "histogram" else PaperOptions)(**kwargs)
-
-
-_DEFAULTS = {"grid": None, "threshold": None, "sensitivity": None, "spacing": "equal", "ci_method": "logit"}
+    return PROTOCOLS[args.protocol].options_type(**{k: getattr(args, k) for k in own if getattr(args, k, None) is not None})
 
 
 def _cmd_validate(args) -> int:

@@ -101,7 +101,7 @@ class RocPlot:
         """
         r = self.result
         roc, pct = r.roc, round(100 * r.level)
-        ax = _new_axes((7.2, 9.4)) if ax is None else ax
+        ax = _new_axes((7.2, 8.8)) if ax is None else ax
         quoted = (f"AUC ({r.auc_estimator}) {_fmt(r.auc)}, {pct}% CI [{_fmt(r.auc_ci[0])}, {_fmt(r.auc_ci[1])}]")
         if roc.band is not None:
             lo, hi = roc.band_curves(_T)
@@ -111,9 +111,9 @@ class RocPlot:
         binned = roc.fpr.size <= 200
         ax.plot(roc.fpr, roc.tpr, color="black" if binned else "dimgrey", lw=0.8 if binned else 1.0,
                 ls="--" if binned else "-", marker="o" if binned else None, ms=4,
-                label=roc.points_label + ("" if roc.params is not None else f": {quoted}"))
+                label=textwrap.fill(roc.points_label + ("" if roc.params is not None else f": {quoted}"), 70))
         if roc.params is not None:
-            ax.plot(_T, roc.curve(_T), color="tab:blue", lw=2, label=f"fitted binormal curve: {quoted}")
+            ax.plot(_T, roc.curve(_T), color="tab:blue", lw=2, label=textwrap.fill(f"fitted binormal curve: {quoted}", 70))
         styles = [dict(color="tab:green", lw=1.2, ls="-."), dict(color="tab:purple", lw=0.8, alpha=0.8)]
         for k, ref in enumerate(references):
             style = ref[3] if len(ref) > 3 else styles[min(k, len(styles) - 1)]

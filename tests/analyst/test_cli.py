@@ -74,6 +74,13 @@ def test_cli_errors_are_clear(tmp_path, five_sites, pki, helpers, capsys):
     assert rc == 2 and "cannot create the report folder" in capsys.readouterr().err
     rc = main(common + ["--epsilon", "-1", "--delta", "0.01", "--out", str(tmp_path / "r")])
     assert rc == 2 and "epsilon must be a positive finite number" in capsys.readouterr().err
+    # a flag of the other protocol's options is refused (the wrong token shows no site was asked)
+    ok = ["--epsilon", "5", "--delta", "0.01", "--out", str(tmp_path / "r")]
+    rc = main(common + ok + ["--ci-method", "wald", "--grid", "20"])
+    assert rc == 2 and "--ci-method, --grid: not an option of --protocol histogram" in capsys.readouterr().err
+    rc = main(common + ok + ["--protocol", "paper", "--spacing", "logit"])
+    assert rc == 2 and "--spacing: not an option of --protocol paper" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
     rc = main(["recommend", "--sensitivity", "0.1", "--tolerance", "0.5"])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "tolerance 0.5 is not in" in err
