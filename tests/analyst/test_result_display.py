@@ -125,7 +125,7 @@ def test_without_a_plausible_fit_the_binned_polyline_is_the_quoted_curve(helpers
     assert list(frame.columns) == ["fpr", "tpr"]
     assert np.trapezoid(frame["tpr"], frame["fpr"]) == pytest.approx(res.auc, abs=2e-3)
     plot = RocPlot(res).plot()
-    labels = [t.get_text() for t in plot.ax_.get_legend().get_texts()]
+    labels = [" ".join(t.get_text().split()) for t in plot.ax_.get_legend().get_texts()]
     assert any(f"AUC (binned empirical) {res.auc:.3f}" in t and "binned ROC points" in t for t in labels)
 
 
@@ -171,7 +171,7 @@ def test_plot_is_one_figure_whose_texts_do_not_overlap_and_fit_inside(both, prot
     for i, (a, box_a) in enumerate(boxes):
         for b, box_b in boxes[i + 1:]:
             assert not box_a.overlaps(box_b), (a, b)
-    roc_legend = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    roc_legend = " ".join(" ".join(t.get_text().split()) for t in fig.axes[0].get_legend().get_texts())
     assert f"{res.auc_ci[0]:.3f}" in roc_legend and res.auc_estimator in roc_legend and "band" in roc_legend
     cal = fig.axes[1]
     box = cal.texts[0].get_text()
