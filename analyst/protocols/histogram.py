@@ -50,6 +50,10 @@ class HistogramOptions(ProtocolOptions):
         Grid spacing on the score range.
     scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
         Also release these noisy sums, for an unbinned Brier score and O/E (charged with the histograms).
+    score_sums : bool, default True
+        Also release each bin's noisy sum of scores per class, within the same epsilon (the counts' noise
+        grows by 5 %): calibration, O/E, Brier and the slope then use within-bin mean scores instead of bin
+        midpoints, and within-bin pairs of the AUC are resolved.
     estimator : {"rocglm", "empirical"}
         The reported AUC: the ROC-GLM through the bin edges where plausible (default), or the binned one.
     a0 : float, optional
@@ -59,6 +63,7 @@ class HistogramOptions(ProtocolOptions):
     n_bins: int | None = None
     spacing: str = "equal"
     scalars: tuple = ()
+    score_sums: bool = True
     estimator: str = DEFAULT_ESTIMATOR
     a0: float | None = None
 
@@ -91,17 +96,23 @@ class HistogramSite:
     epsilon_spent: float
     scalars: Mapping[str, float]
     scalar_sd: float
+    negative_sums: np.ndarray | None = None
+    positive_sums: np.ndarray | None = None
+    sums_sd: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {"negatives": self.negatives.tolist(), "positives": self.positives.tolist(), "sigma": num(self.sigma),
+        sums = {} if self.negative_sums is None else {
+            "negative_sums": [num(v) for v in self.negative_sums], "positive_sums": [num(v) for v in self.positive_sums],
+            "sums_sd": num(self.sums_sd)}
+        return {**sums, "negatives": self.negatives.tolist(), "positives": self.positives.tolist(), "sigma": num(self.sigma),
                 "noise_sd": num(self.noise_sd), "epsilon": num(self.epsilon), "delta": num(self.delta),
                 "release_id": self.release_id, "repeated": self.repeated, "epsilon_spent": num(self.epsilon_spent),
                 "scalars": {k: num(v) for k, v in self.scalars.items()}, "scalar_sd": num(self.scalar_sd)}
 
 
 def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                       scalars: tuple[str, ...]) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+                       scalars: tuple[str, ...], score_sums: bool = False) -> tuple[np.ndarray, dict[str, HistogramSite]]:
     """Ask every site of a :class:`analyst.session.ValidationSession` for its histogram release.
 
     Returns the public grid (every site must use the same) and each site's release.
@@ -109,11 +120,15 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
     def ask(conn):
         r = conn.call("ReleaseHistogram", pb.HistogramRequest(
             session_id=session.session_ids[conn.name], epsilon=float(epsilon), delta=float(delta),
-            n_bins=int(n_bins), spacing=spacing, scalars=list(scalars)))
+            n_bins=int(n_bins), spacing=spacing, scalars=list(scalars), score_sums=bool(score_sums)))
+        if score_sums and len(r.negative_sums) != n_bins:
+            raise ValueError(f"site {conn.name} did not release the per-bin score sums asked for (an older site?)")
+        sums = ((np.asarray(r.negative_sums, dtype=np.float64), np.asarray(r.positive_sums, dtype=np.float64),
+                 r.sums_noise_sd) if score_sums else (None, None, 0.0))
         site = HistogramSite(
             np.asarray(r.negatives, dtype=np.int64), np.asarray(r.positives, dtype=np.int64), r.sigma, r.noise_sd,
             r.epsilon, r.delta, r.release_id, r.repeated, r.epsilon_spent, {s.name: s.value for s in r.scalars},
-            max([s.noise_sd for s in r.scalars], default=0.0))
+            max([s.noise_sd for s in r.scalars], default=0.0), *sums)
         session.progress("histogram release", conn.name, f"{n_bins} bins, noise SD {r.noise_sd:.3g}")
         return np.asarray(r.edges, dtype=np.float64), site
 
@@ -172,9 +187,11 @@ class HistogramDetail:
     def summary_lines(self, result, pct: int) -> list[str]:
         """Lines after the headline AUC: the binned AUC beside a ROC-GLM one."""
         v = self.validation
-        if v.estimator != "rocglm":
-            return []
-        return [f"{'AUC (binned)':<22} {fmt(v.auc_empirical)}   (ties within a bin count one half)"]
+        lines = [] if v.estimator != "rocglm" else [
+            f"{'AUC (binned)':<22} {fmt(v.auc_empirical)}   (ties within a bin count one half)"]
+        if math.isfinite(v.auc_resolved):
+            lines.append(f"{'AUC (resolved)':<22} {fmt(v.auc_resolved)}   (within-bin pairs ordered by the score sums)")
+        return lines
 
     def detail_lines(self, result) -> list[str]:
         """The protocol's own lines at the end of the summary."""
@@ -187,7 +204,7 @@ class HistogramDetail:
         return {"n_bins": int(self.n_bins), "spacing": self.spacing, "sigma": num(self.sigma),
                 "edges": [num(e) for e in v.edges], "counts0": [num(c) for c in v.counts0],
                 "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
-                "auc_empirical_variance": num(v.auc_empirical_variance), "unavailable": dict(v.unavailable),
+                "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved), "unavailable": dict(v.unavailable),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()}}
 
 
@@ -225,7 +242,7 @@ def citl_with_noise(events, counts, mean_predictions, merged, *, sigma: float, l
     return Estimate(fit.value, float(lo), float(hi), fit.variance + noise, _NOISE)
 
 
-def histogram_calibration(v, level: float) -> Calibration | None:
+def histogram_calibration(v, level: float, with_sums: bool = False) -> Calibration | None:
     """The merged-bin calibration curve and hierarchy of a histogram validation."""
     c = v.calibration
     if c is None:
@@ -237,8 +254,9 @@ def histogram_calibration(v, level: float) -> Calibration | None:
     return Calibration(
         lower=e[groups[:, 0]], upper=e[groups[:, 1] + 1], count=np.asarray(c.count, dtype=float),
         predicted=c.predicted, observed=c.observed, observed_lower=c.lower, observed_upper=c.upper, status=status,
-        predicted_from="bin midpoints weighted by the bins' counts (the release has no score sums: the model's "
-                       "mean prediction within a bin may differ)",
+        predicted_from=("within-bin mean score from the released noisy score sums" if with_sums else
+                        "bin midpoints weighted by the bins' counts (the release has no score sums: the model's "
+                        "mean prediction within a bin may differ)"),
         interval="Wald per merged bin and for the hierarchy; " + _NOISE,
         oe=Estimate.of(v.oe, _NOISE), slope=_slope(v.recalibration, level),
         citl=citl_with_noise(c.observed * c.count, c.count, c.predicted, groups[:, 1] - groups[:, 0] + 1,
@@ -265,7 +283,7 @@ class HistogramProtocol(Protocol):
             n_bins = allowed_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=request.epsilon,
                                     delta=request.delta)
         edges, releases = collect_histograms(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins,
-                                             spacing=o.spacing, scalars=o.scalars)
+                                             spacing=o.spacing, scalars=o.scalars, score_sums=o.score_sums)
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
@@ -293,12 +311,19 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
     h1 = np.sum([r.positives for r in releases.values()], axis=0)
     sigma = math.sqrt(sum(r.noise_sd**2 for r in releases.values()))
     sums = {name: sum(r.scalars[name] for r in releases.values()) for name in o.scalars}
+    with_sums = all(r.negative_sums is not None for r in releases.values())
+    per_bin = {} if not with_sums else {
+        "sums0": np.sum([r.negative_sums for r in releases.values()], axis=0),
+        "sums1": np.sum([r.positive_sums for r in releases.values()], axis=0),
+        "sums_sigma": math.sqrt(sum(r.sums_sd**2 for r in releases.values()))}
     v = histogram_validation(h0, h1, edges, sigma=sigma, estimator=o.estimator, level=level,
                              sum_sq=sums.get("sum_sq"), sum_p=sums.get("sum_p"), sum_y=sums.get("sum_y"),
-                             scalar_sigma=math.sqrt(sum(r.scalar_sd**2 for r in releases.values())) if o.scalars else None)
+                             scalar_sigma=math.sqrt(sum(r.scalar_sd**2 for r in releases.values())) if o.scalars else None,
+                             **per_bin)
     fitted = tuple(float(g) for g in v.rocglm_params) if v.estimator == "rocglm" else None
     brier = (Estimate.of(v.brier_scalar, _NOISE + "; unbinned (scalar release)") if v.brier_scalar is not None
-             else Estimate.of(v.brier, _NOISE + "; binned: each patient at the bin midpoint"))
+             else Estimate.of(v.brier, _NOISE + ("; binned, at the within-bin mean scores" if with_sums
+                                                  else "; binned: each patient at the bin midpoint")))
     privacy = {name: site_privacy_from_budget(
         budgets[name], epsilon=r.epsilon, delta=r.delta, noise_sd=r.noise_sd, sensitivity=1.0,
         sensitivity_rule="count", formal_bound=True, n=float(r.negatives.sum() + r.positives.sum()),
@@ -309,7 +334,7 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         auc_estimator=_ESTIMATOR_NAMES.get(v.estimator, v.estimator), auc_ci_includes=_NOISE, ci_method="logit",
         roc=RocCurve(v.fpr, v.tpr, "binned ROC points at the grid's edges (consistent noisy counts)", fitted,
                      RocCurve.band_for(fitted, v.auc_ci)),
-        calibration=histogram_calibration(v, level), brier=brier, privacy=privacy,
+        calibration=histogram_calibration(v, level, with_sums), brier=brier, privacy=privacy,
         pr=pr_from_counts(v.counts0, v.counts1, v.edges, level=level),
         test=a0_test(o.a0, level, v.auc_ci), warnings=tuple(v.notes) + _charged(v.unavailable), timing={} if timing is None else timing,
         detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing))
