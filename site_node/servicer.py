@@ -16,7 +16,7 @@ from .auth import current_analyst
 from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .boyd import release_boyd
 from .errors import InvalidArgument, SiteError
-from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, noise_sd
+from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
 from .scores import ScoreSpec
 from .site import Site
@@ -119,19 +119,24 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def ReleaseHistogram(self, request, context):
         session = self._session(request.session_id)
         out = self.site.release_histogram(session, epsilon=request.epsilon, delta=request.delta,
-                                          n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars))
+                                          n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars),
+                                          score_sums=request.score_sums)
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
                          "epsilon_charged": plan.epsilon if out.charged else 0.0})
         scalar_sd = noise_sd(plan.scalar_sigma) / SCALAR_RESOLUTION if plan.scalars else 0.0
+        sums = {}
+        if out.sums is not None:
+            sums = dict(negative_sums=out.sums[0].tolist(), positive_sums=out.sums[1].tolist(),
+                        sums_noise_sd=noise_sd(plan.sums_sigma) / SUMS_RESOLUTION, sums_resolution=1.0 / SUMS_RESOLUTION)
         return pb.HistogramResponse(
             edges=plan.edges.tolist(), negatives=out.negatives.tolist(), positives=out.positives.tolist(),
             sigma=plan.sigma, noise_sd=noise_sd(plan.sigma), epsilon=plan.epsilon, delta=plan.delta,
             privacy_unit=PRIVACY_UNIT, repeated=not out.charged, release_id=release.release_id,
             epsilon_spent=out.budget.epsilon_spent,
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
-                     for name, value in out.scalars.items()],
+                     for name, value in out.scalars.items()], **sums,
         )
 
     def ReleaseBoydStatistics(self, request, context):
@@ -155,24 +160,25 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         note(parameters={"session_id": header.session_id, "score_class": header.score_class, "n": header.n})
         session = self._session(header.session_id)
         limit = self.site.policy.max_survivor_scores
-        if header.n > limit:
+        expected = header.n or sum(int(s.n) for s in header.segments)
+        if expected > limit:
             raise InvalidArgument(f"header.n: this site accepts survivor functions of at most {limit} scores")
-        parts, received = [], 0
+        # The signed releases are checked before one score is read: only then is room made for them, once.
+        self.site.signer.verify_header(header.segments, expected, header.score_class)
+        values, received = np.empty(expected), 0
         for message in _with_first(first, request_iterator):
             if message is not first and message.HasField("header"):
                 raise InvalidArgument("only the first UploadSurvivor message may carry a header")
             if len(message.scores) % 8:
                 raise InvalidArgument("scores must be little-endian float64 values: a multiple of 8 bytes, "
                                       f"got {len(message.scores)}")
-            values = np.frombuffer(message.scores, dtype="<f8")
-            received += values.size
-            # Refused as soon as the stream outgrows its header or the cap, not after buffering it all.
-            if header.n and received > header.n:
-                raise InvalidArgument(f"header.n is {header.n} but more scores arrived")
-            if received > limit:
-                raise InvalidArgument(f"this site accepts survivor functions of at most {limit} scores")
-            parts.append(values)
-        values = np.concatenate(parts) if parts else np.empty(0)
+            chunk = np.frombuffer(message.scores, dtype="<f8")
+            # Refused as soon as the stream outgrows its header, not after buffering it all.
+            if received + chunk.size > expected:
+                raise InvalidArgument(f"header.n is {expected} but more scores arrived")
+            values[received:received + chunk.size] = chunk
+            received += chunk.size
+        values = values[:received]
         survivor = self.site.upload_survivor(session, header.score_class, values, declared_n=header.n,
                                              segments=header.segments)
         return pb.UploadSurvivorResponse(
