@@ -41,8 +41,8 @@ def describe_source(text: str, width: int = 60) -> str:
 def bin_labels(lower, upper, *, digits: int = 2) -> list[str]:
     """Bin labels ``[a, b)``, the last one closed ``[a, b]`` (a score equal to the top edge belongs to it)."""
     lower, upper = list(lower), list(upper)
-    # enough digits to tell explicit edges such as 0.05 or 0.125 apart
-    while digits < 6 and any(round(v, digits) != round(v, 12) for v in lower + upper):
+    # enough digits (at most 3) to tell explicit edges such as 0.05 or 0.125 apart
+    while digits < 3 and any(round(v, digits) != round(v, 12) for v in lower + upper):
         digits += 1
     return [f"[{lo:.{digits}f}, {up:.{digits}f}{']' if k == len(lower) - 1 else ')'}"
             for k, (lo, up) in enumerate(zip(lower, upper))]
