@@ -63,6 +63,13 @@ def test_summary_names_the_numbers_and_what_the_intervals_include_in_user_words(
     assert "O/E" in text and "calibration slope" in text and "binned ICI" in text
 
 
+def test_the_displays_do_not_shadow_scikit_learns():
+    import analyst
+
+    assert {"RocPlot", "CalibrationPlot"} <= set(analyst.__all__)
+    assert not {"RocCurveDisplay", "CalibrationDisplay", "PrecisionRecallDisplay"} & set(dir(analyst))
+
+
 def test_one_site_is_singular(helpers):
     res = helpers.results.histogram_result_of(sites=("only",))
     assert "  1 site: only" in str(res) and "1 sites" not in str(res) and "1 sites" not in res._repr_html_()
