@@ -186,6 +186,19 @@ def test_plot_is_one_figure_whose_texts_do_not_overlap_and_fit_inside(both, prot
         assert key in box
 
 
+@pytest.mark.parametrize("protocol", ["paper", "histogram"])
+def test_the_standalone_plots_fit_their_own_figures(both, protocol):
+    res = both[protocol]
+    t = np.linspace(0, 1, 50)
+    references = [(t, np.sqrt(t), "a comparison curve"), (t, t**0.3, "another comparison curve")]
+    for fig in (RocPlot(res).plot(references=references).figure_, CalibrationPlot(res).plot().figure_):
+        fig.canvas.draw()
+        whole = fig.bbox
+        for name, box in _boxes(fig):
+            assert whole.x0 - 1 <= box.x0 and box.x1 <= whole.x1 + 1 and whole.y0 - 1 <= box.y0, name
+            assert box.y1 <= whole.y1 + 1, name
+
+
 def test_the_calibration_plot_draws_what_the_result_holds(both):
     res = both["paper"]
     plot = CalibrationPlot.from_result(res).plot()
