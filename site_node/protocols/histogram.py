@@ -26,6 +26,7 @@ class HistogramRelease:
     scalars: dict
     charged: bool
     budget: BudgetStatus
+    sums: tuple | None = None  # per-bin score sums (T0, T1) in bin widths, when asked for
 
 
 class HistogramProtocol(SiteProtocol):
@@ -34,7 +35,7 @@ class HistogramProtocol(SiteProtocol):
     name = "histogram"
 
     def release(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                scalars=()) -> HistogramRelease:
+                scalars=(), score_sums: bool = False) -> HistogramRelease:
         """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once.
 
         No privacy-level or model checks: every answer is covered by the noise, whatever the model.
@@ -44,7 +45,8 @@ class HistogramProtocol(SiteProtocol):
         data = session.data
         with analyst_input("epsilon, delta"):
             plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
-                                  spacing=spacing, scalars=scalars, interval=self.site.ledger_interval)
+                                  spacing=spacing, scalars=scalars, interval=self.site.ledger_interval,
+                                  score_sums=score_sums)
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
             rng = np.random.default_rng(int.from_bytes(seed, "big"))
@@ -55,6 +57,6 @@ class HistogramProtocol(SiteProtocol):
             events=plan.events, epsilon=epsilon, delta=delta, rule="histogram", fingerprint=data.fingerprint,
             policy=self.policy, make=make, store=True,
         )
-        h0, h1, values = decode_histogram(plan, release.payload)
+        h0, h1, values, sums = decode_histogram(plan, release.payload)
         budget = self.site.budget_of(self.site.datasets.config(data.dataset))
-        return HistogramRelease(release, plan, h0, h1, values, charged, budget)
+        return HistogramRelease(release, plan, h0, h1, values, charged, budget, sums)
