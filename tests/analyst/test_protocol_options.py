@@ -38,7 +38,7 @@ def test_options_of_another_protocol_are_refused_before_any_site_is_asked(nowher
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: HistogramOptions(spacing="log"), "spacing must be 'equal' or 'logit'"),
+    (lambda: HistogramOptions(spacing="log"), "spacing must be 'quantile', 'equal' or 'logit'"),
     (lambda: HistogramOptions(n_bins=0), "n_bins must be a positive integer"),
     (lambda: HistogramOptions(scalars=("sum_x",)), "scalars must be among"),
     (lambda: PaperOptions(ci_method="exact"), "ci_method must be 'logit' or 'wald'"),
