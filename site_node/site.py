@@ -50,6 +50,7 @@ from .guard import (
 )
 from .histograms import HistogramPlan, decode_histogram, draw_histogram, plan_histogram, require_protocol
 from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
+from .noise_key import NoiseKey
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore, Survivor
 
@@ -134,6 +135,7 @@ class Site:
         self.approvals = ModelApprovals(config.approvals_path)
         self.disclosure = DisclosureStore(config.disclosure_path)
         self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
+        self.noise_key = NoiseKey(config.noise_key_path)
         self.datasets = datasets if datasets is not None else DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
@@ -272,9 +274,9 @@ class Site:
         key = ReleaseKey(*data.key, "scores", request)
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
-            # One generator from the CSPRNG seed, so the two classes get independent noise; the seed
-            # (not the values) is persisted and reproduces them.
-            rng = np.random.default_rng(int.from_bytes(seed, "big"))
+            # One generator from the CSPRNG seed and the noise key (kept outside the ledger), so the two
+            # classes get independent noise; the seed (not the values) is persisted and, with the key, reproduces them.
+            rng = self.noise_key.generator(seed)
             noisy = [np.sort(add_gaussian_noise(v, tau, rng)) for v in (negatives, positives)]
             return noisy[0].tobytes() + noisy[1].tobytes(), negatives.size, positives.size
 
