@@ -159,7 +159,8 @@ class CalibrationPlot:
         pct = round(100 * r.level)
         ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="perfect calibration")
         for name, (pred, obs, _) in c.per_site.items():  # NaN (withheld) bins break each site's line
-            ax.plot(pred, obs, lw=0.7, alpha=0.45, marker=".", ms=4, label=f"site {name}")
+            ax.plot(pred, obs, lw=0.7, alpha=0.45, marker=".", ms=4,
+                    label=name if name.lower().startswith("site") else f"site {name}")
         ok = np.isfinite(c.predicted) & np.isfinite(c.observed)
         err = np.vstack([c.observed[ok] - c.observed_lower[ok], c.observed_upper[ok] - c.observed[ok]])
         ax.errorbar(c.predicted[ok], c.observed[ok], yerr=np.where(np.isfinite(err), err, 0), fmt="o-", color="black",
