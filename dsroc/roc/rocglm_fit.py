@@ -168,7 +168,7 @@ def fit_rocglm(parts, *, start=None, tol: float = 1e-8, xtol: float = 1e-10, max
         The estimate within ``xtol`` of the MLE relative to the parameters. A single
         :class:`RocGlmParts` (counts at hand) takes Newton steps; other parts (only the score,
         information and deviance known at each theta) a moment step from the start, then quasi-Newton
-        steps corrected by the change of the score along the steps (see :func:`dsroc.probit_fit.iterate_to_mle`).
+        steps corrected by the change of the score along the steps (see :func:`dsroc.roc.probit_fit.iterate_to_mle`).
         ``0``: Fisher scoring from the diagonal until R's rule, reproducing R's ``glm`` estimate (about
         1e-6 from the MLE).
     max_iter : int, default 25

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from ._checks import as_scores, is_sorted
+from .._checks import as_scores, is_sorted
 from .probit import OneCounts, ProbitCounts, ProbitTerms
 
 __all__ = [
