@@ -4,7 +4,7 @@ from .._lazy import export_lazily
 
 _EXPORTS = {
     # .accounting
-    "Gaussian": "accounting", "DiscreteGaussian": "accounting", "Laplace": "accounting",
+    "Gaussian": "accounting", "DiscreteGaussian": "accounting", "DiscreteGaussianSum": "accounting", "Laplace": "accounting",
     "RandomizedResponse": "accounting", "PureEpsilon": "accounting", "ApproximateDp": "accounting",
     "Event": "accounting", "Accountant": "accounting", "VALUE_DISCRETIZATION": "accounting",
     "discretization_for": "accounting", "encode_event": "accounting", "decode_event": "accounting",
@@ -25,7 +25,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "Gaussian", "DiscreteGaussian", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
+    "Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
     "Accountant", "VALUE_DISCRETIZATION", "discretization_for", "encode_event", "decode_event",
     "CountQuery", "AuditResult", "atoms", "small_determined_group", "audit_counts", "PRIME",
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",

@@ -113,7 +113,7 @@ class DiscreteGaussianSum:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
     def pld(self, interval: float):
-        from .secagg.noise import summed_noise_pld
+        from ..secagg.noise import summed_noise_pld
 
         return summed_noise_pld(self.sigma, self.count, self.sensitivity, interval)
 

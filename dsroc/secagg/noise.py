@@ -147,10 +147,10 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
 
     Each site adds ``N_Z(0, sigma^2)`` with this sigma; whatever the coalition, the ``honest`` shares it does
     not know stay in the sum, and their sum alone meets the target by the site's accountant
-    (:class:`dsroc.accounting.DiscreteGaussianSum`, the ledger's check).
+    (:class:`dsroc.privacy.accounting.DiscreteGaussianSum`, the ledger's check).
     """
-    from dsroc.accounting import DiscreteGaussianSum, discretization_for
-    from dsroc.noise import _calibrate, _check_target, discrete_gaussian_sigma
+    from dsroc.privacy.accounting import DiscreteGaussianSum, discretization_for
+    from dsroc.privacy.noise import _calibrate, _check_target, discrete_gaussian_sigma
 
     epsilon, delta = _check_target(epsilon, delta)
     honest = honest_shares(honest, 0)

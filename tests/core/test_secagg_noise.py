@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from dsroc.accounting import Accountant, DiscreteGaussian, DiscreteGaussianSum, decode_event, encode_event, discretization_for
-from dsroc.noise import discrete_gaussian_delta, discrete_gaussian_noise
+from dsroc.privacy.accounting import Accountant, DiscreteGaussian, DiscreteGaussianSum, decode_event, encode_event, discretization_for
+from dsroc.privacy.noise import discrete_gaussian_delta, discrete_gaussian_noise
 from dsroc.secagg import honest_shares, share_sigma, summed_noise_log_pmf, summed_noise_variance
 
 
