@@ -11,6 +11,8 @@ _EXPORTS = {
     # .auditing
     "CountQuery": "auditing", "AuditResult": "auditing", "atoms": "auditing",
     "small_determined_group": "auditing", "audit_counts": "auditing", "PRIME": "auditing",
+    # .distributed
+    "summed_noise_log_pmf": "distributed", "summed_noise_pld": "distributed", "summed_noise_variance": "distributed",
     # .gaussian
     "analytic_gaussian_sigma": "gaussian", "classical_gaussian_sigma": "gaussian", "gdp_release_mu": "gaussian",
     "gdp_mu": "gaussian", "gdp_delta": "gaussian", "gdp_epsilon": "gaussian", "add_gaussian_noise": "gaussian",
@@ -27,6 +29,7 @@ _EXPORTS = {
 __all__ = [
     "Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
     "Accountant", "VALUE_DISCRETIZATION", "discretization_for", "encode_event", "decode_event",
+    "summed_noise_log_pmf", "summed_noise_pld", "summed_noise_variance",
     "CountQuery", "AuditResult", "atoms", "small_determined_group", "audit_counts", "PRIME",
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",
     "gdp_epsilon", "add_gaussian_noise",

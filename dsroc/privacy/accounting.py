@@ -98,7 +98,7 @@ class DiscreteGaussianSum:
     """The sum of ``count`` independent ``N_Z(0, sigma^2)`` shares on an integer query (secure aggregation).
 
     Not itself a discrete Gaussian: its privacy-loss distribution is built from the exact pmf of the sum
-    (:func:`dsroc.secagg.noise.summed_noise_pld`). ``count`` is the number of shares no coalition knows.
+    (:func:`dsroc.privacy.distributed.summed_noise_pld`). ``count`` is the number of shares no coalition knows.
     """
 
     sigma: float
@@ -113,7 +113,7 @@ class DiscreteGaussianSum:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
     def pld(self, interval: float):
-        from ..secagg.noise import summed_noise_pld
+        from .distributed import summed_noise_pld
 
         return summed_noise_pld(self.sigma, self.count, self.sensitivity, interval)
 
