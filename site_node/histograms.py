@@ -15,7 +15,8 @@ from dsroc.privacy.accounting import DiscreteGaussian
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 
-__all__ = ["PRIVACY_UNIT", "SCALARS", "SCALAR_RESOLUTION", "HistogramPlan", "plan_histogram", "require_protocol",
+__all__ = ["PRIVACY_UNIT", "SCALARS", "SCALAR_RESOLUTION", "HistogramPlan", "histogram_grid", "check_noise_size",
+           "plan_histogram", "require_protocol",
            "draw_histogram", "decode_histogram", "noise_sd"]
 
 PRIVACY_UNIT = "add or remove one patient"
@@ -62,12 +63,8 @@ class HistogramPlan:
                            "scalars": list(self.scalars)}, sort_keys=True)
 
 
-def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                   scalars, interval: float) -> HistogramPlan:
-    """Check a histogram request against the policy and calibrate its noise.
-
-    ``epsilon`` and ``delta`` must already be checked against the per-release caps.
-    """
+def histogram_grid(policy: Policy, score_range, *, n_bins: int, spacing: str, scalars=()) -> tuple[np.ndarray, str, tuple]:
+    """Check a histogram request's grid and scalars against the policy: the public edges, spacing and scalars."""
     if n_bins not in policy.histogram_bins:
         raise PermissionDenied(f"policy: n_bins {n_bins} is not one this site allows (histogram_bins = "
                                f"{list(policy.histogram_bins)})")
@@ -88,17 +85,31 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
         lo, hi = policy.histogram_logit_range
     if scalars and (lo < 0.0 or hi > 1.0):
         raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
-    from dsroc.privacy.noise import discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
+    return dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing), spacing, tuple(sorted(scalars))
 
-    edges = dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
+
+def check_noise_size(epsilon: float, delta: float) -> None:
+    """Refuse an (epsilon, delta) whose noise would exceed :data:`MAX_SIGMA` per cell."""
     # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
     # the noise's support (and the accountant's arrays) small before anything is built.
     if analytic_gaussian_sigma(epsilon, delta, 1.0) > MAX_SIGMA:
         raise InvalidArgument(f"epsilon {epsilon} with delta {delta} needs noise of SD above {MAX_SIGMA:g} per cell; "
                               "this site makes histogram releases at larger epsilon only")
+
+
+def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+                   scalars, interval: float) -> HistogramPlan:
+    """Check a histogram request against the policy and calibrate its noise.
+
+    ``epsilon`` and ``delta`` must already be checked against the per-release caps.
+    """
+    edges, spacing, scalars = histogram_grid(policy, score_range, n_bins=n_bins, spacing=spacing, scalars=scalars)
+    from dsroc.privacy.noise import discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
+
+    check_noise_size(epsilon, delta)
     sigma = discrete_gaussian_sigma(epsilon, delta, interval=interval)
     scalar_sigma = discrete_gaussian_sigma(epsilon, delta, sensitivity=SCALAR_RESOLUTION, interval=interval) if scalars else 0.0
-    return HistogramPlan(edges, n_bins, spacing, tuple(sorted(scalars)), epsilon, delta, sigma, scalar_sigma)
+    return HistogramPlan(edges, n_bins, spacing, scalars, epsilon, delta, sigma, scalar_sigma)
 
 
 def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> bytes:

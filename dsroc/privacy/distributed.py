@@ -12,15 +12,24 @@ __all__ = ["summed_noise_log_pmf", "summed_noise_pld", "summed_noise_variance"]
 # Each share's pmf is tabulated on +-(40 sigma + 40) (all but exp(-800) of its mass, as dsroc's discrete
 # Gaussian); the sum's pmf is cut where its log mass falls below this (mass left out < 1e-300).
 _LOG_MASS_FLOOR = -700.0
+# Below this share sigma the pmf is convolved in log space (its tails underflow in floating point).
+_LOG_SPACE_BELOW = 1.0
 
 
-def _share_pmf(sigma: float) -> tuple[int, np.ndarray]:
-    """Lowest integer and pmf of ``N_Z(0, sigma^2)`` on +-(40 sigma + 40)."""
+def _share_log_pmf(sigma: float) -> tuple[int, np.ndarray]:
+    """Lowest integer and log pmf of ``N_Z(0, sigma^2)`` on +-(40 sigma + 40)."""
     bound = int(math.ceil(40.0 * sigma)) + 40
     x = np.arange(-bound, bound + 1, dtype=np.float64)
     log_w = -0.5 * (x / sigma) ** 2
-    w = np.exp(log_w - log_w.max())
-    return -bound, w / w.sum()
+    return -bound, log_w - np.logaddexp.reduce(log_w)
+
+
+def _log_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``log(exp(a) * exp(b))`` for the convolution ``*``, one shifted ``logaddexp`` per entry of ``b``."""
+    out = np.full(a.size + b.size - 1, -np.inf)
+    for j, value in enumerate(b):
+        out[j:j + a.size] = np.logaddexp(out[j:j + a.size], a + value)
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -29,24 +38,30 @@ def summed_noise_log_pmf(sigma: float, count: int) -> tuple[int, np.ndarray]:
 
     The ``count``-fold convolution of the tabulated pmf, summed directly (``np.convolve`` adds
     non-negative products, so every entry is accurate to a few ulps relative, tails included; an FFT
-    would not be). Entries of log mass below -700 are cut (their total is below 1e-300).
+    would not be); in log space for sigma below 1, whose tails underflow. Entries of log mass below -700
+    are cut symmetrically (their total is below 1e-300), except that +-1 is always kept.
     """
     sigma = float(sigma)
     if not (math.isfinite(sigma) and sigma > 0.0):
         raise ValueError(f"sigma must be a finite positive number, got {sigma}")
     if isinstance(count, bool) or int(count) != count or count < 1:
         raise ValueError(f"count must be a positive integer (the number of summed shares), got {count!r}")
-    lo, p = _share_pmf(sigma)
-    total, total_lo = p, lo
-    for _ in range(int(count) - 1):
-        total, total_lo = np.convolve(total, p), total_lo + lo
-    with np.errstate(divide="ignore"):
-        log_p = np.log(total)
-    keep = np.flatnonzero(log_p > _LOG_MASS_FLOOR)
-    first, last = keep[0], keep[-1]
-    log_p = log_p[first:last + 1]
-    log_p -= np.logaddexp.reduce(log_p)
-    return total_lo + int(first), log_p
+    lo, log_one = _share_log_pmf(sigma)
+    if sigma < _LOG_SPACE_BELOW:
+        log_p = log_one
+        for _ in range(int(count) - 1):
+            log_p = _log_convolve(log_p, log_one)
+    else:
+        one = np.exp(log_one)
+        total = one
+        for _ in range(int(count) - 1):
+            total = np.convolve(total, one)
+        with np.errstate(divide="ignore"):
+            log_p = np.log(total)
+    centre = log_p.size // 2  # the pmf is symmetric about 0
+    half = max(int(np.flatnonzero(log_p[centre:] > _LOG_MASS_FLOOR)[-1]), 1)
+    log_p = log_p[centre - half:centre + half + 1]
+    return -half, log_p - np.logaddexp.reduce(log_p)
 
 
 def summed_noise_variance(sigma: float, count: int) -> float:
