@@ -27,7 +27,6 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 import dsroc
 from dsroc.privacy.accounting import DiscreteGaussianSum
-from dsroc.privacy.noise import sample_discrete_gaussian
 from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, receipt_message,
                           request_digest, round_transcript, seed_commitment, share_sigma)
 
@@ -207,6 +206,8 @@ class SecAggSite:
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
             if payload is None:
+                from dsroc.privacy.noise import sample_discrete_gaussian  # scipy: imported at the first release
+
                 edges = np.asarray(r.request["edges"])
                 h0, h1 = dsroc.bin_scores(data.scores, data.labels, edges)
                 noisy = np.concatenate([h0, h1]).astype(np.int64)
