@@ -287,18 +287,25 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--out", required=True, metavar="DIR",
                    help="report folder: written to a temporary folder beside it and renamed at the end (nothing is "
                         "left on failure); a non-empty folder is refused without --force")
-    v.add_argument("--protocol", choices=("histogram", "paper"), default="histogram",
+    v.add_argument("--protocol", choices=("histogram", "secagg", "paper"), default="histogram",
                    help="histogram (default): one differentially private histogram release per site, everything "
-                   "else post-processing; paper: the paper's protocol (noisy scores, then exact q-protected answers)")
+                   "else post-processing; secagg: the sites' histograms summed by secure aggregation (the analyst "
+                   "sees only the sum, which carries one release's noise); paper: the paper's protocol (noisy "
+                   "scores, then exact q-protected answers)")
     v.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of every interval (default 0.05)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
                    help="histogram: bins of the grid (default: the simulation study's count for the noise level, "
                         "or the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
-    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (both protocols)")
-    h = v.add_argument_group("histogram protocol (HistogramOptions; an error with --protocol paper)")
+    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (every protocol)")
+    h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "
+                             "--protocol paper)")
     h.add_argument("--spacing", choices=("equal", "logit"), default="equal",
                    help="grid spacing on the score range (default equal)")
+    sa = v.add_argument_group("secagg protocol (SecAggOptions)")
+    sa.add_argument("--colluders", type=int, default=None, metavar="T",
+                    help="size the noise shares for coalitions of T sites with the analyst (default: the largest "
+                         "any site's policy requires)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")

@@ -4,6 +4,7 @@ noise, the analyst never holds one site's counts, and a compromised site's garba
 from __future__ import annotations
 
 import contextlib
+import json
 
 import numpy as np
 import pytest
@@ -82,3 +83,40 @@ def test_a_garbage_vector_of_a_compromised_site_aborts_the_round(exact_sites, pk
                 session_id=s.session_ids[conn.name], round_id=r.round_id, receipts=told))
         with pytest.raises(SecAggAborted, match="aborted"):
             sum_round(r)
+
+
+def test_validate_by_secagg_gives_the_histogram_report_without_per_site_counts(exact_sites, pki, helpers, tmp_path):
+    frames, addresses, _ = exact_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, protocol="secagg", n_bins=20)
+        plain = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, protocol="histogram", n_bins=20,
+                             score_sums=False)
+    h0, h1 = _binned_truth(frames, res.detail.validation.edges)
+    np.testing.assert_array_equal(res.detail.validation.counts0, h0)
+    np.testing.assert_array_equal(res.detail.validation.counts1, h1)
+    # the same estimates as the histogram protocol on the same (noise-free) counts
+    assert res.auc == pytest.approx(plain.auc, abs=1e-12) and res.n == plain.n == sum(len(f) for f in frames)
+    text = str(res)
+    assert "protocol: secagg" in text and "unavailable by design" in text
+    assert all(np.isnan(p.n) for p in res.privacy.values())
+    report = json.loads(res.to_json())
+    helpers.check_schema(report)
+    assert report["protocol"] == "secagg" and "only the sum" in report["guarantee"]
+    assert report["detail"]["per_site"].startswith("per-site results are unavailable by design")
+    assert report["detail"]["colluders"] == 0
+
+
+def test_the_cli_runs_secagg(exact_sites, pki, helpers, tmp_path):
+    from analyst.cli import main
+
+    _, addresses, _ = exact_sites
+    federation = tmp_path / "federation.toml"
+    federation.write_text("".join(
+        f'[[sites]]\nname = "s{k}"\naddress = "{a}"\ntoken = "{helpers.TOKEN}"\nca_file = "{pki.ca_cert}"\n\n'
+        for k, a in enumerate(addresses)))
+    out = tmp_path / "report"
+    assert main(["validate", "--federation", str(federation), "--dataset", "test", "--outcome", "y", "--score",
+                 "pred", "--epsilon", "4000", "--delta", "0.01", "--protocol", "secagg", "--colluders", "1",
+                 "--out", str(out), "--quiet"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["protocol"] == "secagg" and report["detail"]["colluders"] == 1
