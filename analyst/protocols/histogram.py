@@ -152,9 +152,13 @@ def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
     return allowed_n_bins(policies, epsilon=epsilon, delta=delta)
 
 
-def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float) -> int:
-    """:func:`default_n_bins` from each site's allowed bin counts."""
-    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0))
+def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float, shares: int = 1) -> int:
+    """:func:`default_n_bins` from each site's allowed bin counts.
+
+    ``shares``: the release's noise is split into this many shares (secagg), each about ``sigma / sqrt(shares)``;
+    the count is the study's for one share.
+    """
+    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0) / math.sqrt(shares))
     sets = [set(a) for a in allowed_per_site]
     allowed = set.intersection(*sets) if sets else set()
     if not allowed or wanted in allowed:

@@ -7,20 +7,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dsroc import analytic_gaussian_sigma
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.grid import recommended_n_bins
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
-from analyst.protocols.histogram import summed_result
+from analyst.protocols.histogram import allowed_n_bins, summed_result
 from analyst.protocols.secagg_rounds import SecAggSum, collect_secagg, round_colluders
 from analyst.result import ValidationResult
 from analyst.summary import fmt
 
-__all__ = ["SECAGG_GUARANTEE", "PER_SITE", "SecAggDetail", "SecAggOptions", "SecAggProtocol", "secagg_n_bins"]
+__all__ = ["SECAGG_GUARANTEE", "PER_SITE", "SecAggDetail", "SecAggOptions", "SecAggProtocol"]
 
 SECAGG_GUARANTEE = (
     "secagg protocol: the sites' per-class counts are summed under pairwise masks (Bonawitz et al. 2017), so the "
@@ -39,7 +37,7 @@ class SecAggOptions(ProtocolOptions):
     ----------
     n_bins : int, optional
         Bins of the grid; default: the simulation study's count for one site's share of the noise
-        (:func:`secagg_n_bins`), or the nearest count every site allows.
+        (:func:`analyst.protocols.histogram.allowed_n_bins`), or the nearest count every site allows.
     spacing : {"equal", "logit"}
         Grid spacing on the score range.
     estimator : {"rocglm", "empirical"}
@@ -69,16 +67,6 @@ class SecAggOptions(ProtocolOptions):
                                            or self.colluders < 0):
             raise ValueError(f"colluders must be a non-negative integer, got {self.colluders!r}")
         check_a0(self.a0)
-
-
-def secagg_n_bins(allowed_per_site, *, epsilon: float, delta: float, honest: int) -> int:
-    """The study's bin count for a share of the noise (about ``sigma / sqrt(honest)``), among those all sites allow."""
-    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0) / math.sqrt(honest))
-    sets = [set(a) for a in allowed_per_site]
-    allowed = set.intersection(*sets) if sets else set()
-    if not allowed or wanted in allowed:
-        return wanted
-    return min(allowed, key=lambda b: (abs(b - wanted), b))
 
 
 @dataclass(frozen=True)
@@ -140,8 +128,8 @@ class SecAggProtocol(Protocol):
         t = round_colluders(s, o.colluders)
         n_bins = o.n_bins
         if n_bins is None:  # from the policies the sites sent with their sessions
-            n_bins = secagg_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=request.epsilon,
-                                   delta=request.delta, honest=len(s.sites) - t)
+            n_bins = allowed_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=request.epsilon,
+                                    delta=request.delta, shares=len(s.sites) - t)
         total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins, spacing=o.spacing,
                                colluders=t)
         budgets = s.budget()
