@@ -16,6 +16,7 @@ from dsroc.histogram.grid import recommended_n_bins
 from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
+from analyst.multicentre import result_decision_curve, site_heterogeneity
 from analyst.parts import Calibration, Estimate, RocCurve, num
 from analyst.pr import pr_from_counts
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
@@ -58,6 +59,12 @@ class HistogramOptions(ProtocolOptions):
         The reported AUC: the ROC-GLM through the bin edges where plausible (default), or the binned one.
     a0 : float, optional
         Also test ``H0: AUC <= a0``.
+    by_site : bool, default False
+        Also estimate each site's AUC and O/E from its own release (intervals with that site's noise) and
+        pool them by a random-effects meta-analysis: tau^2, I^2 and a prediction interval for a new site
+        (``result.heterogeneity``, a forest plot). No further release: each site's release is DP on its own.
+    decision_curve : bool, default False
+        Also give the net benefit at the grid's edges against treating all and none (``result.decision_curve``).
     """
 
     n_bins: int | None = None
@@ -66,6 +73,8 @@ class HistogramOptions(ProtocolOptions):
     score_sums: bool = True
     estimator: str = DEFAULT_ESTIMATOR
     a0: float | None = None
+    by_site: bool = False
+    decision_curve: bool = False
 
     def __post_init__(self):
         if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
@@ -328,14 +337,20 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         budgets[name], epsilon=r.epsilon, delta=r.delta, noise_sd=r.noise_sd, sensitivity=1.0,
         sensitivity_rule="count", formal_bound=True, n=float(r.negatives.sum() + r.positives.sum()),
         repeated=r.repeated) for name, r in releases.items()}
-    return summed_result(common, v, privacy, a0=o.a0, with_sums=with_sums, timing=timing,
-                         detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing))
+    return summed_result(
+        common, v, privacy, a0=o.a0, with_sums=with_sums, timing=timing,
+        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing),
+        heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
+                       if o.by_site and len(releases) >= 2 else None),
+        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
+                        if o.decision_curve else None))
 
 
 def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool, timing, detail,
-                  warnings=()) -> ValidationResult:
+                  warnings=(), **extra) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of a validation from summed noisy histograms ``v``
-    (:class:`dsroc.histogram.validation.HistogramValidation`): the histogram and secagg protocols' report."""
+    (:class:`dsroc.histogram.validation.HistogramValidation`): the histogram and secagg protocols' report.
+    ``extra``: further result fields (the histogram protocol's per-site heterogeneity, decision curve)."""
     level = common["level"]
     fitted = tuple(float(g) for g in v.rocglm_params) if v.estimator == "rocglm" else None
     brier = (Estimate.of(v.brier_scalar, _NOISE + "; unbinned (scalar release)") if v.brier_scalar is not None
@@ -350,4 +365,4 @@ def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool,
         calibration=histogram_calibration(v, level, with_sums), brier=brier, privacy=privacy,
         pr=pr_from_counts(v.counts0, v.counts1, v.edges, level=level),
         test=a0_test(a0, level, v.auc_ci), warnings=tuple(warnings) + tuple(v.notes) + _charged(v.unavailable),
-        timing={} if timing is None else timing, detail=detail)
+        timing={} if timing is None else timing, detail=detail, **extra)
