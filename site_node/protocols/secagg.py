@@ -32,10 +32,11 @@ from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, mas
 
 from ..errors import FailedPrecondition, InvalidArgument, PermissionDenied, ResourceExhausted
 from ..guard import analyst_input, check_release_parameters
-from ..histograms import check_noise_size, histogram_grid, require_protocol
+from ..histograms import check_noise_size, histogram_grid
 from ..ledger import ReleaseKey
+from .base import SiteProtocol
 
-__all__ = ["PRIVACY_UNIT", "Advertisement", "Receipt", "MaskedRelease", "Unmasked", "SecAggSite"]
+__all__ = ["PRIVACY_UNIT", "Advertisement", "Receipt", "MaskedRelease", "Unmasked", "SecAggProtocol"]
 
 PRIVACY_UNIT = "add or remove one patient"
 ROUND_ID_BYTES = 32
@@ -103,16 +104,18 @@ class _Round:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class SecAggSite:
-    """The secagg calls of one site, over its shared services (policy, ledger, signer, sessions).
+class SecAggProtocol(SiteProtocol):
+    """The secagg protocol's three calls, over the site's shared services (policy, ledger, signer, sessions).
 
     Parameters
     ----------
     site : site_node.site.Site
     """
 
+    name = "secagg"
+
     def __init__(self, site):
-        self.site = site
+        super().__init__(site)
         self._rounds: OrderedDict[tuple[str, bytes], _Round] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -120,8 +123,8 @@ class SecAggSite:
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
                   sites, colluders: int) -> Advertisement:
         """Check a round's request and sign a fresh round key bound to it (nothing is released or charged)."""
-        site, policy = self.site, self.site.policy
-        require_protocol(policy, "secagg")
+        site, policy = self.site, self.policy
+        self.require()
         round_id = bytes(round_id)
         if len(round_id) != ROUND_ID_BYTES:
             raise InvalidArgument(f"round_id must be {ROUND_ID_BYTES} random bytes, got {len(round_id)}")
