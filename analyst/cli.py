@@ -257,26 +257,34 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--out", required=True, metavar="DIR",
                    help="report folder: written to a temporary folder beside it and renamed at the end (nothing is "
                         "left on failure); a non-empty folder is refused without --force")
-    v.add_argument("--protocol", choices=("histogram", "paper"), default="histogram",
+    v.add_argument("--protocol", choices=("histogram", "secagg", "paper"), default="histogram",
                    help="histogram (default): one differentially private histogram release per site, everything "
-                   "else post-processing; paper: the paper's protocol (noisy scores, then exact q-protected answers)")
+                   "else post-processing; secagg: the sites' histograms summed by secure aggregation (the analyst "
+                   "sees only the sum, which carries one release's noise); paper: the paper's protocol (noisy "
+                   "scores, then exact q-protected answers)")
     v.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of every interval (default 0.05)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
                    help="histogram: bins of the grid (default: the simulation study's count for the noise level, "
                         "or the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
-    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (both protocols)")
-    h = v.add_argument_group("histogram protocol (HistogramOptions; an error with --protocol paper)")
+    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (every protocol)")
+    h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "
+                             "--protocol paper)")
     h.add_argument("--spacing", choices=("equal", "logit"), default="equal",
                    help="grid spacing on the score range (default equal)")
-    h.add_argument("--by-site", action="store_true",
-                   help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
-                        "Hartung-Knapp): tau^2, I^2, a 95%% prediction interval for a new site, forest.png; no "
-                        "further release")
-    h.add_argument("--decision-curve", action="store_true",
-                   help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
-                        "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
-                        "thresholds you need")
+    ho = v.add_argument_group("histogram protocol only (HistogramOptions)")
+    ho.add_argument("--by-site", action="store_true",
+                    help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
+                         "Hartung-Knapp): tau^2, I^2, a 95%% prediction interval for a new site, forest.png; no "
+                         "further release")
+    ho.add_argument("--decision-curve", action="store_true",
+                    help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
+                         "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
+                         "thresholds you need")
+    sa = v.add_argument_group("secagg protocol (SecAggOptions)")
+    sa.add_argument("--colluders", type=int, default=None, metavar="T",
+                    help="size the noise shares for coalitions of T sites with the analyst (default: the largest "
+                         "any site's policy requires)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
