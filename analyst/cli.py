@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
-import os
-import shutil
+import math
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -46,37 +43,6 @@ def _load_model(path: str) -> dict:
     return model
 
 
-@contextlib.contextmanager
-def _atomic_folder(out: Path, *, force: bool):
-    """Yield a temporary folder beside ``out`` that becomes ``out`` only when the block succeeds.
-
-    Refuses a non-empty ``out`` unless ``force`` (then replaced at the end). On failure the temporary
-    folder and any parent folders made for it are removed: nothing is left behind.
-    """
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise ValueError(f"--out {out} exists and is not empty; choose a new folder or add --force to replace it")
-    made = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
-    except OSError as exc:
-        for p in made:
-            with contextlib.suppress(OSError):
-                p.rmdir()
-        raise ValueError(f"--out {out}: cannot create the report folder ({exc.strerror})") from None
-    try:
-        yield tmp
-        if out.is_dir() and any(out.iterdir()):
-            shutil.rmtree(out)  # only reached with --force
-        os.replace(tmp, out)  # atomic; replaces an empty folder
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for p in made:  # innermost first
-            with contextlib.suppress(OSError):
-                p.rmdir()
-        raise
-
-
 def _options(args):
     """The protocol's options object from the validate flags (each flag named as an options field); a flag
     that only another protocol's options have, set away from its default, is an error."""
@@ -84,7 +50,8 @@ def _options(args):
 
     fields = {name: {f.name: f.default for f in dataclasses.fields(p.options_type)} for name, p in PROTOCOLS.items()}
     own = fields[args.protocol]
-    foreign = sorted({k for other in fields.values() for k, d in other.items() if k not in own and getattr(args, k, d) != d})
+    foreign = sorted({k for other in fields.values() for k, d in other.items()
+                      if k not in own and getattr(args, k, None) not in (None, d)})
     if foreign:
         flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
         raise ValueError(f"{flags}: not an option of --protocol {args.protocol}")
@@ -93,7 +60,7 @@ def _options(args):
 
 def _cmd_validate(args) -> int:
     from analyst.federation import Federation
-    from analyst.report import write_report
+    from analyst.report import atomic_folder, write_report
 
     model = _load_model(args.model) if args.model else None
     # check the request and make the report folder first: bad input fails before any site spends budget
@@ -102,7 +69,7 @@ def _cmd_validate(args) -> int:
     check_privacy_request(epsilon=args.epsilon, delta=args.delta, sensitivity=args.sensitivity)
     options = _options(args)
     say = (lambda *a, **k: None) if args.quiet else print
-    with _atomic_folder(Path(args.out), force=args.force) as tmp:
+    with atomic_folder(Path(args.out), force=args.force) as tmp:
         with Federation.from_file(args.federation) as fed:
             say(f"Validating on {len(fed.sites)} site{'s' if len(fed.sites) != 1 else ''}: {', '.join(fed.names)}",
                 file=sys.stderr)
@@ -231,7 +198,7 @@ def _cmd_recommend(args) -> int:
         max_delta = min(p.get("max_delta", 1.0) for p in policies)
         limits = f"the policies of {', '.join(info)}"
     settings = recommend_settings(args.sensitivity, tolerance=args.tolerance, table=args.table,
-                                  max_epsilon=max_eps, max_delta=max_delta)
+                                  max_epsilon=max_eps, max_delta=max_delta, min_corrected_coverage=args.min_coverage)
     if args.json:
         print(json.dumps([dataclasses.asdict(s) for s in settings], indent=2))
         return 0
@@ -239,12 +206,15 @@ def _cmd_recommend(args) -> int:
     print(f"(epsilon, delta) recommended for Delta = {args.sensitivity:g}: settings studied at Delta = "
           f"{settings[0].studied_sensitivity:g} whose mean |AUC_emp - AUC_ROC-GLM| stayed within "
           f"{args.tolerance:g} in every empirical-AUC bin; source: {source}; only those that {limits} accepts "
-          f"(epsilon <= {max_eps:g}, delta <= {max_delta:g} per release). Most private first.")
+          f"(epsilon <= {max_eps:g}, delta <= {max_delta:g} per release). Most private first. Corrected-CI coverage: "
+          "the smallest share of replications in which the noise-corrected AUC's CI held the pooled AUC, over the "
+          "score shapes and n = 10^3 ... 10^6 of 'python -m simulations paper-coverage'.")
     print(f"  {'epsilon':>7} {'delta':>8} {'tau':>8} {'worst-bin MAE':>14} {'worst-bin delta-ci':>19}  "
-          "CI within tolerance")
+          f"{'CI within tolerance':>19}  corrected-CI coverage")
     for r in settings:
+        cover = "not studied" if math.isnan(r.corrected_coverage) else f"{r.corrected_coverage:.2f}"
         print(f"  {r.epsilon:>7g} {r.delta:>8g} {r.tau:>8.4f} {r.worst_bin_mae:>14.4f} {r.worst_bin_delta_ci:>19.4f}  "
-              f"{'yes' if r.ci_within_tolerance else 'no'}")
+              f"{'yes' if r.ci_within_tolerance else 'no':>19}  {cover}")
     return 0 if not args.federation or not info.failed else _report_failures(info)
 
 
@@ -288,27 +258,36 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--out", required=True, metavar="DIR",
                    help="report folder: written to a temporary folder beside it and renamed at the end (nothing is "
                         "left on failure); a non-empty folder is refused without --force")
-    v.add_argument("--protocol", choices=("histogram", "paper"), default="histogram",
+    v.add_argument("--protocol", choices=("histogram", "secagg", "paper"), default="histogram",
                    help="histogram (default): one differentially private histogram release per site, everything "
-                   "else post-processing; paper: the paper's protocol (noisy scores, then exact q-protected answers)")
+                   "else post-processing; secagg: the sites' histograms summed by secure aggregation (the analyst "
+                   "sees only the sum, which carries one release's noise); paper: the paper's protocol (noisy "
+                   "scores, then exact q-protected answers)")
     v.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of every interval (default 0.05)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
                    help="histogram: bins of the grid (default: the simulation study's count for the noise level, "
                         "or the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
-    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (both protocols)")
-    h = v.add_argument_group("histogram protocol (HistogramOptions; an error with --protocol paper)")
-    h.add_argument("--spacing", choices=("quantile", "equal", "logit"), default="quantile",
-                   help="grid: quantile (default) puts the bins at the quantiles of a first release on a fine grid "
-                        "(a tenth of the budget); equal/logit use one fixed grid on the score range")
-    h.add_argument("--by-site", action="store_true",
-                   help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
-                        "Hartung-Knapp): tau^2, I^2, a 95%% prediction interval for a new site, forest.png; no "
-                        "further release")
-    h.add_argument("--decision-curve", action="store_true",
-                   help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
-                        "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
-                        "thresholds you need")
+    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (every protocol)")
+    h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "
+                             "--protocol paper)")
+    h.add_argument("--spacing", choices=("quantile", "equal", "logit"), default=None,
+                   help="grid: quantile (the histogram protocol's default) puts the bins at the quantiles of a first "
+                        "release on a fine grid (a tenth of the budget); equal (secagg's default) or logit use one "
+                        "fixed grid on the score range")
+    ho = v.add_argument_group("histogram protocol only (HistogramOptions)")
+    ho.add_argument("--by-site", action="store_true",
+                    help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
+                         "Hartung-Knapp): tau^2, I^2, a 95%% prediction interval for a new site, forest.png; no "
+                         "further release")
+    ho.add_argument("--decision-curve", action="store_true",
+                    help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
+                         "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
+                         "thresholds you need")
+    sa = v.add_argument_group("secagg protocol (SecAggOptions)")
+    sa.add_argument("--colluders", type=int, default=None, metavar="T",
+                    help="size the noise shares for coalitions of T sites with the analyst (default: the largest "
+                         "any site's policy requires)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
@@ -362,6 +341,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="without --federation: largest epsilon per release to list (default 10, the default policy)")
     r.add_argument("--max-delta", type=float, default=0.01, metavar="DELTA",
                    help="without --federation: largest delta per release to list (default 0.01, the default policy)")
+    r.add_argument("--min-coverage", type=float, default=None, metavar="C",
+                   help="keep only settings whose noise-corrected CI held the pooled AUC in at least this share of the "
+                        "coverage study's replications, for every score shape and n (e.g. 0.93)")
     r.add_argument("--json", action="store_true", help="print JSON instead of text")
     r.set_defaults(func=_cmd_recommend)
 

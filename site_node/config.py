@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 SENSITIVITY_RULES = ("value", "range", "model")
-PROTOCOLS = ("histogram", "paper", "boyd")
+PROTOCOLS = ("histogram", "paper", "boyd", "secagg")
 SPACINGS = ("equal", "logit")
 FORMATS = ("csv", "parquet", "sql")
 
@@ -69,6 +69,10 @@ class Policy:
     histogram_bins: tuple[int, ...] = (5, 8, 10, 12, 20, 50, 100)
     histogram_spacings: tuple[str, ...] = ("equal", "logit")
     histogram_logit_range: tuple[float, float] = (0.005, 0.995)
+    # secagg: the largest number of other sites that may collude with the analyst while this site's
+    # guarantee still holds, and the fewest sites a round may have.
+    secagg_colluders: int = 0
+    secagg_min_sites: int = 3
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,7 @@ class SiteConfig:
     audit_max_age_days: float | None = None
     audit_unauthenticated_per_minute: int = 600
     state_marker: Path | None = None
+    noise_key: Path | None = None
     peers: dict[str, str] = field(default_factory=dict)  # peer site name -> release-signing public key (base64)
     source: Path | None = field(default=None, compare=False)
 
@@ -171,6 +176,13 @@ class SiteConfig:
         if self.source is not None:
             return Path(self.source).resolve().with_suffix(".served")
         return self.state_dir.with_name(self.state_dir.name + ".served")
+
+    @property
+    def noise_key_path(self) -> Path:
+        """The key that, with a release's ledger seed, regenerates its noise (:mod:`site_node.noise_key`); outside ``state/``."""
+        if self.noise_key is not None:
+            return self.noise_key
+        return self.state_marker_path.with_suffix(".noise.key")
 
     @property
     def audit_path(self) -> Path:
@@ -276,6 +288,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     audit_age = site.positive("audit_max_age_days", float, None)
     audit_rate = site.positive("audit_unauthenticated_per_minute", int, 600)
     marker = site.get("state_marker", str, None)
+    noise_key = site.get("noise_key", str, None)
     site.done()
 
     tls = None
@@ -343,7 +356,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
         audit_max_total_bytes=audit_total, audit_max_age_days=audit_age, audit_unauthenticated_per_minute=audit_rate,
-        state_marker=_path(base, marker) if marker else None,
+        state_marker=_path(base, marker) if marker else None, noise_key=_path(base, noise_key) if noise_key else None,
         peers=peers, source=source,
     )
 
@@ -379,8 +392,12 @@ def _parse_policy(p: _Reader) -> Policy:
         histogram_bins=_bin_counts(p, d.histogram_bins),
         histogram_spacings=_choices(p, "histogram_spacings", SPACINGS, d.histogram_spacings),
         histogram_logit_range=_logit_range(p, d.histogram_logit_range),
+        secagg_colluders=_count(p, "secagg_colluders", d.secagg_colluders, 0),
+        secagg_min_sites=_count(p, "secagg_min_sites", d.secagg_min_sites, 2),
         **values,
     )
+    if policy.secagg_min_sites < policy.secagg_colluders + 1:
+        p.fail("secagg_min_sites", "must exceed policy.secagg_colluders (a round needs a site outside any coalition)")
     if policy.model_sensitivity_bins < 2:
         p.fail("model_sensitivity_bins", "must be at least 2")
     if policy.max_thresholds < 2:
@@ -390,6 +407,13 @@ def _parse_policy(p: _Reader) -> Policy:
         p.fail("max_chunk_scores", "must be at most 1000000 (8 MB per message)")
     p.done()
     return policy
+
+
+def _count(p: _Reader, name: str, default: int, least: int) -> int:
+    value = p.get(name, int, default)
+    if isinstance(value, bool) or value < least:
+        p.fail(name, f"must be an integer of at least {least}, got {value!r}")
+    return value
 
 
 def _choices(p: _Reader, name: str, allowed: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:

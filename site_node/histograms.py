@@ -17,7 +17,8 @@ from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 
 __all__ = ["PRIVACY_UNIT", "SCALARS", "SCALAR_RESOLUTION", "SUMS_RESOLUTION", "SUMS_RATIO", "HistogramPlan",
-           "plan_histogram", "require_protocol", "draw_histogram", "decode_histogram", "noise_sd"]
+           "histogram_grid", "check_noise_size", "plan_histogram", "require_protocol", "draw_histogram",
+           "decode_histogram", "noise_sd"]
 
 PRIVACY_UNIT = "add or remove one patient"
 SCALARS = ("sum_sq", "sum_p", "sum_y")
@@ -66,8 +67,18 @@ class HistogramPlan:
         return json.dumps(key, sort_keys=True)
 
 
-def _policy_edges(policy: Policy, lo: float, hi: float, n_bins: int, spacing: str) -> np.ndarray:
-    """The grid of an (n_bins, spacing) request, checked against the policy."""
+def histogram_grid(policy: Policy, score_range, *, n_bins: int, spacing: str, scalars=(),
+                   interior=None) -> tuple[np.ndarray, str, tuple]:
+    """Check a histogram request's grid and scalars against the policy: the public edges, spacing and scalars.
+
+    ``interior``, when not empty, replaces ``n_bins`` and ``spacing``: the grid is the score range's ends around
+    these edges, each of which must be an edge of a grid the policy allows (an analyst's grid chosen from an
+    earlier release, e.g. at its quantiles); the spacing is then ``"explicit"``.
+    """
+    if interior is not None and len(interior) > 0:
+        scalars = _check_scalars(scalars, score_range)
+        lo, hi = (float(v) for v in score_range)
+        return _explicit_edges(policy, lo, hi, interior, n_bins, spacing), "explicit", scalars
     if n_bins not in policy.histogram_bins:
         raise PermissionDenied(f"policy: n_bins {n_bins} is not one this site allows (histogram_bins = "
                                f"{list(policy.histogram_bins)})")
@@ -77,9 +88,27 @@ def _policy_edges(policy: Policy, lo: float, hi: float, n_bins: int, spacing: st
     if spacing not in policy.histogram_spacings:
         raise PermissionDenied(f"policy: spacing {spacing!r} is not one this site allows (histogram_spacings = "
                                f"{list(policy.histogram_spacings)})")
+    scalars = _check_scalars(scalars, score_range)
+    lo, hi = (float(v) for v in score_range)
+    if spacing == "logit" and (lo < 0.0 or hi > 1.0):
+        raise InvalidArgument(f"spacing 'logit' needs probabilities; this score source's range is [{lo}, {hi}]")
+    return _grid_edges(policy, lo, hi, n_bins, spacing), spacing, scalars
+
+
+def _check_scalars(scalars, score_range) -> tuple:
+    scalars = tuple(scalars)
+    unknown = [s for s in scalars if s not in SCALARS]
+    if unknown or len(set(scalars)) != len(scalars):
+        raise InvalidArgument(f"scalars must be distinct names from {list(SCALARS)}, got {list(scalars)}")
+    lo, hi = (float(v) for v in score_range)
+    if scalars and (lo < 0.0 or hi > 1.0):
+        raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
+    return tuple(sorted(scalars))
+
+
+def _grid_edges(policy: Policy, lo: float, hi: float, n_bins: int, spacing: str) -> np.ndarray:
+    """Edges of an allowed (n_bins, spacing): equal on the score range, logit on the policy's logit range."""
     if spacing == "logit":
-        if lo < 0.0 or hi > 1.0:
-            raise InvalidArgument(f"spacing 'logit' needs probabilities; this score source's range is [{lo}, {hi}]")
         lo, hi = policy.histogram_logit_range
     return dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
 
@@ -98,12 +127,9 @@ def _explicit_edges(policy: Policy, lo: float, hi: float, interior, n_bins: int,
     if e.size + 1 > max(policy.histogram_bins):
         raise PermissionDenied(f"policy: {e.size + 1} bins is more than this site allows (histogram_bins = "
                                f"{list(policy.histogram_bins)})")
-    allowed = []
-    for spacing_ in policy.histogram_spacings:
-        if spacing_ == "logit" and (lo < 0.0 or hi > 1.0):
-            continue
-        allowed += [_policy_edges(policy, lo, hi, b, spacing_) for b in policy.histogram_bins]
-    grid = np.unique(np.concatenate(allowed))
+    spacings = [sp for sp in policy.histogram_spacings if sp != "logit" or (lo >= 0.0 and hi <= 1.0)]
+    grid = np.unique(np.concatenate([_grid_edges(policy, lo, hi, b, sp) for sp in spacings
+                                     for b in policy.histogram_bins]))
     at = np.searchsorted(grid, e)
     off = np.minimum(np.abs(grid[np.minimum(at, grid.size - 1)] - e), np.abs(grid[np.maximum(at - 1, 0)] - e))
     if np.any(off > 1e-12):
@@ -111,6 +137,15 @@ def _explicit_edges(policy: Policy, lo: float, hi: float, interior, n_bins: int,
                                f"(histogram_bins {list(policy.histogram_bins)} x histogram_spacings "
                                f"{list(policy.histogram_spacings)}); {e[off > 1e-12][0]!r} is not")
     return np.concatenate([[lo], e, [hi]])
+
+
+def check_noise_size(epsilon: float, delta: float) -> None:
+    """Refuse an (epsilon, delta) whose noise would exceed :data:`MAX_SIGMA` per cell."""
+    # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
+    # the noise's support (and the accountant's arrays) small before anything is built.
+    if analytic_gaussian_sigma(epsilon, delta, 1.0) > MAX_SIGMA:
+        raise InvalidArgument(f"epsilon {epsilon} with delta {delta} needs noise of SD above {MAX_SIGMA:g} per cell; "
+                              "this site makes histogram releases at larger epsilon only")
 
 
 def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
@@ -121,36 +156,20 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
     for and each scalar share one noise scale ``t`` (:func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): the
     counts get ``sigma = t``, the sums ``SUMS_RATIO * SUMS_RESOLUTION * t`` and each scalar
     ``SCALAR_RESOLUTION * t`` on their integer scales. They must already be checked against the per-release caps.
-    ``interior``, when not empty, replaces ``n_bins`` and ``spacing``: the grid is the score range's ends around
-    these edges, each of which must be an edge of a grid the policy allows (an analyst's grid chosen from
-    an earlier release, e.g. at its quantiles).
+    ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (:func:`histogram_grid`).
     """
-    scalars = tuple(scalars)
-    unknown = [s for s in scalars if s not in SCALARS]
-    if unknown or len(set(scalars)) != len(scalars):
-        raise InvalidArgument(f"scalars must be distinct names from {list(SCALARS)}, got {list(scalars)}")
-    lo, hi = (float(v) for v in score_range)
-    if scalars and (lo < 0.0 or hi > 1.0):
-        raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
-    if interior is not None and len(interior) > 0:
-        edges = _explicit_edges(policy, lo, hi, interior, n_bins, spacing)
-        n_bins, spacing = edges.size - 1, "explicit"
-    else:
-        edges = _policy_edges(policy, lo, hi, n_bins, spacing)
-        spacing = spacing or "equal"
+    edges, spacing, scalars = histogram_grid(policy, score_range, n_bins=n_bins, spacing=spacing, scalars=scalars,
+                                             interior=interior)
+    n_bins = edges.size - 1
     from dsroc.privacy.noise import joint_discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
 
-    # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
-    # the noise's support (and the accountant's arrays) small before anything is built.
-    if analytic_gaussian_sigma(epsilon, delta, 1.0) > MAX_SIGMA:
-        raise InvalidArgument(f"epsilon {epsilon} with delta {delta} needs noise of SD above {MAX_SIGMA:g} per cell; "
-                              "this site makes histogram releases at larger epsilon only")
+    check_noise_size(epsilon, delta)
     score_sums = bool(score_sums)
     t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums, scalars=len(scalars)),
                                       interval=interval)
     scalar_sigma = SCALAR_RESOLUTION * t if scalars else 0.0
     sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
-    return HistogramPlan(edges, n_bins, spacing, tuple(sorted(scalars)), epsilon, delta, t, scalar_sigma, score_sums,
+    return HistogramPlan(edges, n_bins, spacing, scalars, epsilon, delta, t, scalar_sigma, score_sums,
                          sums_sigma)
 
 
@@ -159,6 +178,7 @@ def _round(terms: np.ndarray, rng: np.random.Generator, resolution: int = SCALAR
     integer scale (so one patient moves a sum by at most ``resolution``)."""
     scaled = terms * resolution
     return (np.floor(scaled) + (rng.random(scaled.size) < scaled - np.floor(scaled))).astype(np.int64)
+
 
 
 def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> bytes:
