@@ -16,8 +16,9 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
 - ``paper``: the paper protocol with the noise-corrected AUC (:func:`simulations.protocol.run_protocol_chunk`,
   five sites) at a recommended setting (AUC only; its other answers are exact, q-protected).
 
-A valid release that ``histogram_validation`` cannot turn into an estimate (it raises) is recorded as a
-failure with its message: the sites were charged all the same.
+A valid release that ``histogram_validation`` cannot turn into an estimate (it raised before commit de4eb30;
+now its ``unavailable`` map says so) is recorded as a failure of that estimand with its reason: the sites
+were charged all the same.
 """
 
 from __future__ import annotations
@@ -198,6 +199,9 @@ def _estimates(v) -> dict:
     return out
 
 
+_UNAVAILABLE = {"auc": "auc", "brier": "brier", "oe": "oe", "recalibration": "slope"}
+
+
 def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str) -> pd.DataFrame:
     """One row per replication and estimand of the histogram protocol (``"histogram"`` or ``"flat20"``) in ``cell``."""
     edges = default_grid(cell.epsilon, cell.delta) if protocol == "histogram" else histogram_edges(20)
@@ -205,15 +209,19 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str) ->
     total = float(np.sqrt(cell.sites * discrete_gaussian_variance(sigma)))
     estimator = "rocglm" if protocol == "histogram" else "empirical"
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}
-    failure = np.full(data.batch.size, "", dtype=object)
+    failure = {e: np.full(data.batch.size, "", dtype=object) for e in ESTIMANDS}
     for i, rep in enumerate(data.batch.reps.tolist()):
         try:
             v = histogram_validation(released[i, 0], released[i, 1], edges, sigma=total, estimator=estimator, seed=rep)
         except ValueError as exc:  # a valid, charged release without an answer: counted, not hidden
-            failure[i] = str(exc)
+            for e in ESTIMANDS:
+                failure[e][i] = f"raised: {exc}"
             continue
         for e, values in _estimates(v).items():
             est[e][i] = values
+        for key, why in getattr(v, "unavailable", {}).items():  # what the result says it could not estimate
+            if _UNAVAILABLE.get(key) in failure:
+                failure[_UNAVAILABLE[key]][i] = why
     return _frame(data, cell, protocol, sigma, est, failure)
 
 
@@ -227,7 +235,7 @@ def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure) -
             "n": cell.n, "sites": cell.sites, "epsilon": getattr(cell, "epsilon", np.nan),
             "delta": getattr(cell, "delta", np.nan), "tau": tau, "rep": b.reps, "n1": b.n1, "estimand": e,
             "estimate": values[:, 0], "lower": values[:, 1], "upper": values[:, 2], "se": values[:, 3],
-            "pooled": data.pooled[e], "population": getattr(pop, e), "failure": failure,
+            "pooled": data.pooled[e], "population": getattr(pop, e), "failure": failure[e],
         }))
     return pd.concat(frames, ignore_index=True)[RESULT_COLUMNS]
 
@@ -238,6 +246,6 @@ def paper_rows(data: DataSet, cell: PaperCell, seed: int) -> pd.DataFrame:
     se = np.sqrt(res["var_corr"].to_numpy())
     values = np.column_stack([res["auc_corr"], res["ci_lower_corr"], res["ci_upper_corr"], se])
     failure = res["failure"].to_numpy().astype(object)
-    frame = _frame(data, cell, "paper", cell.setting.tau, {"auc": values}, failure)
+    frame = _frame(data, cell, "paper", cell.setting.tau, {"auc": values}, {"auc": failure})
     frame["epsilon"], frame["delta"] = cell.setting.epsilon, cell.setting.delta
     return frame

@@ -101,16 +101,17 @@ def _cost(task: Task) -> float:
     return size * (2.4e-6 * len(task.cells) if task.paper else 3e-7) + (0 if task.paper else 0.1 * len(task.reps) * len(task.cells))
 
 
-def run_task(task: Task, seed: int) -> pd.DataFrame:
-    """Generate the task's replications once and run every cell's protocols on them."""
+def run_task(task: Task, seed: int) -> tuple[pd.DataFrame, float]:
+    """Generate the task's replications once and run every cell's protocols on them; also the CPU seconds used."""
     from .stress import paper_rows
 
+    cpu = time.process_time()
     data = generate_data(task.design, task.n, task.reps, seed, slope=not task.paper)
     if task.paper:
         frames = [paper_rows(data, cell, seed) for cell in task.cells]
     else:
         frames = [histogram_rows(data, cell, seed, protocol) for cell in task.cells for protocol in ("histogram", "flat20")]
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True), time.process_time() - cpu
 
 
 def _config(grid: str, reps: int, seed: int, cells, papers) -> dict:
@@ -122,7 +123,8 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
                progress=sys.stderr) -> dict:
     """Run (or resume) the stress study into ``out``: one compressed CSV per unit of work under ``out/parts``.
 
-    Returns the timing (seconds of wall clock, units of work run and already present).
+    Returns the timing: seconds of wall clock and of CPU (summed over the workers; CPU / 2 is the wall time
+    on two otherwise idle cores), units of work run and already present.
     """
     if reps < 2:
         raise ValueError(f"reps must be at least 2, got {reps}")
@@ -138,9 +140,11 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
     path.write_text(json.dumps(config, indent=1) + "\n")
     tasks = plan_tasks(cells, papers, reps)
     todo = [t for t in tasks if not (parts / f"{t.key}.csv.gz").exists()]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), []
 
-    def save(task, frame, done):
+    def save(task, result, done):
+        frame, seconds = result
+        cpu.append(seconds)
         tmp = parts / f"{task.key}.tmp.csv.gz"
         frame.to_csv(tmp, index=False)
         tmp.replace(parts / f"{task.key}.csv.gz")
@@ -156,7 +160,7 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
             futures = {pool.submit(run_task, task, seed): task for task in todo}
             for i, future in enumerate(as_completed(futures), 1):
                 save(futures[future], future.result(), i)
-    return {"seconds": round(time.perf_counter() - started, 1), "units_run": len(todo),
+    return {"seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(sum(cpu), 1), "units_run": len(todo),
             "units_present": len(tasks) - len(todo), "workers": workers}
 
 
