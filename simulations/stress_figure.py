@@ -12,6 +12,17 @@ __all__ = ["stress_figure"]
 
 COLOURS = dict(zip(SHAPES, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
 FACTORS = (("prevalence", "prevalence", "log"), ("n", "n", "log"), ("design_auc", "population AUC", "linear"))
+TAU_COLOURS = ("tab:purple", "tab:olive", "tab:brown", "tab:pink", "tab:cyan", "tab:gray")
+
+
+def _ticks(ax, values, scale):
+    """Ticks at the factor's levels, labelled plainly."""
+    from matplotlib.ticker import NullLocator
+
+    ax.set_xscale(scale)
+    ax.set_xticks(values)
+    ax.set_xticklabels([f"{v:,.0f}" if v >= 1000 else f"{v:g}" for v in values])
+    ax.xaxis.set_minor_locator(NullLocator())
 
 
 def _sweep(summary, factor, shape, protocol, estimand="auc") -> pd.DataFrame:
@@ -46,10 +57,13 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
             for _, r in fedcurve.iterrows():
                 axes[0, j].plot(r["n"], r["fedcurve_mae"], "*", ms=13, color=COLOURS[r["shape"]], mec="black",
                                 label=f"FedCurve (published), {r['shape']}")
-        axes[0, j].set(xscale=scale, yscale="log", xlabel=label, ylabel="AUC MAE vs pooled empirical AUC",
-                       title=f"AUC MAE along {label} (others at the centre)")
-        axes[1, j].set(xscale=scale, ylim=(-0.03, 1.03), xlabel=label, ylabel="95% CI coverage of the pooled AUC",
+        axes[0, j].set(yscale="log", xlabel=label, ylabel="AUC MAE vs pooled empirical AUC",
+                       title=f"AUC MAE along {label}")
+        axes[1, j].set(ylim=(-0.03, 1.03), xlabel=label, ylabel="95% CI coverage of the pooled AUC",
                        title=f"AUC CI coverage along {label}")
+        levels = sorted(summary.loc[summary["protocol"] != "paper", factor].unique())
+        for i in range(2):
+            _ticks(axes[i, j], levels, scale)
         axes[1, j].axhline(0.95, color="grey", lw=0.8)
         axes[1, j].axhline(0.93, color="grey", lw=0.8, ls="--")
     axes[0, 1].legend(fontsize=7, ncol=2)
@@ -57,8 +71,9 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
         s = _sweep(summary, "prevalence", shape, "histogram", "slope")
         axes[2, 0].errorbar(s["prevalence"], s["coverage_population"], yerr=2 * s["coverage_population_se"], fmt="-o",
                             color=COLOURS[shape], ms=4, label=shape)
-    axes[2, 0].set(xscale="log", ylim=(-0.03, 1.03), xlabel="prevalence", ylabel="coverage of the population slope",
+    axes[2, 0].set(ylim=(-0.03, 1.03), xlabel="prevalence", ylabel="coverage of the population slope",
                    title="Calibration slope CI (histogram, n 10 000)")
+    _ticks(axes[2, 0], sorted(summary.loc[summary["protocol"] != "paper", "prevalence"].unique()), "log")
     axes[2, 0].legend(fontsize=7)
     for estimand, marker in (("brier", "-o"), ("oe", "-s"), ("slope", "-^"), ("auc", "-d")):
         s = _sweep(summary, "design_auc", "binormal", "histogram", estimand)
@@ -68,17 +83,21 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
                    title="Calibrated binormal, n 10 000: every estimand")
     axes[2, 1].legend(fontsize=7)
     paper = summary[(summary["protocol"] == "paper") & (summary["estimand"] == "auc")]
+    taus = sorted(paper["tau"].unique())
     for (shape, tau), s in paper.groupby(["shape", "tau"]):
         s = s.sort_values("n")
         axes[2, 2].errorbar(s["n"], s["coverage_pooled"], yerr=2 * s["coverage_pooled_se"],
-                            fmt="-o" if shape == "binormal" else "--s", color=COLOURS[shape], ms=4,
-                            alpha=0.4 + 0.6 * min(1.0, tau / paper["tau"].max()), label=f"{shape}, tau {tau:.3f}")
+                            fmt="-o" if shape == "binormal" else "--s", ms=4,
+                            color=TAU_COLOURS[taus.index(tau) % len(TAU_COLOURS)], label=f"{shape}, tau {tau:.3f}")
     axes[2, 2].axhline(0.95, color="grey", lw=0.8)
-    axes[2, 2].set(xscale="log", ylim=(-0.03, 1.03), xlabel="n", ylabel="95% CI coverage of the pooled AUC",
-                   title="Paper protocol, noise-corrected AUC (recommended settings)")
+    axes[2, 2].set(ylim=(-0.03, 1.03), xlabel="n", ylabel="95% CI coverage of the pooled AUC",
+                   title="Paper protocol, noise-corrected AUC")
+    if len(paper):
+        _ticks(axes[2, 2], sorted(paper["n"].unique()), "log")
     axes[2, 2].legend(fontsize=7)
     fig.suptitle("Stress study: histogram protocol (solid) and flat 20-bin baseline (dotted); centre: binormal, "
-                 "prevalence 0.3, AUC 0.76, n 10 000, 5 sites, epsilon 1, delta 1e-5; bars: 2 MC SEs", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+                 "prevalence 0.3, AUC 0.76, n 10 000, 5 sites, epsilon 1, delta 1e-5;\nalong a factor the others stay at the "
+                 "centre; paper protocol at recommended settings (tau: its noise SD); bars: 2 MC SEs", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)

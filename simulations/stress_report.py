@@ -55,6 +55,7 @@ def _metrics(part: pd.DataFrame) -> dict:
     row["coverage_population"], row["coverage_population_se"] = _share_se(
         (ci["lower"] <= ci["population"]) & (ci["population"] <= ci["upper"]))
     row["ci_width"], row["ci_width_se"] = _mean_se(ci["upper"] - ci["lower"])
+    row["median_ci_width"] = float((ci["upper"] - ci["lower"]).median()) if len(ci) else np.nan
     row["mean_se"], row["mean_se_se"] = _mean_se(answered["se"][np.isfinite(answered["se"])])
     row["population"] = float(part["population"].iat[0])
     row["mean_pooled"] = float(part["pooled"].mean())
@@ -150,7 +151,7 @@ def write_stress_report(out) -> dict:
     paper = summary[summary["protocol"] == "paper"].sort_values(["shape", "tau", "n"])
     bad = coverage_failures(summary)
     cols = ["case", "protocol", "mean_estimate", "mean_pooled", "population", "bias", "mae", "mae_se", "rmse",
-            "coverage_pooled", "coverage_population", "ci_width", "mean_se", "failures", "replications"]
+            "coverage_pooled", "coverage_population", "median_ci_width", "mean_se", "failures", "replications"]
     text = ["# Stress study", "", f"Run: {json.loads((out / 'config.json').read_text())}", "",
             "## Headline cells (5 sites, epsilon 1, delta 1e-5 unless stated)", "", _md(head, cols),
             "## FedCurve beside ours (AUC MAE against the pooled empirical AUC)", "",
