@@ -34,6 +34,8 @@ by the analytic Gaussian mechanism) plus the noise-free one.
   stress    the histogram protocol (and a flat 20-bin baseline, and the paper protocol) on an independent
             generator: 4 score shapes x prevalence x AUC x n x sites x epsilon; bias, MAE, RMSE and CI
             coverage of AUC, Brier, O/E and calibration slope (python -m simulations stress).
+  multicentre  heterogeneity across sites (prediction interval, tau^2), subgroups, decision curves and
+            two models compared, each from simulated DP releases against the pooled truth.
 """
 
 EPILOG = """\
@@ -117,18 +119,28 @@ def build_parser() -> argparse.ArgumentParser:
                     "                prevalence x n, sites x epsilon; paper protocol on binormal and skewed\n"
                     "                scores, n 10^3..10^6, 3 recommended settings (~15 min on 2 workers)\n"
                     "       --full   the full factorial (2 304 cells; all 45 recommended settings): many hours\n"
-                    "       --smoke  5 cells, seconds (what the test suite runs)\n\n"
+                    "       --targets  the 8 histogram cells issue 16 sets targets in (minutes)\n"
+                    "       --smoke  6 cells, seconds (what the test suite runs)\n\n"
                     "Writes into --out: parts/ (per unit of work, resumable), stress.csv (every cell),\n"
                     "stress.md (headline cells, FedCurve beside ours, paper protocol, coverage failures), stress.png.")
     size = st.add_mutually_exclusive_group()
     size.add_argument("--full", action="store_true", help="the full factorial instead of the default fractional grid")
-    size.add_argument("--smoke", action="store_true", help="a seconds-long grid of 5 cells")
+    size.add_argument("--smoke", action="store_true", help="a seconds-long grid of 6 cells")
+    size.add_argument("--targets", action="store_true",
+                      help="only the 8 histogram cells issue 16 sets targets in (minutes)")
     st.add_argument("--reps", type=int, default=200,
                     help="replications per cell (default: 200; paper cells at n 10^5 and 10^6 run 1/4 and 1/10 of them)")
     st.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
     st.add_argument("--seed", type=int, default=1, help="base seed; results depend on it only (default: 1)")
     st.add_argument("--quiet", action="store_true", help="no progress lines")
     st.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
+    multi = sub.add_parser("multicentre", help="run the multicentre study and write multicentre.csv",
+                           description="Heterogeneity (10 sites from a random-effects model, n 2 000 each, eps 1 and 5), "
+                                       "subgroups (AUC 0.70 vs 0.80), decision curves (thresholds 10/20/30 %) and a paired "
+                                       "comparison (delta AUC 0.03), n 10 000 over 5 sites at eps 1; ~10 minutes at 200 reps.")
+    multi.add_argument("--reps", type=int, default=200, help="replications per analysis (default: 200)")
+    multi.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
+    multi.add_argument("--out", required=True, help="output folder (created)")
     rep = sub.add_parser("report", help="write tables and figures of a finished run",
                          description="Write table1.csv/.md, settings.csv, recommended.csv and the figures.")
     rep.add_argument("out", help="the run's output folder")
@@ -165,7 +177,7 @@ def _stress(args) -> dict:
     from .stress_report import write_stress_report
     from .stress_run import run_stress
 
-    grid = "full" if args.full else "smoke" if args.smoke else "default"
+    grid = "full" if args.full else "smoke" if args.smoke else "targets" if args.targets else "default"
     timing = run_stress(args.out, grid=grid, reps=args.reps, seed=args.seed, workers=args.workers,
                         progress=None if args.quiet else sys.stderr)
     print(json.dumps(timing, indent=2))
@@ -189,6 +201,14 @@ def main(argv=None) -> int:
             return 0
         if args.command == "report" and _mode_of(args.out) == "mechanisms":
             print(json.dumps(write_mechanisms_report(args.out), indent=2, default=str))
+            return 0
+        if args.command == "multicentre":
+            from .multicentre import run_multicentre  # only this command needs it
+
+            table = run_multicentre(args.reps, seed=args.seed)
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            table.to_csv(Path(args.out) / "multicentre.csv", index=False)
+            print(table.T.to_string(header=False))
             return 0
         if args.command == "coverage":
             table = write_coverage(args.out, coverage_by_n(args.runs))

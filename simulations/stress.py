@@ -9,10 +9,11 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
 - ``histogram``: as the sites and the analyst run it by default. Every site counts its negatives and
   positives on the analyst's default grid (:func:`dsroc.histogram.recommended_n_bins` of the analytic
   Gaussian sigma, equal bins on [0, 1], as ``analyst.histogram.validate_histogram``) with
-  :func:`dsroc.histogram.bin_index` and adds discrete-Gaussian noise of ``dsroc.noise.discrete_gaussian_sigma(eps,
-  delta)`` to every cell (:func:`dsroc.noise.discrete_gaussian_noise`, stream ``[seed, cell, rep, protocol]``);
-  the analyst sums the releases and calls :func:`dsroc.histogram_validation` (noise SD ``sqrt(sites var)``);
-- ``flat20``: the same release on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
+  :func:`dsroc.histogram.bin_index`, and (``SCORE_SUMS``) sums its patients' randomly rounded offsets within
+  their bins; it adds discrete-Gaussian noise (:func:`dsroc.privacy.noise.discrete_gaussian_noise`) whose
+  scale :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma` makes the whole release (epsilon, delta)-DP;
+  the analyst sums the releases and calls :func:`dsroc.histogram_validation`;
+- ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
 - ``paper``: the paper protocol with the noise-corrected AUC (:func:`simulations.protocol.run_protocol_chunk`,
   five sites) at a recommended setting (AUC only; its other answers are exact, q-protected).
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from itertools import product
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -33,7 +35,12 @@ import statsmodels.api as sm
 
 from dsroc import analytic_gaussian_sigma, histogram_edges, histogram_validation
 from dsroc.histogram import bin_index, recommended_n_bins
-from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance
+from dsroc.privacy.noise import (
+    discrete_gaussian_noise,
+    discrete_gaussian_sigma,
+    discrete_gaussian_variance,
+    joint_discrete_gaussian_sigma,
+)
 
 from .dgp import N_SITES, Batch
 from .protocol import run_protocol_chunk
@@ -42,8 +49,9 @@ from .stress_designs import SHAPES, Design, population_truth, sample_design
 from .truth import pooled_truth
 
 __all__ = ["PREVALENCES", "AUCS", "NS", "SITES", "EPSILONS", "DELTA", "CENTRE", "PROTOCOLS", "ESTIMANDS", "RESULT_COLUMNS",
-           "StressCell", "PaperCell", "default_cells", "full_cells", "paper_cells", "DataSet", "generate_data",
-           "histogram_release", "histogram_rows", "paper_rows"]
+           "SCORE_SUMS", "SUMS_RESOLUTION", "SUMS_RATIO", "StressCell", "PaperCell", "default_cells", "full_cells",
+           "paper_cells", "DataSet", "generate_data", "Release", "site_sigmas", "histogram_release", "histogram_rows",
+           "paper_rows"]
 
 PREVALENCES = (0.02, 0.1, 0.3, 0.5)
 AUCS = (0.6, 0.76, 0.9, 0.99)
@@ -55,6 +63,11 @@ CENTRE = {"shape": "binormal", "prevalence": 0.3, "auc": 0.76, "n": 10_000, "sit
 PROTOCOLS = ("histogram", "flat20", "paper")
 ESTIMANDS = ("auc", "brier", "oe", "slope")
 PAPER_NS = (1_000, 10_000, 100_000, 1_000_000)
+# The analyst asks for per-bin score sums by default (analyst.histogram.validate_histogram); the site rounds each
+# offset to 1/SUMS_RESOLUTION and gives the sums SUMS_RATIO times the counts' noise in bin widths
+# (site_node.histograms, which the study does not import; tests/simulations/test_stress.py checks they agree).
+SCORE_SUMS = True
+SUMS_RESOLUTION, SUMS_RATIO = 2, 3.0
 RESULT_COLUMNS = ["cell", "protocol", "shape", "prevalence", "design_auc", "n", "sites", "epsilon", "delta", "tau",
                   "rep", "n1", "estimand", "estimate", "lower", "upper", "se", "pooled", "population", "failure"]
 
@@ -170,18 +183,56 @@ def default_grid(epsilon: float, delta: float) -> np.ndarray:
     return histogram_edges(recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0)))
 
 
-def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protocol: str) -> tuple[np.ndarray, float]:
-    """Every site's noisy release on ``edges``, summed: counts ``(R, 2, B)`` and the per-site discrete-Gaussian sigma."""
+class Release(NamedTuple):
+    """Every site's noisy release on one grid, summed over the sites, as the analyst receives it."""
+
+    counts: np.ndarray  # (R, 2, B) noisy counts of negatives and positives
+    sums: np.ndarray | None  # (R, 2, B) noisy per-bin sums of score offsets (bin widths), None without them
+    sigma: float  # per-site discrete-Gaussian parameter of a count
+    total_sd: float  # noise SD of a summed count
+    sums_sd: float  # noise SD of a summed score sum (bin widths)
+
+
+def site_sigmas(cell: StressCell, score_sums: bool) -> tuple[float, float]:
+    """Per-site noise parameters of the counts and (with ``score_sums``) the score sums, jointly (epsilon, delta)."""
+    if not score_sums:
+        return discrete_gaussian_sigma(cell.epsilon, cell.delta), 0.0
+    t = joint_discrete_gaussian_sigma(cell.epsilon, cell.delta, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
+    return t, SUMS_RATIO * SUMS_RESOLUTION * t
+
+
+def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protocol: str, *,
+                      score_sums: bool = False) -> Release:
+    """Every site's noisy release on ``edges`` (as ``site_node.histograms.draw_histogram`` makes it), summed.
+
+    Per replication one stream ``[seed, cell, rep]`` draws the count noise ``(sites, 2, B)``, then with
+    ``score_sums`` the offsets' random rounding and the sums' noise.
+    """
     b = data.batch
     m, k, size = edges.size - 1, cell.sites, b.size
     site = np.tile(np.arange(cell.n) % k, size)
-    idx = ((b.groups * k + site) * 2 + b.labels) * m + bin_index(b.scores, edges)
-    counts = np.bincount(idx, minlength=size * k * 2 * m).reshape(size, k, 2, m).astype(np.float64)
-    sigma = discrete_gaussian_sigma(cell.epsilon, cell.delta)
+    scores = np.clip(b.scores, edges[0], edges[-1])
+    bins = bin_index(scores, edges)
+    cell_id = ((b.groups * k + site) * 2 + b.labels) * m + bins
+    counts = np.bincount(cell_id, minlength=size * k * 2 * m).reshape(size, k, 2, m).astype(np.float64)
+    sigma, sums_sigma = site_sigmas(cell, score_sums)
+    offsets = np.clip((scores - edges[bins]) / np.diff(edges)[bins], 0.0, 1.0) * SUMS_RESOLUTION
+    sums = np.zeros_like(counts) if score_sums else None
     salt = _salt(f"{cell.name}/{protocol}")
     for i, rep in enumerate(b.reps.tolist()):
-        counts[i] += discrete_gaussian_noise(sigma, (k, 2, m), np.random.default_rng([seed, salt, rep]))
-    return counts.sum(axis=1), sigma
+        rng = np.random.default_rng([seed, salt, rep])
+        counts[i] += discrete_gaussian_noise(sigma, (k, 2, m), rng)
+        if score_sums:
+            sl = slice(i * cell.n, (i + 1) * cell.n)
+            low = np.floor(offsets[sl])
+            rounded = low + (rng.random(cell.n) < offsets[sl] - low)
+            sums[i] = np.bincount(cell_id[sl] - i * k * 2 * m, weights=rounded, minlength=k * 2 * m).reshape(k, 2, m)
+            sums[i] += discrete_gaussian_noise(sums_sigma, (k, 2, m), rng)
+    total = float(np.sqrt(k * discrete_gaussian_variance(sigma)))
+    if not score_sums:
+        return Release(counts.sum(axis=1), None, sigma, total, 0.0)
+    sums_sd = float(np.sqrt(k * discrete_gaussian_variance(sums_sigma))) / SUMS_RESOLUTION
+    return Release(counts.sum(axis=1), sums.sum(axis=1) / SUMS_RESOLUTION, sigma, total, sums_sd)
 
 
 def _estimates(v) -> dict:
@@ -204,15 +255,18 @@ _UNAVAILABLE = {"auc": "auc", "brier": "brier", "oe": "oe", "recalibration": "sl
 
 def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str) -> pd.DataFrame:
     """One row per replication and estimand of the histogram protocol (``"histogram"`` or ``"flat20"``) in ``cell``."""
-    edges = default_grid(cell.epsilon, cell.delta) if protocol == "histogram" else histogram_edges(20)
-    released, sigma = histogram_release(data, cell, edges, seed, protocol)
-    total = float(np.sqrt(cell.sites * discrete_gaussian_variance(sigma)))
-    estimator = "rocglm" if protocol == "histogram" else "empirical"
+    default = protocol == "histogram"
+    edges = default_grid(cell.epsilon, cell.delta) if default else histogram_edges(20)
+    release = histogram_release(data, cell, edges, seed, protocol, score_sums=default and SCORE_SUMS)
+    estimator = "rocglm" if default else "empirical"
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}
     failure = {e: np.full(data.batch.size, "", dtype=object) for e in ESTIMANDS}
     for i, rep in enumerate(data.batch.reps.tolist()):
         try:
-            v = histogram_validation(released[i, 0], released[i, 1], edges, sigma=total, estimator=estimator, seed=rep)
+            sums = {} if release.sums is None else {"sums0": release.sums[i, 0], "sums1": release.sums[i, 1],
+                                                    "sums_sigma": release.sums_sd}
+            v = histogram_validation(release.counts[i, 0], release.counts[i, 1], edges, sigma=release.total_sd,
+                                     estimator=estimator, seed=rep, **sums)
         except ValueError as exc:  # a valid, charged release without an answer: counted, not hidden
             for e in ESTIMANDS:
                 failure[e][i] = f"raised: {exc}"
@@ -222,7 +276,7 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str) ->
         for key, why in getattr(v, "unavailable", {}).items():  # what the result says it could not estimate
             if _UNAVAILABLE.get(key) in failure:
                 failure[_UNAVAILABLE[key]][i] = why
-    return _frame(data, cell, protocol, sigma, est, failure)
+    return _frame(data, cell, protocol, release.sigma, est, failure)
 
 
 def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure) -> pd.DataFrame:

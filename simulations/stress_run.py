@@ -25,16 +25,21 @@ from .stress import (
     histogram_rows,
     paper_cells,
 )
-from .stress_designs import Design
+from .stress_designs import SHAPES, Design
 
-__all__ = ["GRIDS", "PAPER_SCALE", "MAX_ELEMENTS", "Task", "recommended_paper_settings", "grid_cells", "plan_tasks",
+__all__ = ["GRIDS", "TARGET_CELLS", "PAPER_SCALE", "MAX_ELEMENTS", "Task", "recommended_paper_settings", "grid_cells", "plan_tasks",
            "run_task", "run_stress", "load_stress"]
 
-GRIDS = ("default", "full", "smoke")
+GRIDS = ("default", "full", "targets", "smoke")
 # Replications of a paper-protocol cell at n are reps * PAPER_SCALE[n] (at least 10): n = 10^6 costs seconds each.
 PAPER_SCALE = {1_000: 1.0, 10_000: 1.0, 100_000: 0.25, 1_000_000: 0.1}
 MAX_ELEMENTS = 2_000_000  # patients per unit of work (memory)
 MAX_REPS = 50  # replications per unit of work (load balance)
+# Issue 16's target cells: every shape at the centre, the centre at n = 1 000, prevalence 0.02, AUC 0.99.
+TARGET_CELLS = frozenset(
+    [StressCell(Design(s, 0.3, 0.76), 10_000, 5, 1.0) for s in SHAPES]
+    + [StressCell(Design("binormal", 0.3, 0.76), 1_000, 5, 1.0), StressCell(Design("binormal", 0.02, 0.76), 10_000, 5, 1.0),
+       StressCell(Design("binormal", 0.3, 0.99), 10_000, 5, 1.0), StressCell(Design("skewed", 0.3, 0.76), 1_000, 5, 1.0)])
 
 
 def recommended_paper_settings(full: bool = False) -> list[Setting]:
@@ -51,11 +56,14 @@ def recommended_paper_settings(full: bool = False) -> list[Setting]:
 
 
 def grid_cells(grid: str) -> tuple[list[StressCell], list[PaperCell]]:
-    """The histogram and paper cells of a grid: ``default`` (57 + 24), ``full`` (2 304 + 360) or ``smoke`` (4 + 1)."""
+    """The histogram and paper cells of a grid: ``default`` (57 + 24), ``full`` (2 304 + 360), ``targets`` (the
+    8 histogram cells issue 16 sets targets in, no paper cells) or ``smoke`` (4 + 2)."""
     if grid == "default":
         return default_cells(), paper_cells(recommended_paper_settings())
     if grid == "full":
         return full_cells(), paper_cells(recommended_paper_settings(full=True))
+    if grid == "targets":
+        return [c for c in default_cells() if c in TARGET_CELLS], []
     if grid == "smoke":
         cells = [StressCell(Design("binormal", 0.3, 0.76), 1_000, 5, 1.0), StressCell(Design("binormal", 0.02, 0.76), 1_000, 2, 5.0),
                  StressCell(Design("skewed", 0.3, 0.9), 250, 5, 1.0), StressCell(Design("uniform", 0.5, 0.99), 250, 50, 0.5)]

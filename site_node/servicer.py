@@ -16,7 +16,7 @@ from .auth import current_analyst
 from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .boyd import release_boyd
 from .errors import InvalidArgument, SiteError
-from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, noise_sd
+from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
 from .scores import ScoreSpec
 from .site import Site
@@ -119,19 +119,24 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def ReleaseHistogram(self, request, context):
         session = self._session(request.session_id)
         out = self.site.release_histogram(session, epsilon=request.epsilon, delta=request.delta,
-                                          n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars))
+                                          n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars),
+                                          score_sums=request.score_sums)
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
                          "epsilon_charged": plan.epsilon if out.charged else 0.0})
         scalar_sd = noise_sd(plan.scalar_sigma) / SCALAR_RESOLUTION if plan.scalars else 0.0
+        sums = {}
+        if out.sums is not None:
+            sums = dict(negative_sums=out.sums[0].tolist(), positive_sums=out.sums[1].tolist(),
+                        sums_noise_sd=noise_sd(plan.sums_sigma) / SUMS_RESOLUTION, sums_resolution=1.0 / SUMS_RESOLUTION)
         return pb.HistogramResponse(
             edges=plan.edges.tolist(), negatives=out.negatives.tolist(), positives=out.positives.tolist(),
             sigma=plan.sigma, noise_sd=noise_sd(plan.sigma), epsilon=plan.epsilon, delta=plan.delta,
             privacy_unit=PRIVACY_UNIT, repeated=not out.charged, release_id=release.release_id,
             epsilon_spent=out.budget.epsilon_spent,
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
-                     for name, value in out.scalars.items()],
+                     for name, value in out.scalars.items()], **sums,
         )
 
     def ReleaseBoydStatistics(self, request, context):

@@ -28,7 +28,7 @@ from dsroc import (
     mean_parts,
     sq_dev_parts,
 )
-from dsroc.accounting import VALUE_DISCRETIZATION, Gaussian
+from dsroc.privacy.accounting import VALUE_DISCRETIZATION, Gaussian
 
 from .approvals import ModelApprovals, model_hash
 from .config import DatasetConfig, SiteConfig
@@ -93,6 +93,7 @@ class HistogramRelease:
     scalars: dict
     charged: bool
     budget: BudgetStatus
+    sums: tuple | None = None  # per-bin score sums (T0, T1) in bin widths, when asked for
 
 
 @dataclass(frozen=True)
@@ -293,7 +294,7 @@ class Site:
 
     # ------------------------------------------------------------------ histogram protocol
     def release_histogram(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                          scalars=()) -> HistogramRelease:
+                          scalars=(), score_sums: bool = False) -> HistogramRelease:
         """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once.
 
         No privacy-level or model checks: every answer is covered by the noise, whatever the model.
@@ -303,7 +304,8 @@ class Site:
         data = session.data
         with analyst_input("epsilon, delta"):
             plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
-                                  spacing=spacing, scalars=scalars, interval=self.ledger_interval)
+                                  spacing=spacing, scalars=scalars, interval=self.ledger_interval,
+                                  score_sums=score_sums)
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
             rng = np.random.default_rng(int.from_bytes(seed, "big"))
@@ -314,8 +316,9 @@ class Site:
             events=plan.events, epsilon=epsilon, delta=delta, rule="histogram", fingerprint=data.fingerprint,
             policy=self.policy, make=make, store=True,
         )
-        h0, h1, values = decode_histogram(plan, release.payload)
-        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)))
+        h0, h1, values, sums = decode_histogram(plan, release.payload)
+        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)),
+                                sums)
 
     # ------------------------------------------------------------------ survivor functions
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,

@@ -516,20 +516,22 @@ class BudgetResponse(_message.Message):
     def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class HistogramRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars")
+    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     N_BINS_FIELD_NUMBER: _ClassVar[int]
     SPACING_FIELD_NUMBER: _ClassVar[int]
     SCALARS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     epsilon: float
     delta: float
     n_bins: int
     spacing: str
     scalars: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ...) -> None: ...
+    score_sums: bool
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ...) -> None: ...
 
 class NoisyScalar(_message.Message):
     __slots__ = ("name", "value", "noise_sd", "resolution")
@@ -544,7 +546,7 @@ class NoisyScalar(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., noise_sd: _Optional[float] = ..., resolution: _Optional[float] = ...) -> None: ...
 
 class HistogramResponse(_message.Message):
-    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent")
+    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent", "negative_sums", "positive_sums", "sums_noise_sd", "sums_resolution")
     EDGES_FIELD_NUMBER: _ClassVar[int]
     NEGATIVES_FIELD_NUMBER: _ClassVar[int]
     POSITIVES_FIELD_NUMBER: _ClassVar[int]
@@ -557,6 +559,10 @@ class HistogramResponse(_message.Message):
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    NEGATIVE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    POSITIVE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    SUMS_NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    SUMS_RESOLUTION_FIELD_NUMBER: _ClassVar[int]
     edges: _containers.RepeatedScalarFieldContainer[float]
     negatives: _containers.RepeatedScalarFieldContainer[int]
     positives: _containers.RepeatedScalarFieldContainer[int]
@@ -569,4 +575,8 @@ class HistogramResponse(_message.Message):
     repeated: bool
     release_id: str
     epsilon_spent: float
-    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ...) -> None: ...
+    negative_sums: _containers.RepeatedScalarFieldContainer[float]
+    positive_sums: _containers.RepeatedScalarFieldContainer[float]
+    sums_noise_sd: float
+    sums_resolution: float
+    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ...) -> None: ...

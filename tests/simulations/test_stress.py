@@ -12,7 +12,17 @@ from scipy.stats import mannwhitneyu, norm
 
 from dsroc import bin_scores, histogram_edges, histogram_validation
 from simulations.cli import main
-from simulations.stress import StressCell, default_cells, full_cells, generate_data, histogram_release
+from simulations.stress import (
+    DELTA,
+    SUMS_RATIO,
+    SUMS_RESOLUTION,
+    StressCell,
+    default_cells,
+    full_cells,
+    generate_data,
+    histogram_release,
+    site_sigmas,
+)
 from simulations.stress_designs import MODE, SKEW, SPREAD, Design, _parameters, population_truth, sample_design
 from simulations.stress_report import summarise
 from simulations.stress_run import load_stress, plan_tasks
@@ -78,23 +88,41 @@ def test_pooled_truth_per_replication_is_the_brute_force_one():
 
 
 def test_release_is_what_the_sites_count_and_noise_free_estimate_recovers_the_pooled_auc():
-    """At a tiny noise the summed release equals every site's own bin_scores; on a fine grid the binned AUC then
-    lies within half the share of within-bin pairs of the pooled AUC (the binning bound), and close to it."""
+    """At a tiny noise the summed release equals every site's own bin_scores and its score sums the sites' offset
+    sums up to the random rounding; on a fine grid the binned AUC then lies within half the share of within-bin
+    pairs of the pooled AUC (the binning bound), and close to it."""
     cell = StressCell(Design("skewed", 0.3, 0.85), 2_000, 5, 1e4)
     data = generate_data(cell.design, cell.n, range(2), seed=3, slope=False)
     edges = histogram_edges(1000)
-    released, sigma = histogram_release(data, cell, edges, seed=3, protocol="histogram")
-    assert sigma < 0.05
+    release = histogram_release(data, cell, edges, seed=3, protocol="histogram", score_sums=True)
+    assert release.sigma < 0.05 and release.sums_sd < 0.1
     b = data.batch
     for g in range(2):
         sl = slice(cell.n * g, cell.n * (g + 1))
         p, y, site = b.scores[sl], b.labels[sl], np.arange(cell.n) % cell.sites
         sums = np.sum([bin_scores(p[site == k], y[site == k], edges) for k in range(cell.sites)], axis=0)
-        assert np.array_equal(released[g], sums)
-        v = histogram_validation(released[g, 0], released[g, 1], edges, sigma=0.0, estimator="empirical")
+        assert np.array_equal(release.counts[g], sums)
+        idx = np.searchsorted(edges, p, side="right") - 1
+        exact = [np.bincount(idx[y == c], weights=(p[y == c] - edges[idx[y == c]]) * 1000, minlength=1000) for c in (0, 1)]
+        assert np.abs(release.sums[g] - exact).max() <= 4 * np.sqrt(sums.max() / 16) + 0.5
+        assert abs(release.sums[g].sum() - np.sum(exact)) < 5 * np.sqrt(cell.n / 16)
+        v = histogram_validation(release.counts[g, 0], release.counts[g, 1], edges, sigma=0.0, estimator="empirical")
         within = 0.5 * (sums[0] * sums[1]).sum() / (sums[0].sum() * sums[1].sum())
         assert abs(v.auc - data.pooled["auc"][g]) <= within + 1e-12
         assert abs(v.auc - data.pooled["auc"][g]) < 1e-3
+
+
+def test_score_sum_constants_and_noise_are_the_sites():
+    """The study mirrors site_node.histograms without importing it: same constants, same noise scales."""
+    from site_node.config import Policy
+    from site_node.histograms import SUMS_RATIO as ratio, SUMS_RESOLUTION as resolution, plan_histogram
+
+    assert (SUMS_RATIO, SUMS_RESOLUTION) == (ratio, resolution)
+    cell = StressCell(Design("binormal", 0.3, 0.76), 1_000, 5, 1.0)
+    plan = plan_histogram(Policy(), (0.0, 1.0), epsilon=1.0, delta=DELTA, n_bins=5, spacing="equal", scalars=(),
+                          interval=None, score_sums=True)
+    assert site_sigmas(cell, True) == pytest.approx((plan.sigma, plan.sums_sigma), rel=1e-9)
+    assert site_sigmas(cell, False)[0] < plan.sigma  # the sums take a share of the budget
 
 
 def _brute_force(part):

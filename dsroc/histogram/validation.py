@@ -3,29 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
-from .auc import auc_ci_batch
-from .histogram import (
-    bin_representatives,
-    check_counts,
-    check_edges,
-    consistent_counts,
-    histogram_confusion,
-    histogram_pr,
-    histogram_roc,
-)
-from .histogram_auc import (
-    check_sigma,
-    histogram_auc,
-    histogram_auc_noise_variance,
-    histogram_delong_variance,
-    histogram_rocglm,
-    histogram_rocglm_noise_variance,
-)
-from .histogram_calibration import (
+from .auc import check_sigma
+from .calibration import (
     Estimate,
     HistogramCalibrationCurve,
     Recalibration,
@@ -35,144 +17,21 @@ from .histogram_calibration import (
     histogram_recalibration,
     scalar_brier,
 )
+from .sums import bin_means, resolved_auc, within_offsets, within_variance
+from .estimates import DEFAULT_ESTIMATOR, DEFAULT_TAIL_SIGMAS, histogram_auc_estimates
+from .grid import (
+    bin_representatives,
+    check_counts,
+    check_edges,
+    histogram_confusion,
+    histogram_pr,
+    histogram_roc,
+)
 
 __all__ = [
-    "PLAUSIBLE_SDS",
-    "ESTIMATORS",
-    "DEFAULT_ESTIMATOR",
-    "DEFAULT_TAIL_SIGMAS",
-    "AucEstimates",
-    "histogram_point_auc",
-    "histogram_auc_estimates",
     "HistogramValidation",
     "histogram_validation",
 ]
-
-ESTIMATORS = ("rocglm", "empirical")
-DEFAULT_ESTIMATOR = "rocglm"
-# ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted.
-DEFAULT_TAIL_SIGMAS = 5.0
-# A ROC-GLM fit further than the binning bound plus this many SDs (sampling + noise) from the binned
-# empirical AUC is not used.
-PLAUSIBLE_SDS = 3.0
-
-
-class AucEstimates(NamedTuple):
-    """The AUC part of a histogram validation for one or many histograms (arrays with one entry per row).
-
-    ``estimator`` says per row which estimate ``auc`` is (``"rocglm"``, or ``"empirical"`` where the
-    ROC-GLM could not be fitted or was not asked for); ``variance`` is sampling plus noise.
-    """
-
-    counts0: np.ndarray
-    counts1: np.ndarray
-    auc: np.ndarray
-    variance: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    defined: np.ndarray
-    estimator: np.ndarray
-    auc_empirical: np.ndarray
-    variance_empirical: np.ndarray
-    sampling_variance: np.ndarray
-    rocglm_params: np.ndarray
-    rocglm_auc: np.ndarray
-    rocglm_noise_variance: np.ndarray
-    rocglm_points: np.ndarray
-
-
-def _plausible_rocglm(c0, c1, auc_emp, var_emp, tail):
-    """The ROC-GLM through the edges of consistent counts, its AUC NaN where it is not plausible: not
-    converged, not increasing (``gamma2 <= 0``) or further from the binned empirical AUC than its binning
-    bound (half the share of within-bin pairs) plus ``PLAUSIBLE_SDS`` SDs (few, noisy edges can give a
-    wild binormal line)."""
-    glm = histogram_rocglm(c0, c1, tail_count=tail)
-    auc = glm.auc.copy()
-    # The binned AUC counts within-bin pairs one half, so the unbinned AUC lies within half their share of it.
-    within = 0.5 * (c0 * c1).sum(-1) / (c0.sum(-1) * c1.sum(-1))
-    with np.errstate(invalid="ignore"):
-        plausible = glm.converged & (glm.params[:, 1] > 0) & (
-            np.abs(auc - auc_emp) <= within + PLAUSIBLE_SDS * np.sqrt(var_emp))
-    auc[~plausible] = np.nan
-    return glm.params, auc, glm.points
-
-
-def histogram_point_auc(counts0, counts1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
-                        tail_sigmas: float = DEFAULT_TAIL_SIGMAS) -> np.ndarray:
-    """The AUC :func:`histogram_validation` reports, without its variance (no bootstrap), for consistent
-    counts ``(R, B)`` with patients of both classes: the plausible ROC-GLM through the edges, else (and
-    where a class holds fewer than two) the binned empirical AUC. For studies that need point estimates only."""
-    sigma = check_sigma(sigma)
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-    c0, c1 = check_counts(counts0, name="counts0"), check_counts(counts1, name="counts1", n_bins=np.shape(counts0)[-1])
-    if c0.ndim != 2 or c0.shape != c1.shape:
-        raise ValueError(f"counts0 and counts1 must both have shape (rows, bins), got {c0.shape} and {c1.shape}")
-    auc_emp = np.asarray(histogram_auc(c0, c1))
-    if estimator == "empirical":
-        return auc_emp
-    ok = (c0.sum(-1) >= 2) & (c1.sum(-1) >= 2)
-    out = auc_emp.copy()
-    if ok.any():
-        var_emp = histogram_delong_variance(c0[ok], c1[ok]) + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
-        _, auc_glm, _ = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp,
-                                          check_sigma(tail_sigmas, name="tail_sigmas") * sigma)
-        out[ok] = np.where(np.isfinite(auc_glm), auc_glm, auc_emp[ok])
-    return out
-
-
-def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
-                            tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, noise_draws: int = 100,
-                            seeds=None) -> AucEstimates:
-    """AUC, variance and logit CI from summed noisy histograms, batched over rows ``(R, B)``.
-
-    What :func:`histogram_validation` reports for one histogram, for many at once (the simulation study).
-    Each row: counts made consistent; binned empirical AUC with DeLong (binned placement values) plus
-    delta-method noise variance; the ROC-GLM through the edges with at least ``tail_sigmas * sigma``
-    estimated patients of each class on either side, its noise variance by a parametric bootstrap
-    (``noise_draws`` draws seeded by ``seeds[r]``, default ``r``); the reported AUC is the ``estimator``'s
-    with variance DeLong plus its noise variance. The ROC-GLM is used only where it is plausible:
-    converged, increasing (``gamma2 > 0``) and within the binning bound (half the share of within-bin
-    pairs) plus ``PLAUSIBLE_SDS`` standard deviations of the binned empirical AUC (few, noisy edges can give
-    a wild binormal line); elsewhere the empirical AUC is reported.
-    Rows with fewer than two estimated patients of a class give NaN.
-    """
-    sigma = check_sigma(sigma)
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-    tail_sigmas = check_sigma(tail_sigmas, name="tail_sigmas")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
-    raw0, raw1 = check_counts(h0, name="h0"), check_counts(h1, name="h1", n_bins=np.shape(h0)[-1])
-    if raw0.ndim != 2 or raw0.shape != raw1.shape:
-        raise ValueError(f"h0 and h1 must both have shape (rows, bins), got {raw0.shape} and {raw1.shape}")
-    rows = raw0.shape[0]
-    seeds = list(range(rows)) if seeds is None else list(seeds)
-    if len(seeds) != rows:
-        raise ValueError(f"seeds must give one seed per row ({rows}), got {len(seeds)}")
-    c0, c1 = consistent_counts(raw0), consistent_counts(raw1)
-    ok = (c0.sum(-1) >= 2) & (c1.sum(-1) >= 2)
-    nan = np.full(rows, np.nan)
-    auc_emp, sampling, var_emp = nan.copy(), nan.copy(), nan.copy()
-    auc_emp[ok] = histogram_auc(c0[ok], c1[ok])
-    sampling[ok] = histogram_delong_variance(c0[ok], c1[ok])
-    var_emp[ok] = sampling[ok] + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
-    params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
-    var_glm = nan.copy()
-    tail = tail_sigmas * sigma
-    if estimator == "rocglm" and ok.any():
-        params[ok], auc_glm[ok], points[ok] = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp[ok], tail)
-        fit = np.isfinite(auc_glm)
-        if fit.any():
-            var_glm[fit] = histogram_rocglm_noise_variance(c0[fit], c1[fit], sigma=sigma, draws=noise_draws,
-                                                           seed=[seeds[i] for i in np.flatnonzero(fit)], tail_count=tail)
-    use_glm = np.isfinite(auc_glm) & np.isfinite(var_glm)
-    auc = np.where(use_glm, auc_glm, auc_emp)
-    variance = np.where(use_glm, sampling + var_glm, var_emp)
-    ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
-    used = np.where(use_glm, "rocglm", "empirical").astype(object)
-    return AucEstimates(c0, c1, auc, variance, ci.lower, ci.upper, ci.defined, used, auc_emp, var_emp, sampling,
-                        params, auc_glm, var_glm, points)
 
 
 @dataclass
@@ -213,6 +72,9 @@ class HistogramValidation:
         Calibration-in-the-large O/E (from the scalar releases when given, else binned).
     recalibration : Recalibration or None
         Calibration intercept and slope (None when the representatives are not probabilities).
+    auc_resolved : float
+        With the score sums: the binned AUC with within-bin pairs resolved by the classes' mean offsets
+        (:func:`dsroc.histogram.sums.resolved_auc`); NaN without them.
     notes : list of str
     unavailable : dict of str to str
         What could not be estimated from this release and why (keys ``"auc"``, ``"roc"``, ``"brier"``,
@@ -248,6 +110,7 @@ class HistogramValidation:
     recalibration: Recalibration | None
     notes: list = field(default_factory=list)
     unavailable: dict = field(default_factory=dict)
+    auc_resolved: float = float("nan")
 
     def confusion(self, edge: int) -> dict:
         """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
@@ -285,6 +148,37 @@ def _curves(c0, c1):
     return fpr, tpr, recall, precision
 
 
+def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives):
+    """Within-bin mean scores from the score sums (None without them): overall ``r``, per class ``by_class``
+    (2, B), the within-bin variance and the class offsets ``u`` (2, B)."""
+    if sums0 is None and sums1 is None:
+        return None
+    if sums0 is None or sums1 is None or sums_sigma is None:
+        raise ValueError("sums0, sums1 and sums_sigma (the noise SD of each summed cell) go together")
+    if representatives is not None:
+        raise ValueError("representatives and the score sums are alternatives: give one")
+    m = e.size - 1
+    t0, t1 = check_counts(sums0, name="sums0", n_bins=m), check_counts(sums1, name="sums1", n_bins=m)
+    if t0.ndim != 1 or t1.ndim != 1:
+        raise ValueError("sums0 and sums1 must be one-dimensional (one sum per bin)")
+    k = check_sigma(sums_sigma, name="sums_sigma")
+    u = np.stack([within_offsets(c0, t0, sums_sigma=k), within_offsets(c1, t1, sums_sigma=k)])
+    both = within_offsets(c0 + c1, t0 + t1, sums_sigma=k * np.sqrt(2.0))
+    return {"r": bin_means(e, both), "by_class": bin_means(e, u), "within": within_variance(e, both), "u": u,
+            "sigma": k}
+
+
+def _brier_with_sums(c0, c1, means, *, sigma, level):
+    """Brier score from the classes' within-bin mean scores plus the estimated within-bin variance, its interval
+    widened by what that variance can hide: between 0 and ``w^2 u (1 - u)`` (the largest of a bin's scores
+    with mean offset ``u``) per patient, so the unbinned Brier lies between the bounds' Brier scores."""
+    brier = histogram_brier(c0, c1, means["by_class"], sigma=sigma, level=level, within=means["within"])
+    n = c0.sum() + c1.sum()
+    spread = float(((c0 + c1) * means["within"]).sum() / n)  # the estimated within-bin part of the Brier score
+    most = 3.0 * spread  # w^2 u (1 - u) is three times the estimate w^2 u (1 - u) / 3
+    return Estimate(brier.value, brier.variance, brier.lower - spread, brier.upper + most - spread)
+
+
 def _optional_scalar(name, value):
     if value is None:
         return None
@@ -296,8 +190,8 @@ def _optional_scalar(name, value):
 
 def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
                          tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, representatives=None,
-                         sum_sq=None, sum_p=None, sum_y=None, scalar_sigma=None, noise_draws: int = 100,
-                         seed=0) -> HistogramValidation:
+                         sum_sq=None, sum_p=None, sum_y=None, scalar_sigma=None, sums0=None, sums1=None,
+                         sums_sigma=None, noise_draws: int = 100, seed=0) -> HistogramValidation:
     """Validate a model from the summed noisy per-class histograms of its scores.
 
     Parameters
@@ -322,6 +216,10 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     sum_sq, sum_p, sum_y : float, optional
         Summed noisy scalar releases ``sum (y - p)^2``, ``sum p``, ``sum y`` (each of noise SD
         ``scalar_sigma``) for the unbinned Brier score and O/E.
+    sums0, sums1 : array_like, shape (B,), optional
+        Summed noisy per-bin sums of the negatives' and positives' score offsets within their bin (in bin
+        widths; each cell of noise SD ``sums_sigma``). Brier, calibration, O/E and the slope then use each
+        bin's mean score (per class for Brier) instead of its midpoint, and ``auc_resolved`` is reported.
     noise_draws : int, default 100
         Parametric-bootstrap draws for the ROC-GLM's noise variance.
     seed : int, default 0
@@ -355,6 +253,9 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     if "auc" not in missing and not bool(est.defined[0]):
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
     r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
+    means = _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives)
+    if means is not None:
+        r = means["r"]
     brier = brier_s = calibration = oe = recal = None
     if r.min() < 0.0 or r.max() > 1.0:
         notes.append("scores are not probabilities (grid outside [0, 1]): no Brier score or calibration")
@@ -362,11 +263,15 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         for name in ("brier", "calibration", "oe", "recalibration"):
             missing[name] = f"fewer than two patients in the histograms after the noise (estimated n = {n0 + n1:.1f})"
     else:
-        brier = histogram_brier(c0, c1, r, sigma=sigma, level=level)
+        if means is None:
+            brier = histogram_brier(c0, c1, r, sigma=sigma, level=level)
+        else:
+            brier = _brier_with_sums(c0, c1, means, sigma=sigma, level=level)
         calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
         occupied = int(np.count_nonzero(c0 + c1 > 0))
-        if r.min() <= 0.0 or r.max() >= 1.0:
-            missing["recalibration"] = "a bin's representative score is 0 or 1 (no logit)"
+        held = r[c0 + c1 > 0]
+        if held.size and (held.min() <= 0.0 or held.max() >= 1.0):
+            missing["recalibration"] = "an occupied bin's representative score is 0 or 1 (no logit)"
         elif occupied < 2:
             missing["recalibration"] = ("every patient falls in one bin after the noise: a slope needs patients in at "
                                         "least two bins")
@@ -387,6 +292,8 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         else:
             o, e_events = n1, float(((c0 + c1) * r).sum())
             var_o, var_e = binomial + m * sigma**2, 2 * sigma**2 * float((r**2).sum())
+            if means is not None:  # E = sum_b e_b h_b + w_b T_b: both classes' sums carry noise
+                var_e += 2 * means["sigma"] ** 2 * float((np.diff(e) ** 2).sum())
         if o > 0 and e_events > 0:
             oe = calibration_in_the_large(o, e_events, var_observed=max(var_o, 0.0), var_expected=max(var_e, 0.0), level=level)
         else:
@@ -400,5 +307,7 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         rocglm_params=est.rocglm_params[0], rocglm_auc=float(est.rocglm_auc[0]),
         rocglm_noise_variance=float(est.rocglm_noise_variance[0]), sampling_variance=float(est.sampling_variance[0]), brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
         recalibration=recal, notes=notes, unavailable=missing,
+        auc_resolved=(float(resolved_auc(c0, c1, *means["u"])) if means is not None and "auc" not in missing
+                      else float("nan")),
     )
 
