@@ -130,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="only the 8 histogram cells issue 16 sets targets in (minutes)")
     st.add_argument("--reps", type=int, default=200,
                     help="replications per cell (default: 200; paper cells at n 10^5 and 10^6 run 1/4 and 1/10 of them)")
+    st.add_argument("--no-score-sums", action="store_true",
+                    help="the default release without per-bin score sums (counts only, as before they existed)")
     st.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
     st.add_argument("--seed", type=int, default=1, help="base seed; results depend on it only (default: 1)")
     st.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -179,6 +181,7 @@ def _stress(args) -> dict:
 
     grid = "full" if args.full else "smoke" if args.smoke else "targets" if args.targets else "default"
     timing = run_stress(args.out, grid=grid, reps=args.reps, seed=args.seed, workers=args.workers,
+                        score_sums=not args.no_score_sums,
                         progress=None if args.quiet else sys.stderr)
     print(json.dumps(timing, indent=2))
     return write_stress_report(args.out)

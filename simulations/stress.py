@@ -35,6 +35,7 @@ import statsmodels.api as sm
 
 from dsroc import analytic_gaussian_sigma, histogram_edges, histogram_validation
 from dsroc.histogram import bin_index, recommended_n_bins
+from dsroc.roc.batch import grouped_class_placements, grouped_mean
 from dsroc.privacy.noise import (
     discrete_gaussian_noise,
     discrete_gaussian_sigma,
@@ -46,7 +47,6 @@ from .dgp import N_SITES, Batch
 from .protocol import run_protocol_chunk
 from .settings import Setting
 from .stress_designs import SHAPES, Design, population_truth, sample_design
-from .truth import pooled_truth
 
 __all__ = ["PREVALENCES", "AUCS", "NS", "SITES", "EPSILONS", "DELTA", "CENTRE", "PROTOCOLS", "ESTIMANDS", "RESULT_COLUMNS",
            "SCORE_SUMS", "SUMS_RESOLUTION", "SUMS_RATIO", "StressCell", "PaperCell", "default_cells", "full_cells",
@@ -157,10 +157,11 @@ def generate_data(design: Design, n: int, reps, seed: int, *, slope: bool = True
                   sites=(np.tile(np.arange(n) % N_SITES, size)).astype(np.int8), noise=np.zeros(p.size), groups=groups,
                   n=np.full(size, n, dtype=np.int64), n1=np.bincount(groups, weights=y, minlength=size).astype(np.int64),
                   auc_population=np.full(size, population_truth(design).auc))
-    auc = np.full(size, np.nan)
-    both = (batch.n1 > 0) & (batch.n1 < n)
-    if both.any():
-        auc = np.where(both, pooled_truth(batch).auc_emp, np.nan)
+    # Mann-Whitney AUC = mean placement value of the negatives (mid-ranks); NaN without both classes.
+    placed = grouped_class_placements(p, y, groups, n_groups=size, ties="mid")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = grouped_mean(placed.pv[y == 0], groups[y == 0], n_groups=size)
+    auc[(batch.n1 == 0) | (batch.n1 == n)] = np.nan
     brier = np.bincount(groups, weights=(y - p) ** 2, minlength=size) / n
     oe = batch.n1 / np.bincount(groups, weights=p, minlength=size)
     slope = np.array([_logistic_slope(y[g * n:(g + 1) * n], lp[g * n:(g + 1) * n]) if slope else np.nan
@@ -253,11 +254,13 @@ def _estimates(v) -> dict:
 _UNAVAILABLE = {"auc": "auc", "brier": "brier", "oe": "oe", "recalibration": "slope"}
 
 
-def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str) -> pd.DataFrame:
-    """One row per replication and estimand of the histogram protocol (``"histogram"`` or ``"flat20"``) in ``cell``."""
+def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
+                   score_sums: bool = SCORE_SUMS) -> pd.DataFrame:
+    """One row per replication and estimand of the histogram protocol (``"histogram"`` or ``"flat20"``) in ``cell``;
+    ``score_sums=False``: the default protocol's release without the per-bin score sums (as before commit 736efc1)."""
     default = protocol == "histogram"
     edges = default_grid(cell.epsilon, cell.delta) if default else histogram_edges(20)
-    release = histogram_release(data, cell, edges, seed, protocol, score_sums=default and SCORE_SUMS)
+    release = histogram_release(data, cell, edges, seed, protocol, score_sums=default and score_sums)
     estimator = "rocglm" if default else "empirical"
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}
     failure = {e: np.full(data.batch.size, "", dtype=object) for e in ESTIMANDS}

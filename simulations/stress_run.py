@@ -109,7 +109,7 @@ def _cost(task: Task) -> float:
     return size * (2.4e-6 * len(task.cells) if task.paper else 3e-7) + (0 if task.paper else 0.1 * len(task.reps) * len(task.cells))
 
 
-def run_task(task: Task, seed: int) -> tuple[pd.DataFrame, float]:
+def run_task(task: Task, seed: int, score_sums: bool = True) -> tuple[pd.DataFrame, float]:
     """Generate the task's replications once and run every cell's protocols on them; also the CPU seconds used."""
     from .stress import paper_rows
 
@@ -118,20 +118,22 @@ def run_task(task: Task, seed: int) -> tuple[pd.DataFrame, float]:
     if task.paper:
         frames = [paper_rows(data, cell, seed) for cell in task.cells]
     else:
-        frames = [histogram_rows(data, cell, seed, protocol) for cell in task.cells for protocol in ("histogram", "flat20")]
+        frames = [histogram_rows(data, cell, seed, protocol, score_sums=score_sums) for cell in task.cells
+                  for protocol in ("histogram", "flat20")]
     return pd.concat(frames, ignore_index=True), time.process_time() - cpu
 
 
-def _config(grid: str, reps: int, seed: int, cells, papers) -> dict:
-    return {"mode": "stress", "grid": grid, "reps": reps, "seed": seed, "cells": [c.name for c in cells],
+def _config(grid: str, reps: int, seed: int, score_sums: bool, cells, papers) -> dict:
+    return {"mode": "stress", "grid": grid, "reps": reps, "seed": seed, "score_sums": score_sums,
+            "cells": [c.name for c in cells],
             "paper": [c.name for c in papers]}
 
 
 def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, workers: int = 1,
-               progress=sys.stderr) -> dict:
+               score_sums: bool = True, progress=sys.stderr) -> dict:
     """Run (or resume) the stress study into ``out``: one compressed CSV per unit of work under ``out/parts``.
 
-    Returns the timing: seconds of wall clock and of CPU (summed over the workers; CPU / 2 is the wall time
+    ``score_sums=False`` runs the default protocol without the per-bin score sums. Returns the timing: seconds of wall clock and of CPU (summed over the workers; CPU / 2 is the wall time
     on two otherwise idle cores), units of work run and already present.
     """
     if reps < 2:
@@ -142,7 +144,7 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
     out = Path(out)
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
-    config, path = _config(grid, reps, seed, cells, papers), out / "config.json"
+    config, path = _config(grid, reps, seed, score_sums, cells, papers), out / "config.json"
     if path.exists() and json.loads(path.read_text()) != config:
         raise ValueError(f"{out} holds another run (grid, reps, seed or cells differ); use a new --out")
     path.write_text(json.dumps(config, indent=1) + "\n")
@@ -162,10 +164,10 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
 
     if workers == 1:
         for i, task in enumerate(todo, 1):
-            save(task, run_task(task, seed), i)
+            save(task, run_task(task, seed, score_sums), i)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_task, task, seed): task for task in todo}
+            futures = {pool.submit(run_task, task, seed, score_sums): task for task in todo}
             for i, future in enumerate(as_completed(futures), 1):
                 save(futures[future], future.result(), i)
     return {"seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(sum(cpu), 1), "units_run": len(todo),

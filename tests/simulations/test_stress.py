@@ -87,6 +87,17 @@ def test_pooled_truth_per_replication_is_the_brute_force_one():
         assert data.pooled["slope"][g] == pytest.approx(slope, rel=1e-6)
 
 
+def test_pooled_truth_survives_replications_with_almost_no_events():
+    """Prevalence 0.02 at n = 250: some replications hold 0 or 1 events; no error, NaN only without a class."""
+    data = generate_data(Design("binormal", 0.02, 0.76), 250, range(40), seed=1)
+    n1 = data.batch.n1
+    assert (n1 <= 1).any()
+    assert np.array_equal(np.isnan(data.pooled["auc"]), n1 == 0)
+    for g in np.flatnonzero(n1 == 1):
+        p, y = data.batch.scores[250 * g:250 * (g + 1)], data.batch.labels[250 * g:250 * (g + 1)]
+        assert data.pooled["auc"][g] == pytest.approx((p[y == 0] < p[y == 1][0]).mean())
+
+
 def test_release_is_what_the_sites_count_and_noise_free_estimate_recovers_the_pooled_auc():
     """At a tiny noise the summed release equals every site's own bin_scores and its score sums the sites' offset
     sums up to the random rounding; on a fine grid the binned AUC then lies within half the share of within-bin
