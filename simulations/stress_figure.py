@@ -94,7 +94,8 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
                    title="Paper protocol, noise-corrected AUC")
     if len(paper):
         _ticks(axes[2, 2], sorted(paper["n"].unique()), "log")
-    axes[2, 2].legend(fontsize=7)
+    if len(paper):
+        axes[2, 2].legend(fontsize=7)
     fig.suptitle("Stress study: histogram protocol (solid) and flat 20-bin baseline (dotted); centre: binormal, "
                  "prevalence 0.3, AUC 0.76, n 10 000, 5 sites, epsilon 1, delta 1e-5;\nalong a factor the others stay at the "
                  "centre; paper protocol at recommended settings (tau: its noise SD); bars: 2 MC SEs", fontsize=11)

@@ -11,7 +11,7 @@ import pandas as pd
 from .stress import CENTRE, ESTIMANDS
 from .stress_run import load_stress
 
-__all__ = ["FEDCURVE", "TARGET_COVERAGE", "summarise", "headline", "fedcurve_table", "coverage_failures",
+__all__ = ["FEDCURVE", "TARGET_COVERAGE", "TARGETS", "summarise", "headline", "targets_table", "fedcurve_table", "coverage_failures",
            "write_stress_report"]
 
 # FedCurve's published AUC MAE (issue 16; secure aggregation assumed, 5 sites, epsilon = 1): design, n -> MAE.
@@ -105,6 +105,31 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# Issue 16's targets at 5 sites, epsilon 1: (label, factors, estimand, metric, bound, "max" or "min").
+TARGETS = (
+    ("prevalence 0.02, n 10 000: AUC MAE", {"prevalence": 0.02}, "auc", "mae", 0.02, "max"),
+    ("binormal, n 1 000: AUC MAE", {"n": 1_000}, "auc", "mae", 0.013, "max"),
+    ("binormal, n 10 000: AUC MAE", {}, "auc", "mae", 0.0018, "max"),
+    ("skewed, n 10 000: AUC MAE", {"shape": "skewed"}, "auc", "mae", 0.0025, "max"),
+    ("calibrated binormal, n 10 000: slope CI covers 1", {}, "slope", "coverage_population", 0.93, "min"),
+    ("calibrated binormal, n 10 000: Brier CI covers the unbinned", {}, "brier", "coverage_pooled", 0.93, "min"),
+    ("calibrated binormal, n 10 000: O/E CI covers the unbinned", {}, "oe", "coverage_pooled", 0.93, "min"),
+    ("prevalence 0.02, n 10 000: AUC CI covers the pooled", {"prevalence": 0.02}, "auc", "coverage_pooled", 0.93, "min"),
+)
+
+
+def targets_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Issue 16's targets beside the histogram protocol's values (cells absent from the run are left out)."""
+    rows = []
+    for label, factors, estimand, metric, bound, kind in TARGETS:
+        hit = _pick(summary, "histogram", estimand, **factors)
+        if len(hit):
+            value = float(hit[metric].iat[0])
+            rows.append({"target": label, "value": value, "mc_se": float(hit[f"{metric}_se"].iat[0]),
+                         "bound": bound, "met": value <= bound if kind == "max" else value >= bound})
+    return pd.DataFrame(rows, columns=["target", "value", "mc_se", "bound", "met"])
+
+
 def fedcurve_table(summary: pd.DataFrame) -> pd.DataFrame:
     """FedCurve's published MAE beside this study's histogram and flat-20 rows (5 sites, epsilon 1)."""
     rows = []
@@ -152,7 +177,9 @@ def write_stress_report(out) -> dict:
     bad = coverage_failures(summary)
     cols = ["case", "protocol", "mean_estimate", "mean_pooled", "population", "bias", "mae", "mae_se", "rmse",
             "coverage_pooled", "coverage_population", "median_ci_width", "mean_se", "failures", "replications"]
+    targets = targets_table(summary)
     text = ["# Stress study", "", f"Run: {json.loads((out / 'config.json').read_text())}", "",
+            "## Issue 16's targets (histogram protocol)", "", _md(targets, list(targets.columns)),
             "## Headline cells (5 sites, epsilon 1, delta 1e-5 unless stated)", "", _md(head, cols),
             "## FedCurve beside ours (AUC MAE against the pooled empirical AUC)", "",
             _md(fed, list(fed.columns)), "## Paper protocol, noise-corrected AUC", "",
