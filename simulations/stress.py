@@ -8,7 +8,7 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
 
 - ``histogram``: as the sites and the analyst run it by default. Every site counts its negatives and
   positives on the analyst's default grid (:func:`dsroc.histogram.recommended_n_bins` of the analytic
-  Gaussian sigma, equal bins on [0, 1], as ``analyst.histogram.validate_histogram``) with
+  Gaussian sigma, equal bins on [0, 1], as ``analyst.protocols.histogram``) with
   :func:`dsroc.histogram.bin_index`, and (``SCORE_SUMS``) sums its patients' randomly rounded offsets within
   their bins; it adds discrete-Gaussian noise (:func:`dsroc.privacy.noise.discrete_gaussian_noise`) whose
   scale :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma` makes the whole release (epsilon, delta)-DP;
@@ -63,7 +63,7 @@ CENTRE = {"shape": "binormal", "prevalence": 0.3, "auc": 0.76, "n": 10_000, "sit
 PROTOCOLS = ("histogram", "flat20", "paper")
 ESTIMANDS = ("auc", "brier", "oe", "slope")
 PAPER_NS = (1_000, 10_000, 100_000, 1_000_000)
-# The analyst asks for per-bin score sums by default (analyst.histogram.validate_histogram); the site rounds each
+# The analyst asks for per-bin score sums by default (analyst.protocols.histogram); the site rounds each
 # offset to 1/SUMS_RESOLUTION and gives the sums SUMS_RATIO times the counts' noise in bin widths
 # (site_node.histograms, which the study does not import; tests/simulations/test_stress.py checks they agree).
 SCORE_SUMS = True
@@ -180,7 +180,7 @@ def _logistic_slope(y, lp) -> float:
 
 
 def default_grid(epsilon: float, delta: float) -> np.ndarray:
-    """The analyst's default grid for one release (as ``analyst.histogram.validate_histogram`` picks it)."""
+    """The analyst's default grid for one release (as ``analyst.protocols.histogram`` picks it)."""
     return histogram_edges(recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0)))
 
 
