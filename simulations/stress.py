@@ -158,10 +158,14 @@ def generate_data(design: Design, n: int, reps, seed: int, *, slope: bool = True
                   n=np.full(size, n, dtype=np.int64), n1=np.bincount(groups, weights=y, minlength=size).astype(np.int64),
                   auc_population=np.full(size, population_truth(design).auc))
     # Mann-Whitney AUC = mean placement value of the negatives (mid-ranks); NaN without both classes.
-    placed = grouped_class_placements(p, y, groups, n_groups=size, ties="mid")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        auc = grouped_mean(placed.pv[y == 0], groups[y == 0], n_groups=size)
-    auc[(batch.n1 == 0) | (batch.n1 == n)] = np.nan
+    both = (batch.n1 > 0) & (batch.n1 < n)
+    auc = np.full(size, np.nan)
+    if both.any():
+        keep = both[groups]
+        g = (np.cumsum(both) - 1)[groups[keep]]
+        placed = grouped_class_placements(p[keep], y[keep], g, n_groups=int(both.sum()), ties="mid")
+        neg = y[keep] == 0
+        auc[both] = grouped_mean(placed.pv[neg], g[neg], n_groups=int(both.sum()))
     brier = np.bincount(groups, weights=(y - p) ** 2, minlength=size) / n
     oe = batch.n1 / np.bincount(groups, weights=p, minlength=size)
     slope = np.array([_logistic_slope(y[g * n:(g + 1) * n], lp[g * n:(g + 1) * n]) if slope else np.nan

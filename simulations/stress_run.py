@@ -162,14 +162,24 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
             print(f"[{done}/{len(todo)}] {task.key}: {len(task.cells)} cell(s), {time.perf_counter() - started:.0f} s",
                   file=progress, flush=True)
 
+    failed = []
     if workers == 1:
         for i, task in enumerate(todo, 1):
-            save(task, run_task(task, seed, score_sums), i)
+            try:
+                save(task, run_task(task, seed, score_sums), i)
+            except Exception as exc:  # noqa: BLE001 -- the other units still run and are saved
+                failed.append((task.key, exc))
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(run_task, task, seed, score_sums): task for task in todo}
             for i, future in enumerate(as_completed(futures), 1):
-                save(futures[future], future.result(), i)
+                try:
+                    save(futures[future], future.result(), i)
+                except Exception as exc:  # noqa: BLE001
+                    failed.append((futures[future].key, exc))
+    if failed:
+        key, exc = failed[0]
+        raise RuntimeError(f"{len(failed)} unit(s) of work failed, e.g. {key}: {exc}; the others are saved in {parts}")
     return {"seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(sum(cpu), 1), "units_run": len(todo),
             "units_present": len(tasks) - len(todo), "workers": workers}
 
