@@ -36,7 +36,7 @@ def _sweep(summary, factor, shape, protocol, estimand="auc") -> pd.DataFrame:
     return s.sort_values(factor)
 
 
-def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
+def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path, *, dpi: int = 110) -> None:
     """Write the 3 x 3 panel figure to ``path`` (PNG)."""
     import matplotlib
 
@@ -55,7 +55,7 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
                 axes[1, j].errorbar(s[factor], s["coverage_pooled"], yerr=2 * s["coverage_pooled_se"], fmt=style, **kw)
         if factor == "n":
             for _, r in fedcurve.iterrows():
-                axes[0, j].plot(r["n"], r["fedcurve_mae"], "*", ms=13, color=COLOURS[r["shape"]], mec="black",
+                axes[0, j].plot(r["n"], r["fedcurve_mae"], "*", ms=15, color=COLOURS[r["shape"]], mec="black", zorder=10,
                                 label=f"FedCurve (published), {r['shape']}")
         axes[0, j].set(yscale="log", xlabel=label, ylabel="AUC MAE vs pooled empirical AUC",
                        title=f"AUC MAE along {label}")
@@ -66,7 +66,7 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
             _ticks(axes[i, j], levels, scale)
         axes[1, j].axhline(0.95, color="grey", lw=0.8)
         axes[1, j].axhline(0.93, color="grey", lw=0.8, ls="--")
-    axes[0, 1].legend(fontsize=7, ncol=2)
+    axes[0, 1].legend(fontsize=7, ncol=2, loc="upper right")
     for shape in SHAPES:
         s = _sweep(summary, "prevalence", shape, "histogram", "slope")
         axes[2, 0].errorbar(s["prevalence"], s["coverage_population"], yerr=2 * s["coverage_population_se"], fmt="-o",
@@ -100,5 +100,5 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path) -> None:
                  "prevalence 0.3, AUC 0.76, n 10 000, 5 sites, epsilon 1, delta 1e-5;\nalong a factor the others stay at the "
                  "centre; paper protocol at recommended settings (tau: its noise SD); bars: 2 MC SEs", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
