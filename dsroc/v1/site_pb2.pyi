@@ -219,6 +219,18 @@ class CloseSessionResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class BudgetRequest(_message.Message):
+    __slots__ = ("dataset",)
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    def __init__(self, dataset: _Optional[str] = ...) -> None: ...
+
+class BudgetResponse(_message.Message):
+    __slots__ = ("budget",)
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: BudgetStatus
+    def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+
 class SensitivityRequest(_message.Message):
     __slots__ = ("session_id",)
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -467,54 +479,6 @@ class ConfusionPartsResponse(_message.Message):
     tn: int
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
-class BudgetRequest(_message.Message):
-    __slots__ = ("dataset",)
-    DATASET_FIELD_NUMBER: _ClassVar[int]
-    dataset: str
-    def __init__(self, dataset: _Optional[str] = ...) -> None: ...
-
-class BoydRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "count_share")
-    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
-    EPSILON_FIELD_NUMBER: _ClassVar[int]
-    DELTA_FIELD_NUMBER: _ClassVar[int]
-    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
-    session_id: str
-    epsilon: float
-    delta: float
-    count_share: float
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ...) -> None: ...
-
-class BoydResponse(_message.Message):
-    __slots__ = ("auc", "average_precision", "n1_noisy", "n", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")
-    AUC_FIELD_NUMBER: _ClassVar[int]
-    AVERAGE_PRECISION_FIELD_NUMBER: _ClassVar[int]
-    N1_NOISY_FIELD_NUMBER: _ClassVar[int]
-    N_FIELD_NUMBER: _ClassVar[int]
-    EPSILON_FIELD_NUMBER: _ClassVar[int]
-    DELTA_FIELD_NUMBER: _ClassVar[int]
-    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
-    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
-    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
-    REPEATED_FIELD_NUMBER: _ClassVar[int]
-    auc: float
-    average_precision: float
-    n1_noisy: float
-    n: int
-    epsilon: float
-    delta: float
-    count_share: float
-    privacy_unit: str
-    release_id: str
-    repeated: bool
-    def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
-
-class BudgetResponse(_message.Message):
-    __slots__ = ("budget",)
-    BUDGET_FIELD_NUMBER: _ClassVar[int]
-    budget: BudgetStatus
-    def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
-
 class HistogramRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -580,3 +544,39 @@ class HistogramResponse(_message.Message):
     sums_noise_sd: float
     sums_resolution: float
     def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ...) -> None: ...
+
+class BoydRequest(_message.Message):
+    __slots__ = ("session_id", "epsilon", "delta", "count_share")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    epsilon: float
+    delta: float
+    count_share: float
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ...) -> None: ...
+
+class BoydResponse(_message.Message):
+    __slots__ = ("auc", "average_precision", "n1_noisy", "n", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")
+    AUC_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_PRECISION_FIELD_NUMBER: _ClassVar[int]
+    N1_NOISY_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    auc: float
+    average_precision: float
+    n1_noisy: float
+    n: int
+    epsilon: float
+    delta: float
+    count_share: float
+    privacy_unit: str
+    release_id: str
+    repeated: bool
+    def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...

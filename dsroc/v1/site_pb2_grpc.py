@@ -44,6 +44,16 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.OpenSessionRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.OpenSessionResponse.FromString,
                 _registered_method=True)
+        self.CloseSession = channel.unary_unary(
+                '/dsroc.v1.SiteService/CloseSession',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
+                _registered_method=True)
+        self.Budget = channel.unary_unary(
+                '/dsroc.v1.SiteService/Budget',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
+                _registered_method=True)
         self.Sensitivity = channel.unary_unary(
                 '/dsroc.v1.SiteService/Sensitivity',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.SensitivityRequest.SerializeToString,
@@ -89,20 +99,10 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.FromString,
                 _registered_method=True)
-        self.Budget = channel.unary_unary(
-                '/dsroc.v1.SiteService/Budget',
-                request_serializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
-                response_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
-                _registered_method=True)
         self.ReleaseBoydStatistics = channel.unary_unary(
                 '/dsroc.v1.SiteService/ReleaseBoydStatistics',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.FromString,
-                _registered_method=True)
-        self.CloseSession = channel.unary_unary(
-                '/dsroc.v1.SiteService/CloseSession',
-                request_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
-                response_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
 
 
@@ -110,7 +110,8 @@ class SiteServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Describe(self, request, context):
-        """The datasets this analyst may use (columns, outcome and score columns), the site's policy and
+        """======== Shared by every protocol: datasets, sessions and budgets (site_node/site.py).
+        The datasets this analyst may use (columns, outcome and score columns), the site's policy and
         the remaining privacy budget per dataset. Reveals no patient counts.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -124,8 +125,25 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CloseSession(self, request, context):
+        """Close a session (sessions also expire after inactivity).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Budget(self, request, context):
+        """Spent and remaining privacy budget of a dataset's population (every dataset entry over the same
+        patients shares it), composed over all mechanisms by the site's accountant.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Sensitivity(self, request, context):
-        """The l2-sensitivity the site will use for noisy releases in this session, and the rule behind it.
+        """======== The paper protocol (site_node/protocols/paper.py): noisy scores, then exact answers
+        on their pooled survivor functions, each guarded by the privacy level q.
+        The l2-sensitivity the site will use for noisy releases in this session, and the rule behind it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -197,7 +215,8 @@ class SiteServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseHistogram(self, request, context):
-        """The histogram protocol (docs/privacy.md): per-class counts of the session's scores on a public
+        """======== The histogram protocol (site_node/protocols/histogram.py), the default.
+        Per-class counts of the session's scores on a public
         grid (site policy: score range, allowed bin counts, spacing; scores outside the range count in its
         end bins) plus integer discrete-Gaussian noise, and optionally noisy scalars. One release, charged
         once to the population's ledger at the requested (epsilon, delta) for everything it holds; the same
@@ -208,28 +227,15 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Budget(self, request, context):
-        """Spent and remaining privacy budget of a dataset's population (every dataset entry over the same
-        patients shares it), composed over all mechanisms by the site's accountant.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def ReleaseBoydStatistics(self, request, context):
-        """Boyd, Lantz and Page (2015) at this site (H-B1): the session's AUC (ties count 0) and average
+        """======== Boyd, Lantz and Page's mechanism (site_node/protocols/boyd.py).
+        Boyd, Lantz and Page (2015) at this site (H-B1): the session's AUC (ties count 0) and average
         precision, each released by smooth sensitivity with Laplace noise and clipped to [0, 1], and the
         number of positives plus Laplace noise (for the analyst's weights). Privacy unit: rows under
         bounded DP (replace one patient's row); the site's patient count n is disclosed. The request's
         (epsilon, delta) covers all three numbers and is charged to the ledger once; repeats are free
         and identical.
         """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def CloseSession(self, request, context):
-        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -246,6 +252,16 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.OpenSession,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.OpenSessionRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.OpenSessionResponse.SerializeToString,
+            ),
+            'CloseSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseSession,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'Budget': grpc.unary_unary_rpc_method_handler(
+                    servicer.Budget,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.SerializeToString,
             ),
             'Sensitivity': grpc.unary_unary_rpc_method_handler(
                     servicer.Sensitivity,
@@ -292,20 +308,10 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.SerializeToString,
             ),
-            'Budget': grpc.unary_unary_rpc_method_handler(
-                    servicer.Budget,
-                    request_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.FromString,
-                    response_serializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.SerializeToString,
-            ),
             'ReleaseBoydStatistics': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseBoydStatistics,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.SerializeToString,
-            ),
-            'CloseSession': grpc.unary_unary_rpc_method_handler(
-                    servicer.CloseSession,
-                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.FromString,
-                    response_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -362,6 +368,60 @@ class SiteService:
             '/dsroc.v1.SiteService/OpenSession',
             dsroc_dot_v1_dot_site__pb2.OpenSessionRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.OpenSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/CloseSession',
+            dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Budget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/Budget',
+            dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -616,33 +676,6 @@ class SiteService:
             _registered_method=True)
 
     @staticmethod
-    def Budget(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/dsroc.v1.SiteService/Budget',
-            dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
-            dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
     def ReleaseBoydStatistics(request,
             target,
             options=(),
@@ -659,33 +692,6 @@ class SiteService:
             '/dsroc.v1.SiteService/ReleaseBoydStatistics',
             dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.BoydResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def CloseSession(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/dsroc.v1.SiteService/CloseSession',
-            dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
-            dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
