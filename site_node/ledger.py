@@ -133,6 +133,17 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def recorded(self, key: ReleaseKey, fingerprint: str) -> bytes | None:
+        """The stored payload of the release ``key``, or None if it was never made (nothing is charged).
+
+        Raises :class:`FailedPrecondition` when the data changed since (its ``fingerprint`` differs).
+        """
+
+    @abstractmethod
+    def fits(self, population: str, events: tuple, policy: Policy) -> bool:
+        """Whether ``events`` composed onto the population's history stay within its budget (nothing is charged)."""
+
+    @abstractmethod
     def use_evaluation(self, key: tuple[str, str, str, str], cap: int, *, query: str) -> int:
         """Count one theta-evaluation on a survivor function; return how many are left after it.
 
@@ -338,6 +349,26 @@ class SqliteLedger(Ledger):
             self._accountants[key.population] = (count + 1, after)
         return Release(release_id, key, dataset, events, float(epsilon), float(delta), rule, created, analyst,
                        payload, int(n0), int(n1)), True
+
+    def recorded(self, key, fingerprint):
+        with self._lock:
+            row = self._db.execute(
+                "SELECT fingerprint, payload FROM releases WHERE population=? AND source=? AND outcome=? AND kind=? "
+                "AND request=?", (key.population, key.source, key.outcome, key.kind, key.request)).fetchone()
+        if row is None:
+            return None
+        if row[0] != fingerprint:
+            raise FailedPrecondition(
+                "the dataset changed since this release was made, so its noisy values no longer match the data; "
+                "a new release needs different parameters")
+        return row[1]
+
+    def fits(self, population, events, policy):
+        with self._lock:
+            after = self._accountant(population)
+        for event in events:
+            after = after.add(event)
+        return after.within(policy.budget_epsilon, policy.budget_delta)
 
     def _replay(self, key: ReleaseKey, row, fingerprint: str, make) -> Release:
         (release_id, created, analyst, dataset, events, epsilon, delta, rule, stored_fingerprint, seed, digest,

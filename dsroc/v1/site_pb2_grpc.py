@@ -104,6 +104,21 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.FromString,
                 _registered_method=True)
+        self.SecAggAdvertise = channel.unary_unary(
+                '/dsroc.v1.SiteService/SecAggAdvertise',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertiseRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertisement.FromString,
+                _registered_method=True)
+        self.SecAggMask = channel.unary_unary(
+                '/dsroc.v1.SiteService/SecAggMask',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskResponse.FromString,
+                _registered_method=True)
+        self.SecAggUnmask = channel.unary_unary(
+                '/dsroc.v1.SiteService/SecAggUnmask',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.FromString,
+                _registered_method=True)
 
 
 class SiteServiceServicer:
@@ -240,6 +255,34 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SecAggAdvertise(self, request, context):
+        """======== The secagg protocol (site_node/protocols/secagg.py; docs/privacy.md, "Secure aggregation").
+        The histogram protocol's counts, summed over the sites under pairwise masks (Bonawitz et al. 2017)
+        so that the analyst learns only the sum, each site adding its share of a distributed discrete
+        Gaussian noise. Three calls per
+        round, every message relayed by the analyst (sites never reach each other); refused with
+        FAILED_PRECONDITION when the site does not serve "secagg". A round that stops before its last
+        call has released and charged nothing.
+        1. Check the round's request and sign a fresh round key (X25519) bound to it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SecAggMask(self, request, context):
+        """2. Given every site's advertisement: the masked noisy counts and a signed receipt.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SecAggUnmask(self, request, context):
+        """3. Given every site's receipt: charge the ledger and reveal the self-mask seed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SiteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -312,6 +355,21 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.ReleaseBoydStatistics,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.SerializeToString,
+            ),
+            'SecAggAdvertise': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecAggAdvertise,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertiseRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertisement.SerializeToString,
+            ),
+            'SecAggMask': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecAggMask,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskResponse.SerializeToString,
+            ),
+            'SecAggUnmask': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecAggUnmask,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -692,6 +750,87 @@ class SiteService:
             '/dsroc.v1.SiteService/ReleaseBoydStatistics',
             dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.BoydResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SecAggAdvertise(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/SecAggAdvertise',
+            dsroc_dot_v1_dot_site__pb2.SecAggAdvertiseRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SecAggAdvertisement.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SecAggMask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/SecAggMask',
+            dsroc_dot_v1_dot_site__pb2.SecAggMaskRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SecAggMaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SecAggUnmask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/SecAggUnmask',
+            dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.FromString,
             options,
             channel_credentials,
             insecure,
