@@ -19,6 +19,7 @@ __all__ = [
     "Event",
     "Accountant",
     "VALUE_DISCRETIZATION",
+    "MAX_DISCRETIZATION",
     "discretization_for",
     "encode_event",
     "decode_event",
@@ -28,18 +29,24 @@ __all__ = [
 # releases comes out within 1e-6 relative of the exact value (tests/core/test_accounting.py), and
 # composing one more release onto a history takes a few tens of milliseconds.
 VALUE_DISCRETIZATION = 5e-4
+# The coarsest grid any budget gets (reached at epsilon 40): at it a release at epsilon 1 still
+# calibrates within 1e-6 of the finest grid's sigma (tests/core/test_accounting.py).
+MAX_DISCRETIZATION = 1e-2
 # The PLD's own floating-point evaluation can land 1e-13 below a pessimistic value; report onto the
 # safe side of it.
 _ROUND_UP = 1.0 + 1e-10
 
 
 def discretization_for(epsilon: float) -> float:
-    """The privacy-loss grid for histories up to ``epsilon``: VALUE_DISCRETIZATION, coarser above epsilon 2.
+    """The privacy-loss grid for histories up to ``epsilon``: VALUE_DISCRETIZATION, coarser up to MAX_DISCRETIZATION.
 
     Losses of high-epsilon releases span hundreds of nats; a grid proportional to epsilon keeps a
-    check within milliseconds at the same relative accuracy.
+    check within milliseconds. It stops growing at MAX_DISCRETIZATION whatever the budget: the
+    pessimistic rounding of each release's loss onto the grid costs up to one interval of epsilon,
+    so a grid that grew with a budget of epsilon 100 000 (25 nats) made every release's noise
+    calibrate as if at epsilon below 0 (sigma 39 894 instead of 3.74 at epsilon 1).
     """
-    return VALUE_DISCRETIZATION * max(1.0, _positive("epsilon", epsilon) / 2.0)
+    return VALUE_DISCRETIZATION * min(max(1.0, _positive("epsilon", epsilon) / 2.0), MAX_DISCRETIZATION / VALUE_DISCRETIZATION)
 
 
 def _positive(name: str, value) -> float:
