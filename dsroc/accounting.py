@@ -233,14 +233,47 @@ class Accountant:
             raise TypeError(f"not a privacy event: {event!r}")
 
 
-    def add(self, event: Event) -> "Accountant":
-        """A new accountant with ``event`` composed onto this history (this one is unchanged)."""
+    def add(self, event: Event, count: int = 1) -> "Accountant":
+        """A new accountant with ``count`` releases of ``event`` composed onto this history (this one is unchanged)."""
         out = Accountant.__new__(Accountant)
         out._interval, out._exact_gaussians = self._interval, self._exact_gaussians
         out._mu2, out._other = self._mu2, self._other
-        out._absorb(event)
-        out._events = self._events + (event,)
+        out._absorb(event, count)
+        out._events = self._events + (event,) * count
         return out
+
+    def releases_left(self, events: Iterable[Event], epsilon: float, delta: float, *, cap: int = 1000) -> tuple[int, bool]:
+        """How many more releases of ``events`` (one release: all of them) keep the history (epsilon, delta)-DP.
+
+        Returns ``(k, stopped)``: the largest ``k <= cap`` such that the history with ``k`` more such
+        releases is :meth:`within` the budget, and whether ``cap`` of them still fit (then at least
+        ``cap`` do). The count is the ledger's own check, so the ``k``-th release is accepted and
+        the next refused. Found by doubling and bisection (about ``2 log2 k`` compositions).
+        """
+        events = tuple(events)
+        if not events:
+            raise ValueError("a release has at least one privacy event")
+
+        def fits(k: int) -> bool:
+            after = self
+            for event in events:
+                after = after.add(event, k)
+            return after.within(epsilon, delta)
+
+        if not fits(1):
+            return 0, False
+        lo = 1
+        while lo < cap:
+            hi = min(2 * lo, cap)
+            if not fits(hi):
+                break
+            lo = hi
+        else:
+            return cap, True
+        while hi - lo > 1:  # fits(lo), not fits(hi)
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo, False
 
     @property
     def events(self) -> tuple:

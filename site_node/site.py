@@ -31,6 +31,7 @@ from dsroc import (
 from dsroc.accounting import VALUE_DISCRETIZATION, Gaussian
 
 from .approvals import ModelApprovals, model_hash
+from .budget_view import releases_left
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, feature_values, outcome_values
 from .disclosure import DisclosureStore, calibration_queries, confusion_queries
@@ -49,7 +50,7 @@ from .guard import (
     site_sensitivity,
 )
 from .histograms import HistogramPlan, decode_histogram, draw_histogram, plan_histogram, require_protocol
-from .ledger import BudgetStatus, Ledger, Release, ReleaseKey
+from .ledger import BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan, Reservation
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore, Survivor
 
@@ -149,8 +150,9 @@ class Site:
     def _rule(self, config: DatasetConfig) -> str:
         return config.sensitivity or self.policy.sensitivity
 
-    def describe(self, analyst: str) -> list[DatasetSummary]:
-        """The datasets this analyst may use, with columns, sensitivity rule and budget."""
+    def describe(self, analyst: str, queries=()) -> list[DatasetSummary]:
+        """The datasets this analyst may use, with columns, sensitivity rule and budget (and how many
+        more releases of each of ``queries`` fit it)."""
         out = []
         for name in self.datasets.names():
             if not self.config.analysts[analyst].may_use(name):
@@ -160,15 +162,17 @@ class Site:
                 columns = list(self.datasets.table(name).kinds.items())
             except InvalidArgument:
                 columns = []  # unreadable (logged for the administrator); the others are still described
-            out.append(DatasetSummary(config, columns, self._rule(config), self._budget(config)))
+            out.append(DatasetSummary(config, columns, self._rule(config), self._budget(config, queries)))
         return out
 
-    def _budget(self, config: DatasetConfig) -> BudgetStatus:
-        return replace(self.ledger.budget(config.population, self.policy), dataset=config.name)
+    def _budget(self, config: DatasetConfig, queries=()) -> BudgetStatus:
+        left = releases_left(self, config.population, queries) if queries else ()
+        return replace(self.ledger.budget(config.population, self.policy), dataset=config.name, left=left)
 
-    def budget(self, analyst: str, dataset: str) -> BudgetStatus:
-        """Spent and remaining privacy budget of a dataset's population (shared by entries over the same patients)."""
-        return self._budget(self._allowed(analyst, dataset))
+    def budget(self, analyst: str, dataset: str, queries=()) -> BudgetStatus:
+        """Spent and remaining privacy budget of a dataset's population (shared by entries over the same
+        patients), and how many more releases of each :class:`site_node.budget_view.ReleaseQuery` fit it."""
+        return self._budget(self._allowed(analyst, dataset), queries)
 
     # ------------------------------------------------------------------ sessions
     def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec) -> Session:
@@ -252,11 +256,46 @@ class Site:
                 )
             return data.sensitivity
 
+    # ------------------------------------------------------------------ all or nothing
+    def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0) -> Reservation:
+        """Hold the budget of a checked release (PrepareRelease): nothing is released or charged."""
+        return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
+                                   epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
+                                   policy=self.policy, hold_seconds=hold_seconds)
+
+    def cancel(self, analyst: str, reservation_id: str) -> bool:
+        """Return the analyst's hold to the budget (False when unknown, used or expired)."""
+        return self.ledger.cancel(reservation_id, analyst)
+
+    def charge(self, plan: ReleasePlan, reservation: str = "") -> tuple[Release, bool]:
+        """Charge and record a checked release (or replay it), using the hold ``reservation`` when given."""
+        return self.ledger.release(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
+                                   epsilon=plan.epsilon, delta=plan.delta, rule=plan.rule,
+                                   fingerprint=plan.fingerprint, policy=self.policy, make=plan.make,
+                                   store=plan.store, reservation=reservation)
+
+    # ------------------------------------------------------------------ paper protocol release
     def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
-                sensitivity: float = 0.0) -> ScoreRelease:
+                sensitivity: float = 0.0, reservation: str = "") -> ScoreRelease:
         """Noisy scores of one class; the first request of a release charges the ledger for both classes."""
         require_protocol(self.policy, "paper")
         score_class = _check_class(score_class)
+        plan, tau, used_delta = self.score_plan(session, epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+        release, charged = self.charge(plan, reservation)
+        data = session.data
+        values = np.frombuffer(release.payload, dtype=np.float64)
+        values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
+        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
+                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
+                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
+                  "values_sha256": values_digest(values)}
+        signed.update(site=self.signer.name, signature=self.signer.sign(signed))
+        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
+
+    def score_plan(self, session: Session, *, epsilon: float, delta: float,
+                   sensitivity: float = 0.0) -> tuple[ReleasePlan, float, float]:
+        """Check a noisy-score release (both classes) and plan it: the plan, its noise SD tau and sensitivity."""
+        require_protocol(self.policy, "paper")
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
         used_delta = release_sensitivity(site_delta, sensitivity, score_range=session.data.score_range)
@@ -277,26 +316,28 @@ class Site:
             noisy = [np.sort(add_gaussian_noise(v, tau, rng)) for v in (negatives, positives)]
             return noisy[0].tobytes() + noisy[1].tobytes(), negatives.size, positives.size
 
-        release, charged = self.ledger.release(
-            key, dataset=data.dataset, analyst=session.analyst, events=(Gaussian(tau, used_delta),),
-            epsilon=epsilon, delta=delta, rule=site_delta.rule, fingerprint=data.fingerprint, policy=self.policy,
-            make=make, store=False,
-        )
-        values = np.frombuffer(release.payload, dtype=np.float64)
-        values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
-        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
-                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
-                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
-                  "values_sha256": values_digest(values)}
-        signed.update(site=self.signer.name, signature=self.signer.sign(signed))
-        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
+        plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, used_delta),), epsilon, delta,
+                           site_delta.rule, data.fingerprint, make, False)
+        return plan, tau, used_delta
 
     # ------------------------------------------------------------------ histogram protocol
     def release_histogram(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                          scalars=()) -> HistogramRelease:
-        """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once.
+                          scalars=(), reservation: str = "") -> HistogramRelease:
+        """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once."""
+        release_plan, plan = self.histogram_plan(session, epsilon=epsilon, delta=delta, n_bins=n_bins,
+                                                 spacing=spacing, scalars=scalars)
+        release, charged = self.charge(release_plan, reservation)
+        data = session.data
+        h0, h1, values = decode_histogram(plan, release.payload)
+        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)))
 
-        No privacy-level or model checks: every answer is covered by the noise, whatever the model.
+    def histogram_plan(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+                       scalars=()) -> tuple[ReleasePlan, HistogramPlan]:
+        """Check a histogram release and plan it.
+
+        No model checks (every answer is covered by the noise, whatever the model), but each class must
+        hold q patients: a one-class or tiny dataset gives histograms no analysis can use, and is
+        refused before anything is charged (a disclosure of "fewer than q", as under every protocol).
         """
         require_protocol(self.policy, "histogram")
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
@@ -304,18 +345,15 @@ class Site:
         with analyst_input("epsilon, delta"):
             plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
                                   spacing=spacing, scalars=scalars, interval=self.ledger_interval)
+        require_privacy_level(data.negatives.size, self.policy.privacy_level, "each class of a histogram (negatives)")
+        require_privacy_level(data.positives.size, self.policy.privacy_level, "each class of a histogram (positives)")
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
             rng = np.random.default_rng(int.from_bytes(seed, "big"))
             return draw_histogram(plan, data.scores, data.labels, rng), 0, 0
 
-        release, charged = self.ledger.release(
-            ReleaseKey(*data.key, "histogram", plan.request), dataset=data.dataset, analyst=session.analyst,
-            events=plan.events, epsilon=epsilon, delta=delta, rule="histogram", fingerprint=data.fingerprint,
-            policy=self.policy, make=make, store=True,
-        )
-        h0, h1, values = decode_histogram(plan, release.payload)
-        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)))
+        return ReleasePlan(ReleaseKey(*data.key, "histogram", plan.request), data.dataset, session.analyst,
+                           plan.events, epsilon, delta, "histogram", data.fingerprint, make, True), plan
 
     # ------------------------------------------------------------------ survivor functions
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,

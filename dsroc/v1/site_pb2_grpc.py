@@ -104,6 +104,16 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
+        self.PrepareRelease = channel.unary_unary(
+                '/dsroc.v1.SiteService/PrepareRelease',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+                _registered_method=True)
+        self.CancelReservation = channel.unary_unary(
+                '/dsroc.v1.SiteService/CancelReservation',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
+                _registered_method=True)
 
 
 class SiteServiceServicer:
@@ -234,6 +244,23 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PrepareRelease(self, request, context):
+        """All or nothing across sites (docs/privacy.md): check a release request (policy, data, budget)
+        as the release call would, release nothing, and hold its budget for a short time. The release
+        call that carries the returned reservation_id uses the hold; a hold that is cancelled or not
+        used in time returns to the budget. The ledger keeps holds across a restart of the daemon.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelReservation(self, request, context):
+        """Return a held reservation to the budget at once (when another site refused the release).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SiteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -306,6 +333,16 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.CloseSession,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'PrepareRelease': grpc.unary_unary_rpc_method_handler(
+                    servicer.PrepareRelease,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.SerializeToString,
+            ),
+            'CancelReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelReservation,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -686,6 +723,60 @@ class SiteService:
             '/dsroc.v1.SiteService/CloseSession',
             dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PrepareRelease(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/PrepareRelease',
+            dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/CancelReservation',
+            dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
             options,
             channel_credentials,
             insecure,

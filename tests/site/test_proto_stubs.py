@@ -39,6 +39,7 @@ def test_stub_exposes_every_call_of_the_spec():
         "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "Budget", "CloseSession",
         "ReleaseHistogram",
         "ReleaseBoydStatistics",
+        "PrepareRelease", "CancelReservation",
     }
     methods = service.methods_by_name
     assert methods["ReleaseNoisyScores"].server_streaming and not methods["ReleaseNoisyScores"].client_streaming
