@@ -161,6 +161,7 @@ class HistogramResult:
             "auc_estimator": v.estimator, "auc_empirical": num(v.auc_empirical), "n0": num(v.n0), "n1": num(v.n1),
             "brier": estimate(v.brier), "brier_scalar": estimate(v.brier_scalar), "oe": estimate(v.oe),
             "counts0": v.counts0.tolist(), "counts1": v.counts1.tolist(), "notes": list(v.notes),
+            "unavailable": dict(v.unavailable),
             "releases": {name: r.to_dict() for name, r in self.releases.items()},
             "timing": {k: num(t) for k, t in self.timing.items()},
         }
@@ -223,6 +224,9 @@ class HistogramResult:
             lines.append(f"  {name:<{w}}  {r.sigma:<8.4g} {r.noise_sd:<9.4g} {r.epsilon:<8g} {r.delta:<8g} "
                          f"{r.epsilon_spent:.3g}{' (repeat, no charge)' if r.repeated else ''}")
         lines += [f"  {n}" for n in v.notes]
+        if v.unavailable:
+            lines.append(f"  the releases above were charged to the sites' ledgers although {', '.join(v.unavailable)} "
+                         "could not be estimated from them")
         return "\n".join(lines)
 
 

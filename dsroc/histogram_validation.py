@@ -194,7 +194,8 @@ class HistogramValidation:
     recall, precision : ndarray
         PR points at the edges ``e_0 .. e_{B-1}``.
     estimator : str
-        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges) or ``"empirical"``.
+        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges), ``"empirical"``, or ``"none"``
+        (too few patients of a class: ``auc`` is NaN and ``unavailable["auc"]`` says why).
     auc, auc_variance, auc_ci, auc_ci_defined
         The reported AUC, its variance (sampling + noise) and logit interval.
     auc_empirical, auc_empirical_variance
@@ -213,6 +214,10 @@ class HistogramValidation:
     recalibration : Recalibration or None
         Calibration intercept and slope (None when the representatives are not probabilities).
     notes : list of str
+    unavailable : dict of str to str
+        What could not be estimated from this release and why (keys ``"auc"``, ``"roc"``, ``"brier"``,
+        ``"calibration"``, ``"oe"``, ``"recalibration"``); those fields are NaN or None. A valid release never
+        raises: a single occupied bin, one class, or no patients left after the noise give a result that says so.
     """
 
     edges: np.ndarray
@@ -242,6 +247,7 @@ class HistogramValidation:
     oe: Estimate | None
     recalibration: Recalibration | None
     notes: list = field(default_factory=list)
+    unavailable: dict = field(default_factory=dict)
 
     def confusion(self, edge: int) -> dict:
         """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
@@ -262,6 +268,21 @@ class HistogramValidation:
             noise_sd_above=float(self.sigma * np.sqrt(above)), noise_sd_below=float(self.sigma * np.sqrt(below)),
         )
         return cells
+
+
+_NAMES = {"auc": "AUC", "roc": "ROC or PR curve", "brier": "Brier score", "calibration": "calibration curve",
+          "oe": "O/E", "recalibration": "calibration intercept and slope"}
+
+
+def _curves(c0, c1):
+    """ROC and PR points of consistent counts; NaN where a class holds nobody (no rate has a denominator)."""
+    m = c0.size
+    fpr = tpr = np.full(m + 1, np.nan)
+    recall = precision = np.full(m, np.nan)
+    if c0.sum() > 0 and c1.sum() > 0:
+        fpr, tpr = histogram_roc(c0, c1)
+        recall, precision = histogram_pr(c0, c1)
+    return fpr, tpr, recall, precision
 
 
 def _optional_scalar(name, value):
@@ -319,29 +340,40 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
                                   tail_sigmas=tail_sigmas, level=level, noise_draws=noise_draws, seeds=[seed])
     c0, c1 = est.counts0[0], est.counts1[0]
     n0, n1 = float(c0.sum()), float(c1.sum())
-    if n0 < 2 or n1 < 2:
-        raise ValueError(
-            f"the histograms hold too few patients of a class (estimated n0 = {n0:.1f}, n1 = {n1:.1f}; "
-            "at least 2 each): the noise swamps the counts"
-        )
-    notes = []
-    fpr, tpr = histogram_roc(c0, c1)
-    recall, precision = histogram_pr(c0, c1)
+    notes, missing = [], {}
+    fpr, tpr, recall, precision = _curves(c0, c1)
     used, auc, variance = str(est.estimator[0]), float(est.auc[0]), float(est.variance[0])
-    if estimator == "rocglm" and used != "rocglm":
+    if n0 < 2 or n1 < 2:
+        used = "none"
+        missing["auc"] = (f"too few patients of a class after the noise (estimated n0 = {n0:.1f}, n1 = {n1:.1f}; "
+                          "at least 2 each are needed)")
+        if n0 <= 0 or n1 <= 0:
+            missing["roc"] = missing["auc"]
+    elif estimator == "rocglm" and used != "rocglm":
         notes.append(f"no plausible ROC-GLM fit ({int(est.rocglm_points[0])} usable edge(s)): reporting the binned "
                      "empirical AUC")
-    if not bool(est.defined[0]):
+    if "auc" not in missing and not bool(est.defined[0]):
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
     r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
     brier = brier_s = calibration = oe = recal = None
-    if r.min() >= 0.0 and r.max() <= 1.0:
+    if r.min() < 0.0 or r.max() > 1.0:
+        notes.append("scores are not probabilities (grid outside [0, 1]): no Brier score or calibration")
+    elif n0 + n1 < 2:
+        for name in ("brier", "calibration", "oe", "recalibration"):
+            missing[name] = f"fewer than two patients in the histograms after the noise (estimated n = {n0 + n1:.1f})"
+    else:
         brier = histogram_brier(c0, c1, r, sigma=sigma, level=level)
         calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
-        if r.min() > 0.0 and r.max() < 1.0:
+        occupied = int(np.count_nonzero(c0 + c1 > 0))
+        if r.min() <= 0.0 or r.max() >= 1.0:
+            missing["recalibration"] = "a bin's representative score is 0 or 1 (no logit)"
+        elif occupied < 2:
+            missing["recalibration"] = ("every patient falls in one bin after the noise: a slope needs patients in at "
+                                        "least two bins")
+        else:
             recal = histogram_recalibration(c0, c1, r, sigma=sigma)
             if not recal.converged:
-                notes.append("no calibration intercept/slope: the bins' event rates separate (no finite logistic fit)")
+                missing["recalibration"] = "the bins' event rates separate (no finite logistic fit)"
         n_hat, var_n = n0 + n1, 2 * m * sigma**2
         if scalars["sum_sq"] is not None:
             brier_s = scalar_brier(scalars["sum_sq"], n_hat, sigma_scalar=scalar_sigma, var_n=var_n, level=level,
@@ -357,8 +389,9 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
             var_o, var_e = binomial + m * sigma**2, 2 * sigma**2 * float((r**2).sum())
         if o > 0 and e_events > 0:
             oe = calibration_in_the_large(o, e_events, var_observed=max(var_o, 0.0), var_expected=max(var_e, 0.0), level=level)
-    else:
-        notes.append("scores are not probabilities (grid outside [0, 1]): no Brier score or calibration")
+        else:
+            missing["oe"] = f"no observed or expected events after the noise (O = {o:.1f}, E = {e_events:.1f})"
+    notes += [f"no {_NAMES[k]}: {why}" for k, why in missing.items()]
     return HistogramValidation(
         edges=e, sigma=sigma, counts0=c0, counts1=c1, n0=n0, n1=n1, fpr=fpr, tpr=tpr, recall=recall,
         precision=precision, estimator=used, auc=auc, auc_variance=variance,
@@ -366,6 +399,6 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         auc_empirical=float(est.auc_empirical[0]), auc_empirical_variance=float(est.variance_empirical[0]),
         rocglm_params=est.rocglm_params[0], rocglm_auc=float(est.rocglm_auc[0]),
         rocglm_noise_variance=float(est.rocglm_noise_variance[0]), sampling_variance=float(est.sampling_variance[0]), brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
-        recalibration=recal, notes=notes,
+        recalibration=recal, notes=notes, unavailable=missing,
     )
 

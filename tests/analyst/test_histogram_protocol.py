@@ -100,3 +100,38 @@ def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allo
     path.write_text(path.read_text().replace("[policy]\n", "[policy]\nhistogram_bins = [10, 20, 50, 100]\n", 1))
     with running_server(path) as old, helpers.federation([*addresses, old.bound_address], pki) as fed:
         assert default_n_bins(fed, epsilon=1.0, delta=1e-5) == 10
+
+
+@pytest.fixture(scope="module")
+def constant_sites(tmp_path_factory, pki, helpers):
+    """Two TLS sites whose model gives every patient the same score (0.3): every patient in one bin."""
+    root = tmp_path_factory.mktemp("constant")
+    frames = [f.assign(pred=0.3) for f in helpers.site_frames(seed=8)[:2]]
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for k, f in enumerate(frames):
+            path = helpers.write_site(root / f"c{k}", f"c{k}", f, pki)
+            path.write_text(path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 5000.0")
+                            .replace("budget_epsilon = 200.0", "budget_epsilon = 100000.0"))
+            servers.append(stack.enter_context(running_server(path)))
+        yield frames, [s.bound_address for s in servers]
+
+
+def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_that_it_was_charged(constant_sites, pki,
+                                                                                                helpers):
+    frames, addresses = constant_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=5)
+    v = res.validation
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    # Exact counts: everyone in bin 1 ([0.2, 0.4)); every pair is a within-bin tie, so the binned AUC is 1/2.
+    np.testing.assert_array_equal(v.counts0, [0, (y == 0).sum(), 0, 0, 0])
+    np.testing.assert_array_equal(v.counts1, [0, (y == 1).sum(), 0, 0, 0])
+    assert v.auc_empirical == 0.5
+    # Brier of a constant 0.3 by brute force; no slope from one bin, and the result says why.
+    assert v.brier.value == pytest.approx(np.mean((y - 0.3) ** 2), abs=1e-12)
+    assert v.recalibration is None and "one bin" in v.unavailable["recalibration"]
+    assert all(r.epsilon_spent > 0 and not r.repeated for r in res.releases.values())
+    text = " ".join(str(res).split())
+    assert "no calibration intercept and slope" in text and "charged to the sites' ledgers" in text
+    assert json.loads(res.to_json())["unavailable"]["recalibration"] == v.unavailable["recalibration"]

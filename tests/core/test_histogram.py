@@ -163,13 +163,32 @@ def test_batched_rows_equal_one_at_a_time():
         (lambda: histogram_validation([10, 20], [30, 40], [0, 0.5, 1], sigma=-1), "sigma"),
         (lambda: histogram_validation([10, 20], [30, 40], [0, 0.5, 1], sigma=1, estimator="mle"), "estimator"),
         (lambda: histogram_validation([10, 20], [30, 40], [0, 0.5, 1], sigma=1, sum_sq=3.0), "scalar_sigma"),
-        (lambda: histogram_validation([-10, 1], [30, 40], [0, 0.5, 1], sigma=1), "too few patients"),
         (lambda: histogram_validation([10, np.nan], [30, 40], [0, 0.5, 1], sigma=1), "finite"),
     ],
 )
 def test_bad_input_is_refused_with_the_field_named(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_a_valid_release_never_raises_and_says_what_is_missing():
+    """Noise that leaves one class empty, no patient at all, or everyone in one bin: an answer, not an error."""
+    edges = histogram_edges(4)
+    # Negatives swamped by the noise: no AUC or ROC; the Brier score of the positives alone by brute force.
+    v = histogram_validation([-10, 1, -3, 0], [3, 5, 1, 2], edges, sigma=3.0)
+    assert np.isnan(v.auc) and v.estimator == "none" and np.isnan(v.fpr).all()
+    assert "n0 = 0.0" in v.unavailable["auc"] and "roc" in v.unavailable
+    r = bin_representatives(edges)
+    assert v.brier.value == pytest.approx(np.sum(np.array([3, 5, 1, 2]) * (1 - r) ** 2) / 11, abs=1e-12)
+    assert any(n.startswith("no AUC: too few patients") for n in v.notes)
+    # Nobody left: nothing but the counts.
+    v = histogram_validation([-2, -1, 0, -4], [0, -3, -1, 0], edges, sigma=3.0)
+    assert set(v.unavailable) == {"auc", "roc", "brier", "calibration", "oe", "recalibration"}
+    assert v.brier is None and v.calibration is None and v.oe is None and v.recalibration is None
+    # One positive: a ROC curve (its rates have denominators) but no AUC with a variance.
+    v = histogram_validation([10, 20, 30, 5], [0, 0, 1, 0], edges, sigma=0.0)
+    assert np.isnan(v.auc) and "auc" in v.unavailable and "roc" not in v.unavailable
+    assert v.tpr.tolist() == [1.0, 1.0, 1.0, 0.0, 0.0]
 
 
 def test_point_auc_is_the_validations_auc_and_survives_tiny_classes():
