@@ -210,3 +210,157 @@ def test_the_analyst_killed_between_prepare_and_commit_charges_nothing(two_sites
         with helpers.federation([s.bound_address for s in servers], pki) as fed:
             for name, b in fed.budget("test").items():
                 assert b["releases"] == 0 and b["reservations"] == 0 and b["epsilon_spent"] == 0.0, name
+
+
+# ---------------------------------------------------------------------------------------- randomized failures
+
+_RUN = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from analyst import Federation, SiteConfig
+    from analyst.connection import SiteError
+    from dsroc.v1 import site_pb2 as pb
+    addresses, ca, token = sys.argv[1].split(","), Path(sys.argv[2]), sys.argv[3]
+    kind, epsilon, pause, hold = sys.argv[4], float(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
+    fed = Federation([SiteConfig(name=f"s{k}", address=a, token=token, ca_file=ca) for k, a in enumerate(addresses)],
+                     retries=0, timeout=20)
+    try:
+        session = fed.session("test", "y", score="pred")
+        print("OPENED", flush=True)
+
+        def request(conn, held):
+            sid = session.session_ids[conn.name]
+            if kind == "histogram":
+                return pb.HistogramRequest(session_id=sid, epsilon=epsilon, delta=1e-5, n_bins=10, reservation_id=held)
+            return pb.BoydRequest(session_id=sid, epsilon=epsilon, delta=1e-5, reservation_id=held)
+
+        holds = session.hold(kind, lambda c: pb.PrepareRequest(**{kind: request(c, "")}, hold_seconds=hold))
+        print("HELD", flush=True)
+        time.sleep(pause)  # a slow analyst: kills land between prepare and commit too
+
+        def release(conn, held):
+            r = conn.call("ReleaseHistogram" if kind == "histogram" else "ReleaseBoydStatistics", request(conn, held))
+            print("DELIVERED", conn.name, r.release_id, flush=True)
+            return r
+
+        session.commit(kind, holds, release)
+        print("DONE", flush=True)
+    except SiteError as exc:
+        print("FAILED", exc.site, exc.code.name, flush=True)
+        print(exc.message.replace(chr(10), " "), flush=True)
+        sys.exit(3)
+""")
+HOLD = 15.0
+
+
+class _Daemon:
+    """``dsroc-site serve`` of one config in a subprocess on a free loopback port."""
+
+    def __init__(self, config: Path):
+        self.config = config
+        self.proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(config), "--listen",
+                                      "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     env=ENV)
+        self.address = json.loads(self.proc.stdout.readline())["address"]
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+
+def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
+    """``runs`` validations over three daemons with random kill -9 (analyst or site) and refusals injected.
+
+    Returns the counts; asserts: no release delivered without a charge, no charge in a run that did
+    not get every site's hold, every charge not delivered (the analyst or site killed after the charge
+    was final) replays free with its release id, and no hold outlives its expiry.
+    """
+    rng = random.Random(seed)
+    frames = helpers.site_frames(seed=23)[:3]
+    configs = [_site(tmp_path, f"s{k}", f, pki, helpers, max_epsilon=1.0 if k == 1 else 10.0)
+               for k, f in enumerate(frames)]
+    script = tmp_path / "run.py"
+    script.write_text(_RUN)
+    daemons = [_Daemon(c) for c in configs]
+    log = []
+    try:
+        for run in range(runs):
+            injected = ("none", "refusal", "kill analyst", "kill site")[run % 4]
+            kind = rng.choice(("histogram", "boyd"))
+            epsilon = round((1.5 if injected == "refusal" else 0.5) + 0.001 * run, 3)  # s1 refuses above 1
+            pause = rng.uniform(0.0, 0.3)
+            proc = subprocess.Popen([sys.executable, str(script), ",".join(d.address for d in daemons),
+                                     str(pki.ca_cert), helpers.TOKEN, kind, str(epsilon), str(pause), str(HOLD)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
+            assert proc.stdout.readline().strip() == "OPENED"
+            killed = None
+            if injected.startswith("kill"):
+                time.sleep(rng.uniform(0.0, pause + 0.1))
+                if injected == "kill analyst":
+                    proc.send_signal(signal.SIGKILL)
+                    killed = "analyst"
+                else:
+                    victim = rng.randrange(len(daemons))
+                    daemons[victim].kill()
+                    killed = f"s{victim}"
+            out, _ = proc.communicate(timeout=120)
+            lines = [line.split() for line in out.splitlines()]
+            log.append({"run": run, "kind": kind, "epsilon": epsilon, "injected": injected, "killed": killed,
+                        "held": ["HELD"] in lines, "done": ["DONE"] in lines,
+                        "delivered": {(w[1], w[2]) for w in lines if w and w[0] == "DELIVERED"}})
+            assert injected != "none" or log[-1]["done"], out
+            assert injected != "refusal" or (["FAILED", "s1", "PERMISSION_DENIED"] in lines and not log[-1]["held"])
+            for k, d in enumerate(daemons):
+                if d.proc.poll() is not None:
+                    daemons[k] = _Daemon(configs[k])  # restarted on the same folder
+        time.sleep(HOLD + 0.5)
+        charged = {}
+        for k, config in enumerate(configs):
+            with sqlite3.connect(config.parent / "state" / "ledger.sqlite") as db:
+                for release_id, kind, request in db.execute("SELECT release_id, kind, request FROM releases"):
+                    charged[(f"s{k}", release_id)] = (kind, json.loads(request)["epsilon"])
+                assert db.execute("SELECT COUNT(*) FROM reservations WHERE expires > ?", (time.time(),)).fetchone() \
+                    == (0,)
+        delivered = set().union(*(r["delivered"] for r in log))
+        assert delivered <= set(charged), "a release was delivered without a charge"
+        by_request = {(r["kind"], r["epsilon"]): r for r in log}
+        recovered = 0
+        with helpers.federation([d.address for d in daemons], pki) as fed, \
+                fed.session("test", "y", score="pred") as session:
+            for (site, release_id), (kind, epsilon) in charged.items():
+                run = by_request[(kind, epsilon)]
+                assert run["held"], f"run {run['run']}: charged at {site} without every site's hold"
+                if (site, release_id) in run["delivered"]:
+                    continue
+                assert run["killed"], f"run {run['run']}: charged at {site}, not delivered, nothing killed"
+                conn = session.connections[int(site[1:])]
+                sid = session.session_ids[site]
+                again = (conn.call("ReleaseHistogram", pb.HistogramRequest(session_id=sid, epsilon=epsilon,
+                                                                            delta=1e-5, n_bins=10))
+                         if kind == "histogram" else
+                         conn.call("ReleaseBoydStatistics", pb.BoydRequest(session_id=sid, epsilon=epsilon,
+                                                                           delta=1e-5)))
+                assert again.repeated and again.release_id == release_id  # delivered now, at no charge
+                recovered += 1
+        for k, config in enumerate(configs):  # the replays charged nothing
+            assert {rid for s, rid in charged if s == f"s{k}"} == _release_ids(config)
+    finally:
+        for d in daemons:
+            d.kill()
+    return {"runs": runs, "charges": len(charged), "delivered in the run": len(delivered),
+            "delivered by a free replay": recovered,
+            "runs with a charge at some sites only": sum(
+                1 for r in log if r["held"] and 0 < len({s for s, _ in r["delivered"]}) < 3)}
+
+
+def test_randomized_failures_never_charge_without_a_release(tmp_path, pki, helpers):
+    counts = _failure_runs(tmp_path, pki, helpers, runs=4, seed=1)  # one of each injection
+    assert counts["charges"] == counts["delivered in the run"] + counts["delivered by a free replay"]
+
+
+@pytest.mark.slow
+def test_randomized_failures_never_charge_without_a_release_100_runs(tmp_path, pki, helpers):
+    counts = _failure_runs(tmp_path, pki, helpers, runs=100, seed=2)
+    print(counts)
+    assert counts["charges"] == counts["delivered in the run"] + counts["delivered by a free replay"]
