@@ -224,9 +224,9 @@ _RUN = textwrap.dedent("""
     kind, epsilon, pause, hold = sys.argv[4], float(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
     fed = Federation([SiteConfig(name=f"s{k}", address=a, token=token, ca_file=ca) for k, a in enumerate(addresses)],
                      retries=0, timeout=20)
+    session = fed.session("test", "y", score="pred")
+    print("OPENED", flush=True)
     try:
-        session = fed.session("test", "y", score="pred")
-        print("OPENED", flush=True)
 
         def request(conn, held):
             sid = session.session_ids[conn.name]
@@ -245,9 +245,11 @@ _RUN = textwrap.dedent("""
 
         session.commit(kind, holds, release)
         print("DONE", flush=True)
+        session.close()
     except SiteError as exc:
         print("FAILED", exc.site, exc.code.name, flush=True)
         print(exc.message.replace(chr(10), " "), flush=True)
+        session.close()
         sys.exit(3)
 """)
 HOLD = 15.0
@@ -280,6 +282,9 @@ def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
     frames = helpers.site_frames(seed=23)[:3]
     configs = [_site(tmp_path, f"s{k}", f, pki, helpers, max_epsilon=1.0 if k == 1 else 10.0)
                for k, f in enumerate(frames)]
+    for config in configs:  # sessions of killed analysts stay open until they expire
+        config.write_text(config.read_text().replace('state_dir = "state"', 'state_dir = "state"\nmax_sessions = 128\n'
+                                                     'max_sessions_per_analyst = 128', 1))
     script = tmp_path / "run.py"
     script.write_text(_RUN)
     daemons = [_Daemon(c) for c in configs]
