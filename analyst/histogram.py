@@ -11,8 +11,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.histogram import recommended_n_bins
-from dsroc.histogram_validation import DEFAULT_ESTIMATOR, histogram_validation
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
+from dsroc.histogram.grid import recommended_n_bins
+from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
 __all__ = ["HISTOGRAM_GUARANTEE", "PAPER_GUARANTEE", "HistogramSite", "HistogramResult", "collect_histograms", "default_n_bins",
@@ -90,7 +91,7 @@ class HistogramResult:
 
     Attributes
     ----------
-    validation : dsroc.histogram_validation.HistogramValidation
+    validation : dsroc.histogram.validation.HistogramValidation
         AUC, ROC/PR, Brier, calibration, confusion at any edge; intervals include the privacy noise.
     releases : dict of str to HistogramSite
         Each site's release (noisy counts, noise, epsilon and delta, budget spent after it).
@@ -233,7 +234,7 @@ class HistogramResult:
 def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
     """The simulation study's bin count for the noise of one (epsilon, delta) release, among those all sites allow.
 
-    :func:`dsroc.histogram.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
+    :func:`dsroc.histogram.grid.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
     sensitivity 1, within a few per cent of the discrete one, far inside the rule's steps); when a site's
     policy does not list that count, the nearest count every answering site allows (ties: the smaller).
     """

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import dsroc
-from dsroc.pr_estimators import aucpr_interpolated, aucpr_lower_trapezoid
+from dsroc.pr.estimators import aucpr_interpolated, aucpr_lower_trapezoid
 
 __all__ = ["PRSummary", "pr_from_released_scores", "pr_from_counts", "PrecisionRecallDisplay"]
 

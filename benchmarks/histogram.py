@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from analyst import Federation, SiteConfig
-    from dsroc.histogram import bin_scores, histogram_edges
+    from dsroc.histogram.grid import bin_scores, histogram_edges
     from site_node.auth import hash_token
     from site_node.pki import generate_dev_pki
 

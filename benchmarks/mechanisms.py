@@ -31,8 +31,8 @@ from dsroc import (  # noqa: E402
     model_sensitivity,
     placement_values,
 )
-from dsroc.histogram import recommended_n_bins  # noqa: E402
-from dsroc.histogram_auc import histogram_rocglm  # noqa: E402
+from dsroc.histogram.grid import recommended_n_bins  # noqa: E402
+from dsroc.histogram.auc import histogram_rocglm  # noqa: E402
 from dsroc.mechanisms import (  # noqa: E402
     combine_site_releases,
     dp_auc,
@@ -41,7 +41,7 @@ from dsroc.mechanisms import (  # noqa: E402
     fedauc_laplace,
     fedauc_rr,
 )
-from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_sigma  # noqa: E402
+from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_sigma  # noqa: E402
 from simulations.mech_settings import DELTA, generate_data, predict, select_mechanism_settings  # noqa: E402
 from simulations.mechanisms import COUNT_SHARE, run_mechanisms_chunk  # noqa: E402
 

@@ -183,7 +183,7 @@ def run(k_sites: int, sizes, *, repeat: int, out) -> list[dict]:
         pki = generate_dev_pki(root / "pki")
         configs = write_sites(root, k_sites, sizes, pki, hash_token(token))
         try:  # signed releases: every site must know the others' release-signing keys
-            from site_node.signing import link_peers
+            from site_node.init import link_peers
         except ImportError:  # a tree from before signed releases (for before/after runs)
             link_peers = None
         if link_peers is not None:

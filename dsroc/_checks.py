@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["is_sorted", "as_scores", "as_labels", "check_scores_labels", "split_by_class", "check_privacy_level"]
+__all__ = ["is_sorted", "as_scores", "as_labels", "check_scores_labels", "split_by_class", "check_privacy_level", "check_rng"]
 
 
 def as_scores(values, *, name: str = "scores", score_range: tuple[float, float] | None = None) -> np.ndarray:
@@ -79,3 +79,10 @@ def check_privacy_level(privacy_level) -> int:
 def is_sorted(values: np.ndarray) -> bool:
     """Whether a one-dimensional array is in ascending order (O(n); lets callers skip a sort)."""
     return bool(values.size < 2 or (values[1:] >= values[:-1]).all())
+
+
+def check_rng(rng) -> np.random.Generator:
+    """The caller's explicit ``numpy.random.Generator`` (no hidden global state)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), got {type(rng).__name__}")
+    return rng

@@ -4,7 +4,7 @@ Design (issue 8): binormal scores (:mod:`simulations.binormal`), prevalence 0.3,
 n in {250, 1 000, 10 000}. Protocols, each at the (epsilon, delta) it states:
 
 - ``histogram``: the histogram protocol as shipped -- the recommended grid for the noise
-  (:func:`dsroc.histogram.recommended_n_bins`) and the ROC-GLM through the edges; (epsilon, delta)-DP
+  (:func:`dsroc.histogram.grid.recommended_n_bins`) and the ROC-GLM through the edges; (epsilon, delta)-DP
   for the whole validation per patient (add/remove-one);
 - ``histogram-flat20``: the baseline of SPEC-private -- 20 equal bins, binned empirical AUC;
 - ``paper-range``: the paper's protocol with the formal sensitivity rule ``range`` (Delta = 1, the score

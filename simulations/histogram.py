@@ -5,10 +5,10 @@ Each step is what the deployed system computes (the per-replication reference in
 
 - site ``k`` of replication ``rep`` counts its negatives and positives on the public grid (scores clipped
   into it) and adds discrete-Gaussian noise of the setting's per-site sigma to every cell, drawn by
-  :func:`dsroc.noise.discrete_gaussian_noise` from ``default_rng([seed, rep, 1 + k, salt])`` (negatives'
+  :func:`dsroc.privacy.noise.discrete_gaussian_noise` from ``default_rng([seed, rep, 1 + k, salt])`` (negatives'
   cells, then positives'; ``salt`` identifies the setting, so a setting's releases do not depend on
   which other settings run);
-- the analyst sums the five releases per class and calls :func:`dsroc.histogram_validation.histogram_auc_estimates`
+- the analyst sums the five releases per class and calls :func:`dsroc.histogram.estimates.histogram_auc_estimates`
   (the AUC part of ``histogram_validation``, batched) with ``sigma = sqrt(5 var)``, ``var`` the discrete
   Gaussian's exact variance, and the replication's bootstrap seed ``[seed, rep]``.
 """
@@ -20,9 +20,9 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from dsroc.histogram import bin_index, histogram_edges, recommended_n_bins
-from dsroc.histogram_validation import DEFAULT_ESTIMATOR, histogram_auc_estimates
-from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_variance
+from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, histogram_auc_estimates
+from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance
 
 from .dgp import N_SITES, Batch, generate_batch
 from .records import failure_codes, setting_frame, tau_of
@@ -66,7 +66,7 @@ def histogram_frame(batch: Batch, seed: int, settings, *, n_bins: int | None = N
                     secure_aggregation: bool = False) -> pd.DataFrame:
     """Histogram-protocol results of ``batch`` in every setting, columns :data:`simulations.records.COLUMNS`.
 
-    The grid is ``n_bins`` equal-width bins on [0, 1], by default :func:`dsroc.histogram.recommended_n_bins`
+    The grid is ``n_bins`` equal-width bins on [0, 1], by default :func:`dsroc.histogram.grid.recommended_n_bins`
     of the setting's per-site sigma (20 bins without noise). ``auc_rocglm`` holds the reported AUC
     (``estimator``'s), ``gamma1, gamma2`` the ROC-GLM through the edges, ``ci_*_dist`` the reported interval.
 

@@ -16,12 +16,12 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from dsroc import analytic_gaussian_sigma, fit_rocglm_batch, model_sensitivity, rocglm_grid
-from dsroc.batch import grouped_class_placements, grouped_mean, grouped_placement_values, grouped_rocglm_counts
-from dsroc.histogram import bin_index, consistent_counts, histogram_edges, recommended_n_bins
-from dsroc.histogram_validation import histogram_point_auc
+from dsroc.roc.batch import grouped_class_placements, grouped_mean, grouped_placement_values, grouped_rocglm_counts
+from dsroc.histogram.grid import bin_index, consistent_counts, histogram_edges, recommended_n_bins
+from dsroc.histogram.estimates import histogram_point_auc
 from dsroc.mechanisms import boyd, fedauc
-from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_sigma
-from dsroc.prspace import average_precision_from_counts, grouped_average_precision
+from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_sigma
+from dsroc.pr.space import average_precision_from_counts, grouped_average_precision
 
 from .mech_settings import DELTA, MechanismData, MechanismSetting, generate_data, predict
 

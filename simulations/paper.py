@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from dsroc import auc_ci_batch, fit_rocglm_batch, rocglm_grid
-from dsroc.batch import grouped_class_placements, grouped_delong_variance, grouped_rocglm_counts
+from dsroc.roc.batch import grouped_class_placements, grouped_delong_variance, grouped_rocglm_counts
 
 from .curves import roc_area_between
 from .dgp import generate_batch
@@ -24,7 +24,7 @@ def run_paper_chunk(seed: int, reps, settings, *, grid=None, n: int | None = Non
     fitted to the pooled noisy scores with the strict survivor function ``#{s0 > c} / n0`` on the
     28-point grid; both CIs are centred at the empirical (logit) AUC, one with the DeLong variance of
     the true scores, one with that of the noisy scores (strict placements, as the published code's
-    ``ecdf``). ``n`` fixes the size of every replication (default: drawn as in the paper). All data sets of the chunk are processed together by :mod:`dsroc.batch` and
+    ``ecdf``). ``n`` fixes the size of every replication (default: drawn as in the paper). All data sets of the chunk are processed together by :mod:`dsroc.roc.batch` and
     :func:`dsroc.fit_rocglm_batch`.
 
     Returns

@@ -18,7 +18,7 @@ the two):
   iterations);
 - the CI's two-pass moments over the sites are the pooled sample variances of the replication's PV0
   and PV1 (equal up to the order of summation, ~1e-15); the CI is centred at the ROC-GLM AUC;
-- a site with fewer than q negatives or positives refuses (the site guard's ``require_privacy_level``).
+- a site with fewer than q negatives or positives refuses (``dsroc.require_privacy_level``, the rule the site guard applies).
 """
 
 from __future__ import annotations
@@ -26,12 +26,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dsroc import auc_ci_batch, delong_variance_from_moments, fit_rocglm_batch, rocglm_grid
-from dsroc.batch import grouped_mean, grouped_placement_values, grouped_rocglm_counts, grouped_variance
-from dsroc.noise_correction import grouped_noise_variance, noise_corrected_auc
-
-from site_node.errors import PermissionDenied
-from site_node.guard import require_privacy_level
+from dsroc import (
+    DisclosureError,
+    auc_ci_batch,
+    delong_variance_from_moments,
+    fit_rocglm_batch,
+    require_privacy_level,
+    rocglm_grid,
+)
+from dsroc.roc.batch import grouped_mean, grouped_placement_values, grouped_rocglm_counts, grouped_variance
+from dsroc.roc.noise_correction import grouped_noise_variance, noise_corrected_auc
 
 from .dgp import N_SITES, Batch, generate_batch
 from .records import failure_codes, setting_frame, tau_of
@@ -78,7 +82,7 @@ def refused_replications(batch: Batch, privacy_level: int = PRIVACY_LEVEL) -> np
             for n0, n1 in per_site:
                 require_privacy_level(n0, privacy_level, "each class of a release (negatives)")
                 require_privacy_level(n1, privacy_level, "each class of a release (positives)")
-        except PermissionDenied:
+        except DisclosureError:
             refused[b] = True
     return refused
 

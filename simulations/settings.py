@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.noise import discrete_gaussian_sigma
+from dsroc.privacy.noise import discrete_gaussian_sigma
 
 __all__ = ["Setting", "SENSITIVITIES", "EPSILONS", "DELTAS", "NOISE_FREE", "HISTOGRAM", "all_settings", "select_settings"]
 
@@ -24,7 +24,7 @@ class Setting:
 
     ``tau`` is the noise standard deviation of the analytic Gaussian mechanism (Balle and Wang 2018), or
     with ``discrete`` the per-site parameter of the histogram protocol's discrete Gaussian (sensitivity
-    1: one patient is one count), :func:`dsroc.noise.discrete_gaussian_sigma`.
+    1: one patient is one count), :func:`dsroc.privacy.noise.discrete_gaussian_sigma`.
     """
 
     sensitivity: float

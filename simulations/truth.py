@@ -7,8 +7,8 @@ from typing import NamedTuple
 import numpy as np
 
 from dsroc import auc_ci_batch
-from dsroc.auc import BatchCI
-from dsroc.batch import grouped_class_placements, grouped_delong_variance, grouped_mean
+from dsroc.roc.auc import BatchCI
+from dsroc.roc.batch import grouped_class_placements, grouped_delong_variance, grouped_mean
 
 from .dgp import Batch
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsroc.accounting import ApproximateDp, Laplace
+from dsroc.privacy.accounting import ApproximateDp, Laplace
 import dsroc  # dsroc.mechanisms is looked up at first use: it imports scipy.special
 
 from .errors import InvalidArgument

@@ -223,7 +223,7 @@ def _cmd_budget(args) -> int:
     from dataclasses import replace
 
     from .config import load_config
-    from dsroc.accounting import discretization_for
+    from dsroc.privacy.accounting import discretization_for
 
     from .ledger import SqliteLedger
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .signing import parse_public_key
+
 __all__ = [
     "ConfigError",
     "TlsConfig",
@@ -290,8 +292,6 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         r = _Reader(table, f"peers.{peer_name}", src)
         key = r.get("public_key", str)
         try:
-            from .signing import parse_public_key
-
             parse_public_key(key)
         except ValueError as exc:
             r.fail("public_key", str(exc))

@@ -3,7 +3,7 @@
 A paper-protocol answer that is a count at cut points (confusion cells, calibration bins' counts and
 positives) is given only if, together with every count answered before about the same population
 (any dataset entry, score source or outcome, and the class totals, which releases reveal), it
-determines no group of 1 to q-1 patients (``dsroc.auditing``). The record is committed before the
+determines no group of 1 to q-1 patients (``dsroc.privacy.auditing``). The record is committed before the
 answer leaves the site, so a crash never forgets an answer given; a refused answer records nothing.
 """
 
@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from dsroc.auditing import CountQuery, audit_counts
+from dsroc.privacy.auditing import CountQuery, audit_counts
 
 from .errors import PermissionDenied
 from .sqlite_files import PrivateStore

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import dsroc  # rocglm_grid is looked up at first use: dsroc.rocglm imports scipy.special
-from dsroc import calibration_edges, model_sensitivity
+import dsroc  # rocglm_grid is looked up at first use: dsroc.roc.rocglm imports scipy.special
+from dsroc import calibration_edges, model_sensitivity, require_privacy_level
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -44,12 +44,6 @@ def analyst_input(field: str):
         yield
     except ValueError as exc:
         raise InvalidArgument(f"{field}: {exc}") from None
-
-
-def require_privacy_level(n: int, q: int, what: str) -> None:
-    """Refuse an aggregate over fewer than ``q`` patients, without saying how many there are."""
-    if n < q:
-        raise PermissionDenied(f"privacy level: {what} must describe at least q = {q} patients at this site")
 
 
 def _finite(name: str, value: float) -> float:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram imports scipy.optimize)
+import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram.grid imports scipy.optimize)
 from dsroc import analytic_gaussian_sigma
-from dsroc.accounting import DiscreteGaussian
+from dsroc.privacy.accounting import DiscreteGaussian
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -88,7 +88,7 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
         lo, hi = policy.histogram_logit_range
     if scalars and (lo < 0.0 or hi > 1.0):
         raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
-    from dsroc.noise import discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
+    from dsroc.privacy.noise import discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
 
     edges = dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
     # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
@@ -104,10 +104,10 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
 def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> bytes:
     """The noisy release as bytes: both classes' counts, then the scalars (integer sums plus noise).
 
-    The noise comes from the exact sampler (:func:`dsroc.noise.sample_discrete_gaussian`); ``rng``
+    The noise comes from the exact sampler (:func:`dsroc.privacy.noise.sample_discrete_gaussian`); ``rng``
     only rounds the scalar terms (any rounding into [0, 1] keeps the sensitivity).
     """
-    from dsroc.noise import sample_discrete_gaussian
+    from dsroc.privacy.noise import sample_discrete_gaussian
 
     h0, h1 = dsroc.bin_scores(scores, labels, plan.edges)
     noise = sample_discrete_gaussian(plan.sigma, 2 * plan.n_bins)
@@ -135,6 +135,6 @@ def decode_histogram(plan: HistogramPlan, payload: bytes) -> tuple[np.ndarray, n
 
 def noise_sd(sigma: float) -> float:
     """Standard deviation of ``N_Z(0, sigma^2)`` noise."""
-    from dsroc.noise import discrete_gaussian_variance
+    from dsroc.privacy.noise import discrete_gaussian_variance
 
     return math.sqrt(discrete_gaussian_variance(sigma)) if sigma > 0 else 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -15,11 +16,12 @@ import tomli_w
 from scipy.special import expit
 
 from .auth import hash_token, new_token
+from .config import load_config
 from .pki import DevPki, generate_dev_pki
-from .signing import link_peers
+from .signing import ensure_signing_key, public_key_text
 
 __all__ = ["ANALYST_DIR", "CONFIG_TEMPLATE", "FederationInit", "InitResult", "federation_document", "init_federation",
-           "init_site", "name_seed",
+           "init_site", "link_peers", "name_seed",
            "sample_dataset"]
 
 #: Sub-folder of a site folder with everything the analyst needs: a federation snippet, the token, CA and client key.
@@ -261,3 +263,22 @@ def init_federation(directory, n_sites: int, *, analyst: str = "analyst1", overw
         comment=f"Analyst's federation of {n_sites} local sites (written by dsroc-site init --federation)."),
         encoding="utf-8")
     return FederationInit(sites, federation)
+
+
+def link_peers(config_paths) -> dict[str, str]:
+    """Make the sites of ``config_paths`` (site TOML files) peers of each other; returns name -> public key.
+
+    Creates each site's signing key if needed and appends a ``[peers.NAME]`` table for every other site
+    to each file (files that already have a ``[peers`` table are refused). For development federations
+    (tests, the demo, ``dsroc-site init``); a real federation exchanges public keys between administrators.
+    """
+    configs = [load_config(p) for p in config_paths]
+    keys = {c.name: public_key_text(ensure_signing_key(c.signing_key_path)) for c in configs}
+    for path, config in zip(config_paths, configs):
+        text = Path(path).read_text(encoding="utf-8")
+        if "[peers" in text:
+            raise ValueError(f"{path}: already has peers; edit them by hand")
+        tables = "".join(f'\n[peers.{json.dumps(name)}]\npublic_key = "{key}"\n'
+                         for name, key in keys.items() if name != config.name)
+        Path(path).write_text(text.rstrip("\n") + "\n" + tables, encoding="utf-8")
+    return keys

@@ -1,6 +1,6 @@
 """The privacy ledger: a durable record of every release, charged before anything leaves the site.
 
-One accountant (``dsroc.accounting``) composes every release of a population, whatever its
+One accountant (``dsroc.privacy.accounting``) composes every release of a population, whatever its
 mechanism; a release is refused unless the composed history stays (epsilon, delta)-DP at the
 site's budget, compared exactly (no slack). Budgets, histories, caps and answered cuts are kept per
 population (the patients behind one or more dataset entries), never per dataset name.
@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma, gdp_release_mu
-from dsroc.accounting import VALUE_DISCRETIZATION, Accountant, Gaussian, decode_event, encode_event
+from dsroc.privacy.accounting import VALUE_DISCRETIZATION, Accountant, Gaussian, decode_event, encode_event
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, ResourceExhausted

@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from dsroc.accounting import discretization_for
+from dsroc.privacy.accounting import discretization_for
 from dsroc.v1 import site_pb2, site_pb2_grpc
 
 from .audit import AuditLog

@@ -16,7 +16,7 @@ from .errors import NotFound, ResourceExhausted
 from .guard import SiteSensitivity
 from .scores import ScoreSpec
 
-if TYPE_CHECKING:  # dsroc.auc imports scipy.special: not before the daemon serves
+if TYPE_CHECKING:  # dsroc.roc.auc imports scipy.special: not before the daemon serves
     from dsroc import SurvivorFunction
 
 __all__ = ["Survivor", "ScoredData", "Session", "SessionStore"]

@@ -22,7 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-__all__ = ["SIGNED_FIELDS", "ReleaseSigner", "ensure_signing_key", "link_peers", "load_signing_key", "public_key_text", "parse_public_key",
+__all__ = ["SIGNED_FIELDS", "ReleaseSigner", "ensure_signing_key", "load_signing_key", "public_key_text", "parse_public_key",
            "values_digest", "release_message", "sign_release", "verify_release"]
 
 # The ReleaseInfo fields a signature covers, in this order.
@@ -179,24 +179,3 @@ class ReleaseSigner:
                                        "values (send each site's released values unchanged, in release order)")
             if s.site == self.name and not known_release(s.release_id):
                 raise PermissionDenied(f"signed releases: {where}: release {s.release_id!r} is not in this site's ledger")
-
-
-def link_peers(config_paths) -> dict[str, str]:
-    """Make the sites of ``config_paths`` (site TOML files) peers of each other; returns name -> public key.
-
-    Creates each site's signing key if needed and appends a ``[peers.NAME]`` table for every other site
-    to each file (files that already have a ``[peers`` table are refused). For development federations
-    (tests, the demo, ``dsroc-site init``); a real federation exchanges public keys between administrators.
-    """
-    from .config import load_config
-
-    configs = [load_config(p) for p in config_paths]
-    keys = {c.name: public_key_text(ensure_signing_key(c.signing_key_path)) for c in configs}
-    for path, config in zip(config_paths, configs):
-        text = Path(path).read_text(encoding="utf-8")
-        if "[peers" in text:
-            raise ValueError(f"{path}: already has peers; edit them by hand")
-        tables = "".join(f'\n[peers.{json.dumps(name)}]\npublic_key = "{key}"\n'
-                         for name, key in keys.items() if name != config.name)
-        Path(path).write_text(text.rstrip("\n") + "\n" + tables, encoding="utf-8")
-    return keys

@@ -28,7 +28,7 @@ from dsroc import (
     mean_parts,
     sq_dev_parts,
 )
-from dsroc.accounting import VALUE_DISCRETIZATION, Gaussian
+from dsroc.privacy.accounting import VALUE_DISCRETIZATION, Gaussian
 
 from .approvals import ModelApprovals, model_hash
 from .budget_view import releases_left

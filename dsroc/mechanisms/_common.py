@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from .._checks import check_rng
+
 __all__ = ["check_epsilon", "check_delta", "check_rng", "check_fraction", "check_count"]
 
 
@@ -49,10 +51,3 @@ def check_count(value, *, name: str, minimum: int = 1) -> np.ndarray:
     if np.any(arr < minimum):
         raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
     return arr.astype(np.int64)
-
-
-def check_rng(rng) -> np.random.Generator:
-    """The caller's explicit ``numpy.random.Generator`` (no hidden global state)."""
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), got {type(rng).__name__}")
-    return rng

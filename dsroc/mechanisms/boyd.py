@@ -17,8 +17,8 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from .._checks import split_by_class
-from ..auc import check_ties, placement_values
-from ..prspace import average_precision
+from ..roc.auc import check_ties, placement_values
+from ..pr.space import average_precision
 from ._common import check_count, check_delta, check_epsilon, check_rng
 
 __all__ = [
@@ -257,7 +257,7 @@ def dp_average_precision(scores, labels, *, epsilon: float, delta: float = 0.0, 
                          bound: str = "log", gamma: float = 2.0) -> DPRelease:
     """Differentially private average precision by smooth sensitivity (B15 M2).
 
-    AP is :func:`dsroc.prspace.average_precision` (negatives tied with a positive rank above it). The
+    AP is :func:`dsroc.pr.space.average_precision` (negatives tied with a positive rank above it). The
     smooth sensitivity uses :func:`ap_local_sensitivity` with ``bound`` ("log": the paper's printed
     bound; "harmonic": the thesis' tighter one). Noise and clipping as :func:`dp_auc`; the release is
     not clipped to AP_min, which depends on the private class counts.

@@ -14,7 +14,7 @@ from analyst import Federation, SiteConfig
 from site_node.approvals import approve_model
 from site_node.auth import hash_token
 from site_node.pki import generate_dev_pki
-from site_node.signing import link_peers
+from site_node.init import link_peers
 from site_node.testing import running_server
 
 TOKEN = "analyst-test-token"

@@ -195,7 +195,7 @@ def test_a_site_stopped_mid_analysis_is_named(tmp_path, pki, helpers):
 
     import grpc
 
-    from site_node.signing import link_peers
+    from site_node.init import link_peers
     from site_node.testing import running_server
 
     frames = helpers.site_frames(seed=5)[:3]
@@ -306,7 +306,7 @@ def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki
     # limit the site reports in its policy -- here one call at a time.
     import contextlib
 
-    from site_node.signing import link_peers
+    from site_node.init import link_peers
     from site_node.testing import running_server
 
     frames = helpers.site_frames(seed=5)[:3]

@@ -89,6 +89,6 @@ def test_histogram_protocol_returns_pr_from_the_histograms(five_sites, pki, help
     edges = result.validation.edges
     assert pr.n1 == pytest.approx(result.validation.n1) and pr.source.startswith("histogram protocol")
     # The true binned AP (each bin one tie block, negatives first) by brute force; the noise moves it a little.
-    bins = dsroc.histogram.bin_index(pooled["pred"].to_numpy(), edges).astype(float)
+    bins = dsroc.histogram.grid.bin_index(pooled["pred"].to_numpy(), edges).astype(float)
     assert pr.ap == pytest.approx(brute_ap(bins, pooled["y"].to_numpy()), abs=0.03)
     assert PrecisionRecallDisplay.from_result(result).summary.ap == pr.ap

@@ -10,7 +10,7 @@ import pytest
 from scipy.special import logsumexp
 
 from dsroc import analytic_gaussian_sigma, gdp_delta, gdp_epsilon, gdp_mu
-from dsroc.accounting import (
+from dsroc.privacy.accounting import (
     Accountant,
     ApproximateDp,
     DiscreteGaussian,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.linalg import null_space
 
-from dsroc.auditing import CountQuery, atoms, audit_counts, small_determined_group
+from dsroc.privacy.auditing import CountQuery, atoms, audit_counts, small_determined_group
 
 
 def brute_force(rows: np.ndarray, counts: np.ndarray, q: int) -> list[tuple[int, ...]]:

@@ -9,7 +9,7 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from dsroc import delong_variance, empirical_auc, histogram_validation
-from dsroc.histogram import (
+from dsroc.histogram.grid import (
     bin_index,
     bin_representatives,
     bin_scores,
@@ -19,8 +19,8 @@ from dsroc.histogram import (
     histogram_pr,
     histogram_roc,
 )
-from dsroc.histogram_auc import histogram_auc, histogram_delong_variance, histogram_rocglm
-from dsroc.histogram_calibration import histogram_brier, histogram_calibration_curve, histogram_recalibration
+from dsroc.histogram.auc import histogram_auc, histogram_delong_variance, histogram_rocglm
+from dsroc.histogram.calibration import histogram_brier, histogram_calibration_curve, histogram_recalibration
 
 
 def _sample(seed, n=3000):
@@ -192,7 +192,7 @@ def test_a_valid_release_never_raises_and_says_what_is_missing():
 
 
 def test_point_auc_is_the_validations_auc_and_survives_tiny_classes():
-    from dsroc.histogram_validation import histogram_point_auc
+    from dsroc.histogram.estimates import histogram_point_auc
 
     s, y = _sample(6, n=4000)
     edges = histogram_edges(8)

@@ -5,14 +5,14 @@ import pytest
 from scipy.special import expit
 
 from dsroc import histogram_validation
-from dsroc.histogram import bin_representatives, bin_scores, consistent_counts, histogram_edges
-from dsroc.histogram_auc import (
+from dsroc.histogram.grid import bin_representatives, bin_scores, consistent_counts, histogram_edges
+from dsroc.histogram.auc import (
     histogram_auc,
     histogram_auc_noise_variance,
     histogram_rocglm,
     histogram_rocglm_noise_variance,
 )
-from dsroc.histogram_calibration import histogram_brier, histogram_recalibration
+from dsroc.histogram.calibration import histogram_brier, histogram_recalibration
 
 SIGMA = 8.34  # five sites at epsilon = 1, delta = 1e-5: sqrt(5) * 3.73
 DRAWS = 3000

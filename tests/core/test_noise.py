@@ -9,8 +9,8 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import chisquare
 
-from dsroc.accounting import Accountant, DiscreteGaussian
-from dsroc.noise import (
+from dsroc.privacy.accounting import Accountant, DiscreteGaussian
+from dsroc.privacy.noise import (
     discrete_gaussian_delta,
     discrete_gaussian_noise,
     discrete_gaussian_sigma,

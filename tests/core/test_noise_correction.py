@@ -13,7 +13,7 @@ from dsroc import (
     placement_values,
     released_auc,
 )
-from dsroc.noise_correction import grouped_noise_variance
+from dsroc.roc.noise_correction import grouped_noise_variance
 
 
 def _pieces(s0, s1, r0, r1):

@@ -1,4 +1,4 @@
-"""PR space (dsroc.prspace, dsroc.pr_estimators): Boyd's test vectors T1-T4 and T14, and brute-force checks of every estimator."""
+"""PR space (dsroc.pr.space, dsroc.pr.estimators): Boyd's test vectors T1-T4 and T14, and brute-force checks of every estimator."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dsroc import pr_estimators as A
-from dsroc import prspace as P
+from dsroc.pr import estimators as A
+from dsroc.pr import space as P
 
 # T1: Boyd 2014 Table 4.1 -- 20 scores 0.95 ... 0.00, positives at 0.95, 0.80, 0.75, 0.50, 0.15 (n1=5, n0=15).
 T1_SCORES = np.round(np.arange(0.95, -0.01, -0.05), 2)

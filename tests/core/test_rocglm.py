@@ -128,6 +128,36 @@ def test_separated_counts_are_a_clear_error_and_flagged_in_batch():
     assert np.isnan(batch.params[0]).all() and np.isfinite(batch.params[1]).all()
 
 
+def _statsmodels_probit(counts, n, grid):
+    x = sm.add_constant(ndtri(grid))
+    model = sm.GLM(np.c_[counts, n - counts], x, family=sm.families.Binomial(sm.families.links.Probit()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(maxiter=1000, tol=1e-13)
+
+
+def test_quasi_complete_separation_has_no_finite_estimate():
+    # One threshold holds both successes and failures, the others only one kind, zeros below and n1 above:
+    # the deviance falls towards 0 as the slope grows (statsmodels walks off to a huge slope), so there is
+    # no MLE to converge to. Such data once "converged" or not at gamma2 ~ 110 depending on rounding.
+    grid = rocglm_grid()
+    counts = np.where(np.arange(grid.size) < 13, 0, 726)
+    counts[13] = 560
+    sm_fit = _statsmodels_probit(counts, 726, grid)
+    assert sm_fit.params[1] > 50 and sm_fit.deviance < 1e-6
+    with pytest.raises(ValueError, match="quasi-complete separation"):
+        fit_rocglm(RocGlmParts(counts, 726, grid))
+    reversed_counts = 726 - counts[::-1]  # the same pattern decreasing along the grid
+    batch = fit_rocglm_batch(np.array([counts, reversed_counts]), [726, 726], grid)
+    assert batch.degenerate.tolist() == [True, True] and np.isnan(batch.params).all()
+    # A second threshold with both kinds gives overlap: a finite MLE, the one statsmodels finds.
+    counts[14] = 700
+    sm_fit = _statsmodels_probit(counts, 726, grid)
+    fit = fit_rocglm(RocGlmParts(counts, 726, grid))
+    assert fit.converged and not fit_rocglm_batch(counts[None], [726], grid).degenerate[0]
+    np.testing.assert_allclose(fit.params, sm_fit.params, rtol=1e-7)
+
+
 def test_non_convergence_is_a_warning_on_the_result():
     parts = RocGlmParts.from_placements(_placements(2), rocglm_grid())
     with warnings.catch_warnings(record=True) as caught:

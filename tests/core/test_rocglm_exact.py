@@ -8,7 +8,7 @@ import statsmodels.api as sm
 from scipy.special import ndtri
 
 from dsroc import RocGlmParts, fit_rocglm, fit_rocglm_batch, placement_values, rocglm_counts, rocglm_grid
-from dsroc.batch import grouped_placement_values, grouped_rocglm_counts
+from dsroc.roc.batch import grouped_placement_values, grouped_rocglm_counts
 
 
 def _held_out_placements(seed, n0=3000, n1=500):

@@ -23,7 +23,7 @@ def test_readme_first_command_makes_and_uses_a_virtual_environment():
     # python3 (a stock Debian has no 'python'), a venv (Debian refuses system-wide pip), then install and demo
     assert steps[0] == "python3 -m venv .venv"
     assert steps[1] == ". .venv/bin/activate"
-    assert steps[2].startswith("pip install -e") and '".[test]"' in steps[2]
+    assert steps[2] == 'pip install -c constraints.txt -e ".[test]"'  # the lock, as .ci/run uses it
     assert steps[-1] == "dsroc demo"
     assert tests == "python -m pytest"  # inside the activated venv, 'python' exists
 
@@ -40,7 +40,7 @@ def test_ci_runs_exactly_the_readme_test_command_inside_its_own_venv():
         assert "python" not in words and "pip" not in words, ln
     _, tests = readme_two_commands()
     assert lines[-1] == tests
-    assert any('install --quiet -e ".[test]"' in ln for ln in lines[activate:])
+    assert any('install --quiet -c constraints.txt -e ".[test]"' in ln for ln in lines[activate:])
     assert "postgresql" in script and "python3-venv" in script  # the apt step stays, venv added when missing
     assert (ROOT / ".ci" / "run").stat().st_mode & 0o111
 
@@ -49,3 +49,15 @@ def test_pyproject_declares_the_shared_dependencies():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {re.split(r"[<>=\[ ]", d)[0].lower() for d in deps}
     assert {"dp-accounting", "opendp", "tomli-w", "tqdm"} <= names
+
+
+def test_the_lock_pins_every_dependency_exactly():
+    lock = (ROOT / "constraints.txt").read_text(encoding="utf-8")
+    pins = dict(ln.split("==") for ln in lock.splitlines() if ln and not ln.startswith("#"))
+    assert all(re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", v) for v in pins.values()), pins
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = pyproject["dependencies"] + pyproject["optional-dependencies"]["test"]
+    names = {re.split(r"[<>=\[ ]", d)[0].lower().replace("_", "-") for d in declared}
+    assert names <= {p.lower().replace("_", "-") for p in pins}, names - set(pins)
+    refresh = (ROOT / ".ci" / "refresh-lock").read_text(encoding="utf-8")
+    assert "python -m pytest" in refresh and refresh.index("python -m pytest") < refresh.index("mv constraints.txt.new")

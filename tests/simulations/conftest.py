@@ -6,7 +6,7 @@ that call, on the same :mod:`dsroc` functions: a release draws both classes' noi
 with ``add_gaussian_noise``; placement values come from ``SurvivorFunction`` (mid-rank ties); the
 ROC-GLM parts from ``RocGlmParts.from_placements``, summed over sites by ``fit_rocglm``; the CI from
 the two-pass ``mean_parts`` / ``sq_dev_parts`` moments and ``delong_variance_from_moments``; the
-privacy level from the site guard's ``require_privacy_level``.
+privacy level from ``dsroc.require_privacy_level``, the rule the site guard applies.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from dsroc import (
+    DisclosureError,
     RocGlmParts,
     SurvivorFunction,
     add_gaussian_noise,
@@ -30,15 +31,14 @@ from dsroc import (
     mean_parts,
     pooled_mean,
     pooled_variance,
+    require_privacy_level,
     rocglm_grid,
     sq_dev_parts,
 )
-from dsroc.noise_correction import noise_corrected_auc, noise_variance, released_auc
+from dsroc.roc.noise_correction import noise_corrected_auc, noise_variance, released_auc
 from simulations.dgp import N_SITES, generate_replication, population_auc
 from simulations.protocol import PRIVACY_LEVEL
 from simulations.records import setting_frame, tau_of
-from site_node.errors import PermissionDenied
-from site_node.guard import require_privacy_level
 
 
 def release_scores(negatives, positives, tau: float, seed: int, rep: int, site: int):
@@ -123,7 +123,7 @@ def run_protocol_reference(seed: int, reps, settings, *, grid=None, privacy_leve
                 require_privacy_level(s0.size, privacy_level, "each class of a release (negatives)")
                 require_privacy_level(s1.size, privacy_level, "each class of a release (positives)")
             refused = False
-        except PermissionDenied:
+        except DisclosureError:
             refused = True
         base = {"rep": rep, "n": s.size, "n1": int(y.sum()), "auc_emp": auc_emp, "var_true": var_true,
                 "auc_pop": float(population_auc(np.floor(data.gamma * s.size) / s.size)),

@@ -1,10 +1,10 @@
-"""The grouped statistics of dsroc.batch equal the single-data-set dsroc functions on every group."""
+"""The grouped statistics of dsroc.roc.batch equal the single-data-set dsroc functions on every group."""
 
 import numpy as np
 import pytest
 
 from dsroc import auc_ci, auc_ci_batch, delong_variance, empirical_auc, placement_values, rocglm_counts, rocglm_grid
-from dsroc.batch import (
+from dsroc.roc.batch import (
     grouped_class_placements,
     grouped_delong_variance,
     grouped_mean,

@@ -8,8 +8,8 @@ import pytest
 from scipy.stats import norm
 
 from dsroc import bin_scores, empirical_auc, histogram_edges, histogram_validation
-from dsroc.histogram import bin_index, recommended_n_bins
-from dsroc.noise import discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance
+from dsroc.histogram.grid import bin_index, recommended_n_bins
+from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance
 from simulations.binormal import binormal_means, generate_binormal_batch
 from simulations.cli import main
 from simulations.compare import compare_settings, compare_table, run_compare_chunk

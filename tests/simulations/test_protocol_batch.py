@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dsroc import fit_rocglm, fit_rocglm_batch, mean_parts, pooled_mean, pooled_variance, rocglm_grid, sq_dev_parts
-from dsroc.batch import grouped_placement_values, grouped_rocglm_counts, grouped_variance
+from dsroc.roc.batch import grouped_placement_values, grouped_rocglm_counts, grouped_variance
 from simulations.dgp import N_SITES, generate_batch, generate_replication
 from simulations.protocol import refused_replications, release_noise, run_protocol_chunk
 from simulations.settings import select_settings

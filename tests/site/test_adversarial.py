@@ -300,7 +300,7 @@ from site_node.config import Policy
 from site_node.ledger import ReleaseKey, SqliteLedger
 
 ledger = SqliteLedger({path!r})
-from dsroc.accounting import Gaussian
+from dsroc.privacy.accounting import Gaussian
 
 key = ReleaseKey("test", "column:pred", "y", "scores", "{{}}")
 

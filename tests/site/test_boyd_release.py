@@ -6,7 +6,7 @@ import grpc
 import numpy as np
 import pytest
 
-from dsroc.accounting import Accountant
+from dsroc.privacy.accounting import Accountant
 from dsroc.mechanisms import smooth_noise_calibration, smooth_sensitivity
 from dsroc.v1 import site_pb2 as pb
 from site_node.boyd import boyd_events

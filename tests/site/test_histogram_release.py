@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import expit, logit
 
-from dsroc.noise import discrete_gaussian_variance
+from dsroc.privacy.noise import discrete_gaussian_variance
 from dsroc.v1 import site_pb2 as pb
 from site_node.testing import running_server
 

@@ -12,7 +12,7 @@ from scipy.stats import norm
 from dsroc.v1 import site_pb2 as pb
 from site_node.config import Policy
 from site_node.errors import ResourceExhausted
-from dsroc.accounting import Gaussian
+from dsroc.privacy.accounting import Gaussian
 from site_node.ledger import ReleaseKey, SqliteLedger, budget_mu
 from site_node.testing import running_server
 

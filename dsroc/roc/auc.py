@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, logit, ndtri
 
-from ._checks import as_scores, is_sorted, split_by_class
+from .._checks import as_scores, is_sorted, split_by_class
 
 __all__ = [
     "BatchCI",

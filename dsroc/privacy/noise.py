@@ -72,13 +72,13 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, *, sensitivity: int = 
 def discrete_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: int = 1, interval: float | None = None) -> float:
     """Smallest discrete-Gaussian parameter sigma whose release is (epsilon, delta)-DP by the site's accountant.
 
-    Calibrated by the privacy-loss-distribution accountant (:class:`dsroc.accounting.Accountant`,
+    Calibrated by the privacy-loss-distribution accountant (:class:`dsroc.privacy.accounting.Accountant`,
     pessimistic, never below the exact value), so that a single release at the budget's (epsilon,
     delta) fits the budget as the ledger checks it. The exact curve
     (:func:`discrete_gaussian_delta`, Canonne, Kamath and Steinke 2020, Thm 7) is the cross-check:
     at the returned sigma it is at most ``delta``, and within 1e-3 relative of it.
 
-    ``interval`` is the accountant's privacy-loss grid (default: :func:`dsroc.accounting.discretization_for`
+    ``interval`` is the accountant's privacy-loss grid (default: :func:`dsroc.privacy.accounting.discretization_for`
     of ``epsilon``); a ledger passes its own so that its check and this calibration agree.
     """
     from .accounting import DiscreteGaussian, discretization_for  # the accountant imports this module

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ._checks import check_scores_labels
+from .._checks import check_scores_labels
 
 __all__ = ["BrierParts", "brier_parts", "aggregate_brier", "brier_score"]
 

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
 
-from .histogram_auc import check_sigma
+from .auc import check_sigma
 
 __all__ = [
     "Estimate",

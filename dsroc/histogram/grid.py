@@ -16,7 +16,7 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 from scipy.special import expit, logit
 
-from ._checks import check_scores_labels
+from .._checks import check_scores_labels
 
 __all__ = [
     "SPACINGS",

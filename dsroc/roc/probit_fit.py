@@ -58,10 +58,10 @@ def iterate_to_mle(evaluate: Callable[[np.ndarray], ProbitTerms], theta0: np.nda
     ``xtol > 0``: steps to the MLE, as few evaluations as possible (each is a round trip to every site
     when the parts are remote):
 
-    - with ``observed`` (the counts are at hand: a :class:`~dsroc.probit.ProbitCounts`) Newton steps with
+    - with ``observed`` (the counts are at hand: a :class:`~dsroc.roc.probit.ProbitCounts`) Newton steps with
       the observed information, which converge quadratically;
     - otherwise (only the score, expected information and deviance are known at each theta) a first
-      :func:`~dsroc.probit.moment_step` when the grid probits ``x`` are known, then quasi-Newton steps
+      :func:`~dsroc.roc.probit.moment_step` when the grid probits ``x`` are known, then quasi-Newton steps
       with ``I(theta) - A``: ``A`` estimates the difference between expected and observed information
       from the change of the score along the steps taken (the symmetric secant update of Powell,
       ``A s = (I_k + I_{k+1}) s / 2 - (V_k - V_{k+1})``), which converge superlinearly where Fisher

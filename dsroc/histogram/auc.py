@@ -1,6 +1,6 @@
 """AUC from noisy histograms: binned empirical AUC, ROC-GLM through the bin edges, and variances including the noise.
 
-Counts are consistent (see :func:`dsroc.histogram.consistent_counts`) arrays of shape ``(..., B)``.
+Counts are consistent (see :func:`dsroc.histogram.grid.consistent_counts`) arrays of shape ``(..., B)``.
 ``sigma`` is the standard deviation of the noise in each summed cell (``sqrt`` of the sum of the
 sites' variances); it enters the variances only, never the point estimates.
 """
@@ -12,10 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .auc import delong_variance_from_moments
-from .histogram import check_counts, consistent_counts, survivor_at_edges
-from .rocglm import rocglm_auc
-from .rocglm_fit import fit_rocglm_batch
+from ..roc.auc import delong_variance_from_moments
+from .grid import check_counts, consistent_counts, survivor_at_edges
+from ..roc.rocglm import rocglm_auc
+from ..roc.rocglm_fit import fit_rocglm_batch
 
 __all__ = [
     "HistogramRocGlm",

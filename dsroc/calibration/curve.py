@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._checks import check_privacy_level, check_scores_labels
+from .._checks import check_privacy_level, check_scores_labels
 
 __all__ = [
     "calibration_edges",

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import is_sorted
+from .._checks import is_sorted
 from .auc import BatchCI, auc_ci_batch, placement_values
 from .batch import check_groups, group_sizes, grouped_mean, grouped_placement_values
 
@@ -132,7 +132,7 @@ def _by_group(groups: np.ndarray, n_groups: int) -> list[np.ndarray]:
 
 def grouped_noise_variance(released0, groups0, released1, groups1, tau0, tau1, *, n_groups: int, seeds,
                            draws: int = DEFAULT_DRAWS, max_size: int = DEFAULT_MAX_SIZE) -> np.ndarray:
-    """:func:`noise_variance` of many data sets at once (group ids as in :mod:`dsroc.batch`), one sort per term.
+    """:func:`noise_variance` of many data sets at once (group ids as in :mod:`dsroc.roc.batch`), one sort per term.
 
     ``seeds`` holds one seed per group, so each group's value equals :func:`noise_variance` on that
     group alone with its seed (however the groups are batched).

@@ -116,8 +116,11 @@ def _check_local_degenerate(parts) -> None:
             cause = "every count k_j is 0 (no positive has a placement value at or below any threshold)"
         elif np.all(k == n):
             cause = "every count k_j equals n1 (all positives' placement values lie below the first threshold: AUC of 1)"
-        else:
+        elif np.all((k == 0) | (k == n)):
             cause = "every count is 0 or n1 (all placement values fall between the same two thresholds)"
+        else:
+            cause = ("every count is 0 below one threshold and n1 above it (all placement values fall between "
+                     "the two thresholds around it: quasi-complete separation)")
         raise ValueError(f"{_SEPARATED}: {cause}; the probit regression has no finite estimate (separation)")
 
 
@@ -165,7 +168,7 @@ def fit_rocglm(parts, *, start=None, tol: float = 1e-8, xtol: float = 1e-10, max
         The estimate within ``xtol`` of the MLE relative to the parameters. A single
         :class:`RocGlmParts` (counts at hand) takes Newton steps; other parts (only the score,
         information and deviance known at each theta) a moment step from the start, then quasi-Newton
-        steps corrected by the change of the score along the steps (see :func:`dsroc.probit_fit.iterate_to_mle`).
+        steps corrected by the change of the score along the steps (see :func:`dsroc.roc.probit_fit.iterate_to_mle`).
         ``0``: Fisher scoring from the diagonal until R's rule, reproducing R's ``glm`` estimate (about
         1e-6 from the MLE).
     max_iter : int, default 25

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from ._checks import as_scores, is_sorted
+from .._checks import as_scores, is_sorted
 from .probit import OneCounts, ProbitCounts, ProbitTerms
 
 __all__ = [
@@ -87,9 +87,23 @@ def _counts(pv: np.ndarray, grid: np.ndarray) -> np.ndarray:
 
 
 def _degenerate(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Rows whose counts separate the indicator data: every k_j is 0 or n (no finite MLE)."""
+    """Rows whose counts separate the indicator data, so that the probit has no finite MLE.
+
+    With thresholds in increasing order, the successes lie at the thresholds with ``k_j > 0`` and the
+    failures at those with ``k_j < n``. The data are separated when every k_j is 0 or n, and
+    quasi-completely separated when the failures all lie at or below the first success (or the
+    successes at or below the first failure): they then meet at one threshold at most, and the
+    likelihood grows towards the saturated fit of that threshold as the slope grows without bound.
+    A fit of such data drifts along a flat likelihood, where rounding decides when it stops.
+    """
+    k = np.asarray(k)
     nn = np.asarray(n)[..., None]
-    return np.all((k == 0) | (k == nn), axis=-1)
+    success, failure = k > 0, k < nn
+    idx = np.arange(k.shape[-1])
+    last = lambda m: np.max(np.where(m, idx, -1), axis=-1)  # noqa: E731 - -1 when none
+    first = lambda m: np.min(np.where(m, idx, k.shape[-1]), axis=-1)  # noqa: E731 - J when none
+    quasi = (last(failure) <= first(success)) | (last(success) <= first(failure))
+    return quasi | np.all(~success | ~failure, axis=-1)
 
 
 @dataclass(frozen=True)
@@ -200,7 +214,7 @@ class RocGlmParts:
 
     @property
     def is_degenerate(self) -> bool:
-        """True when every count is 0 or n_trials (separated data, no finite estimate)."""
+        """True when the counts are (quasi-completely) separated: no finite estimate (see ``_degenerate``)."""
         if self._is_degenerate is None:
             self._is_degenerate = bool(_degenerate(self.counts, self.n_trials))
         return self._is_degenerate

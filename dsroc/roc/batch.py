@@ -1,8 +1,8 @@
 """Grouped (batched) versions of the core statistics: many data sets in one concatenated array, one sort.
 
 Each function here takes data sets stacked into one array with an integer group id per element and
-returns, per element or per group, exactly what the single-data-set function in :mod:`dsroc.auc`,
-:mod:`dsroc.rocglm` or :mod:`dsroc.moments` returns for that group alone (same tie conventions, same
+returns, per element or per group, exactly what the single-data-set function in :mod:`dsroc.roc.auc`,
+:mod:`dsroc.roc.rocglm` or :mod:`dsroc.roc.moments` returns for that group alone (same tie conventions, same
 floating-point expressions), without a Python loop over groups. They exist for the simulation study,
 which evaluates hundreds of thousands of data sets, and are tested against the single-data-set
 functions.
@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_labels, as_scores
+from .._checks import as_labels, as_scores
 from .auc import check_ties, delong_variance_from_moments, survivor_from_counts
 from .rocglm import rocglm_grid
 

@@ -1,6 +1,6 @@
 """AUCPR estimators and their confidence intervals (Boyd, Eng and Page 2013; Boyd 2014, ch. 4).
 
-Point estimators work on :class:`dsroc.prspace.PRPoints`, so they apply equally to raw scores and to
+Point estimators work on :class:`dsroc.pr.space.PRPoints`, so they apply equally to raw scores and to
 released counts (post-processing); the binormal estimator needs the class means and SDs. Intervals:
 binomial and logit (n = n1), stratified percentile bootstrap and k-fold cross-validation.
 """
@@ -14,9 +14,8 @@ import numpy as np
 from scipy import integrate, stats
 from scipy.special import expit, logit
 
-from ._checks import check_scores_labels, split_by_class
-from .mechanisms._common import check_rng
-from .prspace import PRPoints, average_precision, pr_points
+from .._checks import check_rng, check_scores_labels, split_by_class
+from .space import PRPoints, average_precision, pr_points
 
 __all__ = [
     "ESTIMATORS",
@@ -84,7 +83,7 @@ def recall_precision_extremes(points: PRPoints, *, aggregate: str | None = None)
 
 def _extremes_of_runs(recall, precision, aggregate):
     """:func:`recall_precision_extremes` of a ranking's points (tp and fp non-decreasing, as every curve
-    of :mod:`dsroc.prspace` is): each recall is one run of points along which the precision does not
+    of :mod:`dsroc.pr.space` is): each recall is one run of points along which the precision does not
     increase, so its first and last points are the extremes and its middle ones the median, in O(n)."""
     starts = np.flatnonzero(np.concatenate(([True], recall[1:] != recall[:-1])))
     ends = np.concatenate((starts[1:], [recall.size])) - 1

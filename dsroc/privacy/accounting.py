@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Iterable, Union
 
-from .privacy import gdp_delta, gdp_epsilon
+from .gaussian import gdp_delta, gdp_epsilon
 
 __all__ = [
     "Gaussian",

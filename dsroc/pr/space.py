@@ -3,7 +3,7 @@
 A PR curve's points are the cumulative true and false positive counts at decreasing thresholds; the
 same :class:`PRPoints` comes from raw scores (:func:`pr_points`), from released class-wise cumulative
 counts such as noisy histograms (:func:`pr_points_from_counts`), so that every estimator in
-:mod:`dsroc.pr_estimators` is post-processing of whatever was released. The minimum PR curve is the curve of
+:mod:`dsroc.pr.estimators` is post-processing of whatever was released. The minimum PR curve is the curve of
 the ranking that puts every negative first; no ranking does worse (Boyd 2014, Thm 3.3).
 """
 
@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import digamma
 
-from ._checks import check_scores_labels, is_sorted, split_by_class
+from .._checks import check_scores_labels, is_sorted, split_by_class
 
 __all__ = [
     "PRPoints",
@@ -188,7 +188,7 @@ def grouped_average_precision(scores, labels, groups, *, n_groups: int) -> np.nd
     Sorting by (group, descending score, label) puts tied negatives before positives, so at each
     positive the running counts are its ``j`` and ``j + s_j``. NaN for a group without positives.
     """
-    from .batch import check_groups
+    from ..roc.batch import check_groups
 
     s, y = check_scores_labels(scores, labels)
     g = check_groups(groups, s.size, n_groups)

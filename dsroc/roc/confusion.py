@@ -7,8 +7,8 @@ from typing import Iterable
 
 import numpy as np
 
-from ._checks import check_privacy_level, check_scores_labels
-from .errors import DisclosureError
+from .._checks import check_privacy_level, check_scores_labels
+from ..errors import DisclosureError
 
 __all__ = ["ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion"]
 

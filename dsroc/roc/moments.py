@@ -7,7 +7,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ._checks import as_scores
+from .._checks import as_scores
 
 __all__ = ["MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_sq_dev", "pooled_variance"]
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, logit, ndtri
 
-from .calibration import CalibrationCurve
-from .histogram_calibration import Estimate, Recalibration, calibration_in_the_large, histogram_recalibration
+from .curve import CalibrationCurve
+from ..histogram.calibration import Estimate, Recalibration, calibration_in_the_large, histogram_recalibration
 
 __all__ = ["CalibrationHierarchy", "calibration_hierarchy", "calibration_intercept"]
 

@@ -1,0 +1,41 @@
+"""The histogram protocol's maths: the public grid and binning, consistent counts, estimators from noisy counts."""
+
+from .._lazy import export_lazily
+
+_EXPORTS = {
+    # .auc
+    "HistogramRocGlm": "auc", "check_sigma": "auc", "histogram_auc": "auc", "histogram_placements": "auc",
+    "histogram_delong_variance": "auc", "histogram_auc_noise_variance": "auc", "histogram_rocglm": "auc",
+    "histogram_rocglm_noise_variance": "auc",
+    # .calibration
+    "Estimate": "calibration", "HistogramCalibrationCurve": "calibration", "Recalibration": "calibration",
+    "histogram_brier": "calibration", "scalar_brier": "calibration",
+    "histogram_calibration_curve": "calibration", "calibration_in_the_large": "calibration",
+    "histogram_recalibration": "calibration",
+    # .estimates
+    "PLAUSIBLE_SDS": "estimates", "ESTIMATORS": "estimates", "DEFAULT_ESTIMATOR": "estimates",
+    "DEFAULT_TAIL_SIGMAS": "estimates", "AucEstimates": "estimates", "histogram_point_auc": "estimates",
+    "histogram_auc_estimates": "estimates",
+    # .grid
+    "SPACINGS": "grid", "recommended_n_bins": "grid", "histogram_edges": "grid", "check_edges": "grid",
+    "bin_index": "grid", "bin_scores": "grid", "bin_representatives": "grid", "consistent_counts": "grid",
+    "check_counts": "grid", "survivor_at_edges": "grid", "histogram_roc": "grid", "histogram_pr": "grid",
+    "histogram_confusion": "grid",
+    # .validation
+    "HistogramValidation": "validation", "histogram_validation": "validation",
+}
+
+__all__ = [
+    "HistogramRocGlm", "check_sigma", "histogram_auc", "histogram_placements", "histogram_delong_variance",
+    "histogram_auc_noise_variance", "histogram_rocglm", "histogram_rocglm_noise_variance",
+    "Estimate", "HistogramCalibrationCurve", "Recalibration", "histogram_brier", "scalar_brier",
+    "histogram_calibration_curve", "calibration_in_the_large", "histogram_recalibration",
+    "PLAUSIBLE_SDS", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
+    "histogram_point_auc", "histogram_auc_estimates",
+    "SPACINGS", "recommended_n_bins", "histogram_edges", "check_edges", "bin_index", "bin_scores",
+    "bin_representatives", "consistent_counts", "check_counts", "survivor_at_edges", "histogram_roc",
+    "histogram_pr", "histogram_confusion",
+    "HistogramValidation", "histogram_validation",
+]
+
+export_lazily(__name__, _EXPORTS)

@@ -1,0 +1,39 @@
+"""Privacy maths: Gaussian and discrete Gaussian noise, the accountant, sensitivity, auditing, the privacy level."""
+
+from .._lazy import export_lazily
+
+_EXPORTS = {
+    # .accounting
+    "Gaussian": "accounting", "DiscreteGaussian": "accounting", "Laplace": "accounting",
+    "RandomizedResponse": "accounting", "PureEpsilon": "accounting", "ApproximateDp": "accounting",
+    "Event": "accounting", "Accountant": "accounting", "VALUE_DISCRETIZATION": "accounting",
+    "discretization_for": "accounting", "encode_event": "accounting", "decode_event": "accounting",
+    # .auditing
+    "CountQuery": "auditing", "AuditResult": "auditing", "atoms": "auditing",
+    "small_determined_group": "auditing", "audit_counts": "auditing", "PRIME": "auditing",
+    # .gaussian
+    "analytic_gaussian_sigma": "gaussian", "classical_gaussian_sigma": "gaussian", "gdp_release_mu": "gaussian",
+    "gdp_mu": "gaussian", "gdp_delta": "gaussian", "gdp_epsilon": "gaussian", "add_gaussian_noise": "gaussian",
+    # .guard
+    "require_privacy_level": "guard",
+    # .noise
+    "discrete_gaussian_delta": "noise", "discrete_gaussian_sigma": "noise",
+    "discrete_gaussian_variance": "noise", "sample_discrete_gaussian": "noise",
+    "discrete_gaussian_noise": "noise",
+    # .sensitivity
+    "SensitivityEstimate": "sensitivity", "model_sensitivity": "sensitivity",
+}
+
+__all__ = [
+    "Gaussian", "DiscreteGaussian", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
+    "Accountant", "VALUE_DISCRETIZATION", "discretization_for", "encode_event", "decode_event",
+    "CountQuery", "AuditResult", "atoms", "small_determined_group", "audit_counts", "PRIME",
+    "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",
+    "gdp_epsilon", "add_gaussian_noise",
+    "require_privacy_level",
+    "discrete_gaussian_delta", "discrete_gaussian_sigma", "discrete_gaussian_variance",
+    "sample_discrete_gaussian", "discrete_gaussian_noise",
+    "SensitivityEstimate", "model_sensitivity",
+]
+
+export_lazily(__name__, _EXPORTS)
