@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.accounting import Gaussian
+from dsroc.privacy.accounting import Gaussian
 
 from .boyd import check_count_share, boyd_events
 from .errors import InvalidArgument, SiteError

@@ -297,8 +297,9 @@ def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
             pause = rng.uniform(0.0, 0.3)
             proc = subprocess.Popen([sys.executable, str(script), ",".join(d.address for d in daemons),
                                      str(pki.ca_cert), helpers.TOKEN, kind, str(epsilon), str(pause), str(HOLD)],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
-            assert proc.stdout.readline().strip() == "OPENED"
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+            if proc.stdout.readline().strip() != "OPENED":
+                raise AssertionError(f"run {run}: the analyst did not open its sessions: {proc.communicate()}")
             killed = None
             if injected.startswith("kill"):
                 time.sleep(rng.uniform(0.0, pause + 0.1))
@@ -309,7 +310,7 @@ def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
                     victim = rng.randrange(len(daemons))
                     daemons[victim].kill()
                     killed = f"s{victim}"
-            out, _ = proc.communicate(timeout=120)
+            out, _ = proc.communicate(timeout=120)  # stderr: tracebacks, if any, for the assertions' messages
             lines = [line.split() for line in out.splitlines()]
             log.append({"run": run, "kind": kind, "epsilon": epsilon, "injected": injected, "killed": killed,
                         "held": ["HELD"] in lines, "done": ["DONE"] in lines,

@@ -183,7 +183,7 @@ def test_a_huge_budget_does_not_coarsen_the_noise_of_a_small_release(make_site_c
     the exact Theorem-7 curve allows, within 1e-3."""
     from scipy.optimize import brentq
 
-    from dsroc.noise import discrete_gaussian_delta
+    from dsroc.privacy.noise import discrete_gaussian_delta
 
     config = make_site_config(policy={"max_epsilon": 10.0, "budget_epsilon": 1e5})
     with running_server(config, insecure=True) as srv:
