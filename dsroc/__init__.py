@@ -67,7 +67,7 @@ _EXPORTS = {
     "require_privacy_level": "privacy",
 }
 
-_SUBPACKAGES = ("roc", "calibration", "privacy", "histogram", "pr", "mechanisms")
+_SUBPACKAGES = ("roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre")
 
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
@@ -88,7 +88,7 @@ __all__ = [
     "PRPoints", "pr_points", "pr_points_by_class", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "require_privacy_level",
-    "roc", "calibration", "privacy", "histogram", "pr", "mechanisms",
+    "roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre",
     "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]
 

@@ -1,0 +1,8 @@
+"""Multicentre validation: random-effects pooling across sites, decision curves, and paired model comparison."""
+
+from .decision_curve import DecisionCurve, decision_curve
+from .meta_analysis import MetaAnalysis, logit_auc, log_oe, random_effects
+from .paired import PairedAUC, paired_auc_difference
+
+__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "DecisionCurve", "decision_curve",
+           "PairedAUC", "paired_auc_difference"]

@@ -1,0 +1,198 @@
+"""Multicentre study: heterogeneity across sites, subgroups, decision curves and two models compared (issue 19).
+
+Each analysis is simulated as the histogram protocol computes it: every site counts its patients on a
+public grid and adds discrete-Gaussian noise of the per-site sigma for (epsilon, delta) to every cell
+(:func:`dsroc.privacy.noise.discrete_gaussian_sigma`, add/remove one patient changes one cell by one);
+the analyst computes from the releases with :mod:`dsroc.multicentre` and the histogram AUC estimator
+(:func:`dsroc.histogram.estimates.histogram_auc_estimates`). The truth is the pooled unbinned data
+(or, for a new site, its population AUC).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.special import expit, logit
+
+from dsroc import delong_variance, empirical_auc
+from dsroc.histogram.estimates import histogram_auc_estimates
+from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
+from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects
+from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance
+
+__all__ = ["heterogeneity", "subgroups", "decision_curves", "paired_comparison", "DECISION_EDGES"]
+
+DELTA = 1e-5
+# Edges that resolve the usual 5-50 % risk thresholds of a decision curve.
+DECISION_EDGES = np.array([0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 1.0])
+
+
+def _binormal(rng, n, auc, prevalence):
+    """Scores in (0, 1) whose population AUC is ``auc`` (binormal latent, equal variances), and labels."""
+    y = rng.random(n) < prevalence
+    latent = rng.normal(size=n) + np.sqrt(2) * stats.norm.ppf(auc) * y
+    return expit(latent - 1.0), y
+
+
+def _release(rng, h, sigma):
+    return h + discrete_gaussian_noise(sigma, h.shape, rng) if sigma > 0 else h.astype(np.float64)
+
+
+def _counts(scores, y, edges):
+    idx = bin_index(scores, edges)
+    m = edges.size - 1
+    return np.bincount(idx[~y], minlength=m), np.bincount(idx[y], minlength=m)
+
+
+def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: float = 1.0, tau2: float = 0.04,
+                  mean_auc: float = 0.75, seed: int = 0) -> dict:
+    """Per-site AUCs from each site's own release, pooled on the logit scale (REML, Hartung-Knapp).
+
+    Site AUCs are drawn with ``logit(AUC) ~ N(logit(mean_auc), tau2)``. Returns the coverage of a new
+    site's AUC by the 95 % prediction interval, the mean tau^2 estimate with its Monte-Carlo SE, and the
+    coverage of the pooled mean.
+    """
+    rng = np.random.default_rng(seed)
+    sigma = discrete_gaussian_sigma(epsilon, DELTA)
+    edges = histogram_edges(recommended_n_bins(sigma))
+    sd = np.sqrt(discrete_gaussian_variance(sigma))
+    covered, mean_covered, tau2_hat = [], [], []
+    for _ in range(reps):
+        site_aucs = expit(rng.normal(logit(mean_auc), np.sqrt(tau2), sites + 1))
+        h = np.array([_counts(*_binormal(rng, n, a, 0.3), edges) for a in site_aucs[:sites]], dtype=np.float64)
+        released = _release(rng, h, sigma)
+        est = histogram_auc_estimates(released[:, 0], released[:, 1], sigma=sd, noise_draws=40,
+                                      seeds=rng.integers(2**31, size=sites).tolist())
+        y, v = logit_auc(np.clip(est.auc, 1e-6, 1 - 1e-6), est.variance)
+        m = random_effects(y, v)
+        lo, hi = expit(m.prediction_interval[0]), expit(m.prediction_interval[1])
+        covered.append(lo <= site_aucs[sites] <= hi)
+        mean_covered.append(m.ci[0] <= logit(mean_auc) <= m.ci[1])
+        tau2_hat.append(m.tau2)
+    t = np.asarray(tau2_hat)
+    return {"analysis": "heterogeneity", "epsilon": epsilon, "reps": reps, "sites": sites, "n_per_site": n,
+            "tau2_true": tau2, "pi_coverage_new_site": float(np.mean(covered)),
+            "mean_ci_coverage": float(np.mean(mean_covered)), "tau2_mean": float(t.mean()),
+            "tau2_mc_se": float(t.std(ddof=1) / np.sqrt(reps))}
+
+
+def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0, aucs=(0.70, 0.80),
+              seed: int = 1) -> dict:
+    """Two strata (half the patients each) released as per-stratum histograms in one release.
+
+    A patient is in one stratum, so one release of the stratified histograms has the sensitivity of one
+    histogram. Returns the coverage of the pooled empirical difference (stratum 2 - stratum 1) and the
+    mean half-width relative to the noise-free unbinned DeLong interval.
+    """
+    rng = np.random.default_rng(seed)
+    sigma = discrete_gaussian_sigma(epsilon, DELTA)
+    sd_sum = np.sqrt(sites * discrete_gaussian_variance(sigma))
+    edges = histogram_edges(12)  # each stratum's curve needs its own resolution: finer than the 5 bins at eps 1
+    covered, ratio = [], []
+    z = stats.norm.ppf(0.975)
+    for _ in range(reps):
+        diffs_true, var_free, released = [], [], []
+        for a in aucs:
+            s, y = _binormal(rng, n // 2, a, 0.3)
+            site = rng.integers(sites, size=s.size)
+            h = np.array([_counts(s[site == k], y[site == k], edges) for k in range(sites)], dtype=np.float64)
+            released.append(sum(_release(rng, h[k], sigma) for k in range(sites)))
+            diffs_true.append(empirical_auc(s, y.astype(int)))
+            var_free.append(delong_variance(s, y.astype(int)))
+        rel = np.array(released)
+        est = histogram_auc_estimates(rel[:, 0], rel[:, 1], sigma=sd_sum, noise_draws=40,
+                                      seeds=rng.integers(2**31, size=2).tolist())
+        diff, se = est.auc[1] - est.auc[0], np.sqrt(est.variance.sum())
+        truth = diffs_true[1] - diffs_true[0]
+        covered.append(abs(diff - truth) <= z * se)
+        ratio.append(se / np.sqrt(sum(var_free)))
+    return {"analysis": "subgroups", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
+            "coverage": float(np.mean(covered)), "halfwidth_ratio_to_noise_free": float(np.mean(ratio))}
+
+
+def decision_curves(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0,
+                    thresholds=(0.1, 0.2, 0.3), seed: int = 2) -> dict:
+    """Net benefit of a calibrated model at ``thresholds`` (edges of :data:`DECISION_EDGES`) against the
+    pooled unbinned truth: MAE and interval coverage per threshold."""
+    rng = np.random.default_rng(seed)
+    sigma = discrete_gaussian_sigma(epsilon, DELTA)
+    var_cell = sites * discrete_gaussian_variance(sigma)
+    at = np.searchsorted(DECISION_EDGES[1:-1], thresholds)
+    err, hit = [], []
+    for _ in range(reps):
+        risk = expit(-1.6 + 1.1 * rng.normal(size=n))
+        y = rng.random(n) < risk
+        site = rng.integers(sites, size=n)
+        released = sum(_release(rng, np.array(_counts(risk[site == k], y[site == k], DECISION_EDGES), float), sigma)
+                       for k in range(sites))
+        dc = decision_curve(released[0], released[1], DECISION_EDGES, noise_variance=var_cell)
+        t = np.asarray(thresholds)
+        truth = np.array([np.mean(y & (risk >= u)) - np.mean(~y & (risk >= u)) * u / (1 - u) for u in t])
+        err.append(dc.net_benefit[at] - truth)
+        hit.append((dc.lower[at] <= truth) & (truth <= dc.upper[at]))
+    err, hit = np.array(err), np.array(hit)
+    return {"analysis": "decision curve", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
+            **{f"mae@{u:g}": float(np.abs(err[:, i]).mean()) for i, u in enumerate(thresholds)},
+            **{f"coverage@{u:g}": float(hit[:, i].mean()) for i, u in enumerate(thresholds)}}
+
+
+def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0,
+                      delta_auc: float = 0.03, bins: int = 10, seed: int = 3) -> dict:
+    """Two correlated models on the same patients, released as one joint 2-D histogram per class.
+
+    Model A has AUC 0.78, model B ``0.78 - delta_auc`` (population). Returns the coverage of the pooled
+    empirical difference and the power of the test of no difference at 5 %, beside the noise-free,
+    unbinned DeLong test's power.
+    """
+    rng = np.random.default_rng(seed)
+    sigma = discrete_gaussian_sigma(epsilon, DELTA)
+    var_cell = sites * discrete_gaussian_variance(sigma)
+    edges = histogram_edges(bins)
+    auc_a, auc_b = 0.78, 0.78 - delta_auc
+    da, db = np.sqrt(2) * stats.norm.ppf(auc_a), np.sqrt(2) * stats.norm.ppf(auc_b)
+    covered, reject, reject_free = [], [], []
+    for _ in range(reps):
+        y = rng.random(n) < 0.3
+        common = rng.normal(size=n)
+        # correlation 0.6 between the two models' latent noise
+        xa = da * y + common
+        xb = db * y + 0.6 * common + 0.8 * rng.normal(size=n)
+        sa, sb = expit(xa - 1.0), expit(xb - 1.0)
+        ia, ib = bin_index(sa, edges), bin_index(sb, edges)
+        site = rng.integers(sites, size=n)
+        joint = np.zeros((2, bins, bins))
+        for k in range(sites):
+            cell = np.zeros((2, bins, bins))
+            np.add.at(cell, (y[site == k].astype(int), ia[site == k], ib[site == k]), 1)
+            joint += _release(rng, cell, sigma)
+        res = paired_auc_difference(joint[0], joint[1], noise_variance=var_cell)
+        yi = y.astype(int)
+        truth = empirical_auc(sa, yi) - empirical_auc(sb, yi)
+        covered.append(res.ci[0] <= truth <= res.ci[1])
+        reject.append(res.p_value < 0.05)
+        reject_free.append(_delong_paired_p(sa, sb, y) < 0.05)
+    return {"analysis": "paired comparison", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
+            "delta_auc": delta_auc, "coverage": float(np.mean(covered)), "power": float(np.mean(reject)),
+            "power_noise_free_unbinned": float(np.mean(reject_free))}
+
+
+def _delong_paired_p(sa, sb, y):
+    """Two-sided p of DeLong's paired test on the unbinned pooled scores (placement values in O(n log n))."""
+    def components(s):
+        s0, s1 = np.sort(s[~y]), np.sort(s[y])
+        v10 = (np.searchsorted(s0, s[y], "left") + np.searchsorted(s0, s[y], "right")) / (2 * s0.size)
+        v01 = 1 - (np.searchsorted(s1, s[~y], "left") + np.searchsorted(s1, s[~y], "right")) / (2 * s1.size)
+        return v10, v01
+    a10, a01 = components(sa)
+    b10, b01 = components(sb)
+    var = np.var(a10 - b10, ddof=1) / a10.size + np.var(a01 - b01, ddof=1) / a01.size
+    z = (a10.mean() - b10.mean()) / np.sqrt(var)
+    return 2 * stats.norm.sf(abs(z))
+
+
+def run_multicentre(reps: int = 200, *, seed: int = 0) -> pd.DataFrame:
+    """Every analysis at the issue's settings: one row each (heterogeneity at epsilon 1 and 5)."""
+    rows = [heterogeneity(reps, epsilon=1.0, seed=seed), heterogeneity(reps, epsilon=5.0, seed=seed + 10),
+            subgroups(reps, seed=seed + 1), decision_curves(reps, seed=seed + 2), paired_comparison(reps, seed=seed + 3)]
+    return pd.DataFrame(rows)
