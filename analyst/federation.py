@@ -27,8 +27,9 @@ __all__ = ["Federation", "SiteAnswers", "release_queries"]
 
 
 def release_queries(epsilon: float, delta: float) -> list[pb.ReleaseQuery]:
-    """One release at (``epsilon``, ``delta``) of every protocol (a site answers for those it serves)."""
-    return [pb.ReleaseQuery(protocol=p, epsilon=float(epsilon), delta=float(delta))
+    """One validation's release at (``epsilon``, ``delta``) of every protocol as :meth:`Federation.validate`
+    asks it by default (histograms with their score sums); a site answers for the protocols it serves."""
+    return [pb.ReleaseQuery(protocol=p, epsilon=float(epsilon), delta=float(delta), score_sums=p == "histogram")
             for p in ("paper", "histogram", "boyd")]
 
 
@@ -158,7 +159,8 @@ class Federation:
                  epsilon: float, delta: float, protocol: str = "histogram", grid=None, alpha: float = 0.05,
                  n_bins: int | None = None, edges=None, threshold: float | None = None, a0: float | None = None,
                  sensitivity: float | None = None, ci_method: str = "logit", spacing: str = "equal",
-                 scalars=(), progress: Progress | None = None) -> ValidationResult | HistogramResult:
+                 scalars=(), score_sums: bool = True,
+                 progress: Progress | None = None) -> ValidationResult | HistogramResult:
         """Validate a model on the union of the sites' data without any record leaving its site.
 
         Parameters
@@ -174,6 +176,10 @@ class Federation:
             (histogram) Grid spacing.
         scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
             (histogram) Also release these noisy sums for an unbinned Brier score and O/E.
+        score_sums : bool, default True
+            (histogram) Also release each bin's noisy sum of scores per class, within the same epsilon (the
+            counts' noise grows by 5 %): calibration, O/E, Brier and the slope then use within-bin mean
+            scores instead of bin midpoints, and within-bin pairs of the AUC are resolved.
         dataset, outcome : str
             Dataset name and outcome column (labels 0/1) as the sites declare them.
         score : str, optional
@@ -215,7 +221,7 @@ class Federation:
             score_source(score=score, model=model)
             return validate_histogram(self, dataset, outcome, score=score, model=model, epsilon=epsilon, delta=delta,
                                       n_bins=n_bins, spacing=spacing,
-                                      scalars=tuple(scalars), alpha=alpha, progress=progress)
+                                      scalars=tuple(scalars), score_sums=score_sums, alpha=alpha, progress=progress)
         n_bins = 10 if n_bins is None else n_bins
         if ci_method not in ("logit", "wald"):
             raise ValueError(f"ci_method must be 'logit' or 'wald', got {ci_method!r}")

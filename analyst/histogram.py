@@ -46,16 +46,22 @@ class HistogramSite:
     epsilon_spent: float
     scalars: Mapping[str, float]
     scalar_sd: float
+    negative_sums: np.ndarray | None = None
+    positive_sums: np.ndarray | None = None
+    sums_sd: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"negatives": self.negatives.tolist(), "positives": self.positives.tolist(), "sigma": self.sigma,
+        sums = {} if self.negative_sums is None else {
+            "negative_sums": self.negative_sums.tolist(), "positive_sums": self.positive_sums.tolist(),
+            "sums_sd": self.sums_sd}
+        return {**sums, "negatives": self.negatives.tolist(), "positives": self.positives.tolist(), "sigma": self.sigma,
                 "noise_sd": self.noise_sd, "epsilon": self.epsilon, "delta": self.delta,
                 "release_id": self.release_id, "repeated": self.repeated, "epsilon_spent": self.epsilon_spent,
                 "scalars": dict(self.scalars), "scalar_sd": self.scalar_sd}
 
 
 def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                       scalars: tuple[str, ...]) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+                       scalars: tuple[str, ...], score_sums: bool = False) -> tuple[np.ndarray, dict[str, HistogramSite]]:
     """Ask every site of a :class:`analyst.session.ValidationSession` for its histogram release.
 
     Returns the public grid (every site must use the same) and each site's release.
@@ -63,14 +69,18 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
     def request(conn, held):
         return pb.HistogramRequest(session_id=session.session_ids[conn.name], epsilon=float(epsilon),
                                    delta=float(delta), n_bins=int(n_bins), spacing=spacing, scalars=list(scalars),
-                                   reservation_id=held)
+                                   score_sums=bool(score_sums), reservation_id=held)
 
     def ask(conn, held):
         r = conn.call("ReleaseHistogram", request(conn, held))
+        if score_sums and len(r.negative_sums) != n_bins:
+            raise ValueError(f"site {conn.name} did not release the per-bin score sums asked for (an older site?)")
+        sums = ((np.asarray(r.negative_sums, dtype=np.float64), np.asarray(r.positive_sums, dtype=np.float64),
+                 r.sums_noise_sd) if score_sums else (None, None, 0.0))
         site = HistogramSite(
             np.asarray(r.negatives, dtype=np.int64), np.asarray(r.positives, dtype=np.int64), r.sigma, r.noise_sd,
             r.epsilon, r.delta, r.release_id, r.repeated, r.epsilon_spent, {s.name: s.value for s in r.scalars},
-            max([s.noise_sd for s in r.scalars], default=0.0))
+            max([s.noise_sd for s in r.scalars], default=0.0), *sums)
         session.progress("histogram release", conn.name, f"{n_bins} bins, noise SD {r.noise_sd:.3g}")
         return np.asarray(r.edges, dtype=np.float64), site
 
@@ -159,7 +169,8 @@ class HistogramResult:
             "score_source": self.score_source, "sites": list(self.sites), "n_bins": self.n_bins,
             "spacing": self.spacing, "sigma": self.sigma, "level": self.level, "edges": v.edges.tolist(),
             "auc": num(v.auc), "auc_ci": [num(v.auc_ci[0]), num(v.auc_ci[1])], "auc_variance": num(v.auc_variance),
-            "auc_estimator": v.estimator, "auc_empirical": num(v.auc_empirical), "n0": num(v.n0), "n1": num(v.n1),
+            "auc_estimator": v.estimator, "auc_empirical": num(v.auc_empirical),
+            "auc_resolved": num(v.auc_resolved), "n0": num(v.n0), "n1": num(v.n1),
             "brier": estimate(v.brier), "brier_scalar": estimate(v.brier_scalar), "oe": estimate(v.oe),
             "counts0": v.counts0.tolist(), "counts1": v.counts1.tolist(), "notes": list(v.notes),
             "unavailable": dict(v.unavailable),
@@ -211,6 +222,8 @@ class HistogramResult:
             f"(SE {math.sqrt(v.auc_variance):.4f}, sampling and privacy noise)",
             f"AUC (binned)          {v.auc_empirical:.4f}",
         ]
+        if math.isfinite(v.auc_resolved):
+            lines.append(f"AUC (resolved)        {v.auc_resolved:.4f}   (within-bin pairs ordered by the score sums)")
         if v.brier is not None:
             lines.append(f"Brier score (binned)  {v.brier.value:.4f}   CI [{v.brier.lower:.4f}, {v.brier.upper:.4f}]")
         if v.brier_scalar is not None:
@@ -254,7 +267,7 @@ def _allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float) -> int:
 
 def validate_histogram(federation, dataset: str, outcome: str, *, score=None, model=None, epsilon: float,
                        delta: float, n_bins: int | None = None, spacing: str = "equal", scalars: tuple[str, ...] = (),
-                       estimator: str = DEFAULT_ESTIMATOR,
+                       score_sums: bool = True, estimator: str = DEFAULT_ESTIMATOR,
                        alpha: float = 0.05, progress=None) -> HistogramResult:
     """The histogram protocol over a federation (see :meth:`analyst.Federation.validate`)."""
     started = time.perf_counter()
@@ -263,7 +276,7 @@ def validate_histogram(federation, dataset: str, outcome: str, *, score=None, mo
         if n_bins is None:  # from the policies the sites sent with their sessions
             n_bins = _allowed_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=epsilon, delta=delta)
         edges, releases = collect_histograms(s, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,
-                                             scalars=tuple(scalars))
+                                             scalars=tuple(scalars), score_sums=score_sums)
         released = time.perf_counter()
         source = s.score_source
         federation.close_later(s)
@@ -272,9 +285,14 @@ def validate_histogram(federation, dataset: str, outcome: str, *, score=None, mo
     sigma = math.sqrt(sum(r.noise_sd**2 for r in releases.values()))
     sums = {name: sum(r.scalars[name] for r in releases.values()) for name in scalars}
     scalar_sigma = math.sqrt(sum(r.scalar_sd**2 for r in releases.values())) if scalars else None
+    per_bin = {}
+    if score_sums:
+        per_bin = {"sums0": np.sum([r.negative_sums for r in releases.values()], axis=0),
+                   "sums1": np.sum([r.positive_sums for r in releases.values()], axis=0),
+                   "sums_sigma": math.sqrt(sum(r.sums_sd**2 for r in releases.values()))}
     validation = histogram_validation(h0, h1, edges, sigma=sigma, estimator=estimator, level=1 - alpha,
                                       sum_sq=sums.get("sum_sq"), sum_p=sums.get("sum_p"), sum_y=sums.get("sum_y"),
-                                      scalar_sigma=scalar_sigma)
+                                      scalar_sigma=scalar_sigma, **per_bin)
     done = time.perf_counter()
     timing = {"open": opened - started, "release": released - opened, "analysis": done - released,
               "total": done - started}

@@ -33,7 +33,8 @@ _EXPORTS = {
     # .glm_model
     "GlmModel": "glm_model",
     # .histogram.grid
-    "bin_scores": "histogram", "consistent_counts": "histogram", "histogram_edges": "histogram",
+    "bin_scores": "histogram", "bin_index": "histogram", "consistent_counts": "histogram",
+    "histogram_edges": "histogram",
     # .roc.rocglm_band
     "rocglm_band": "roc", "rocglm_improper_range": "roc",
     # .calibration.hierarchy
@@ -89,7 +90,7 @@ __all__ = [
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "require_privacy_level",
     "roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre",
-    "histogram_edges", "bin_scores", "consistent_counts", "HistogramValidation", "histogram_validation",
+    "histogram_edges", "bin_scores", "bin_index", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]
 
 export_lazily(__name__, _EXPORTS, _SUBPACKAGES)

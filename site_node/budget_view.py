@@ -26,6 +26,7 @@ class ReleaseQuery:
     delta: float
     scalars: tuple[str, ...] = ()
     count_share: float = 0.0
+    score_sums: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def query_events(site, query: ReleaseQuery) -> tuple:
     with analyst_input("epsilon, delta"):
         plan = plan_histogram(policy, (0.0, 1.0), epsilon=epsilon, delta=delta, n_bins=policy.histogram_bins[0],
                               spacing=policy.histogram_spacings[0], scalars=query.scalars,
-                              interval=site.ledger_interval)
+                              interval=site.ledger_interval, score_sums=query.score_sums)
     return plan.events
 
 

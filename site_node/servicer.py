@@ -17,7 +17,7 @@ from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .boyd import boyd_plan, release_boyd
 from .budget_view import ReleaseQuery
 from .errors import InvalidArgument, SiteError
-from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, noise_sd
+from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
 from .scores import ScoreSpec
 from .site import Site
@@ -40,12 +40,13 @@ def _budget_message(b: BudgetStatus) -> pb.BudgetStatus:
 
 
 def _queries(messages) -> list[ReleaseQuery]:
-    return [ReleaseQuery(q.protocol, q.epsilon, q.delta, tuple(q.scalars), q.count_share) for q in messages]
+    return [ReleaseQuery(q.protocol, q.epsilon, q.delta, tuple(q.scalars), q.count_share, q.score_sums)
+            for q in messages]
 
 
 def _query_message(q: ReleaseQuery) -> pb.ReleaseQuery:
     return pb.ReleaseQuery(protocol=q.protocol, epsilon=q.epsilon, delta=q.delta, scalars=list(q.scalars),
-                           count_share=q.count_share)
+                           count_share=q.count_share, score_sums=q.score_sums)
 
 
 class SiteServicer(site_pb2_grpc.SiteServiceServicer):
@@ -133,19 +134,23 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         session = self._session(request.session_id)
         out = self.site.release_histogram(session, epsilon=request.epsilon, delta=request.delta,
                                           n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars),
-                                          reservation=request.reservation_id)
+                                          score_sums=request.score_sums, reservation=request.reservation_id)
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
                          "epsilon_charged": plan.epsilon if out.charged else 0.0})
         scalar_sd = noise_sd(plan.scalar_sigma) / SCALAR_RESOLUTION if plan.scalars else 0.0
+        sums = {}
+        if out.sums is not None:
+            sums = dict(negative_sums=out.sums[0].tolist(), positive_sums=out.sums[1].tolist(),
+                        sums_noise_sd=noise_sd(plan.sums_sigma) / SUMS_RESOLUTION, sums_resolution=1.0 / SUMS_RESOLUTION)
         return pb.HistogramResponse(
             edges=plan.edges.tolist(), negatives=out.negatives.tolist(), positives=out.positives.tolist(),
             sigma=plan.sigma, noise_sd=noise_sd(plan.sigma), epsilon=plan.epsilon, delta=plan.delta,
             privacy_unit=PRIVACY_UNIT, repeated=not out.charged, release_id=release.release_id,
             epsilon_spent=out.budget.epsilon_spent,
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
-                     for name, value in out.scalars.items()],
+                     for name, value in out.scalars.items()], **sums,
         )
 
     def ReleaseBoydStatistics(self, request, context):
@@ -245,7 +250,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         elif which == "histogram":
             r = request.histogram
             plan = self.site.histogram_plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
-                                            n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars))[0]
+                                            n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars),
+                                            score_sums=r.score_sums)[0]
         elif which == "boyd":
             r = request.boyd
             plan = boyd_plan(self.site, self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,

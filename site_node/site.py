@@ -94,6 +94,7 @@ class HistogramRelease:
     scalars: dict
     charged: bool
     budget: BudgetStatus
+    sums: tuple | None = None  # per-bin score sums (T0, T1) in bin widths, when asked for
 
 
 @dataclass(frozen=True)
@@ -322,17 +323,18 @@ class Site:
 
     # ------------------------------------------------------------------ histogram protocol
     def release_histogram(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                          scalars=(), reservation: str = "") -> HistogramRelease:
-        """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once."""
+                          scalars=(), score_sums: bool = False, reservation: str = "") -> HistogramRelease:
+        """Noisy per-class histograms (and scalars, score sums) of the session's scores: one release, charged once."""
         release_plan, plan = self.histogram_plan(session, epsilon=epsilon, delta=delta, n_bins=n_bins,
-                                                 spacing=spacing, scalars=scalars)
+                                                 spacing=spacing, scalars=scalars, score_sums=score_sums)
         release, charged = self.charge(release_plan, reservation)
         data = session.data
-        h0, h1, values = decode_histogram(plan, release.payload)
-        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)))
+        h0, h1, values, sums = decode_histogram(plan, release.payload)
+        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)),
+                                sums)
 
     def histogram_plan(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                       scalars=()) -> tuple[ReleasePlan, HistogramPlan]:
+                       scalars=(), score_sums: bool = False) -> tuple[ReleasePlan, HistogramPlan]:
         """Check a histogram release and plan it.
 
         No model checks (every answer is covered by the noise, whatever the model), but each class must
@@ -344,7 +346,8 @@ class Site:
         data = session.data
         with analyst_input("epsilon, delta"):
             plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
-                                  spacing=spacing, scalars=scalars, interval=self.ledger_interval)
+                                  spacing=spacing, scalars=scalars, interval=self.ledger_interval,
+                                  score_sums=score_sums)
         require_privacy_level(data.negatives.size, self.policy.privacy_level, "each class of a histogram (negatives)")
         require_privacy_level(data.positives.size, self.policy.privacy_level, "each class of a histogram (positives)")
 

@@ -21,6 +21,8 @@ _EXPORTS = {
     "bin_index": "grid", "bin_scores": "grid", "bin_representatives": "grid", "consistent_counts": "grid",
     "check_counts": "grid", "survivor_at_edges": "grid", "histogram_roc": "grid", "histogram_pr": "grid",
     "histogram_confusion": "grid",
+    # .sums
+    "within_offsets": "sums", "bin_means": "sums", "within_variance": "sums", "resolved_auc": "sums",
     # .validation
     "HistogramValidation": "validation", "histogram_validation": "validation",
 }
@@ -35,6 +37,7 @@ __all__ = [
     "SPACINGS", "recommended_n_bins", "histogram_edges", "check_edges", "bin_index", "bin_scores",
     "bin_representatives", "consistent_counts", "check_counts", "survivor_at_edges", "histogram_roc",
     "histogram_pr", "histogram_confusion",
+    "within_offsets", "bin_means", "within_variance", "resolved_auc",
     "HistogramValidation", "histogram_validation",
 ]
 

@@ -51,10 +51,12 @@ def _check_level(level: float) -> float:
     return float(level)
 
 
-def _one_histogram(h0, h1, representatives):
+def _one_histogram(h0, h1, representatives, *, per_class: bool = False):
     c0, c1 = np.asarray(h0, dtype=np.float64), np.asarray(h1, dtype=np.float64)
     r = np.asarray(representatives, dtype=np.float64)
-    if c0.ndim != 1 or c0.shape != c1.shape or r.shape != c0.shape:
+    if per_class and r.ndim == 1:
+        r = np.stack([r, r])
+    if c0.ndim != 1 or c0.shape != c1.shape or r.shape != ((2,) if per_class else ()) + c0.shape:
         raise ValueError(f"h0, h1 and representatives must be 1-D of equal length, got {c0.shape}, {c1.shape}, {r.shape}")
     if not (np.isfinite(c0).all() and np.isfinite(c1).all()) or c0.min() < 0 or c1.min() < 0:
         raise ValueError("counts must be finite and non-negative (make noisy counts consistent first)")
@@ -65,16 +67,20 @@ def _one_histogram(h0, h1, representatives):
     return c0, c1, r
 
 
-def histogram_brier(h0, h1, representatives, *, sigma: float, level: float = 0.95) -> Estimate:
-    """Binned Brier score ``sum_b (h1_b (1 - r_b)^2 + h0_b r_b^2) / n`` with sampling and noise variance.
+def histogram_brier(h0, h1, representatives, *, sigma: float, level: float = 0.95, within=None) -> Estimate:
+    """Binned Brier score ``sum_b (h1_b ((1 - r1_b)^2 + v_b) + h0_b (r0_b^2 + v_b)) / n`` with sampling and noise variance.
 
+    ``representatives`` is one score per bin ``r_b`` (both classes) or a ``(2, B)`` array of the negatives'
+    and positives' mean scores per bin (from the score sums); ``within`` the variance of the scores within
+    each bin ``v_b`` (default 0), which a patient's squared error adds to its class mean's.
     Sampling variance: ``var((y - r)^2) / n`` over the binned patients. Noise (delta method): the
-    derivative with respect to ``h1_b`` is ``((1 - r_b)^2 - BS) / n``, to ``h0_b`` ``(r_b^2 - BS) / n``.
+    derivative with respect to ``h1_b`` is ``((1 - r1_b)^2 + v_b - BS) / n``, to ``h0_b`` ``(r0_b^2 + v_b - BS) / n``.
     """
     sigma, level = check_sigma(sigma), _check_level(level)
-    c0, c1, r = _one_histogram(h0, h1, representatives)
+    c0, c1, r = _one_histogram(h0, h1, representatives, per_class=True)
+    v = np.zeros(c0.shape) if within is None else np.asarray(within, dtype=np.float64)
     n = c0.sum() + c1.sum()
-    e1, e0 = (1.0 - r) ** 2, r**2
+    e1, e0 = (1.0 - r[1]) ** 2 + v, r[0] ** 2 + v
     bs = float((c1 * e1 + c0 * e0).sum() / n)
     sampling = float((c1 * (e1 - bs) ** 2 + c0 * (e0 - bs) ** 2).sum() / (n - 1.0) / n)
     noise = float(sigma**2 * (((e1 - bs) ** 2).sum() + ((e0 - bs) ** 2).sum()) / n**2)
@@ -212,10 +218,10 @@ def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: 
     """
     sigma = check_sigma(sigma)
     c0, c1, r = _one_histogram(h0, h1, representatives)
-    if r.min() <= 0.0 or r.max() >= 1.0:
-        raise ValueError("representatives must lie strictly inside (0, 1) for the logit")
     m = c0 + c1
     use = m > 0
+    if r[use].min(initial=0.5) <= 0.0 or r[use].max(initial=0.5) >= 1.0:
+        raise ValueError("representatives of occupied bins must lie strictly inside (0, 1) for the logit")
     x = np.column_stack([np.ones(use.sum()), logit(r[use])])
     k, m = c1[use], m[use]
     if np.unique(x[:, 1]).size < 2:

@@ -17,6 +17,7 @@ from .calibration import (
     histogram_recalibration,
     scalar_brier,
 )
+from .sums import bin_means, resolved_auc, within_offsets, within_variance
 from .estimates import DEFAULT_ESTIMATOR, DEFAULT_TAIL_SIGMAS, histogram_auc_estimates
 from .grid import (
     bin_representatives,
@@ -71,6 +72,9 @@ class HistogramValidation:
         Calibration-in-the-large O/E (from the scalar releases when given, else binned).
     recalibration : Recalibration or None
         Calibration intercept and slope (None when the representatives are not probabilities).
+    auc_resolved : float
+        With the score sums: the binned AUC with within-bin pairs resolved by the classes' mean offsets
+        (:func:`dsroc.histogram.sums.resolved_auc`); NaN without them.
     notes : list of str
     unavailable : dict of str to str
         What could not be estimated from this release and why (keys ``"auc"``, ``"roc"``, ``"brier"``,
@@ -106,6 +110,7 @@ class HistogramValidation:
     recalibration: Recalibration | None
     notes: list = field(default_factory=list)
     unavailable: dict = field(default_factory=dict)
+    auc_resolved: float = float("nan")
 
     def confusion(self, edge: int) -> dict:
         """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
@@ -143,6 +148,37 @@ def _curves(c0, c1):
     return fpr, tpr, recall, precision
 
 
+def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives):
+    """Within-bin mean scores from the score sums (None without them): overall ``r``, per class ``by_class``
+    (2, B), the within-bin variance and the class offsets ``u`` (2, B)."""
+    if sums0 is None and sums1 is None:
+        return None
+    if sums0 is None or sums1 is None or sums_sigma is None:
+        raise ValueError("sums0, sums1 and sums_sigma (the noise SD of each summed cell) go together")
+    if representatives is not None:
+        raise ValueError("representatives and the score sums are alternatives: give one")
+    m = e.size - 1
+    t0, t1 = check_counts(sums0, name="sums0", n_bins=m), check_counts(sums1, name="sums1", n_bins=m)
+    if t0.ndim != 1 or t1.ndim != 1:
+        raise ValueError("sums0 and sums1 must be one-dimensional (one sum per bin)")
+    k = check_sigma(sums_sigma, name="sums_sigma")
+    u = np.stack([within_offsets(c0, t0, sums_sigma=k), within_offsets(c1, t1, sums_sigma=k)])
+    both = within_offsets(c0 + c1, t0 + t1, sums_sigma=k * np.sqrt(2.0))
+    return {"r": bin_means(e, both), "by_class": bin_means(e, u), "within": within_variance(e, both), "u": u,
+            "sigma": k}
+
+
+def _brier_with_sums(c0, c1, means, *, sigma, level):
+    """Brier score from the classes' within-bin mean scores plus the estimated within-bin variance, its interval
+    widened by what that variance can hide: between 0 and ``w^2 u (1 - u)`` (the largest of a bin's scores
+    with mean offset ``u``) per patient, so the unbinned Brier lies between the bounds' Brier scores."""
+    brier = histogram_brier(c0, c1, means["by_class"], sigma=sigma, level=level, within=means["within"])
+    n = c0.sum() + c1.sum()
+    spread = float(((c0 + c1) * means["within"]).sum() / n)  # the estimated within-bin part of the Brier score
+    most = 3.0 * spread  # w^2 u (1 - u) is three times the estimate w^2 u (1 - u) / 3
+    return Estimate(brier.value, brier.variance, brier.lower - spread, brier.upper + most - spread)
+
+
 def _optional_scalar(name, value):
     if value is None:
         return None
@@ -154,8 +190,8 @@ def _optional_scalar(name, value):
 
 def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
                          tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, representatives=None,
-                         sum_sq=None, sum_p=None, sum_y=None, scalar_sigma=None, noise_draws: int = 100,
-                         seed=0) -> HistogramValidation:
+                         sum_sq=None, sum_p=None, sum_y=None, scalar_sigma=None, sums0=None, sums1=None,
+                         sums_sigma=None, noise_draws: int = 100, seed=0) -> HistogramValidation:
     """Validate a model from the summed noisy per-class histograms of its scores.
 
     Parameters
@@ -180,6 +216,10 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     sum_sq, sum_p, sum_y : float, optional
         Summed noisy scalar releases ``sum (y - p)^2``, ``sum p``, ``sum y`` (each of noise SD
         ``scalar_sigma``) for the unbinned Brier score and O/E.
+    sums0, sums1 : array_like, shape (B,), optional
+        Summed noisy per-bin sums of the negatives' and positives' score offsets within their bin (in bin
+        widths; each cell of noise SD ``sums_sigma``). Brier, calibration, O/E and the slope then use each
+        bin's mean score (per class for Brier) instead of its midpoint, and ``auc_resolved`` is reported.
     noise_draws : int, default 100
         Parametric-bootstrap draws for the ROC-GLM's noise variance.
     seed : int, default 0
@@ -213,6 +253,9 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     if "auc" not in missing and not bool(est.defined[0]):
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
     r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
+    means = _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives)
+    if means is not None:
+        r = means["r"]
     brier = brier_s = calibration = oe = recal = None
     if r.min() < 0.0 or r.max() > 1.0:
         notes.append("scores are not probabilities (grid outside [0, 1]): no Brier score or calibration")
@@ -220,11 +263,15 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         for name in ("brier", "calibration", "oe", "recalibration"):
             missing[name] = f"fewer than two patients in the histograms after the noise (estimated n = {n0 + n1:.1f})"
     else:
-        brier = histogram_brier(c0, c1, r, sigma=sigma, level=level)
+        if means is None:
+            brier = histogram_brier(c0, c1, r, sigma=sigma, level=level)
+        else:
+            brier = _brier_with_sums(c0, c1, means, sigma=sigma, level=level)
         calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
         occupied = int(np.count_nonzero(c0 + c1 > 0))
-        if r.min() <= 0.0 or r.max() >= 1.0:
-            missing["recalibration"] = "a bin's representative score is 0 or 1 (no logit)"
+        held = r[c0 + c1 > 0]
+        if held.size and (held.min() <= 0.0 or held.max() >= 1.0):
+            missing["recalibration"] = "an occupied bin's representative score is 0 or 1 (no logit)"
         elif occupied < 2:
             missing["recalibration"] = ("every patient falls in one bin after the noise: a slope needs patients in at "
                                         "least two bins")
@@ -245,6 +292,8 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         else:
             o, e_events = n1, float(((c0 + c1) * r).sum())
             var_o, var_e = binomial + m * sigma**2, 2 * sigma**2 * float((r**2).sum())
+            if means is not None:  # E = sum_b e_b h_b + w_b T_b: both classes' sums carry noise
+                var_e += 2 * means["sigma"] ** 2 * float((np.diff(e) ** 2).sum())
         if o > 0 and e_events > 0:
             oe = calibration_in_the_large(o, e_events, var_observed=max(var_o, 0.0), var_expected=max(var_e, 0.0), level=level)
         else:
@@ -258,5 +307,7 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         rocglm_params=est.rocglm_params[0], rocglm_auc=float(est.rocglm_auc[0]),
         rocglm_noise_variance=float(est.rocglm_noise_variance[0]), sampling_variance=float(est.sampling_variance[0]), brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
         recalibration=recal, notes=notes, unavailable=missing,
+        auc_resolved=(float(resolved_auc(c0, c1, *means["u"])) if means is not None and "auc" not in missing
+                      else float("nan")),
     )
 

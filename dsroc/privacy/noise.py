@@ -12,6 +12,7 @@ from scipy.special import logsumexp
 __all__ = [
     "discrete_gaussian_delta",
     "discrete_gaussian_sigma",
+    "joint_discrete_gaussian_sigma",
     "discrete_gaussian_variance",
     "sample_discrete_gaussian",
     "discrete_gaussian_noise",
@@ -88,6 +89,64 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: int = 
     interval = discretization_for(epsilon) if interval is None else float(interval)
     return _calibrate(lambda sigma: [DiscreteGaussian(sigma=sigma, sensitivity=sensitivity)], epsilon, delta,
                       _exact_sigma(epsilon, delta, sensitivity), interval)
+
+
+def joint_discrete_gaussian_sigma(epsilon: float, delta: float, parts, *, interval: float | None = None) -> float:
+    """Scale ``t`` of a release made of several discrete-Gaussian parts whose composition is (epsilon, delta)-DP.
+
+    ``parts`` lists ``(sensitivity, ratio)`` per part: part ``i`` is an integer query of l2-sensitivity
+    ``sensitivity_i`` released with noise ``N_Z(0, (ratio_i sensitivity_i t)^2)``. A patient moves every part
+    at once, so the release's privacy loss is the composition of the parts' (the accountant's, as the
+    ledger charges it); in noise units the patient's l2 shift is ``sqrt(sum 1 / ratio_i^2) / t``. One part
+    ``(1, 1)`` gives :func:`discrete_gaussian_sigma`.
+    """
+    epsilon, delta = _check_target(epsilon, delta)
+    parts = [(_check_sensitivity(k), float(r)) for k, r in parts]
+    if not parts or any(not (math.isfinite(r) and r > 0.0) for _, r in parts):
+        raise ValueError(f"parts must be a non-empty list of (sensitivity, ratio > 0), got {parts!r}")
+    if parts == [(1, 1.0)]:
+        return discrete_gaussian_sigma(epsilon, delta, interval=interval)
+    return _joint_sigma(epsilon, delta, tuple(parts), interval)
+
+
+@lru_cache(maxsize=64)
+def _joint_sigma(epsilon: float, delta: float, parts: tuple, interval: float | None) -> float:
+    """:func:`joint_discrete_gaussian_sigma`, cached per process (a daemon answers repeated requests at once)."""
+    from .accounting import Accountant, DiscreteGaussian, discretization_for
+
+    interval = discretization_for(epsilon) if interval is None else float(interval)
+
+    def excess(log_t: float) -> float:
+        t = math.exp(log_t)
+        accountant = Accountant([DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts],
+                                value_discretization_interval=interval)
+        return math.log(max(accountant.delta(epsilon), 1e-300)) - math.log(delta)
+
+    # Secant steps on log t from the Gaussian-like start (log delta is smooth and decreasing in log t: a few
+    # accountant evaluations instead of a bracketing search), then up by 1e-6 until the release fits.
+    a = math.log(_exact_sigma(epsilon, delta, 1) * math.sqrt(sum(1.0 / r**2 for _, r in parts)))
+    try:
+        b = _secant(excess, a)
+        while excess(b) > 0.0:
+            b += 1e-6
+        return math.exp(b)
+    except (ValueError, ArithmeticError):  # a step outside what the accountant handles: the bracketing search
+        return _calibrate(lambda t: [DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts], epsilon,
+                          delta, math.exp(a), interval)
+
+
+def _secant(f, a: float, *, tol: float = 1e-7, steps: int = 30) -> float:
+    """Root of a smooth decreasing ``f`` by secant steps from ``a`` and ``a + 0.01``; ArithmeticError if none."""
+    b = a + 0.01
+    fa, fb = f(a), f(b)
+    for _ in range(steps):
+        if abs(b - a) < tol:
+            return b
+        if fb == fa:
+            break
+        a, b, fa = b, b - fb * (b - a) / (fb - fa), fb
+        fb = f(b)
+    raise ArithmeticError("the secant steps did not converge")
 
 
 def _check_target(epsilon, delta) -> tuple[float, float]:

@@ -110,18 +110,20 @@ class BudgetStatus(_message.Message):
     def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ..., reservations: _Optional[int] = ..., left: _Optional[_Iterable[_Union[ReleasesLeft, _Mapping]]] = ...) -> None: ...
 
 class ReleaseQuery(_message.Message):
-    __slots__ = ("protocol", "epsilon", "delta", "scalars", "count_share")
+    __slots__ = ("protocol", "epsilon", "delta", "scalars", "count_share", "score_sums")
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     SCALARS_FIELD_NUMBER: _ClassVar[int]
     COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
     protocol: str
     epsilon: float
     delta: float
     scalars: _containers.RepeatedScalarFieldContainer[str]
     count_share: float
-    def __init__(self, protocol: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., scalars: _Optional[_Iterable[str]] = ..., count_share: _Optional[float] = ...) -> None: ...
+    score_sums: bool
+    def __init__(self, protocol: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., scalars: _Optional[_Iterable[str]] = ..., count_share: _Optional[float] = ..., score_sums: _Optional[bool] = ...) -> None: ...
 
 class ReleasesLeft(_message.Message):
     __slots__ = ("query", "releases", "at_least", "refused")
@@ -554,13 +556,14 @@ class BudgetResponse(_message.Message):
     def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class HistogramRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "reservation_id")
+    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     N_BINS_FIELD_NUMBER: _ClassVar[int]
     SPACING_FIELD_NUMBER: _ClassVar[int]
     SCALARS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     epsilon: float
@@ -568,8 +571,9 @@ class HistogramRequest(_message.Message):
     n_bins: int
     spacing: str
     scalars: _containers.RepeatedScalarFieldContainer[str]
+    score_sums: bool
     reservation_id: str
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., reservation_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ..., reservation_id: _Optional[str] = ...) -> None: ...
 
 class NoisyScalar(_message.Message):
     __slots__ = ("name", "value", "noise_sd", "resolution")
@@ -584,7 +588,7 @@ class NoisyScalar(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., noise_sd: _Optional[float] = ..., resolution: _Optional[float] = ...) -> None: ...
 
 class HistogramResponse(_message.Message):
-    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent")
+    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent", "negative_sums", "positive_sums", "sums_noise_sd", "sums_resolution")
     EDGES_FIELD_NUMBER: _ClassVar[int]
     NEGATIVES_FIELD_NUMBER: _ClassVar[int]
     POSITIVES_FIELD_NUMBER: _ClassVar[int]
@@ -597,6 +601,10 @@ class HistogramResponse(_message.Message):
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    NEGATIVE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    POSITIVE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    SUMS_NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    SUMS_RESOLUTION_FIELD_NUMBER: _ClassVar[int]
     edges: _containers.RepeatedScalarFieldContainer[float]
     negatives: _containers.RepeatedScalarFieldContainer[int]
     positives: _containers.RepeatedScalarFieldContainer[int]
@@ -609,7 +617,11 @@ class HistogramResponse(_message.Message):
     repeated: bool
     release_id: str
     epsilon_spent: float
-    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ...) -> None: ...
+    negative_sums: _containers.RepeatedScalarFieldContainer[float]
+    positive_sums: _containers.RepeatedScalarFieldContainer[float]
+    sums_noise_sd: float
+    sums_resolution: float
+    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
     __slots__ = ("scores", "histogram", "boyd", "hold_seconds")

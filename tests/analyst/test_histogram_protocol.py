@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from dsroc import empirical_auc
 from site_node.testing import running_server
 
 
@@ -23,8 +24,14 @@ def _binned_truth(frames, edges):
 @pytest.fixture(scope="module")
 def exact_sites(tmp_path_factory, pki, helpers):
     """Five TLS sites whose test policy allows a huge epsilon (noise that is 0 with overwhelming probability)."""
-    root = tmp_path_factory.mktemp("exact")
     frames = helpers.site_frames(seed=5)
+    with _huge_epsilon_sites(tmp_path_factory.mktemp("exact"), frames, pki, helpers) as addresses:
+        yield frames, addresses
+
+
+@contextlib.contextmanager
+def _huge_epsilon_sites(root, frames, pki, helpers):
+    """One running TLS site per frame, each with a test policy that allows a huge epsilon; yields the addresses."""
     with contextlib.ExitStack() as stack:
         servers = []
         for k, f in enumerate(frames):
@@ -32,7 +39,7 @@ def exact_sites(tmp_path_factory, pki, helpers):
             path.write_text(path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 5000.0")
                             .replace("budget_epsilon = 200.0", "budget_epsilon = 100000.0"))
             servers.append(stack.enter_context(running_server(path)))
-        yield frames, [s.bound_address for s in servers]
+        yield [s.bound_address for s in servers]
 
 
 def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, helpers, tmp_path):
@@ -47,6 +54,17 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     i0, i1 = idx[y == 0], idx[y == 1]
     brute = (np.sum(i1[:, None] > i0[None, :]) + 0.5 * np.sum(i1[:, None] == i0[None, :])) / (i0.size * i1.size)
     assert v.auc_empirical == pytest.approx(brute, abs=1e-12)
+    # The per-bin score sums (released by default): O/E is sum y / sum p, and each calibration bin's predicted
+    # value its patients' mean score, up to the sites' unbiased rounding of each score's offset to 1/2 of a bin.
+    s = np.concatenate([f["pred"].to_numpy() for f in frames])
+    assert v.oe.value == pytest.approx(y.sum() / s.sum(), rel=3e-3)
+    for i, (a, b) in enumerate(v.calibration.groups):
+        inside = (idx >= a) & (idx <= b)
+        assert v.calibration.predicted[i] == pytest.approx(s[inside].mean(), abs=0.05 * 5 / np.sqrt(inside.sum()) / 4 + 1e-3)
+    assert all(r.negative_sums is not None and r.negative_sums.size == 20 for r in res.releases.values())
+    # The resolved AUC orders within-bin pairs by the classes' mean offsets: inside the binning bound of the
+    # unbinned AUC (the within-bin pairs' share), here within 0.002 of it (offsets rounded to 1/2 a bin).
+    assert abs(v.auc_resolved - empirical_auc(s, y)) < 0.002
     assert res.sigma < 1e-2 and all(not r.repeated for r in res.releases.values())
     text = str(res)
     assert "protocol: histogram" in text and "privacy unit: add or remove one patient" in text
@@ -105,16 +123,9 @@ def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allo
 @pytest.fixture(scope="module")
 def constant_sites(tmp_path_factory, pki, helpers):
     """Two TLS sites whose model gives every patient the same score (0.3): every patient in one bin."""
-    root = tmp_path_factory.mktemp("constant")
     frames = [f.assign(pred=0.3) for f in helpers.site_frames(seed=8)[:2]]
-    with contextlib.ExitStack() as stack:
-        servers = []
-        for k, f in enumerate(frames):
-            path = helpers.write_site(root / f"c{k}", f"c{k}", f, pki)
-            path.write_text(path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 5000.0")
-                            .replace("budget_epsilon = 200.0", "budget_epsilon = 100000.0"))
-            servers.append(stack.enter_context(running_server(path)))
-        yield frames, [s.bound_address for s in servers]
+    with _huge_epsilon_sites(tmp_path_factory.mktemp("constant"), frames, pki, helpers) as addresses:
+        yield frames, addresses
 
 
 def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_that_it_was_charged(constant_sites, pki,
@@ -128,8 +139,10 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
     np.testing.assert_array_equal(v.counts0, [0, (y == 0).sum(), 0, 0, 0])
     np.testing.assert_array_equal(v.counts1, [0, (y == 1).sum(), 0, 0, 0])
     assert v.auc_empirical == 0.5
-    # Brier of a constant 0.3 by brute force; no slope from one bin, and the result says why.
-    assert v.brier.value == pytest.approx(np.mean((y - 0.3) ** 2), abs=1e-12)
+    # Brier of a constant 0.3 by brute force: the class means are exact (0.3 up to the offsets' rounding to
+    # 1/2 of the bin), the within-bin spread is estimated and bounded; no slope from one bin, and the result says why.
+    truth = np.mean((y - 0.3) ** 2)
+    assert v.brier.lower <= truth <= v.brier.upper and abs(v.brier.value - truth) < 0.01
     assert v.recalibration is None and "one bin" in v.unavailable["recalibration"]
     assert all(r.epsilon_spent > 0 and not r.repeated for r in res.releases.values())
     text = " ".join(str(res).split())

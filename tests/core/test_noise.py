@@ -15,6 +15,7 @@ from dsroc.privacy.noise import (
     discrete_gaussian_noise,
     discrete_gaussian_sigma,
     discrete_gaussian_variance,
+    joint_discrete_gaussian_sigma,
     sample_discrete_gaussian,
 )
 
@@ -47,6 +48,26 @@ def test_calibrated_sigma_is_safe_and_nearly_smallest(epsilon, delta):
     assert _hockey_stick(sigma * (1 - 1e-4), epsilon, 1) > delta or sigma < 0.05
     # A single release at the calibration fits a budget of exactly (epsilon, delta) as the ledger checks it.
     assert Accountant([DiscreteGaussian(sigma)]).within(epsilon, delta)
+
+
+def _two_part_delta(t1, t2, epsilon):
+    """Exact delta of two independent discrete Gaussians (parameters t1, t2) both shifted by one: the hockey
+    stick of the product distributions, summed over the joint loss ``l1 + l2`` (``l = (1 - 2x) / (2 t^2)``)."""
+    (x1, p1), (x2, p2) = _pmf(t1), _pmf(t2)
+    loss = (1 - 2 * x1[:, None]) / (2 * t1**2) + (1 - 2 * x2[None, :]) / (2 * t2**2)
+    return float(np.sum(p1[:, None] * p2[None, :] * np.maximum(1.0 - np.exp(epsilon - loss), 0.0)))
+
+
+@pytest.mark.parametrize("ratio", [1.0, 3.0])
+def test_a_two_part_release_is_calibrated_to_its_exact_joint_delta(ratio):
+    """Counts (sensitivity 1, noise t) and a second part at ``ratio`` times that noise (one patient shifts both
+    by one noise unit of their own): the whole is (1, 1e-5)-DP by the exact product-distribution delta, and
+    not much more than that (the accountant's pessimism is small)."""
+    t = joint_discrete_gaussian_sigma(1.0, 1e-5, [(1, 1.0), (1, ratio)])
+    assert _two_part_delta(t, ratio * t, 1.0) <= 1e-5
+    assert _two_part_delta(t * 0.99, ratio * t * 0.99, 1.0) > 1e-5
+    assert t > discrete_gaussian_sigma(1.0, 1e-5)  # the second part costs noise on the first
+    assert joint_discrete_gaussian_sigma(1.0, 1e-5, [(1, 1.0)]) == discrete_gaussian_sigma(1.0, 1e-5)
 
 
 def test_calibration_refuses_bad_parameters():

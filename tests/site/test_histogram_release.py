@@ -39,7 +39,7 @@ def test_with_a_huge_epsilon_the_histograms_equal_brute_force(make_site_config, 
     with running_server(config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
         r = c.ReleaseHistogram(_request(c.open(), epsilon=4000.0, delta=0.01, spacing=spacing,
-                                        scalars=["sum_sq", "sum_p", "sum_y"]))
+                                        scalars=["sum_sq", "sum_p", "sum_y"], score_sums=True))
         edges = np.asarray(r.edges)
         expected = (np.linspace(0, 1, 21) if spacing == "equal"
                     else expit(np.linspace(logit(0.005), logit(0.995), 21)))
@@ -53,6 +53,17 @@ def test_with_a_huge_epsilon_the_histograms_equal_brute_force(make_site_config, 
         for s in r.scalars:  # unbiased random rounding of each term to 1/16: SD at most sqrt(n) / 32
             assert s.resolution == 1 / 16 and abs(s.value - truth[s.name]) <= 5 * np.sqrt(len(p)) / 32
         assert {s.name for s in r.scalars} == set(truth)
+        # Per-bin sums of the scores' offsets within their bin, by direct comparison: each offset is rounded
+        # (unbiased) to 1/2, so a bin's sum is off by an SD of at most sqrt(count) / 4, plus their noise
+        # (6 times the counts' on the integer scale).
+        clipped = np.clip(p, edges[0], edges[-1])
+        for label, sums in ((0, r.negative_sums), (1, r.positive_sums)):
+            for b in range(edges.size - 1):
+                inside = (clipped >= edges[b]) & ((clipped < edges[b + 1]) if b < edges.size - 2 else True) & (y == label)
+                inside &= clipped <= edges[b + 1]
+                exact = np.sum((clipped[inside] - edges[b]) / (edges[b + 1] - edges[b]))
+                assert abs(sums[b] - exact) <= 5 * np.sqrt(inside.sum()) / 4 + 5 * r.sums_noise_sd + 1e-9
+        assert r.sums_resolution == 1 / 2 and 0 < r.sums_noise_sd < 0.1
         c.close()
 
 
@@ -91,6 +102,32 @@ def test_release_once_after_a_restart_and_through_the_budget(site_config, client
         assert again.repeated and again.release_id == first.release_id
         assert list(again.negatives) == list(first.negatives) and again.scalars == first.scalars
         assert snapshot(site_config.ledger_path) == before
+        c.close()
+
+
+def test_the_whole_release_costs_its_stated_epsilon_and_the_sums_are_never_free(make_site_config, client_cls):
+    """Counts, per-bin score sums and three scalars at epsilon 1 fit a budget of exactly 1 (they share one
+    calibrated noise scale; each part at epsilon 1 would compose to about 2.2 and be refused), and the sums
+    cannot be had as a repeat of a counts-only release: asking for them is a new release, charged."""
+    caps = {"max_epsilon": 1.0, "max_delta": 1e-5, "budget_delta": 1e-5}
+    config = make_site_config(policy={**caps, "budget_epsilon": 1.0})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        r = c.ReleaseHistogram(_request(c.open(), epsilon=1.0, scalars=["sum_sq", "sum_p", "sum_y"], score_sums=True))
+        assert not r.repeated and r.epsilon == 1.0 and r.epsilon_spent == pytest.approx(1.0, abs=0.02)
+        assert len(r.negative_sums) == len(r.positive_sums) == 20
+        # The counts' noise grows by sqrt(1 + 1/9 + 3) over a counts-only release at the same epsilon.
+        assert r.sigma == pytest.approx(3.7405 * np.sqrt(1 + 1 / 9 + 3), rel=0.03)
+        c.close()
+    config = make_site_config("twice", policy={**caps, "budget_epsilon": 10.0})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        s = c.open()
+        counts = c.ReleaseHistogram(_request(s, epsilon=1.0))
+        sums = c.ReleaseHistogram(_request(s, epsilon=1.0, score_sums=True))
+        assert not sums.repeated and sums.release_id != counts.release_id
+        assert sums.epsilon_spent > counts.epsilon_spent + 0.3
+        assert len(counts.negative_sums) == 0 and len(sums.negative_sums) == 20
         c.close()
 
 

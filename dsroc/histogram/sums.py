@@ -1,0 +1,66 @@
+"""Per-bin score sums of the histogram protocol: within-bin mean scores and the AUC's within-bin pairs.
+
+A site may release, with its counts, each bin's noisy sum over a class's patients of their score's
+offset within the bin, ``(s - e_b) / (e_{b+1} - e_b)`` in [0, 1] (``T0, T1``, in bin widths). The bin's
+mean score of class ``c`` is then ``e_b + w_b T_cb / h_cb`` instead of the bin's midpoint. All functions
+are post-processing of the summed releases; arrays are ``(..., B)`` like the counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .grid import check_counts, check_edges
+
+__all__ = ["within_offsets", "bin_means", "within_variance", "resolved_auc"]
+
+
+def within_offsets(counts, sums, *, sums_sigma: float) -> np.ndarray:
+    """Mean offset within each bin, ``(T + k/2) / (h + k)`` clipped to [0, 1], from consistent counts ``h``.
+
+    ``k = sums_sigma`` pseudo-patients at the bin's middle keep a bin whose count is small against the
+    sums' noise near its midpoint (``k = 0`` without noise: the exact mean; an empty bin gives 1/2).
+    """
+    h = check_counts(counts, name="counts")
+    t = check_counts(sums, name="sums", n_bins=h.shape[-1])
+    if t.shape != h.shape:
+        raise ValueError(f"sums must have the counts' shape {h.shape}, got {t.shape}")
+    k = float(sums_sigma)
+    if not (np.isfinite(k) and k >= 0.0):
+        raise ValueError(f"sums_sigma must be a finite number >= 0, got {sums_sigma!r}")
+    num, den = t + 0.5 * k, h + k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
+    return np.clip(u, 0.0, 1.0)
+
+
+def bin_means(edges, offsets) -> np.ndarray:
+    """Mean score per bin, ``e_b + (e_{b+1} - e_b) u_b``, from mean offsets ``u`` of shape ``(..., B)``."""
+    e = check_edges(edges)
+    return e[:-1] + np.diff(e) * np.asarray(offsets, dtype=np.float64)
+
+
+def within_variance(edges, offsets) -> np.ndarray:
+    """Estimated variance of the scores within each bin: ``w_b^2 u (1 - u) / 3``.
+
+    A linear density on the bin with mean offset ``u`` has this variance when ``u = 1/2`` (uniform, ``w^2/12``);
+    it vanishes as the mean reaches an edge, and never exceeds the largest possible, ``w^2 u (1 - u)``.
+    """
+    e = check_edges(edges)
+    u = np.asarray(offsets, dtype=np.float64)
+    return np.diff(e) ** 2 * u * (1.0 - u) / 3.0
+
+
+def resolved_auc(h0, h1, u0, u1) -> np.ndarray | float:
+    """AUC of binned scores with each bin's within-bin pairs resolved by the classes' mean offsets.
+
+    Pairs in different bins are ordered by their bins; a positive and a negative in the same bin are
+    ordered with probability ``1/2 + u1_b - u0_b`` (clipped to [0, 1]): exact when both classes' scores
+    have linear densities within the bin (uniform ones give 1/2, the binned AUC's tie convention), since
+    then ``P(X1 > X0) = 1/2 + (a1 - a0) / 12`` with slopes ``a = 12 (u - 1/2)``.
+    """
+    c0, c1 = check_counts(h0, name="h0"), check_counts(h1, name="h1", n_bins=np.shape(h0)[-1])
+    below0 = np.cumsum(c0, axis=-1) - c0  # negatives in lower bins
+    p_within = np.clip(0.5 + np.asarray(u1) - np.asarray(u0), 0.0, 1.0)
+    value = (c1 * (below0 + c0 * p_within)).sum(-1) / (c0.sum(-1) * c1.sum(-1))
+    return float(value) if np.ndim(value) == 0 else value
