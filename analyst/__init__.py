@@ -9,25 +9,30 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteError
-from analyst.display import CalibrationDisplay, RocCurveDisplay
+from analyst.display import CalibrationPlot, RocPlot
 from analyst.federation import Federation
+from analyst.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult
+from analyst.protocols import HistogramOptions, PaperOptions
 from analyst.recommend import RecommendedSetting, recommend_settings
-from analyst.histogram import HistogramResult
-from analyst.result import ConfusionResult, SitePrivacy, TestResult, ValidationResult
+from analyst.result import ValidationResult
 from analyst.session import ValidationSession
 
 __all__ = [
-    "CalibrationDisplay",
+    "Calibration",
+    "CalibrationPlot",
     "ConfusionResult",
+    "Estimate",
     "Federation",
+    "HistogramOptions",
+    "PaperOptions",
     "RecommendedSetting",
-    "RocCurveDisplay",
+    "RocCurve",
+    "RocPlot",
     "SiteConfig",
     "SiteError",
     "SitePrivacy",
     "TestResult",
     "ValidationResult",
-    "HistogramResult",
     "ValidationSession",
     "load_federation_file",
     "recommend_settings",

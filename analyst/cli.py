@@ -77,6 +77,20 @@ def _atomic_folder(out: Path, *, force: bool):
         raise
 
 
+def _options(args):
+    """The protocol's options object from the validate flags (each flag named as an options field); a flag
+    that only another protocol's options have, set away from its default, is an error."""
+    from analyst.protocols import PROTOCOLS
+
+    fields = {name: {f.name: f.default for f in dataclasses.fields(p.options_type)} for name, p in PROTOCOLS.items()}
+    own = fields[args.protocol]
+    foreign = sorted({k for other in fields.values() for k, d in other.items() if k not in own and getattr(args, k, d) != d})
+    if foreign:
+        flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
+        raise ValueError(f"{flags}: not an option of --protocol {args.protocol}")
+    return PROTOCOLS[args.protocol].options_type(**{k: getattr(args, k) for k in own if getattr(args, k, None) is not None})
+
+
 def _cmd_validate(args) -> int:
     from analyst.federation import Federation
     from analyst.report import write_report
@@ -86,6 +100,7 @@ def _cmd_validate(args) -> int:
     from analyst.session import check_privacy_request
 
     check_privacy_request(epsilon=args.epsilon, delta=args.delta, sensitivity=args.sensitivity)
+    options = _options(args)
     say = (lambda *a, **k: None) if args.quiet else print
     with _atomic_folder(Path(args.out), force=args.force) as tmp:
         with Federation.from_file(args.federation) as fed:
@@ -93,15 +108,9 @@ def _cmd_validate(args) -> int:
                 file=sys.stderr)
             started = time.perf_counter()
             progress = None if args.quiet else _print_progress
-            if args.protocol == "histogram":
-                res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
-                                   delta=args.delta, protocol="histogram", alpha=args.alpha, n_bins=args.n_bins,
-                                   spacing=args.spacing, progress=progress)
-            else:
-                res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
-                                   delta=args.delta, protocol="paper", grid=args.grid, alpha=args.alpha,
-                                   n_bins=args.n_bins, threshold=args.threshold, a0=args.a0,
-                                   sensitivity=args.sensitivity, ci_method=args.ci_method, progress=progress)
+            res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
+                               delta=args.delta, protocol=args.protocol, options=options, alpha=args.alpha,
+                               progress=progress)
             elapsed = time.perf_counter() - started
         paths = write_report(res, tmp)
     say(res)
@@ -279,12 +288,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    from analyst.report import REPORT_FILES
+
+    files = ", ".join(REPORT_FILES.values())
     v = sub.add_parser("validate", help="run a distributed validation and write a report folder",
-                       description="Run the distributed validation over the sites of a federation file and "
-                                   "write report.json, summary.txt, roc.png and calibration.png to --out. The "
-                                   "summary and report warn when (epsilon, delta) is not among the settings the "
-                                   "simulation study recommends for the sites' Delta (see 'dsroc recommend'). "
-                                   "Exit status 0 on success, 2 for bad input, 3 when a site refused or failed.")
+                       description=f"Run the distributed validation over the sites of a federation file and write "
+                                   f"{files} to --out, the same files for every protocol (calibration.png only when "
+                                   "a calibration curve could be estimated). The summary and report warn when "
+                                   "(epsilon, delta) is not among the settings the simulation study recommends "
+                                   "for the sites' Delta (see 'dsroc recommend'). Exit status 0 on success, 2 for "
+                                   "bad input, 3 when a site refused or failed.")
     v.add_argument("--federation", required=True, metavar="F", help="federation TOML file (sites, addresses, tokens, CA)")
     v.add_argument("--dataset", required=True, metavar="NAME", help="dataset name as the sites declare it")
     v.add_argument("--outcome", required=True, metavar="Y", help="outcome column (labels 0/1)")
@@ -292,29 +305,33 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--score", metavar="S", help="a score column of the dataset (probabilities)")
     src.add_argument("--model", metavar="M.json",
                      help='a GLM as JSON: {"link": "logit", "intercept": b0, "coefficients": {"col": b, ...}}')
-    v.add_argument("--epsilon", type=float, required=True, metavar="EPS", help="epsilon of each site's noisy release")
-    v.add_argument("--delta", type=float, required=True, metavar="DELTA", help="delta of each site's noisy release")
+    v.add_argument("--epsilon", type=float, required=True, metavar="EPS", help="epsilon of each site's release")
+    v.add_argument("--delta", type=float, required=True, metavar="DELTA", help="delta of each site's release")
     v.add_argument("--out", required=True, metavar="DIR",
                    help="report folder: written to a temporary folder beside it and renamed at the end (nothing is "
                         "left on failure); a non-empty folder is refused without --force")
-    v.add_argument("--grid", type=int, default=None, metavar="M",
-                   help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
-    v.add_argument("--alpha", type=float, default=0.05, metavar="A", help="1 - confidence level of the AUC CI (default 0.05)")
-    v.add_argument("--ci-method", choices=("logit", "wald"), default="logit",
-                   help="logit: the logit-scale DeLong CI (default); wald: the AUC-scale one (pROC's)")
     v.add_argument("--protocol", choices=("histogram", "paper"), default="histogram",
                    help="histogram (default): one differentially private histogram release per site, everything "
                    "else post-processing; paper: the paper's protocol (noisy scores, then exact q-protected answers)")
-    v.add_argument("--spacing", choices=("equal", "logit"), default="equal",
-                   help="histogram protocol: grid spacing on the score range (default equal)")
+    v.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                   help="1 - confidence level of every interval (default 0.05)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
-                   help="histogram bins (histogram protocol; default: the simulation study's count for the noise level, dsroc.recommended_n_bins, or the nearest count all sites allow) or calibration bins on [0,1] (paper, default 10)")
-    v.add_argument("--threshold", type=float, default=None, metavar="T",
-                   help="also report the confusion matrix at this threshold (score >= T predicts 1); sites accept "
-                        "only thresholds on their lattice, e.g. multiples of 0.01 (see 'dsroc describe')")
-    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0")
-    v.add_argument("--sensitivity", type=float, default=None, metavar="SENS",
-                   help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
+                   help="histogram: bins of the grid (default: the simulation study's count for the noise level, "
+                        "or the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
+    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (both protocols)")
+    h = v.add_argument_group("histogram protocol (HistogramOptions; an error with --protocol paper)")
+    h.add_argument("--spacing", choices=("equal", "logit"), default="equal",
+                   help="grid spacing on the score range (default equal)")
+    pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
+    pp.add_argument("--grid", type=int, default=None, metavar="M",
+                    help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
+    pp.add_argument("--ci-method", choices=("logit", "wald"), default="logit",
+                    help="logit: the logit-scale DeLong CI (default); wald: the AUC-scale one (pROC's)")
+    pp.add_argument("--threshold", type=float, default=None, metavar="T",
+                    help="also report the confusion matrix at this threshold (score >= T predicts 1); sites accept "
+                         "only thresholds on their lattice, e.g. multiples of 0.01 (see 'dsroc describe')")
+    pp.add_argument("--sensitivity", type=float, default=None, metavar="SENS",
+                    help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
     v.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     v.add_argument("--quiet", action="store_true", help="print nothing (errors still go to stderr)")
     v.set_defaults(func=_cmd_validate)

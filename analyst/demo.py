@@ -20,11 +20,13 @@ import numpy as np
 
 import dsroc
 from analyst.federation import Federation
-from analyst.hierarchy import hierarchy_to_dict
 from analyst.gbsg2 import FEATURES, HORIZON_DAYS, OUTCOME, DemoData, prepare_gbsg2
 from analyst.recommend import recommend_settings
 from analyst.report import write_report
-from analyst.result import ValidationResult, _num, calibration_to_dict, rocglm_to_dict
+from analyst.parts import num
+from analyst.protocols import PaperOptions
+from analyst.protocols.paper import paper_calibration, rocglm_to_dict
+from analyst.result import ValidationResult
 from analyst.session import Progress
 
 __all__ = ["pooled_statistics", "privacy_note", "run_demo", "running_daemons", "write_site_files"]
@@ -221,14 +223,13 @@ def pooled_statistics(scores: np.ndarray, labels: np.ndarray, *, grid=None, leve
         "rocglm": rocglm_to_dict(fit),
         "brier": dsroc.brier_score(scores, labels),
         "score_sd": float(np.std(scores, ddof=1)),
-        "calibration": calibration_to_dict(cal)["bins"],
-        "calibration_hierarchy": hierarchy_to_dict(dsroc.calibration_hierarchy(cal, level=level)),
+        "calibration": paper_calibration(cal, dsroc.calibration_hierarchy(cal, level=level)).to_dict(),
     }
 
 
 def _comparison(res: ValidationResult, pooled: dict) -> str:
     pct = round(100 * res.level)
-    d_cal = [abs(a - b["observed"]) for a, b in zip(res.calibration.observed, pooled["calibration"])
+    d_cal = [abs(a - b["observed"]) for a, b in zip(res.calibration.observed, pooled["calibration"]["bins"])
              if np.isfinite(a) and b["observed"] is not None]
     rows = [
         ("AUC", f"{res.auc:.4f} (ROC-GLM)", f"{pooled['auc_empirical']:.4f} (empirical)",
@@ -237,22 +238,22 @@ def _comparison(res: ValidationResult, pooled: dict) -> str:
         (f"{pct}% CI", f"[{res.auc_ci[0]:.4f}, {res.auc_ci[1]:.4f}]",
          f"[{pooled['auc_ci'][0]:.4f}, {pooled['auc_ci'][1]:.4f}] (empirical, DeLong)",
          f"{abs(res.auc_ci[0] - pooled['auc_ci'][0]) + abs(res.auc_ci[1] - pooled['auc_ci'][1]):.4f} (delta ci)"),
-        ("Brier score", f"{res.brier:.4f}", f"{pooled['brier']:.4f}", f"{res.brier - pooled['brier']:+.4f}"),
-        ("calibration", f"{int(np.sum(res.calibration.count))} patients in released cells",
+        ("Brier score", f"{res.brier.value:.4f}", f"{pooled['brier']:.4f}", f"{res.brier.value - pooled['brier']:+.4f}"),
+        ("calibration", f"{int(np.nansum(res.calibration.count))} patients in released cells",
          f"{pooled['n']} patients", f"max |obs diff| {max(d_cal, default=0):.4f}"),
     ]
-    h, ph = res.calibration_hierarchy, pooled["calibration_hierarchy"]
-    if h is not None:
-        for label, mine, theirs in (("O/E", h.oe, ph["oe"]), ("cal. slope", h.slope, ph["calibration_slope"])):
+    h, ph = res.calibration, pooled["calibration"]
+    if h.oe is not None and h.slope is not None:
+        for label, mine, theirs in (("O/E", h.oe, ph["oe"]), ("cal. slope", h.slope, ph["slope"])):
             rows.append((label, f"{mine.value:.3f} [{mine.lower:.3f}, {mine.upper:.3f}]",
                          f"{theirs['value']:.3f} [{theirs['lower']:.3f}, {theirs['upper']:.3f}]",
                          f"{mine.value - theirs['value']:+.4f}"))
     lines = ["Distributed (through the network) vs pooled (all test data in one place)",
              f"  {'':<12} {'distributed':<32} {'pooled':<36} difference"]
     lines += [f"  {a:<12} {b:<32} {c:<36} {d}" for a, b, c, d in rows]
-    lines.append(f"  ({len(res.calibration.suppressed)} calibration cells withheld by the sites' privacy rules; "
+    lines.append(f"  ({len(res.detail.withheld)} calibration cells withheld by the sites' privacy rules; "
                  "the Brier score and calibration carry no noise)")
-    taus = sorted({round(p.tau, 3) for p in res.privacy.values()})
+    taus = sorted({round(p.noise_sd, 3) for p in res.privacy.values()})
     tau = f"{taus[0]:g}" if len(taus) == 1 else f"{taus[0]:g}-{taus[-1]:g}"
     lines += [
         f"  Why the AUCs differ: the sites' noise (tau {tau}) is comparable with the",
@@ -345,7 +346,7 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
         with Federation.from_file(out / "federation.toml") as fed:
             started = time.perf_counter()
             res = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta, protocol="paper",
-                               threshold=None, a0=0.5, progress=progress)
+                               options=PaperOptions(a0=0.5), progress=progress)
             t_validate = time.perf_counter() - started
             hist = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta,
                                 protocol="histogram", progress=progress)
@@ -358,7 +359,7 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     timing = {"validate_seconds": t_validate, "startup_seconds": t_ready - t_start,
               "shutdown_seconds": t_stopped - t_ready - t_validate, "total_seconds": time.perf_counter() - t_start}
     comparison = _comparison(res, pooled)
-    extra = {"pooled": {k: (_num(v) if isinstance(v, float) else v) for k, v in pooled.items()},
+    extra = {"pooled": {k: (num(v) if isinstance(v, float) else v) for k, v in pooled.items()},
              "demo": {"epsilon": epsilon, "delta": delta, "seed": seed, "n_patients": n_patients,
                       "model": data.model_spec(), "timing": timing}}
     s0, s1 = scores[labels == 0], scores[labels == 1]
@@ -389,8 +390,8 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     say(f"Timing: validate {t_validate:.2f} s; daemons started in {timing['startup_seconds']:.2f} s "
         f"(including data preparation and certificates); whole demo {timing['total_seconds']:.2f} s.")
     if keep:
-        say(f"Report: {paths['summary']}, {paths['json']}, {paths['roc']}, {paths['calibration']}; histogram "
-            f"protocol: {hist_paths['summary']}, {hist_paths['json']}, {hist_paths['plots']}"
+        say(f"Report (paper protocol): {', '.join(str(p) for p in paths.values())}; histogram protocol: "
+            f"{', '.join(str(p) for p in hist_paths.values())}"
             + (f"; JSON also at {json_path}" if json_path else ""))
     else:
         say("The demo's temporary folder (keys, token, ledgers, report) is removed; --out DIR keeps it and the plots"

@@ -1,14 +1,19 @@
-"""Plots of a validation result: the ROC-GLM curve with its pointwise band, and calibration with intervals."""
+"""Plots of a validation result, the same for every protocol; they draw what the result holds, never compute it."""
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+import textwrap
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
-__all__ = ["CalibrationDisplay", "RocCurveDisplay", "plot_title", "pyplot"]
+__all__ = ["CalibrationPlot", "RocPlot", "plot_title", "pyplot", "statistics_text", "validation_figure"]
+
+#: false-positive fractions at which the fitted curve and its band are drawn (dense in both tails)
+_T = np.concatenate([[0.0], np.geomspace(1e-4, 0.5, 200), 1 - np.geomspace(0.5, 1e-4, 200)[1:], [1.0]])
 
 
 def pyplot():
@@ -22,259 +27,217 @@ def pyplot():
     return plt
 
 
-def plot_title(kind: str, *, n: int | None, n1: int | None, epsilon: float | None, delta: float | None,
-               protocol: str = "paper") -> str:
+def plot_title(kind: str, result) -> str:
     """``kind`` with n, the events, epsilon, delta and the protocol, on two lines."""
-    if n is None:
-        return kind
-    events = "" if n1 is None else f" ({n1} with outcome 1)"
-    privacy = "" if epsilon is None else f", $\\varepsilon$ = {epsilon:g}, $\\delta$ = {delta:g}"
-    return f"{kind}\nn = {n}{events}{privacy}, {protocol} protocol"
+    approx = "" if result.counts_exact else "~"
+    return (f"{kind}\nn = {approx}{result.n:.0f} ({approx}{result.n1:.0f} with outcome 1), "
+            f"$\\varepsilon$ = {result.epsilon:g}, $\\delta$ = {result.delta:g}, {result.protocol} protocol")
 
 
-def _ax(ax, figsize=(6, 6.8)):
-    if ax is None:
-        _, ax = pyplot().subplots(figsize=figsize)
+def _fmt(x, digits: int = 3) -> str:
+    return "-" if x is None or not math.isfinite(float(x)) else f"{float(x):.{digits}f}"
+
+
+def _est(e, digits: int = 2) -> str:
+    if e is None:
+        return "not estimable"
+    if not math.isfinite(e.lower):
+        return _fmt(e.value, digits + 1)
+    return f"{_fmt(e.value, digits)} [{_fmt(e.lower, digits)}, {_fmt(e.upper, digits)}]"
+
+
+def statistics_text(result) -> str:
+    """The statistics box: AUC, Brier, O/E, calibration-in-the-large, slope, binned ICI and Emax."""
+    pct = round(100 * result.level)
+    lines = [f"{pct}% intervals", f"AUC ({result.auc_estimator}) {_fmt(result.auc)} "
+                                  f"[{_fmt(result.auc_ci[0])}, {_fmt(result.auc_ci[1])}]"]
+    if result.brier is not None:
+        lines.append(f"Brier {_est(result.brier, 3)}")
+    c = result.calibration
+    if c is not None:
+        lines += [f"O/E {_est(c.oe)}", f"CITL {_est(c.citl)}", f"slope {_est(c.slope)}",
+                  f"ICI {_fmt(c.ici)}, Emax {_fmt(c.emax)} (binned)"]
+    return "\n".join(lines)
+
+
+def _new_axes(figsize):
+    _, ax = pyplot().subplots(figsize=figsize, layout="constrained")
     return ax
 
 
 def _legend_below(ax, ncol: int = 1) -> None:
     """The legend under the axes, where it cannot cover a curve."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize="small", frameon=False, ncol=ncol)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="small", frameon=False, ncol=ncol)
 
 
 @dataclass
-class RocCurveDisplay:
-    """The fitted ROC-GLM curve ``Phi(gamma1 + gamma2 Phi^-1(t))`` with a pointwise confidence band.
+class RocPlot:
+    """The ROC curve of a result: the curve whose AUC is quoted, a band exactly as wide as the AUC's CI,
+    and the empirical or binned points.
 
-    There is no empirical curve: no site releases its score distribution. The band is pointwise,
-    ``Phi(eta(t) +- z se(eta(t)))`` from the ROC-GLM's covariance (:func:`dsroc.rocglm_band`); the AUC's
-    interval (distributed DeLong) is reported in the legend. Where the curve lies below the diagonal
-    (an improper binormal curve) the plot marks it.
-
-    Parameters
-    ----------
-    gamma1, gamma2 : float
-        ROC-GLM parameters.
-    auc : float
-        The ROC-GLM AUC.
-    auc_ci : (float, float)
-        Confidence interval of the AUC.
-    cov : array_like, optional
-        2 x 2 covariance of ``(gamma1, gamma2)``; without it no band is drawn.
-    level : float
-        Confidence level of ``auc_ci`` and of the band.
-    name : str
-        Legend label of the curve.
-    ci_method : {"logit", "wald"}
-        How the AUC interval was computed (named in the legend).
-    n, n1 : int, optional
-        Patients and patients with outcome 1 (in the title).
-    epsilon, delta : float, optional
-        The privacy request (in the title).
-    protocol : str
-        The protocol's name (in the title).
+    The band is the fitted binormal shape moved until its AUC equals the CI's limits
+    (:attr:`analyst.parts.RocCurve.band`), so it includes what the AUC's CI includes (the privacy noise
+    in the histogram protocol). Where the fitted curve lies below the diagonal, the plot marks it.
     """
 
-    gamma1: float
-    gamma2: float
-    auc: float
-    auc_ci: tuple[float, float]
-    cov: np.ndarray | None = None
-    level: float = 0.95
-    name: str = "distributed ROC-GLM"
-    ci_method: str = "logit"
-    n: int | None = None
-    n1: int | None = None
-    epsilon: float | None = None
-    delta: float | None = None
-    protocol: str = "paper"
+    result: object
 
     @classmethod
-    def from_result(cls, result, *, name: str = "distributed ROC-GLM") -> "RocCurveDisplay":
-        """Build the display from a :class:`analyst.ValidationResult`."""
-        g1, g2 = (float(v) for v in result.rocglm.params)
-        return cls(g1, g2, result.auc, tuple(result.auc_ci), result.rocglm.cov, result.level, name, result.ci_method,
-                   result.n, result.n1, result.epsilon, result.delta, getattr(result, "protocol", "paper"))
+    def from_result(cls, result) -> "RocPlot":
+        """The plot of an :class:`analyst.ValidationResult`."""
+        return cls(result)
 
-    def curve(self, t: np.ndarray) -> np.ndarray:
-        """True-positive fraction of the fitted curve at false-positive fractions ``t``."""
-        from dsroc import rocglm_curve
-
-        return rocglm_curve((self.gamma1, self.gamma2), t)
-
-    def band(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper pointwise band at ``t`` (:func:`dsroc.rocglm_band`)."""
-        from dsroc import rocglm_band
-
-        if self.cov is None:
-            raise ValueError("no covariance of the ROC-GLM parameters: no band")
-        return rocglm_band((self.gamma1, self.gamma2), self.cov, t, level=self.level)
-
-    def improper(self) -> tuple[float, float] | None:
-        """The false-positive fractions where the curve lies below the diagonal (None if nowhere, or for
-        less than 0.01 of the range: see :func:`analyst.hierarchy.improper_region`)."""
-        from analyst.hierarchy import improper_region
-
-        return improper_region((self.gamma1, self.gamma2))
-
-    def plot(self, ax=None, *, reference: Sequence | None = None, references: Sequence[Sequence] = ()) -> "RocCurveDisplay":
-        """Draw the curve, its band, the diagonal, comparison curves and any below-chance part.
+    def plot(self, ax=None, *, references: Sequence[Sequence] = ()) -> "RocPlot":
+        """Draw on ``ax`` (a new figure when omitted).
 
         Parameters
         ----------
-        ax : matplotlib Axes, optional
-            Where to draw; a new figure when omitted.
-        reference : (fpr, tpr, label), optional
-            One extra curve for comparison (e.g. the pooled ROC-GLM in the demo).
         references : sequence of (fpr, tpr, label) or (fpr, tpr, label, style dict)
-            More comparison curves.
+            Comparison curves (e.g. the pooled ROC curves in the demo).
 
         Returns
         -------
         self, with ``ax_`` and ``figure_`` set.
         """
-        ax = _ax(ax)
-        t = np.concatenate([[0.0], np.geomspace(1e-4, 0.5, 200), 1 - np.geomspace(0.5, 1e-4, 200)[1:], [1.0]])
-        pct = round(100 * self.level)
-        method = {"logit": "logit-scale", "wald": "Wald"}.get(self.ci_method, self.ci_method)
-        if self.cov is not None:
-            lo, hi = self.band(t)
-            ax.fill_between(t, lo, hi, color="tab:blue", alpha=0.2, lw=0,
-                            label=f"pointwise {pct}% band of the fitted curve (ROC-GLM covariance: the positives'\n"
-                                  "sampling only, so narrower than the AUC's CI)")
-        ax.plot(t, self.curve(t), color="tab:blue", lw=2,
-                label=f"{self.name}: AUC {self.auc:.3f}, {pct}% CI [{self.auc_ci[0]:.3f}, {self.auc_ci[1]:.3f}] "
-                      f"({method} DeLong)")
-        styles = [dict(color="black", lw=1.2, ls="-."), dict(color="dimgrey", lw=0.8, alpha=0.8)]
-        for k, ref in enumerate(([reference] if reference is not None else []) + list(references)):
-            fpr, tpr, label = ref[:3]
+        r = self.result
+        roc, pct = r.roc, round(100 * r.level)
+        ax = _new_axes((7.2, 8.8)) if ax is None else ax
+        quoted = (f"AUC ({r.auc_estimator}) {_fmt(r.auc)}, {pct}% CI [{_fmt(r.auc_ci[0])}, {_fmt(r.auc_ci[1])}]")
+        if roc.band is not None:
+            lo, hi = roc.band_curves(_T)
+            ax.fill_between(_T, lo, hi, color="tab:blue", alpha=0.18, lw=0,
+                            label=textwrap.fill(f"{pct}% band: the fitted shape at the AUC's CI limits "
+                                                f"(includes {r.auc_ci_includes})", 70))
+        binned = roc.fpr.size <= 200
+        ax.plot(roc.fpr, roc.tpr, color="black" if binned else "dimgrey", lw=0.8 if binned else 1.0,
+                ls="--" if binned else "-", marker="o" if binned else None, ms=4,
+                label=textwrap.fill(roc.points_label + ("" if roc.params is not None else f": {quoted}"), 70))
+        if roc.params is not None:
+            ax.plot(_T, roc.curve(_T), color="tab:blue", lw=2, label=textwrap.fill(f"fitted binormal curve: {quoted}", 70))
+        styles = [dict(color="tab:green", lw=1.2, ls="-."), dict(color="tab:purple", lw=0.8, alpha=0.8)]
+        for k, ref in enumerate(references):
             style = ref[3] if len(ref) > 3 else styles[min(k, len(styles) - 1)]
-            ax.plot(fpr, tpr, label=label, **style)
-        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="chance")
-        bad = self.improper()
+            ax.plot(ref[0], ref[1], label=ref[2], **style)
+        ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="chance")
+        bad = roc.improper()
         if bad is not None:
-            a, b = bad
-            ax.axvspan(a, b, ymax=0.04, color="tab:red", alpha=0.6,
-                       label=f"curve below chance for FPR in [{a:.2f}, {b:.2f}] (improper binormal fit)")
-            sel = (t >= a) & (t <= b)
-            ax.plot(t[sel], self.curve(t[sel]), color="tab:red", lw=2.5)
+            ax.axvspan(bad[0], bad[1], ymax=0.04, color="tab:red", alpha=0.6,
+                       label=f"curve below chance for FPR in [{bad[0]:.2f}, {bad[1]:.2f}] (improper binormal fit)")
         ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="false-positive fraction (1 - specificity)",
-               ylabel="true-positive fraction (sensitivity)", aspect="equal",
-               title=plot_title("ROC curve", n=self.n, n1=self.n1, epsilon=self.epsilon, delta=self.delta,
-                                protocol=self.protocol))
+               ylabel="true-positive fraction (sensitivity)", aspect="equal")
+        ax.set_title(plot_title("ROC curve", r), fontsize="medium")
         _legend_below(ax)
         self.ax_, self.figure_ = ax, ax.figure
         return self
 
 
 @dataclass
-class CalibrationDisplay:
-    """Calibration curve with intervals, per-site curves, withheld bins and a risk histogram below.
+class CalibrationPlot:
+    """Calibration curve with its intervals, per-site curves, marked withheld and merged bins, a statistics
+    box (O/E, calibration-in-the-large, slope, Brier, AUC, ICI, Emax) and the risk histogram by outcome."""
 
-    Parameters
-    ----------
-    edges : ndarray
-        Bin edges.
-    predicted, observed : ndarray
-        Aggregated mean score and mean outcome per bin (NaN where no site released the bin).
-    count : ndarray
-        Patients per aggregated bin.
-    per_site : dict of str to (predicted, observed)
-        Each site's curve, one value per bin, NaN where the site withheld the bin.
-    lower, upper : ndarray, optional
-        Interval of the observed proportion per bin (Wilson), NaN where not released.
-    withheld : dict of int to list of str
-        Bin index to the sites that withheld it (below q).
-    summary : str
-        Mean and weak calibration in one line (O/E, calibration intercept, slope), drawn on the plot.
-    """
-
-    edges: np.ndarray
-    predicted: np.ndarray
-    observed: np.ndarray
-    count: np.ndarray
-    per_site: Mapping[str, tuple[np.ndarray, np.ndarray]]
-    lower: np.ndarray | None = None
-    upper: np.ndarray | None = None
-    withheld: Mapping[int, list] = field(default_factory=dict)
-    summary: str = ""
-    title: str = "Calibration"
-    level: float = 0.95
+    result: object
 
     @classmethod
-    def from_result(cls, result) -> "CalibrationDisplay":
-        """Build the display from a :class:`analyst.ValidationResult`."""
-        cal = result.calibration
-        per_site = {}
-        for name, c in cal.per_site.items():
-            pred, obs = np.full(cal.count.size, np.nan), np.full(cal.count.size, np.nan)
-            pred[c.bins], obs[c.bins] = c.predicted, c.observed
-            per_site[name] = (pred, obs)
-        withheld: dict[int, list] = {}
-        for site, b in cal.suppressed:
-            withheld.setdefault(int(b), []).append(site)
-        h = getattr(result, "calibration_hierarchy", None)
-        lower = upper = None
-        summary = ""
-        if h is not None:
-            lower, upper = h.curve_lower, h.curve_upper
-            summary = (f"O/E {h.oe.value:.2f} [{h.oe.lower:.2f}, {h.oe.upper:.2f}]\n"
-                       f"calibration intercept {h.intercept.value:.2f} [{h.intercept.lower:.2f}, "
-                       f"{h.intercept.upper:.2f}]\ncalibration slope {h.slope.value:.2f} "
-                       f"[{h.slope.lower:.2f}, {h.slope.upper:.2f}]")
-        title = plot_title("Calibration", n=result.n, n1=result.n1, epsilon=result.epsilon, delta=result.delta,
-                           protocol=getattr(result, "protocol", "paper"))
-        return cls(cal.edges, cal.predicted, cal.observed, cal.count, per_site, lower, upper, withheld, summary,
-                   title, result.level)
+    def from_result(cls, result) -> "CalibrationPlot":
+        """The plot of an :class:`analyst.ValidationResult` (which must hold a calibration curve)."""
+        if result.calibration is None:
+            raise ValueError("the result holds no calibration curve (see its warnings)")
+        return cls(result)
 
-    def plot(self, ax=None) -> "CalibrationDisplay":
-        """Draw per-site curves (thin), the aggregated curve with intervals, the diagonal, withheld bins
-        (marked on the axis and in the histogram) and the risk histogram in a panel below.
+    def plot(self, ax=None, hist_ax=None) -> "CalibrationPlot":
+        """Draw the curve on ``ax`` and the risk histogram on ``hist_ax`` (a new figure with both when omitted).
 
         Returns
         -------
-        self, with ``ax_`` (the curve), ``hist_ax_`` (the histogram) and ``figure_`` set.
+        self, with ``ax_``, ``hist_ax_`` and ``figure_`` set.
         """
-        from mpl_toolkits.axes_grid1 import make_axes_locatable
-
-        ax = _ax(ax, figsize=(6, 8))
-        hist = make_axes_locatable(ax).append_axes("bottom", size="28%", pad=0.35, sharex=ax)
-        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
-        # NaN (withheld) bins break the lines: no segment pretends to join bins across a withheld one
-        for name, (pred, obs) in self.per_site.items():
-            ax.plot(pred, obs, lw=0.8, alpha=0.5, marker=".", label=name)
-        ok = np.isfinite(self.predicted) & np.isfinite(self.observed)
-        pct = round(100 * self.level)
-        if self.lower is not None:
-            err = np.vstack([self.observed[ok] - self.lower[ok], self.upper[ok] - self.observed[ok]])
-            ax.errorbar(self.predicted[ok], self.observed[ok], yerr=err, fmt="o", color="black", ms=4, capsize=3,
-                        lw=1.2, zorder=3, label=f"all sites, {pct}% Wilson interval per bin")
-        else:
-            ax.scatter(self.predicted[ok], self.observed[ok], color="black", s=16, zorder=3, label="all sites")
-        ax.plot(self.predicted, self.observed, color="black", lw=1.5)
-        mids = (self.edges[:-1] + self.edges[1:]) / 2
-        gone = np.flatnonzero(self.count == 0)
-        if gone.size:
-            ax.plot(mids[gone], np.full(gone.size, 0.0), ls="none", marker="x", color="tab:red", ms=8, mew=2,
-                    clip_on=False, zorder=4, label="bin withheld by every site (privacy rules, e.g. fewer than q patients)")
-        partly = sorted(b for b in self.withheld if self.count[b] > 0)
-        if partly:
-            ax.plot(mids[partly], np.full(len(partly), 0.0), ls="none", marker="|", color="tab:orange", ms=10,
-                    mew=2, clip_on=False, zorder=4, label="bin withheld by some sites")
-        if self.summary:
-            ax.text(0.03, 0.97, self.summary, transform=ax.transAxes, va="top", ha="left", fontsize="small",
-                    bbox=dict(boxstyle="round", facecolor="white", alpha=0.85, edgecolor="lightgrey"))
-        ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="observed fraction with outcome 1", title=self.title)
+        r, c = self.result, self.result.calibration
+        if ax is None:
+            fig = pyplot().figure(figsize=(7.4, 10.6), layout="constrained")
+            ax, hist_ax = fig.subplots(2, 1, height_ratios=[3, 1], sharex=True)
+        pct = round(100 * r.level)
+        ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="perfect calibration")
+        for name, (pred, obs, _) in c.per_site.items():  # NaN (withheld) bins break each site's line
+            ax.plot(pred, obs, lw=0.7, alpha=0.45, marker=".", ms=4,
+                    label=name if name.lower().startswith("site") else f"site {name}")
+        ok = np.isfinite(c.predicted) & np.isfinite(c.observed)
+        err = np.vstack([c.observed[ok] - c.observed_lower[ok], c.observed_upper[ok] - c.observed[ok]])
+        ax.errorbar(c.predicted[ok], c.observed[ok], yerr=np.where(np.isfinite(err), err, 0), fmt="o-", color="black",
+                    ms=4, capsize=3, lw=1.2, zorder=3,
+                    label=textwrap.fill(f"all sites: observed fraction at the mean score ({c.predicted_from}); "
+                                        f"{pct}% interval: {c.interval}", 80))
+        merged = [k for k, s in enumerate(c.status) if s in ("merged", "too few patients")]
+        if merged:
+            ax.hlines(c.observed[merged], c.lower[merged], c.upper[merged], color="tab:orange", lw=2.5, alpha=0.7,
+                      label="score range of a merged bin (several grid bins pooled so the noise stays small)")
+        self._withheld(ax, c)
+        ax.text(0.03, 0.97, statistics_text(r), transform=ax.transAxes, va="top", ha="left", fontsize="small",
+                family="monospace", bbox=dict(boxstyle="round", facecolor="white", alpha=0.9, edgecolor="lightgrey"))
+        ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="observed fraction with outcome 1")
+        ax.set_title(plot_title("Calibration", r), fontsize="medium")
         ax.tick_params(labelbottom=False)
-        width = np.diff(self.edges)
-        hist.bar(self.edges[:-1], self.count, width=width, align="edge", color="tab:grey", edgecolor="white")
-        if gone.size:
-            hist.bar(self.edges[:-1][gone], np.full(gone.size, max(1, self.count.max()) * 0.15), width=width[gone],
-                     align="edge", fill=False, hatch="///", edgecolor="tab:red", lw=0)
-        hist.set(xlim=(0, 1), xlabel="predicted probability (released cells carry no noise; small cells are withheld)",
-                 ylabel="patients")
-        hist.legend(*ax.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, -0.5),
-                    fontsize="small", frameon=False, ncol=2)
-        self.ax_, self.hist_ax_, self.figure_ = ax, hist, ax.figure
+        self._risk_histogram(hist_ax, c)
+        hist_ax.legend(*_merged_handles(ax, hist_ax), loc="upper center", bbox_to_anchor=(0.5, -0.45),
+                       fontsize="small", frameon=False, ncol=1)
+        self.ax_, self.hist_ax_, self.figure_ = ax, hist_ax, ax.figure
         return self
+
+    @staticmethod
+    def _withheld(ax, c) -> None:
+        mids = (c.lower + c.upper) / 2
+        every = [k for k, s in enumerate(c.status) if s == "withheld by every site"]
+        some = [k for k, s in enumerate(c.status) if s == "withheld by some sites"]
+        if every:
+            ax.plot(mids[every], np.zeros(len(every)), ls="none", marker="x", color="tab:red", ms=8, mew=2,
+                    clip_on=False, zorder=4, label="bin withheld by every site (fewer than q patients)")
+        if some:
+            ax.plot(mids[some], np.zeros(len(some)), ls="none", marker="|", color="tab:orange", ms=10, mew=2,
+                    clip_on=False, zorder=4, label="bin withheld by some sites (their patients are left out)")
+
+    @staticmethod
+    def _risk_histogram(ax, c) -> None:
+        """Patients per bin by outcome: outcome 1 upwards, outcome 0 downwards; withheld bins hatched."""
+        e = c.risk_edges
+        width, pos, neg = np.diff(e), np.nan_to_num(c.risk_positives), np.nan_to_num(c.risk_negatives)
+        ax.bar(e[:-1], pos, width=width, align="edge", color="tab:red", alpha=0.6, edgecolor="white",
+               label="patients with outcome 1 (up)")
+        ax.bar(e[:-1], -neg, width=width, align="edge", color="tab:blue", alpha=0.6, edgecolor="white",
+               label="patients with outcome 0 (down)")
+        gone = ~np.isfinite(c.risk_positives)
+        if gone.any():
+            top = max(1.0, float(pos.max(initial=0)))
+            ax.bar(e[:-1][gone], np.full(gone.sum(), 0.3 * top), width=width[gone], align="edge", fill=False,
+                   hatch="///", edgecolor="tab:red", lw=0, label="withheld bin (count not released)")
+        ax.axhline(0, color="black", lw=0.6)
+        ax.set(xlim=(0, 1), xlabel="predicted probability", ylabel="patients")
+        from matplotlib.ticker import FuncFormatter
+
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{abs(v):g}"))
+
+
+def _merged_handles(*axes):
+    handles, labels = [], []
+    for ax in axes:
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    return handles, labels
+
+
+def validation_figure(result, *, figure=None, references: Sequence[Sequence] = ()):
+    """One figure of a result: the ROC curve (left), the calibration curve with its statistics box and the
+    risk histogram (right), and the protocol's guarantee as the figure's title. Save it whole with
+    ``fig.savefig(path)``; the constrained layout keeps titles, legends and panels apart."""
+    plt = pyplot()
+    fig = plt.figure(figsize=(13, 8.2), layout="constrained") if figure is None else figure
+    fig.clear()
+    if figure is not None:
+        fig.set_layout_engine("constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=[3, 1])
+    RocPlot(result).plot(fig.add_subplot(grid[:, 0]), references=references)
+    if result.calibration is not None:
+        cal = fig.add_subplot(grid[0, 1])
+        CalibrationPlot(result).plot(cal, fig.add_subplot(grid[1, 1], sharex=cal))
+    fig.suptitle(textwrap.fill(result.guarantee, 150), fontsize=9)
+    return fig

@@ -10,18 +10,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from google.protobuf.json_format import MessageToDict
 
-import dsroc
 from dsroc.v1 import site_pb2 as pb
 from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
-from analyst.histogram import HistogramResult, validate_histogram
-from analyst.pr import pr_from_released_scores
-from analyst.recommend import recommendation_warning
-from analyst.hierarchy import calibration_summary, improper_warning
-from analyst.result import TestResult, ValidationResult
-from analyst.session import Progress, ValidationSession, check_privacy_request, concurrently, score_source
+from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
+from analyst.result import ValidationResult
+from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
 __all__ = ["Federation", "SiteAnswers", "release_queries"]
 
@@ -155,31 +151,13 @@ class Federation:
         while self._closing:
             self._closing.pop().result()
 
-    def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
-                 epsilon: float, delta: float, protocol: str = "histogram", grid=None, alpha: float = 0.05,
-                 n_bins: int | None = None, edges=None, threshold: float | None = None, a0: float | None = None,
-                 sensitivity: float | None = None, ci_method: str = "logit", spacing: str = "equal",
-                 scalars=(), score_sums: bool = True,
-                 progress: Progress | None = None) -> ValidationResult | HistogramResult:
+    def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None, epsilon: float,
+                 delta: float, protocol: str = "histogram", options: ProtocolOptions | None = None,
+                 alpha: float = 0.05, progress: Progress | None = None, **protocol_options) -> ValidationResult:
         """Validate a model on the union of the sites' data without any record leaving its site.
 
         Parameters
         ----------
-        protocol : {"histogram", "paper"}, default "histogram"
-            ``"histogram"``: each site answers with one (epsilon, delta)-DP release of per-class noisy
-            histograms (add/remove one patient), and everything is computed from their sum
-            (:class:`analyst.histogram.HistogramResult`). ``"paper"``: the paper's protocol (noisy
-            scores, then exact q-protected answers; not DP end to end). Options below marked
-            (paper) apply to it only; ``n_bins`` is the histogram's bin count (default
-            :func:`analyst.histogram.default_n_bins`) or the paper's calibration bins (default 10).
-        spacing : {"equal", "logit"}, default "equal"
-            (histogram) Grid spacing.
-        scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
-            (histogram) Also release these noisy sums for an unbinned Brier score and O/E.
-        score_sums : bool, default True
-            (histogram) Also release each bin's noisy sum of scores per class, within the same epsilon (the
-            counts' noise grows by 5 %): calibration, O/E, Brier and the slope then use within-bin mean
-            scores instead of bin midpoints, and within-bin pairs of the AUC are resolved.
         dataset, outcome : str
             Dataset name and outcome column (labels 0/1) as the sites declare them.
         score : str, optional
@@ -187,116 +165,45 @@ class Federation:
         model : dsroc.GlmModel or mapping, optional
             A GLM (link, intercept, coefficients over dataset columns) the sites evaluate.
         epsilon, delta : float
-            Privacy level of each site's noisy release of scores.
-        grid : None, int or array_like
-            ROC-GLM threshold grid (default: 28 points, as in the paper).
+            Privacy request of each site's release.
+        protocol : {"histogram", "paper"}, default "histogram"
+            ``"histogram"``: each site answers with one (epsilon, delta)-DP release of per-class noisy
+            histograms (add/remove one patient) and everything is computed from their sum. ``"paper"``: the
+            paper's protocol (noisy scores, then exact q-protected answers; not DP end to end). See
+            :mod:`analyst.protocols`.
+        options : HistogramOptions or PaperOptions, optional
+            The protocol's own options (:class:`analyst.HistogramOptions`, :class:`analyst.PaperOptions`);
+            they may also be given as keyword arguments (``n_bins=20``, ``ci_method="wald"``, ...).
         alpha : float
-            1 - confidence level of the AUC interval.
-        n_bins, edges
-            Calibration bins: ``n_bins`` equal bins on [0, 1] or explicit ``edges``.
-        threshold : float, optional
-            Also compute the confusion matrix at this threshold.
-        a0 : float, optional
-            Also test ``H0: AUC <= a0`` (rejected when the whole CI lies above a0).
-        sensitivity : float, optional
-            Ask the sites to use this larger Delta than their rules give.
-        ci_method : {"logit", "wald"}
-            Confidence interval on the logit scale (default) or the AUC scale.
+            1 - confidence level of every interval.
         progress : callable, optional
             ``progress(step, site, message)`` called as steps and sites finish.
 
         Returns
         -------
         ValidationResult
-            Its ``warnings`` say when (epsilon, delta) is not among the settings the simulation study
-            recommends for the sites' largest Delta (:func:`analyst.recommend_settings`); the
-            validation still runs, since the sites alone decide what they release.
+            The same type for every protocol; ``detail`` holds what only this protocol has. Its
+            ``warnings`` say, e.g., when (epsilon, delta) is not among the settings the simulation study
+            recommends for the sites' largest Delta; the validation still runs, since the sites alone
+            decide what they release.
         """
-        if protocol not in ("histogram", "paper"):
-            raise ValueError(f"protocol must be 'histogram' or 'paper', got {protocol!r}")
+        strategy = get_protocol(protocol)
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
-        if protocol == "histogram":
-            check_privacy_request(epsilon=epsilon, delta=delta)
-            score_source(score=score, model=model)
-            return validate_histogram(self, dataset, outcome, score=score, model=model, epsilon=epsilon, delta=delta,
-                                      n_bins=n_bins, spacing=spacing,
-                                      scalars=tuple(scalars), score_sums=score_sums, alpha=alpha, progress=progress)
-        n_bins = 10 if n_bins is None else n_bins
-        if ci_method not in ("logit", "wald"):
-            raise ValueError(f"ci_method must be 'logit' or 'wald', got {ci_method!r}")
-        if a0 is not None and not 0 <= a0 <= 1:
-            raise ValueError(f"a0 must lie in [0, 1], got {a0}")
-        check_privacy_request(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+        check_privacy_request(epsilon=epsilon, delta=delta)
         score_source(score=score, model=model)  # a malformed model fails here, before any site is asked
-        grid_values = dsroc.rocglm_grid(grid)
-        dsroc.calibration_edges(n_bins, edges=edges)
+        opts = strategy.options(options, protocol_options)
+        request = ValidationRequest(dataset, outcome, score, model, float(epsilon), float(delta), 1 - alpha, progress)
+        strategy.check(request, opts)
+        started = time.perf_counter()
         timing: dict[str, float] = {}
-        clock = time.perf_counter()
-
-        def lap(step):
-            nonlocal clock
-            now = time.perf_counter()
-            timing[step] = now - clock
-            clock = now
-
-        started = clock
-        with self.session(dataset, outcome, score=score, model=model, progress=progress, with_sensitivity=True) as s:
-            lap("open")
-            sens = s.sensitivity()
-            releases = s.release(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
-            lap("release")
-            level = 1 - alpha
-            s0_noisy, s1_noisy = s.pool(releases)
-            # Post-processing of the release, on the analyst's own CPU while the sites work.
-            pr_done: Future = self.executor.submit(pr_from_released_scores, s0_noisy, s1_noisy, level=level)
-            summary_done: Future = self.executor.submit(s.release_summary, releases, pooled=(s0_noisy, s1_noisy))
-            s.upload_survivors(releases)
-            lap("upload")
-
-            def timed(step, fn):
-                def run():
-                    t = time.perf_counter()
-                    out = fn()
-                    timing[step] = time.perf_counter() - t
-                    return out
-                return run
-
-            def moments_step():
-                moments = s.placement_moments()
-                return moments, s.noise_corrected_auc(releases, moments, summary=summary_done.result(), level=level,
-                                                      method=ci_method)
-
-            def cells_step():
-                # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
-                # something with answers given before, while calibration only withholds more bins.
-                confusion = None if threshold is None else s.confusion(threshold)
-                return s.calibration(n_bins=n_bins, edges=edges), confusion
-
-            # Independent steps at the same time: the fit's round trips beside the others'.
-            fit, (moments, corrected), (brier, n), (calibration, confusion), budgets = concurrently(
-                timed("rocglm", lambda: s.fit_rocglm(grid=grid)), timed("moments", moments_step),
-                timed("brier", s.brier), timed("calibration", cells_step), timed("budget", s.budget))
-            lap("analysis")
-            variance, n0, n1 = moments.variance, moments.n0, moments.n1
-            ci = dsroc.auc_ci(fit.auc, variance, level=level, method=ci_method)
-            test = None if a0 is None else TestResult(a0, level, dsroc.auc_test(ci, a0))
-            pr = pr_done.result()
-            privacy = s.privacy(releases, sens, budgets=budgets)
-            advice = recommendation_warning(epsilon, delta, [p.sensitivity for p in privacy.values()],
-                                            tau=max(p.tau for p in privacy.values()))
-            notes = tuple(w for w in (advice, improper_warning(fit.params)) if w is not None)
-            hierarchy = calibration_summary(calibration, level=level)
+        with self.session(dataset, outcome, score=score, model=model, progress=progress,
+                          with_sensitivity=strategy.with_sensitivity) as s:
+            timing["open"] = time.perf_counter() - started
+            result = strategy.run(s, request, opts, executor=self.executor, timing=timing)
             self.close_later(s)
-            lap("finish")
-            timing["total"] = time.perf_counter() - started
-            return ValidationResult(
-                dataset=dataset, outcome=outcome, score_source=s.score_source, sites=tuple(self.names),
-                n=n, n0=n0, n1=n1, auc=fit.auc, auc_ci=ci, auc_variance=variance, level=level,
-                ci_method=ci_method, rocglm=fit, brier=brier, calibration=calibration, privacy=privacy,
-                grid=grid_values, epsilon=float(epsilon), delta=float(delta), confusion=confusion,
-                test=test, timing=timing, warnings=notes, calibration_hierarchy=hierarchy,
-                auc_corrected=corrected, pr=pr)
+        timing["total"] = time.perf_counter() - started
+        return result
 
     def close(self) -> None:
         """Close the channels to all sites (after the sessions still closing)."""

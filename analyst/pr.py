@@ -17,7 +17,7 @@ import numpy as np
 import dsroc
 from dsroc.pr.estimators import aucpr_interpolated, aucpr_lower_trapezoid
 
-__all__ = ["PRSummary", "pr_from_released_scores", "pr_from_counts", "PrecisionRecallDisplay"]
+__all__ = ["PRSummary", "pr_from_released_scores", "pr_from_counts", "PrecisionRecallPlot"]
 
 
 def _num(x) -> Any:
@@ -112,15 +112,17 @@ def _summary(points: dsroc.PRPoints, *, level: float, source: str, notes: list) 
                      area_min, minimum, float(dsroc.aucnpr(ap, pi)), level, source, notes)
 
 
-def pr_from_released_scores(s0_noisy, s1_noisy, *, level: float = 0.95) -> PRSummary:
+def pr_from_released_scores(s0_noisy, s1_noisy, *, level: float = 0.95, points=None) -> PRSummary:
     """PR summary of the pooled released scores (paper protocol): the points of ``(S~0, S~1)`` with their labels.
 
     The noise mixes the classes, so the curve and AP are biased towards the unachievable region; the
-    class counts are exact (the paper protocol discloses them).
+    class counts are exact (the paper protocol discloses them). ``points``: their
+    :func:`dsroc.pr_points_by_class`, when already computed.
     """
     notes = ["computed from the released noisy scores: the noise pulls the PR curve towards the prevalence line, "
              "and the interval covers sampling only, not the privacy noise"]
-    return _summary(dsroc.pr_points_by_class(s0_noisy, s1_noisy), level=level,
+    points = dsroc.pr_points_by_class(s0_noisy, s1_noisy) if points is None else points
+    return _summary(points, level=level,
                     source="paper protocol: released noisy scores", notes=notes)
 
 
@@ -133,7 +135,7 @@ def pr_from_counts(counts0, counts1, edges, *, level: float = 0.95) -> PRSummary
 
 
 @dataclass
-class PrecisionRecallDisplay:
+class PrecisionRecallPlot:
     """The PR curve with the unachievable region shaded and the prevalence line (Boyd 2014, ch. 3).
 
     Below the minimum PR curve ``p = pi r / (1 - pi + pi r)`` no ranking can go; the horizontal line
@@ -144,14 +146,14 @@ class PrecisionRecallDisplay:
     name: str = "validation"
 
     @classmethod
-    def from_result(cls, result, *, name: str = "validation") -> "PrecisionRecallDisplay":
+    def from_result(cls, result, *, name: str = "validation") -> "PrecisionRecallPlot":
         """From a validation result holding a ``pr`` summary."""
         pr = getattr(result, "pr", None)
         if pr is None:
             raise ValueError("the result holds no PR summary (pr is None)")
         return cls(pr, name)
 
-    def plot(self, ax=None) -> "PrecisionRecallDisplay":
+    def plot(self, ax=None) -> "PrecisionRecallPlot":
         """Draw on ``ax`` (a new figure when omitted); matplotlib is imported only here."""
         from analyst.display import pyplot
 

@@ -15,7 +15,7 @@ import dsroc
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
-from analyst.result import ConfusionResult, SitePrivacy
+from analyst.parts import ConfusionResult, SitePrivacy
 
 __all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
            "score_source"]
@@ -502,12 +502,13 @@ class ValidationSession:
             r, s, b = releases[name], sensitivities[name], budgets[name]
             info = r.info_negatives
             out[name] = SitePrivacy(
-                sensitivity=info.sensitivity, sensitivity_rule=info.rule or s.rule,
-                formal_bound=s.formal_bound,
-                tau=info.tau, epsilon=info.epsilon, delta=info.delta,
+                epsilon=info.epsilon, delta=info.delta, noise_sd=info.tau, sensitivity=info.sensitivity,
+                sensitivity_rule=info.rule or s.rule, formal_bound=s.formal_bound,
+                n=float(r.info_negatives.n + r.info_positives.n),
                 mu_charged=float(np.hypot(r.info_negatives.mu_charged, r.info_positives.mu_charged)),
-                budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta,
-                epsilon_spent=b.epsilon_spent, mu_remaining=b.mu_remaining, note=s.note, mu_spent=b.mu_spent)
+                repeated=bool(r.info_negatives.repeated and r.info_positives.repeated),
+                epsilon_spent=b.epsilon_spent, budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta,
+                mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, note=s.note)
         return out
 
     def close(self, *, wait: bool = True) -> Future | None:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +23,7 @@ MAX_LOGGED_CHARS = 256
 # that the answer fits in gRPC's metadata limits and the log keeps the very text that was sent.
 MAX_MESSAGE_CHARS = 1024
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024  # rotate the log beyond this size (site.audit_max_bytes)
+_MAX_SUMMARY_PEERS = 100  # peer hosts named one by one in a minute's summary of unlogged refusals
 
 
 def bounded(value, limit: int = MAX_LOGGED_CHARS):
@@ -94,16 +96,37 @@ class AuditLog:
     """Append-only JSON-lines file; each record is written and flushed before the answer is sent.
 
     When the file reaches ``max_bytes`` it is renamed to ``<name>.000001`` (then ``.000002``, ...) and
-    a new file is started; rotated files are never deleted or rewritten by the site.
+    a new file is started. Retention: after a rotation (and when the log is opened) the oldest rotated
+    files go while all files together would exceed ``max_total_bytes`` or while a file's last record
+    is older than ``max_age_days``; each deletion is itself recorded (``AuditRetention``). Refusals
+    of callers without a valid token are logged one by one up to ``unauthenticated_per_minute`` a
+    minute, the rest counted in one summary record per minute, so that a flood of such calls cannot
+    fill the disk.
     """
 
-    def __init__(self, path, *, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_total_bytes: int | None = None,
+                 max_age_days: float | None = None, unauthenticated_per_minute: int | None = None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not (isinstance(max_bytes, int) and max_bytes > 0):
             raise ValueError(f"max_bytes must be a positive integer, got {max_bytes!r}")
+        if max_total_bytes is not None and max_total_bytes < 2 * max_bytes:
+            raise ValueError(f"max_total_bytes must be at least twice max_bytes, got {max_total_bytes!r}")
         self.max_bytes = max_bytes
+        self.max_total_bytes = max_total_bytes
+        self.max_age_days = max_age_days
+        self.unauthenticated_per_minute = unauthenticated_per_minute
         self._lock = threading.Lock()
+        self._window = (0, 0, {})  # minute, records written in it, peer host -> calls not logged one by one
+        with self._lock:
+            self._retain()
+
+    @classmethod
+    def for_config(cls, config) -> "AuditLog":
+        """The audit log of a site config with its rotation, retention and rate settings."""
+        return cls(config.audit_path, max_bytes=config.audit_max_bytes, max_total_bytes=config.audit_max_total_bytes,
+                   max_age_days=config.audit_max_age_days,
+                   unauthenticated_per_minute=config.audit_unauthenticated_per_minute)
 
     def begin(self, record: AuditRecord) -> contextvars.Token:
         """Make ``record`` the current request's record."""
@@ -116,26 +139,98 @@ class AuditLog:
 
     def write(self, record: AuditRecord) -> None:
         """Append one record."""
-        line = (json.dumps(record.as_dict(), sort_keys=True, default=str) + "\n").encode("utf-8", "replace")
         with self._lock:
-            # O_APPEND: concurrent writers (even another process) never interleave within a line.
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                size = os.fstat(fd).st_size
-                if size and size + len(line) > self.max_bytes:
-                    os.close(fd)
-                    fd = -1
-                    self._rotate()
-                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._append(record)
+
+    def write_unauthenticated(self, record: AuditRecord) -> None:
+        """Append the refusal of a caller without a valid token, or count it in the minute's summary."""
+        if self.unauthenticated_per_minute is None:
+            return self.write(record)
+        minute = int(time.time() // 60)
+        with self._lock:
+            self._flush_window(minute)
+            _, written, skipped = self._window
+            if written < self.unauthenticated_per_minute:
+                self._window = (minute, written + 1, skipped)
+                self._append(record)
+            else:
+                host = record.peer.rsplit(":", 1)[0]
+                if host in skipped or len(skipped) < _MAX_SUMMARY_PEERS:
+                    skipped[host] = skipped.get(host, 0) + 1
+                else:
+                    skipped["(other)"] = skipped.get("(other)", 0) + 1
+
+    def flush(self) -> None:
+        """Write the pending summary of unlogged refusals (the daemon calls this when it stops)."""
+        with self._lock:
+            self._flush_window(None)
+
+    def _flush_window(self, minute: int | None) -> None:
+        start, _, skipped = self._window
+        if start == minute:
+            return
+        if skipped:
+            since = datetime.fromtimestamp(start * 60, timezone.utc).isoformat(timespec="seconds")
+            self._append(AuditRecord(
+                "", "Unauthenticated", decision="UNAUTHENTICATED", parameters={"calls_by_peer": skipped},
+                message=f"{sum(skipped.values())} more calls without a valid token in the minute from {since}, not "
+                        f"logged one by one (site.audit_unauthenticated_per_minute = {self.unauthenticated_per_minute})"))
+        self._window = (minute or 0, 0, {})
+
+    def _append(self, record: AuditRecord) -> None:
+        line = (json.dumps(record.as_dict(), sort_keys=True, default=str) + "\n").encode("utf-8", "replace")
+        # O_APPEND: concurrent writers (even another process) never interleave within a line.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size and size + len(line) > self.max_bytes:
+                os.close(fd)
+                fd = -1
+                self._rotate()
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 os.write(fd, line)
-            finally:
-                if fd >= 0:
-                    os.close(fd)
+                os.close(fd)
+                fd = -1
+                self._retain()
+            else:
+                os.write(fd, line)
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def _rotate(self) -> None:
         rotated = audit_files(self.path)[:-1]
         number = int(rotated[-1].name.rsplit(".", 1)[1]) + 1 if rotated else 1
         os.rename(self.path, self.path.with_name(f"{self.path.name}.{number:06d}"))
+
+    def _retain(self) -> None:
+        """Delete the oldest rotated files beyond the total size or age, recording each deletion."""
+        if self.max_total_bytes is None and self.max_age_days is None:
+            return
+        files = audit_files(self.path)
+        rotated = [f for f in files if f != self.path]
+        sizes = {f: f.stat().st_size for f in files}
+        # the current file may grow to max_bytes (and a deletion record) before the next rotation
+        total = sum(sizes[f] for f in rotated) + self.max_bytes
+        oldest_kept = time.time() - self.max_age_days * 86400 if self.max_age_days else None
+        for f in rotated:
+            last = f.stat().st_mtime
+            if not ((self.max_total_bytes is not None and total > self.max_total_bytes)
+                    or (oldest_kept is not None and last < oldest_kept)):
+                break
+            f.unlink()
+            total -= sizes[f]
+            line = json.dumps(AuditRecord(
+                "", "AuditRetention", peer="site", parameters={"deleted": f.name, "bytes": sizes[f]},
+                message=f"deleted the rotated audit file {f.name} (last record "
+                        f"{datetime.fromtimestamp(last, timezone.utc).isoformat(timespec='seconds')}): beyond "
+                        f"site.audit_max_total_bytes = {self.max_total_bytes} or site.audit_max_age_days = "
+                        f"{self.max_age_days}").as_dict(), sort_keys=True) + "\n"
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8"))
+            finally:
+                os.close(fd)
 
 
 def audit_files(path) -> list[Path]:

@@ -77,10 +77,14 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
 
     def __init__(self, analysts: Iterable[AnalystConfig], audit: AuditLog, methods: Iterable[str],
                  slots: CallSlots | None = None):
-        self._by_hash = {a.token_sha256: a.name for a in analysts}
+        self.set_analysts(analysts)
         self._audit = audit
         self._methods = frozenset(methods)
         self._slots = slots
+
+    def set_analysts(self, analysts: Iterable[AnalystConfig]) -> None:
+        """Replace the known analysts and token hashes (a reload): the next call is checked against these."""
+        self._by_hash = {a.token_sha256: a.name for a in analysts}
 
     def _authenticate(self, metadata) -> str | None:
         value = dict(metadata or ()).get("authorization", "")
@@ -239,7 +243,7 @@ def _refuse(handler, message: str, record: AuditRecord, audit: AuditLog):
 
     def abort(request, context):
         record.peer = context.peer()
-        audit.write(record)
+        audit.write_unauthenticated(record)
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
     if handler is None or handler.unary_unary is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -46,6 +47,8 @@ Quick start:
   dsroc-site serve --config mysite/site.toml
   dsroc-site budget --config mysite/site.toml     # privacy budget spent per dataset
   dsroc-site audit --config mysite/site.toml --last 20
+  dsroc-site analyst add alice --config mysite/site.toml        # hand out access (revoke: live)
+  dsroc-site backup --config mysite/site.toml BACKUPDIR         # daily; restore BACKUPDIR after a loss
 """
 
 
@@ -104,13 +107,21 @@ def _cmd_token(args) -> int:
 def _cmd_serve(args) -> int:
     from .config import ConfigError, load_config
     from .server import SiteServer, return_freed_memory
+    from .state import write_pid_file
 
     return_freed_memory()
     if args.listen is not None and len(args.config) > 1:
         raise ConfigError("--listen overrides the address of one site; give a single --config with it")
     configs = [load_config(path) for path in args.config]  # every config is checked before any site starts
-    servers = [SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers,
-                          read_datasets_in_helper=True) for config in configs]
+    servers = []
+    try:
+        for config in configs:
+            servers.append(SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers,
+                                      read_datasets_in_helper=True, reset_state=args.reset_state))
+    except BaseException:
+        for server in servers:
+            server.stop(grace=0)
+        raise
     if args.insecure:
         logging.getLogger("dsroc.site").warning("serving WITHOUT TLS (--insecure): for local development only")
     started = []
@@ -121,102 +132,36 @@ def _cmd_serve(args) -> int:
         for server in started:
             server.stop(grace=0)
         raise
-    stopping = threading.Event()
+    stopping, reloading = threading.Event(), threading.Event()
 
     def on_signal(signum, frame):
         logging.getLogger("dsroc.site").info("received %s, shutting down", signal.Signals(signum).name)
         stopping.set()
 
+    def on_hangup(signum, frame):
+        reloading.set()
+        stopping.set()  # wakes the loop below, which reloads and goes on
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)
+    pid_files = [write_pid_file(config) for config in configs]
     for config, server in zip(configs, servers):
         print(json.dumps({"event": "serving", "address": server.bound_address, "site": config.name}), flush=True)
-    while not stopping.wait(0.5):
-        pass
-    for server in servers:
+    while True:
+        stopping.wait(0.5)
+        if reloading.is_set():
+            reloading.clear()
+            stopping.clear()
+            logging.getLogger("dsroc.site").info("received SIGHUP, reloading the analysts")
+            for server in servers:
+                server.reload()
+        elif stopping.is_set():
+            break
+    for server, pid_file in zip(servers, pid_files):
         server.stop(grace=args.grace)
+        pid_file.unlink(missing_ok=True)
     return 0
-
-
-def _check_one(path) -> int:
-    """Check one site config; print a line per item and return the number of problems."""
-    from .config import load_config
-    from .datasets import DatasetStore, Table, feature_values, open_table, outcome_values, score_values
-    from .errors import SiteError
-    from .server import server_credentials
-
-    config = load_config(path)
-    problems = 0
-    if config.tls is not None:
-        try:
-            server_credentials(config)
-            print(f"tls: ok ({'mutual TLS' if config.tls.client_ca else 'server certificate only'})")
-        except Exception as exc:  # noqa: BLE001 - reported to the administrator
-            problems += 1
-            print(f"tls: {exc}")
-    else:
-        print("tls: not configured (serve needs --insecure)")
-    frames = {}  # whole tables, for the populations check (every column)
-
-    def read(ds):
-        frames[ds.name] = open_table(ds).load()
-        return Table.from_frame(frames[ds.name], ds)
-
-    store = DatasetStore(config.datasets, reader=read)
-    for name, ds in config.datasets.items():
-        try:
-            table = store.table(name)
-        except SiteError:
-            problems += 1
-            print(f"dataset {name}: cannot be read (see the log above)")
-            continue
-        print(f"dataset {name}: {len(table)} rows, columns {list(table.columns)}")
-        q = config.policy.privacy_level
-        checks = [(c, "outcome", lambda c=c: _class_sizes(outcome_values(table, name, c), q)) for c in ds.outcomes]
-        checks += [(c, "score", lambda c=c: score_values(table, name, c, ds.score_range)) for c in ds.scores]
-        checks += [(c, "model", lambda c=c: feature_values(table, name, [c])) for c in ds.model_columns or ()]
-        for column, kind, check in checks:
-            try:
-                check()
-                print(f"  {column}: ok ({kind} column)")
-            except SiteError as exc:
-                problems += 1
-                print(f"  {column}: {exc} ({kind} column)")
-    return problems + _check_populations(config, frames)
-
-
-def _class_sizes(labels, q: int) -> None:
-    """Refuse an outcome column with a class below the privacy level: every release about it is refused."""
-    from .errors import FailedPrecondition
-
-    n1 = int(labels.sum())
-    n0 = int(labels.size) - n1
-    if min(n0, n1) < q:
-        raise FailedPrecondition(f"a class has fewer than q = {q} patients (negatives {n0}, positives {n1}): every "
-                                 "release about this outcome is refused, under every protocol")
-
-
-def _cmd_check(args) -> int:
-    problems = 0
-    for path in args.config:
-        if len(args.config) > 1:
-            print(f"== {path}")
-        problems += _check_one(path)
-    print("no problems found" if not problems else f"{problems} problem(s) found")
-    return 0 if not problems else 1
-
-
-def _check_populations(config, tables) -> int:
-    """Print the populations (entries sharing one budget) and entries that look like the same patients."""
-    from .populations import populations, suspected_shared_patients
-
-    for names in populations(config).values():
-        if len(names) > 1:
-            print(f"population of datasets {', '.join(names)}: one privacy budget and history (the same patients)")
-    notes = suspected_shared_patients(config, tables)
-    for note in notes:
-        print(f"populations: {note}")
-    return len(notes)
 
 
 def _cmd_budget(args) -> int:
@@ -225,16 +170,25 @@ def _cmd_budget(args) -> int:
     from .config import load_config
     from dsroc.privacy.accounting import discretization_for
 
+    import tempfile
+
     from .ledger import SqliteLedger
+    from .state import check_state
 
     config = load_config(args.config)
-    ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
+    check_state(config)
+    # A read-only command: a site that has not served yet shows an empty ledger, made outside its folder.
+    scratch = None if config.ledger_path.exists() else tempfile.TemporaryDirectory()
+    path = config.ledger_path if scratch is None else f"{scratch.name}/ledger.sqlite"
+    ledger = SqliteLedger(path, interval=discretization_for(config.policy.budget_epsilon))
     try:
         statuses = [replace(ledger.budget(ds.population, config.policy), dataset=name)
                     for name, ds in config.datasets.items()]
         history = ledger.history()
     finally:
         ledger.close()
+        if scratch is not None:
+            scratch.cleanup()
     if args.json:
         print(json.dumps({"budgets": [dict(vars(b), mu_remaining=b.mu_remaining, epsilon_remaining=b.epsilon_remaining)
                                       for b in statuses], "releases": history}, indent=2))
@@ -255,8 +209,10 @@ def _cmd_budget(args) -> int:
 def _cmd_audit(args) -> int:
     from .audit import read_audit
     from .config import load_config
+    from .state import check_state
 
     config = load_config(args.config)
+    check_state(config)
     for entry in read_audit(config.audit_path, last=args.last):
         if args.json:
             print(json.dumps(entry, sort_keys=True))
@@ -269,6 +225,8 @@ def _cmd_audit(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dsroc-site``."""
+    from .check_cli import cmd_check
+
     parser = argparse.ArgumentParser(prog="dsroc-site", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_VersionAction, help="show the program's version number and exit")
@@ -284,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "ones of the hospital's own PKI.")
     p.add_argument("directory", help="folder to create")
     p.add_argument("--name", default="hospital", help="site name shown to analysts (default: hospital)")
-    p.add_argument("--listen", default="127.0.0.1:50051", help="listen address (default: 127.0.0.1:50051)")
+    p.add_argument("--listen", default=None, help="listen address host:port (default: a free port on 127.0.0.1)")
     p.add_argument("--analyst", default="analyst1", help="name of the first analyst (default: analyst1)")
     p.add_argument("--force", action="store_true", help="overwrite an existing site.toml")
     p.add_argument("--federation", type=int, default=None, metavar="N",
@@ -302,20 +260,25 @@ def build_parser() -> argparse.ArgumentParser:
                        "--insecure, which is refused on any but a loopback address. Prints "
                        '{"event": "serving", "address": ...} on stdout once listening, JSON logs on stderr; the '
                        "standard gRPC health service reports SERVING. On SIGTERM or SIGINT health turns NOT_SERVING, "
-                       "running calls get --grace seconds, then the daemon exits 0. Exit 2 on a config error.")
+                       "running calls get --grace seconds, then the daemon exits 0. Exit 2 on a config error, and when the site "
+                       "served before and its state/ is missing, empty, another's or damaged (see restore and "
+                       "--reset-state).")
     p.add_argument("--config", required=True, action="append", help="site TOML file (repeat to run several "
                    "local sites in one process, e.g. the sites of 'init --federation')")
     p.add_argument("--insecure", action="store_true", help="plain text instead of TLS; local development only, so only on a loopback address")
     p.add_argument("--listen", default=None, help="override the config's listen address")
     p.add_argument("--workers", type=int, default=8, help="concurrent calls (default: 8); one analyst may use half of them")
     p.add_argument("--grace", type=float, default=5.0, help="seconds to finish running calls on shutdown")
+    p.add_argument("--reset-state", action="store_true",
+                   help="the state is lost or damaged and there is no backup: move it aside and start from a full "
+                        "budget (audited; refused while the state is intact)")
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("check", help="check the config, TLS files and every dataset's declared columns",
                        description="Load the config, read the TLS files and every dataset, and check each "
                        "declared outcome, score and model column. Exit 1 if any problem was found.")
     p.add_argument("--config", required=True, action="append", help="site TOML file (repeat for several sites)")
-    p.set_defaults(func=_cmd_check)
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("budget", help="privacy budget spent per dataset, and every release",
                        description="Show the privacy budget spent and left per dataset (Gaussian-DP composition) "
@@ -332,9 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
     p.set_defaults(func=_cmd_audit)
 
+    from .analyst_cli import add_analyst_parser
     from .model_cli import add_model_parser
+    from .state_cli import add_state_parsers
 
+    add_analyst_parser(sub)
     add_model_parser(sub)
+    add_state_parsers(sub)
     return parser
 
 
@@ -348,6 +315,9 @@ def main(argv=None) -> int:
 
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as other command-line tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ConfigError, FileExistsError, OSError, ValueError) as exc:
         print(f"dsroc-site: error: {exc}", file=sys.stderr)
         return 2

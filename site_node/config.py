@@ -136,6 +136,10 @@ class SiteConfig:
     max_sessions_per_analyst: int = 16
     max_message_bytes: int = 16 * 1024 * 1024
     audit_max_bytes: int = 64 * 1024 * 1024
+    audit_max_total_bytes: int = 1024 * 1024 * 1024
+    audit_max_age_days: float | None = None
+    audit_unauthenticated_per_minute: int = 600
+    state_marker: Path | None = None
     peers: dict[str, str] = field(default_factory=dict)  # peer site name -> release-signing public key (base64)
     source: Path | None = field(default=None, compare=False)
 
@@ -158,6 +162,15 @@ class SiteConfig:
     def disclosure_path(self) -> Path:
         """The disclosure auditor's record of every count answered (per population)."""
         return self.state_dir / "disclosure.sqlite"
+
+    @property
+    def state_marker_path(self) -> Path:
+        """The marker outside ``state/`` that records that the site served and which state it kept (:mod:`site_node.state`)."""
+        if self.state_marker is not None:
+            return self.state_marker
+        if self.source is not None:
+            return Path(self.source).resolve().with_suffix(".served")
+        return self.state_dir.with_name(self.state_dir.name + ".served")
 
     @property
     def audit_path(self) -> Path:
@@ -257,6 +270,12 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     per_analyst = site.positive("max_sessions_per_analyst", int, min(16, max_sessions))
     max_bytes = site.positive("max_message_bytes", int, 16 * 1024 * 1024)
     audit_max_bytes = site.positive("audit_max_bytes", int, 64 * 1024 * 1024)
+    audit_total = site.positive("audit_max_total_bytes", int, 1024 * 1024 * 1024)
+    if audit_total < 2 * audit_max_bytes:
+        site.fail("audit_max_total_bytes", f"must be at least twice site.audit_max_bytes ({2 * audit_max_bytes})")
+    audit_age = site.positive("audit_max_age_days", float, None)
+    audit_rate = site.positive("audit_unauthenticated_per_minute", int, 600)
+    marker = site.get("state_marker", str, None)
     site.done()
 
     tls = None
@@ -323,6 +342,8 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         name=name, listen=listen, state_dir=state_dir, policy=policy, analysts=analysts, datasets=datasets,
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
+        audit_max_total_bytes=audit_total, audit_max_age_days=audit_age, audit_unauthenticated_per_minute=audit_rate,
+        state_marker=_path(base, marker) if marker else None,
         peers=peers, source=source,
     )
 

@@ -183,7 +183,7 @@ def _write_private(path: Path, data: bytes) -> None:
     os.chmod(path, 0o600)
 
 
-def init_site(directory, *, name: str = "hospital", listen: str = "127.0.0.1:50051", analyst: str = "analyst1",
+def init_site(directory, *, name: str = "hospital", listen: str | None = None, analyst: str = "analyst1",
               hosts=("localhost", "127.0.0.1"), overwrite: bool = False, n_patients: int = 400) -> InitResult:
     """Write a ready-to-serve site folder and the analyst's files.
 
@@ -197,7 +197,7 @@ def init_site(directory, *, name: str = "hospital", listen: str = "127.0.0.1:500
     directory : path
         Created if missing; refuses to overwrite an existing ``site.toml`` unless ``overwrite``.
     name, listen, analyst : str
-        Site name, listen address and the first analyst's name.
+        Site name, listen address (default: a port free now on 127.0.0.1) and the first analyst's name.
     hosts : sequence of str
         Names the server certificate is valid for.
     n_patients : int
@@ -207,6 +207,7 @@ def init_site(directory, *, name: str = "hospital", listen: str = "127.0.0.1:500
     config = directory / "site.toml"
     if config.exists() and not overwrite:
         raise FileExistsError(f"{config} exists; choose another folder (or --force)")
+    listen = listen or f"127.0.0.1:{_free_port()}"
     host, sep, port = listen.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"listen must be host:port, got {listen!r}")

@@ -22,15 +22,20 @@ def _cmd_key(args) -> int:
 def _audit(config, call: str, parameters: dict) -> None:
     from .audit import AuditLog, AuditRecord
 
-    AuditLog(config.audit_path, max_bytes=config.audit_max_bytes).write(
+    AuditLog.for_config(config).write(
         AuditRecord("", call, peer="dsroc-site model (site administrator)", parameters=parameters))
 
 
 def _cmd_model(args) -> int:
     from .approvals import ModelApprovals, model_from_json
     from .config import load_config
+    from .state import check_state
 
     config = load_config(args.config)
+    check_state(config)
+    if args.action == "list" and not config.approvals_path.exists():  # a read-only command creates no state
+        print("[]" if args.json else "no approved models: analysts' GLMs get histogram-protocol answers only")
+        return 0
     approvals = ModelApprovals(config.approvals_path)
     try:
         if args.action == "approve":

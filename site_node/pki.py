@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["DevPki", "generate_dev_pki"]
+__all__ = ["DevPki", "generate_dev_pki", "issue_client_certificate"]
 
 _VALID_DAYS = 365
 
@@ -127,3 +127,22 @@ def generate_dev_pki(directory, *, hosts=("localhost", "127.0.0.1"), client_name
         client_cert=_write(directory / "client.crt", client_cert.public_bytes(pem)),
         client_key=_write(directory / "client.key", _key_pem(client_key), private=True),
     )
+
+
+def issue_client_certificate(ca_cert, ca_key, name: str, directory) -> tuple[Path, Path]:
+    """Issue a client certificate (mutual TLS) for analyst ``name`` with the CA in ``ca_cert`` / ``ca_key``.
+
+    Writes ``client.crt`` and ``client.key`` (mode 0600) into ``directory`` (created if missing) and
+    returns their paths. Each analyst gets a key of their own, so that one analyst's key can be
+    replaced without touching the others'.
+    """
+    ca = x509.load_pem_x509_certificate(Path(ca_cert).read_bytes())
+    ca_private = serialization.load_pem_private_key(Path(ca_key).read_bytes(), password=None)
+    if ca_private.public_key().public_numbers() != ca.public_key().public_numbers():
+        raise ValueError(f"{ca_key} is not the private key of the CA certificate {ca_cert}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    key = _key()
+    cert = _issue(name, key, ca_private, ca, usage=ExtendedKeyUsageOID.CLIENT_AUTH)
+    return (_write(directory / "client.crt", cert.public_bytes(serialization.Encoding.PEM)),
+            _write(directory / "client.key", _key_pem(key), private=True))

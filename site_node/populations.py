@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import hashlib
+import os
+import re
 from itertools import combinations
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import DatasetConfig, SiteConfig
+from .config import ConfigError, DatasetConfig, SiteConfig, source_identity
 
 if TYPE_CHECKING:  # pandas is imported where tables are read, not at daemon start-up
     import pandas as pd
 
-__all__ = ["populations", "suspected_shared_patients"]
+__all__ = ["populations", "require_declared_populations", "suspected_shared_patients"]
 
 
 def populations(config: SiteConfig) -> dict[str, list[str]]:
@@ -49,39 +50,88 @@ def _column_digests(table: pd.DataFrame) -> set[tuple[str, int, str]]:
     return out
 
 
-def suspected_shared_patients(config: SiteConfig, tables: dict[str, pd.DataFrame]) -> list[str]:
-    """Pairs of entries in different populations that may hold the same patients, in plain words.
+def _declared(ds: DatasetConfig) -> bool:
+    """Whether the administrator named the entry's population (``population = "..."``) rather than taking the default."""
+    return ds.population != source_identity(ds)
 
-    Flags entries over one SQL database (different tables or queries may select the same patients),
-    byte-identical files, and tables with an identical column (same name, rows and values in any
-    order, e.g. an outcome or an identifier). A pair flagged here gets two budgets unless the
-    administrator gives both entries the same ``population = "..."``.
+
+def _file_key(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+        return st.st_dev, st.st_ino
+    except OSError:
+        return None
+
+
+def _database_key(url: str):
+    """One key per database however its URL is spelled: the SQLite file itself (device and inode), or the URL
+    without password and driver (``postgresql+psycopg://u:pw@HOST/db`` -> ``postgresql://u@host/db``)."""
+    scheme, _, rest = url.partition("://")
+    dialect = scheme.split("+", 1)[0].lower()
+    if dialect == "sqlite":
+        file = rest[1:].split("?", 1)[0]  # sqlite:///PATH[?options]
+        return ("sqlite", _file_key(file) or str(Path(file).resolve()))
+    rest = re.sub(r"^([^:/@]*):[^@/]*@", r"\1@", rest)
+    host, _, tail = rest.partition("/")
+    return (dialect, host.lower(), tail.split("?", 1)[0])
+
+
+def suspected_shared_patients(config: SiteConfig, tables: dict[str, pd.DataFrame] | None = None) -> list[str]:
+    """Pairs of entries that may hold the same patients but would get separate budgets, in plain words.
+
+    Flags entries over one SQL database (another table, a view, or the same table through a
+    differently spelled URL), one file under two names (a hard link), byte-identical files, and, when
+    ``tables`` are given, tables with an identical column (same name, rows and values in any order,
+    e.g. an outcome or an identifier). A pair is not flagged when it shares a population or when the
+    administrator declared both entries' populations (``population = "..."``: the same name for the
+    same patients, different names for different patients).
 
     Parameters
     ----------
     config : SiteConfig
-    tables : mapping of dataset name to DataFrame
-        The datasets that could be read (others are skipped).
+    tables : mapping of dataset name to DataFrame, optional
+        The datasets that could be read (``dsroc-site check``); without them only the sources are
+        compared (``serve``, which does not read data to start).
     """
     notes = []
-    digests = {name: _column_digests(table) for name, table in tables.items()}
-    files = {name: _file_digest(ds.path) for name, ds in config.datasets.items() if ds.format != "sql"}
+    digests = {name: _column_digests(table) for name, table in (tables or {}).items()}
+    files = {name: (_file_key(ds.path), os.path.getsize(ds.path) if _file_key(ds.path) else None)
+             for name, ds in config.datasets.items() if ds.format != "sql"}
+    content: dict[str, str | None] = {}
+
+    def digest(name):  # files are hashed only when another one has the same size
+        if name not in content:
+            content[name] = _file_digest(config.datasets[name].path)
+        return content[name]
+
     for (a, da), (b, db) in combinations(config.datasets.items(), 2):
-        if da.population == db.population:
+        if da.population == db.population or (_declared(da) and _declared(db)):
             continue
-        reason = _reason(da, db, files.get(a), files.get(b), digests.get(a), digests.get(b))
+        reason = ""
+        if da.format == "sql" and db.format == "sql":
+            if _database_key(da.url) == _database_key(db.url):
+                reason = "one SQL database: another table, a view or a differently spelled URL of the same tables"
+        elif da.format != "sql" and db.format != "sql" and files[a][0] is not None and files[b][0] is not None:
+            if files[a][0] == files[b][0]:
+                reason = "one file under two names (a hard link)"
+            elif files[a][1] == files[b][1] and digest(a) is not None and digest(a) == digest(b):
+                reason = "byte-identical files"
+        if not reason:
+            shared = sorted(c[0] for c in digests.get(a, set()) & digests.get(b, set()))
+            reason = f"identical column {shared[0]!r}" if shared else ""
         if reason:
             notes.append(f"datasets {a!r} and {b!r} may hold the same patients ({reason}) but have separate privacy "
-                         f"budgets; if they do, give both the same population = \"...\"")
+                         f"budgets; if they do, give both the same population = \"...\", if they do not, give each "
+                         "its own")
     return notes
 
 
-def _reason(da: DatasetConfig, db: DatasetConfig, file_a, file_b, cols_a, cols_b) -> str:
-    if da.format == "sql" and db.format == "sql" and da.url == db.url:
-        return "one SQL database"
-    if file_a is not None and file_a == file_b:
-        return "byte-identical files"
-    shared = sorted(c[0] for c in (cols_a or set()) & (cols_b or set()))
-    if shared:
-        return f"identical column {shared[0]!r}"
-    return ""
+def require_declared_populations(config: SiteConfig) -> None:
+    """Refuse (``ConfigError``) a config whose entries look like the same patients without a declared population.
+
+    What ``serve`` checks before it starts (the sources only, see :func:`suspected_shared_patients`):
+    otherwise each look-alike entry would get a full privacy budget of its own.
+    """
+    notes = suspected_shared_patients(config)
+    if notes:
+        raise ConfigError(f"{config.source or '<config>'}: datasets: " + "; ".join(notes))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from concurrent import futures
+from dataclasses import fields, replace
 from pathlib import Path
 
 import grpc
@@ -15,12 +16,14 @@ from dsroc.v1 import site_pb2, site_pb2_grpc
 
 from .audit import AuditLog
 from .auth import AuthAuditInterceptor
-from .config import ConfigError, SiteConfig
+from .config import ConfigError, SiteConfig, load_config
 from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
+from .populations import require_declared_populations
 from .servicer import SiteServicer
 from .site import Site
 from .slots import CallSlots
+from .state import mark_served, open_state
 from .table_reader import read_table_in_helper
 
 __all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback", "return_freed_memory"]
@@ -100,10 +103,14 @@ class SiteServer:
     read_datasets_in_helper : bool, default False
         Read each dataset in a helper process (:mod:`site_node.table_reader`), so that pandas, pyarrow
         and SQLAlchemy never take memory in this one; ``dsroc-site serve`` does.
+    reset_state : bool, default False
+        Move a lost or damaged state aside and start a new one (audited); without it such a state is
+        refused with :class:`~site_node.state.StateError` (:mod:`site_node.state`).
     """
 
     def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
-                 max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False):
+                 max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False,
+                 reset_state: bool = False):
         self.config = config
         self.insecure = insecure
         self.address = address or config.listen
@@ -114,15 +121,25 @@ class SiteServer:
                 f"(127.0.0.1, ::1, localhost), not {self.address}; configure [tls] to serve on the network"
             )
         credentials = None if insecure else server_credentials(config)
-        self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
-        self.audit = AuditLog(config.audit_path, max_bytes=config.audit_max_bytes)
-        reader = read_table_in_helper if read_datasets_in_helper else read_table
-        self.site = Site(config, self.ledger, datasets=DatasetStore(config.datasets, reader=reader))
+        require_declared_populations(config)
+        self._state_lock = open_state(config, reset=reset_state)
+        try:
+            self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
+            self.audit = AuditLog.for_config(config)
+            reader = read_table_in_helper if read_datasets_in_helper else read_table
+            self.site = Site(config, self.ledger, datasets=DatasetStore(config.datasets, reader=reader))
+            mark_served(config)
+        except BaseException:
+            self._state_lock.close()
+            raise
+        if reset_state:
+            log.warning("site %s: state reset (--reset-state): every population starts from a full budget", config.name)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2))
+        self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
-            interceptors=[AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots)],
+            interceptors=[self.interceptor],
             # gRPC sets SO_REUSEPORT by default: a second daemon on the same port would start and share
             # the traffic (and the ledger's folder) with the first. Without it, binding a used port fails.
             options=channel_options(config.max_message_bytes) + [("grpc.so_reuseport", 0)],
@@ -141,6 +158,7 @@ class SiteServer:
         if not self.port:
             self.site.close()
             self.ledger.close()
+            self._state_lock.close()
             raise OSError(f"cannot listen on {self.address}: the address is in use (another dsroc-site serving "
                           "this port?) or not an address of this host")
         host = self.address.rsplit(":", 1)[0]
@@ -162,9 +180,42 @@ class SiteServer:
         """Report NOT_SERVING, finish running calls (up to ``grace`` seconds) and close the ledger."""
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.server.stop(grace).wait()
+        self.audit.flush()
         self.site.close()
         self.ledger.close()
+        self._state_lock.close()
         log.info("site %s stopped", self.config.name)
+
+    def reload(self) -> None:
+        """Re-read the config file and apply its analysts (names, token hashes, datasets allowed); ``SIGHUP`` does this.
+
+        The next call of every analyst is checked against the new table, so removing an analyst (or
+        their token hash) revokes them at once. Other changes need a restart and are logged as
+        ignored; a config that does not load is logged and changes nothing. Model approvals need no
+        reload (each call reads them). Written to the log and the audit log.
+        """
+        from .audit import AuditRecord
+
+        try:
+            new = load_config(self.config.source)
+        except ConfigError as exc:
+            log.error("site %s: reload refused, the config does not load (nothing changed): %s", self.config.name, exc)
+            return
+        old = self.config.analysts
+        changes = {"added": sorted(set(new.analysts) - set(old)), "removed": sorted(set(old) - set(new.analysts)),
+                   "changed": sorted(n for n in set(old) & set(new.analysts) if old[n] != new.analysts[n])}
+        ignored = sorted(f.name for f in fields(SiteConfig)
+                         if f.compare and f.name != "analysts" and getattr(new, f.name) != getattr(self.config, f.name))
+        self.config = replace(self.config, analysts=new.analysts)
+        self.site.config = replace(self.site.config, analysts=new.analysts)
+        self.interceptor.set_analysts(new.analysts.values())
+        log.info("site %s reloaded its analysts from %s: added %s, removed %s, changed %s", self.config.name,
+                 self.config.source, changes["added"], changes["removed"], changes["changed"])
+        if ignored:
+            log.warning("site %s: reload applies analysts only; restart to apply the changes to %s", self.config.name,
+                        ", ".join(ignored))
+        self.audit.write(AuditRecord("", "Reload", peer="SIGHUP (site administrator)",
+                                     parameters={**changes, "ignored_until_restart": ignored}))
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the server stops (or ``timeout``)."""

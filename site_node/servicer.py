@@ -174,24 +174,25 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         note(parameters={"session_id": header.session_id, "score_class": header.score_class, "n": header.n})
         session = self._session(header.session_id)
         limit = self.site.policy.max_survivor_scores
-        if header.n > limit:
+        expected = header.n or sum(int(s.n) for s in header.segments)
+        if expected > limit:
             raise InvalidArgument(f"header.n: this site accepts survivor functions of at most {limit} scores")
-        parts, received = [], 0
+        # The signed releases are checked before one score is read: only then is room made for them, once.
+        self.site.signer.verify_header(header.segments, expected, header.score_class)
+        values, received = np.empty(expected), 0
         for message in _with_first(first, request_iterator):
             if message is not first and message.HasField("header"):
                 raise InvalidArgument("only the first UploadSurvivor message may carry a header")
             if len(message.scores) % 8:
                 raise InvalidArgument("scores must be little-endian float64 values: a multiple of 8 bytes, "
                                       f"got {len(message.scores)}")
-            values = np.frombuffer(message.scores, dtype="<f8")
-            received += values.size
-            # Refused as soon as the stream outgrows its header or the cap, not after buffering it all.
-            if header.n and received > header.n:
-                raise InvalidArgument(f"header.n is {header.n} but more scores arrived")
-            if received > limit:
-                raise InvalidArgument(f"this site accepts survivor functions of at most {limit} scores")
-            parts.append(values)
-        values = np.concatenate(parts) if parts else np.empty(0)
+            chunk = np.frombuffer(message.scores, dtype="<f8")
+            # Refused as soon as the stream outgrows its header, not after buffering it all.
+            if received + chunk.size > expected:
+                raise InvalidArgument(f"header.n is {expected} but more scores arrived")
+            values[received:received + chunk.size] = chunk
+            received += chunk.size
+        values = values[:received]
         survivor = self.site.upload_survivor(session, header.score_class, values, declared_n=header.n,
                                              segments=header.segments)
         return pb.UploadSurvivorResponse(

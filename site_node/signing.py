@@ -145,12 +145,13 @@ class ReleaseSigner:
         """Sign a release of this site (``fields`` without ``site``, which is added)."""
         return sign_release(self._key, {**fields, "site": self.name})
 
-    def verify_segments(self, segments, values: np.ndarray, score_class: int, known_release) -> None:
-        """Check that ``values`` is the concatenation of the signed releases ``segments`` (ReleaseInfo messages).
+    def verify_header(self, segments, n: int, score_class: int) -> None:
+        """Check the signed releases an upload announces, before any of its values is read.
 
-        Each segment must be of ``score_class``, signed by this site or a configured peer (one segment per
-        site), and its values must be the signed ones; this site's own segment must be in its ledger
-        (``known_release(release_id)``). Raises ``InvalidArgument`` or ``PermissionDenied``.
+        Each segment must be of ``score_class``, signed by this site or a configured peer (one segment
+        per site), and the segments' sizes must add up to ``n``: an upload is buffered only once it is
+        known to carry at most what the federation's sites released. Raises ``InvalidArgument`` or
+        ``PermissionDenied``.
         """
         from .errors import InvalidArgument, PermissionDenied
 
@@ -158,13 +159,11 @@ class ReleaseSigner:
             raise PermissionDenied(
                 "signed releases: this site accepts a survivor function only as the union of signed noisy releases "
                 "of the federation's sites (header.segments: the ReleaseInfo of each site's release, as received)")
-        if sum(int(s.n) for s in segments) != values.size:
-            raise InvalidArgument(f"header.segments announce {sum(int(s.n) for s in segments)} scores "
-                                  f"but {values.size} arrived")
-        seen, offset = set(), 0
+        if sum(int(s.n) for s in segments) != n:
+            raise InvalidArgument(f"header.n is {n} (the scores of the upload) but header.segments announce "
+                                  f"{sum(int(s.n) for s in segments)}")
+        seen = set()
         for k, s in enumerate(segments):
-            part = values[offset:offset + int(s.n)]
-            offset += int(s.n)
             where = f"header.segments[{k}] (site {s.site!r})"
             if s.score_class != score_class:
                 raise InvalidArgument(f"{where}: a release of another score class than the upload's")
@@ -173,8 +172,26 @@ class ReleaseSigner:
             seen.add(s.site)
             if s.site not in self._keys:
                 raise PermissionDenied(f"signed releases: {where}: not this site nor a peer in its config")
-            fields = {name: getattr(s, name) for name in SIGNED_FIELDS}
-            if s.values_sha256 != values_digest(part) or not self._valid(s.site, fields, s.signature):
+            if not self._valid(s.site, {name: getattr(s, name) for name in SIGNED_FIELDS}, s.signature):
+                raise PermissionDenied(f"signed releases: {where}: the signature does not match the release and its "
+                                       "values (send each site's released values unchanged, in release order)")
+
+    def verify_segments(self, segments, values: np.ndarray, score_class: int, known_release) -> None:
+        """Check that ``values`` is the concatenation of the signed releases ``segments`` (ReleaseInfo messages).
+
+        :meth:`verify_header`, then each segment's values must be the signed ones and this site's own
+        segment must be in its ledger (``known_release(release_id)``). Raises ``InvalidArgument`` or
+        ``PermissionDenied``.
+        """
+        from .errors import PermissionDenied
+
+        self.verify_header(segments, values.size, score_class)
+        offset = 0
+        for k, s in enumerate(segments):
+            part = values[offset:offset + int(s.n)]
+            offset += int(s.n)
+            where = f"header.segments[{k}] (site {s.site!r})"
+            if s.values_sha256 != values_digest(part):
                 raise PermissionDenied(f"signed releases: {where}: the signature does not match the release and its "
                                        "values (send each site's released values unchanged, in release order)")
             if s.site == self.name and not known_release(s.release_id):

@@ -104,6 +104,29 @@ def federation(addresses, pki, *, token: str = TOKEN, **options) -> Federation:
                        for k, a in enumerate(addresses)], **options)
 
 
+def check_schema(report: dict) -> None:
+    """Validate a report dictionary (``ValidationResult.to_dict`` or report.json) against the packaged JSON Schema."""
+    import json
+
+    import jsonschema
+
+    from analyst.result import schema_path
+
+    schema = json.loads(schema_path().read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(report)
+
+
+def _sibling(name: str):
+    """A helper module next to this conftest (test modules cannot import siblings under importlib mode)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"analyst_tests_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def helpers():
     """The helper functions of this conftest (test modules cannot import it under importlib mode)."""
@@ -112,4 +135,6 @@ def helpers():
 
     h = H()
     h.TOKEN, h.MODEL, h.site_frames, h.write_site, h.federation = TOKEN, MODEL, site_frames, write_site, federation
+    h.check_schema = check_schema
+    h.results = _sibling("results")  # results of both protocols built in process: paper_result, histogram_result_of
     return h

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from analyst.cli import main
+from analyst.report import REPORT_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,14 +35,15 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
                "--sensitivity", "0.19"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
-    for key in ("auc", "auc_ci", "rocglm", "brier", "calibration", "privacy", "confusion", "test"):
+    for key in ("auc", "roc", "brier", "calibration", "privacy", "confusion", "test", "detail"):
         assert key in report
-    assert report["auc_ci"][0] < report["auc"] < report["auc_ci"][1]
+    auc = report["auc"]
+    assert auc["lower"] < auc["value"] < auc["upper"] and "rocglm" in report["detail"]
     assert report["confusion"]["tp"] > 0 and report["test"]["a0"] == 0.6
-    for png in ("roc.png", "calibration.png"):
+    for png in ("validation.png", "roc.png", "calibration.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     summary = (out / "summary.txt").read_text()
-    assert f"{report['auc']:.4f}" in summary
+    assert f"{auc['value']:.4f}" in summary
     # (1, 0.01) is not recommended for Delta = 0.19: a warning in the report and the summary, not a refusal
     assert "not among the settings" in report["warnings"][0]
     assert all(" ".join(w.split()) in " ".join(summary.split()) for w in report["warnings"])
@@ -72,6 +74,13 @@ def test_cli_errors_are_clear(tmp_path, five_sites, pki, helpers, capsys):
     assert rc == 2 and "cannot create the report folder" in capsys.readouterr().err
     rc = main(common + ["--epsilon", "-1", "--delta", "0.01", "--out", str(tmp_path / "r")])
     assert rc == 2 and "epsilon must be a positive finite number" in capsys.readouterr().err
+    # a flag of the other protocol's options is refused (the wrong token shows no site was asked)
+    ok = ["--epsilon", "5", "--delta", "0.01", "--out", str(tmp_path / "r")]
+    rc = main(common + ok + ["--ci-method", "wald", "--grid", "20"])
+    assert rc == 2 and "--ci-method, --grid: not an option of --protocol histogram" in capsys.readouterr().err
+    rc = main(common + ok + ["--protocol", "paper", "--spacing", "logit"])
+    assert rc == 2 and "--spacing: not an option of --protocol paper" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
     rc = main(["recommend", "--sensitivity", "0.1", "--tolerance", "0.5"])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "tolerance 0.5 is not in" in err
@@ -83,17 +92,19 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(js.read_text())
-    assert set(report) >= {"auc", "auc_ci", "rocglm", "brier", "calibration", "privacy", "pooled"}
-    assert report["n"] == report["pooled"]["n"] == 249  # 686 - 63 censored early, 40 % test split
-    assert report["brier"] == pytest.approx(report["pooled"]["brier"], abs=1e-12)  # Brier carries no noise
-    assert abs(report["auc"] - report["pooled"]["auc_empirical"]) < 0.15
+    assert set(report) >= {"auc", "roc", "brier", "calibration", "privacy", "detail", "pooled", "histogram_protocol"}
+    assert report["n"]["total"] == report["pooled"]["n"] == 249  # 686 - 63 censored early, 40 % test split
+    assert report["brier"]["value"] == pytest.approx(report["pooled"]["brier"], abs=1e-12)  # Brier carries no noise
+    assert abs(report["auc"]["value"] - report["pooled"]["auc_empirical"]) < 0.15
+    assert set(report["histogram_protocol"]) == set(report) - {"pooled", "demo", "histogram_protocol"}
     assert all(p["sensitivity_rule"] == "model" and 0.05 < p["sensitivity"] < 0.5 for p in report["privacy"].values())
     assert "Distributed (through the network) vs pooled" in proc.stdout
-    pooled_h = report["pooled"]["calibration_hierarchy"]
-    assert pooled_h["n"] == 249 and pooled_h["oe"]["lower"] < pooled_h["oe"]["value"] < pooled_h["oe"]["upper"]
+    pooled_h = report["pooled"]["calibration"]
+    assert sum(b["n"] or 0 for b in pooled_h["bins"]) == 249
+    assert pooled_h["oe"]["lower"] < pooled_h["oe"]["value"] < pooled_h["oe"]["upper"]
     assert "  O/E  " in proc.stdout and "  cal. slope  " in proc.stdout
-    for name in ("roc.png", "calibration.png", "report.json", "summary.txt"):
-        assert (out / "report" / name).exists()
+    for folder in ("report", "report-histogram"):  # one report shape for both protocols
+        assert sorted(p.name for p in (out / folder).iterdir()) == sorted(REPORT_FILES.values())
     # the daemons were stopped cleanly (SIGTERM): each log ends without a traceback
     for k in range(1, 6):
         assert "Traceback" not in (out / "sites" / f"site{k}" / "daemon.log").read_text()

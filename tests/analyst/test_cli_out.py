@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from analyst.cli import main
+from analyst.report import REPORT_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
@@ -34,7 +35,7 @@ def test_out_is_refused_when_not_empty_and_replaced_with_force(tmp_path, five_si
     assert main(validate(fed, out, "--quiet")) == 2
     assert "not empty" in capsys.readouterr().err and (out / "old.txt").read_text() == "keep"
     assert main(validate(fed, out, "--quiet", "--force")) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["calibration.png", "report.json", "roc.png", "summary.txt"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(REPORT_FILES.values())
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -1,5 +1,6 @@
 """The distributed procedure over five real TLS site servers, checked against pooled computations."""
 
+import json
 import time
 
 import numpy as np
@@ -31,7 +32,7 @@ def negligible(five_sites, pki, helpers):
         return fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, threshold=0.5, a0=0.7)
 
 
-def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
+def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled, helpers):
     res = negligible
     s, y = pooled["pred"].to_numpy(), pooled["y"].to_numpy()
     s0, s1 = s[y == 0], s[y == 1]
@@ -42,9 +43,9 @@ def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
     glm = sm.GLM(np.column_stack([k, s1.size - k]), sm.add_constant(norm.ppf(grid)),
                  family=sm.families.Binomial(link=sm.families.links.Probit())).fit(tol=1e-12)
     g1, g2 = glm.params
-    assert np.allclose(res.rocglm.params, [g1, g2], atol=1e-6)
+    assert np.allclose(res.detail.rocglm.params, [g1, g2], atol=1e-6)
     assert res.auc == pytest.approx(norm.cdf(g1 / np.sqrt(1 + g2**2)), abs=1e-6)
-    assert res.rocglm.converged
+    assert res.detail.rocglm.converged
     # DeLong variance from brute-force placement values; logit CI centred at the ROC-GLM AUC
     var = pv1.var(ddof=1) / s0.size + pv0.var(ddof=1) / s1.size
     assert res.auc_variance == pytest.approx(var, rel=1e-6)
@@ -58,14 +59,16 @@ def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
     assert emp == pytest.approx(dsroc.empirical_auc(s, y), abs=1e-12) and abs(emp - res.auc) > 1e-3
     assert np.max(np.abs(np.subtract(dsroc.auc_ci(emp, var), res.auc_ci))) > 1e-4
     # the noise-corrected AUC: with negligible noise, the empirical AUC and its DeLong interval
-    corr = res.auc_corrected
+    corr = res.detail.auc_corrected
     assert corr.auc == pytest.approx(emp, abs=1e-9) and corr.variance == pytest.approx(var, rel=1e-6)
     assert (corr.ci.lower, corr.ci.upper) == pytest.approx(dsroc.auc_ci(emp, var), abs=1e-6)
-    assert res.to_dict()["auc_corrected"]["ci"] == pytest.approx(list(dsroc.auc_ci(emp, var)), abs=1e-6)
+    corrected = res.to_dict()["detail"]["auc_corrected"]
+    helpers.check_schema(json.loads(res.to_json()))
+    assert [corrected["lower"], corrected["upper"]] == pytest.approx(list(dsroc.auc_ci(emp, var)), abs=1e-6)
     assert "AUC (noise-corrected)" in str(res)
     assert res.warnings == ()  # (5, 0.01) is recommended for the sites' tiny Delta
     assert res.test.reject == (res.auc_ci[0] > 0.7)
-    assert res.brier == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
+    assert res.brier.value == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
     assert (res.n, res.n0, res.n1) == (len(pooled), s0.size, s1.size)
     c = res.confusion
     assert (c.tp, c.fp, c.fn, c.tn) == (int(((s >= 0.5) & (y == 1)).sum()), int(((s >= 0.5) & (y == 0)).sum()),
@@ -73,7 +76,9 @@ def test_negligible_noise_equals_the_pooled_analysis(negligible, pooled):
 
 
 def test_calibration_matches_pooled_bins_and_withholds_the_small_cell(negligible, pooled, five_sites):
-    cal = negligible.calibration
+    cal = negligible.detail.calibration_curve
+    assert np.array_equal(negligible.calibration.observed, cal.observed, equal_nan=True)
+    assert np.array_equal(negligible.calibration.predicted, cal.predicted, equal_nan=True)
     s = pooled["pred"].to_numpy()
     pooled = pooled.assign(bin=np.minimum((s * 10).astype(int), 9), site=np.repeat(np.arange(5), 400))
     # site s0 has exactly 3 patients in the top bin (< q = 5): the analyst must not see that cell at all,
@@ -100,6 +105,11 @@ def test_calibration_matches_pooled_bins_and_withholds_the_small_cell(negligible
     assert ((per_cell["size"] - per_cell["sum"] == 0) | (per_cell["size"] - per_cell["sum"] >= 5)).all()
     report = negligible.to_dict()["calibration"]
     assert all(row["bin"] != 9 for row in report["per_site"]["s0"])
+    for b, row in enumerate(report["bins"]):  # a bin no site released has an unknown count, not 0
+        every = b not in g.index
+        assert (row["n"] is None) == every
+        assert row["status"] == ("withheld by every site" if every else "withheld by some sites"
+                                 if any(wb == b for _, wb in withheld) else "released")
 
 
 def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
@@ -112,12 +122,12 @@ def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
     assert abs(res.auc - dsroc.empirical_auc(s, y)) < 0.02
     tau = dsroc.analytic_gaussian_sigma(5, 0.01, 0.1)
     for p in res.privacy.values():
-        assert p.sensitivity == pytest.approx(0.1) and p.tau == pytest.approx(tau, rel=1e-9)
+        assert p.sensitivity == pytest.approx(0.1) and p.noise_sd == pytest.approx(tau, rel=1e-9)
         assert p.mu_remaining > 0
     assert res.auc_ci[0] < res.auc < res.auc_ci[1]
     # Noise-corrected: 2 A(tau) - A(sqrt(2) tau) from the placement means and the released scores. Its
     # noise SD on these data is about 0.001 (0.01 does not flake); its CI holds the pooled AUC.
-    corr, emp = res.auc_corrected, dsroc.empirical_auc(s, y)
+    corr, emp = res.detail.auc_corrected, dsroc.empirical_auc(s, y)
     assert abs(corr.auc - emp) < 0.01 and corr.ci.lower < emp < corr.ci.upper
     assert corr.noise_variance > 0 and corr.variance > res.auc_variance
 
@@ -152,7 +162,7 @@ def test_a_model_sent_as_coefficients_gives_the_score_column_result(five_sites, 
     with helpers.federation(addresses, pki) as fed:
         res = fed.validate("test", "y", protocol="paper", model=helpers.MODEL, epsilon=5, delta=0.01)
     assert res.auc == pytest.approx(negligible.auc, abs=1e-6)
-    assert res.brier == pytest.approx(negligible.brier, abs=1e-9)
+    assert res.brier.value == pytest.approx(negligible.brier.value, abs=1e-9)
     assert "GLM (logit link, 1 coefficient)" in str(res)
 
 
@@ -246,7 +256,7 @@ def test_plain_text_only_when_explicit(tmp_path, pki, helpers):
             with pytest.raises(SiteError, match="site 'p'"):
                 fed.describe()
     s, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
-    assert res.brier == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
+    assert res.brier.value == pytest.approx(np.mean((y - s) ** 2), abs=1e-12)
 
 
 def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki, helpers):
@@ -260,12 +270,12 @@ def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki
             first = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01,
                                  progress=lambda step, site, msg: messages.append(msg))
             assert "7 ROC-GLM evaluations left for this S~0" in messages
-            assert first.rocglm.evaluations > 7 / 2  # a second fit would not fit in the cap if counted
+            assert first.detail.rocglm.evaluations > 7 / 2  # a second fit would not fit in the cap if counted
             messages.clear()
             second = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01,
                                   progress=lambda step, site, msg: messages.append(msg))
     # the same release, the same S~0 and the same Fisher-scoring path: the same questions and answers
-    left = 7 - first.rocglm.evaluations
+    left = 7 - first.detail.rocglm.evaluations
     assert f"{left} ROC-GLM evaluations left for this S~0" in messages
     assert second.auc == first.auc and second.auc_ci == first.auc_ci
 
@@ -297,7 +307,7 @@ def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helper
         assert asked == {"OpenSession": 1, "PrepareRelease": 1, "ReleaseNoisyScores": 2, "UploadSurvivor": 2,
                          "PlacementMoments": 1,
                          "BrierParts": 1, "CalibrationParts": 1, "Budget": 1, "CloseSession": 1}
-        assert evaluations <= res.rocglm.iterations + 2
+        assert evaluations <= res.detail.rocglm.iterations + 2
 
 
 def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki, helpers):
@@ -317,4 +327,4 @@ def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki
         with helpers.federation([s.bound_address for s in servers], pki) as fed:
             assert {d["policy"]["max_calls_in_progress"] for d in fed.describe().values()} == {1}
             res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, threshold=0.5)
-    assert res.rocglm.converged and res.n == sum(len(f) for f in frames)
+    assert res.detail.rocglm.converged and res.n == sum(len(f) for f in frames)

@@ -46,7 +46,7 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     frames, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
         res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=20)
-    v = res.validation
+    v = res.detail.validation
     h0, h1, idx, y = _binned_truth(frames, v.edges)
     np.testing.assert_array_equal(v.counts0, h0)
     np.testing.assert_array_equal(v.counts1, h1)
@@ -61,19 +61,20 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     for i, (a, b) in enumerate(v.calibration.groups):
         inside = (idx >= a) & (idx <= b)
         assert v.calibration.predicted[i] == pytest.approx(s[inside].mean(), abs=0.05 * 5 / np.sqrt(inside.sum()) / 4 + 1e-3)
-    assert all(r.negative_sums is not None and r.negative_sums.size == 20 for r in res.releases.values())
+    assert all(r.negative_sums is not None and r.negative_sums.size == 20 for r in res.detail.releases.values())
     # The resolved AUC orders within-bin pairs by the classes' mean offsets: inside the binning bound of the
     # unbinned AUC (the within-bin pairs' share), here within 0.002 of it (offsets rounded to 1/2 a bin).
     assert abs(v.auc_resolved - empirical_auc(s, y)) < 0.002
-    assert res.sigma < 1e-2 and all(not r.repeated for r in res.releases.values())
+    assert res.detail.sigma < 1e-2 and all(not r.repeated for r in res.detail.releases.values())
+    # the unified result says where its mean predictions come from and reports the resolved AUC
+    assert res.calibration.predicted_from.startswith("within-bin mean score") and "AUC (resolved)" in str(res)
     text = str(res)
     assert "protocol: histogram" in text and "privacy unit: add or remove one patient" in text
     assert "epsilon = 4000" in text and "delta = 0.01" in text
     report = json.loads(res.to_json())
     assert report["protocol"] == "histogram" and report["privacy_unit"] == "add or remove one patient"
-    assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["covered"]
-    axes = res.plot()
-    assert "histogram protocol" in axes[0].figure._suptitle.get_text()
+    assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["guarantee"]
+    assert "histogram protocol" in res.plot()._suptitle.get_text()
 
 
 def test_with_real_noise_the_stated_variance_holds(five_sites, pki, helpers):
@@ -82,12 +83,12 @@ def test_with_real_noise_the_stated_variance_holds(five_sites, pki, helpers):
     with helpers.federation(addresses, pki) as fed:
         for i in range(10):  # ten validations at slightly different epsilon: ten independent releases per site
             res = fed.validate("test", "y", score="pred", epsilon=2.0 + 1e-3 * i, delta=1e-5, n_bins=20)
-            h0, h1, _, _ = _binned_truth(frames, res.validation.edges)
-            summed0 = np.sum([r.negatives for r in res.releases.values()], axis=0)
-            summed1 = np.sum([r.positives for r in res.releases.values()], axis=0)
+            h0, h1, _, _ = _binned_truth(frames, res.detail.validation.edges)
+            summed0 = np.sum([r.negatives for r in res.detail.releases.values()], axis=0)
+            summed1 = np.sum([r.positives for r in res.detail.releases.values()], axis=0)
             errors.append(np.concatenate([summed0 - h0, summed1 - h1]))
-            sigmas.append(res.sigma)
-            assert res.sigma == pytest.approx(np.sqrt(sum(r.noise_sd**2 for r in res.releases.values())), rel=1e-12)
+            sigmas.append(res.detail.sigma)
+            assert res.detail.sigma == pytest.approx(np.sqrt(sum(r.noise_sd**2 for r in res.detail.releases.values())), rel=1e-12)
     errors = np.concatenate(errors)  # 400 summed cells; the variance's sampling SD is about 7%
     sigma = float(np.mean(sigmas))
     assert abs(errors.mean()) < 4 * sigma / np.sqrt(errors.size)
@@ -106,7 +107,7 @@ def test_paper_result_states_its_weaker_guarantee(five_sites, pki, helpers):
 
 
 def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allow(exact_sites, pki, helpers, tmp_path):
-    from analyst.histogram import default_n_bins
+    from analyst.protocols.histogram import default_n_bins
 
     _, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
@@ -133,7 +134,7 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
     frames, addresses = constant_sites
     with helpers.federation(addresses, pki) as fed:
         res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=5)
-    v = res.validation
+    v = res.detail.validation
     y = np.concatenate([f["y"].to_numpy() for f in frames])
     # Exact counts: everyone in bin 1 ([0.2, 0.4)); every pair is a within-bin tie, so the binned AUC is 1/2.
     np.testing.assert_array_equal(v.counts0, [0, (y == 0).sum(), 0, 0, 0])
@@ -144,7 +145,9 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
     truth = np.mean((y - 0.3) ** 2)
     assert v.brier.lower <= truth <= v.brier.upper and abs(v.brier.value - truth) < 0.01
     assert v.recalibration is None and "one bin" in v.unavailable["recalibration"]
-    assert all(r.epsilon_spent > 0 and not r.repeated for r in res.releases.values())
+    assert all(r.epsilon_spent > 0 and not r.repeated for r in res.detail.releases.values())
     text = " ".join(str(res).split())
     assert "no calibration intercept and slope" in text and "charged to the sites' ledgers" in text
-    assert json.loads(res.to_json())["unavailable"]["recalibration"] == v.unavailable["recalibration"]
+    assert res.calibration.slope is None and "calibration slope not estimable" in text
+    helpers.check_schema(json.loads(res.to_json()))  # NaN estimates and missing parts still follow the schema
+    assert json.loads(res.to_json())["detail"]["unavailable"]["recalibration"] == v.unavailable["recalibration"]

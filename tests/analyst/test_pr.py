@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import dsroc
-from analyst.pr import PrecisionRecallDisplay, pr_from_counts, pr_from_released_scores
+from analyst.pr import PrecisionRecallPlot, pr_from_counts, pr_from_released_scores
 
 
 def brute_ap(scores, labels):
@@ -48,7 +48,7 @@ def test_histogram_summary_from_counts():
 def test_display_shades_the_unachievable_region(tmp_path):
     rng = np.random.default_rng(2)
     pr = pr_from_released_scores(rng.normal(0, 1, 300), rng.normal(1.2, 1, 100))
-    display = PrecisionRecallDisplay(pr, "test").plot()
+    display = PrecisionRecallPlot(pr, "test").plot()
     ax = display.ax_
     shaded = ax.collections[0].get_paths()[0].vertices
     # The shaded polygon's top edge is the minimum PR curve: at recall 1 it reaches the prevalence.
@@ -77,7 +77,7 @@ def test_validation_returns_pr_from_the_release(five_sites, pki, helpers):
     report = result.to_dict()["pr"]
     assert report["ap"] == pytest.approx(result.pr.ap) and len(report["recall"]) == len(report["precision"])
     assert "PR (paper protocol" in str(result)
-    assert PrecisionRecallDisplay.from_result(result).summary is result.pr
+    assert PrecisionRecallPlot.from_result(result).summary is result.pr
 
 
 def test_histogram_protocol_returns_pr_from_the_histograms(five_sites, pki, helpers):
@@ -86,9 +86,9 @@ def test_histogram_protocol_returns_pr_from_the_histograms(five_sites, pki, help
     with helpers.federation(addresses, pki) as fed:
         result = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01, protocol="histogram")
     pr = result.pr
-    edges = result.validation.edges
-    assert pr.n1 == pytest.approx(result.validation.n1) and pr.source.startswith("histogram protocol")
+    edges = result.detail.validation.edges
+    assert pr.n1 == pytest.approx(result.detail.validation.n1) and pr.source.startswith("histogram protocol")
     # The true binned AP (each bin one tie block, negatives first) by brute force; the noise moves it a little.
     bins = dsroc.histogram.grid.bin_index(pooled["pred"].to_numpy(), edges).astype(float)
     assert pr.ap == pytest.approx(brute_ap(bins, pooled["y"].to_numpy()), abs=0.03)
-    assert PrecisionRecallDisplay.from_result(result).summary.ap == pr.ap
+    assert PrecisionRecallPlot.from_result(result).summary.ap == pr.ap

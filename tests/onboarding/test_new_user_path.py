@@ -65,7 +65,16 @@ def test_four_readme_commands_validate_two_local_sites(tmp_path):
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     # The histogram protocol (init's default): 400 patients per site, none shared, estimated from noisy counts.
     assert report["sites"] == ["site1", "site2"] and report["protocol"] == "histogram"
-    assert abs(report["n0"] + report["n1"] - 800) < 40
+    assert abs(report["n"]["negatives"] + report["n"]["positives"] - 800) < 40 and not report["n"]["exact"]
+    # the files written are the ones `dsroc validate --help` and the README name, and no others
+    written = sorted(p.name for p in (tmp_path / "report").iterdir())
+    help_text = " ".join(run("dsroc validate --help").stdout.split())
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    section = readme[readme.index("## From a fresh clone"):readme.index("## Starting a site")]
+    for name in written:
+        assert name in help_text and f"`{name}`" in section, name
+    assert [n for n in ("roc.png", "calibration.png", "validation.png", "report.json", "summary.txt")
+            if n not in written] == []
     sites, _ = load_federation_file(tmp_path / "fed" / "federation.toml")
     assert sorted(s.address for s in sites) == sorted(addresses)
 

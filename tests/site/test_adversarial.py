@@ -26,6 +26,8 @@ from site_node.ledger import budget_mu
 from site_node.server import SiteServer, is_loopback
 from site_node.testing import running_server
 
+from .conftest import peer_release
+
 NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
 C = grpc.StatusCode
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,20 +91,23 @@ def test_undecodable_requests_are_refused_as_invalid_and_audited(server, client)
 def test_malformed_survivor_streams(server, client, snapshot):
     s = client.open()
     before = snapshot(server.config.ledger_path)
-    header = pb.SurvivorHeader(session_id=s, score_class=NEG, n=2)
+    # Each stream announces signed releases (checked before any score is read), so that the malformation is reached.
+    header = pb.SurvivorHeader(session_id=s, score_class=NEG, n=2, segments=[peer_release(NEG, [0.1, 0.2])])
     two_headers = [pb.SurvivorChunk(header=header, scores=_f64([0.1])), pb.SurvivorChunk(header=header, scores=_f64([0.2]))]
     _refused(lambda: client.UploadSurvivor(iter(two_headers)), C.INVALID_ARGUMENT, "only the first")
     _refused(lambda: client.UploadSurvivor(iter([])), C.INVALID_ARGUMENT, "header")
     _refused(lambda: client.upload(s, 3, [0.1, 0.2]), C.INVALID_ARGUMENT, "score_class")
     _refused(lambda: client.upload(s, NEG, [0.1, float("inf")]), C.INVALID_ARGUMENT, "non-finite")
     _refused(lambda: client.upload(s, NEG, [0.1], n=2**64 - 1), C.INVALID_ARGUMENT, "at most")
-    torn = [pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=1), scores=b"\x00" * 7)]
+    torn = [pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=1,
+                                                      segments=[peer_release(NEG, [0.0])]), scores=b"\x00" * 7)]
     _refused(lambda: client.UploadSurvivor(iter(torn)), C.INVALID_ARGUMENT, "multiple of 8 bytes")
 
     sent = []
 
     def outgrowing():  # announces 10 scores, then keeps sending
-        yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=10), scores=_f64([0.5] * 10))
+        yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=NEG, n=10,
+                                                        segments=[peer_release(NEG, [0.5] * 10)]), scores=_f64([0.5] * 10))
         for _ in range(2000):
             sent.append(1)
             yield pb.SurvivorChunk(scores=_f64([0.5] * 1000))
@@ -336,12 +341,12 @@ def test_plain_text_only_on_loopback(make_site_config):
 def test_help_texts_explain_every_command():
     parser = build_parser()
     top = parser.format_help()
-    commands = ["init", "token", "serve", "check", "budget", "audit", "model", "key"]
+    commands = ["init", "token", "serve", "check", "budget", "audit", "model", "key", "backup", "restore", "analyst"]
     assert all(c in top for c in commands) and "privacy" in top
     sub = parser._subparsers._group_actions[0].choices
     assert sorted(sub) == sorted(commands)
     serve = sub["serve"].format_help()
-    for option in ("--config", "--insecure", "--grace", "--workers", "--listen"):
+    for option in ("--config", "--insecure", "--grace", "--workers", "--listen", "--reset-state"):
         assert option in serve
     assert "loopback" in serve and "SIGTERM" in serve and "NOT_SERVING" in serve
     for name in commands:  # every command says what it does on its own --help, not only in the list

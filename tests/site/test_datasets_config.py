@@ -86,11 +86,13 @@ def test_parquet_and_sqlite_datasets(make_site_config, client_cls, tmp_path):
     frame.to_sql("cohort", engine, index=False)
     engine.dispose()
     common = {"outcomes": ["y"], "scores": ["pred"]}
+    # Entries over one database must declare their populations (serve refuses look-alikes otherwise); this
+    # test reads formats, not budgets, so each entry is declared a population of its own.
     config = make_site_config("site", frames={}, datasets={
         "pq": {"path": "data/cohort.parquet", **common},
-        "lite": {"format": "sql", "url": "sqlite:///data/cohort.db", "table": "cohort", **common},
+        "lite": {"format": "sql", "url": "sqlite:///data/cohort.db", "table": "cohort", **common, "population": "a"},
         "litequery": {"format": "sql", "url": "sqlite:///data/cohort.db",
-                      "query": "SELECT * FROM cohort WHERE age > 50", **common},
+                      "query": "SELECT * FROM cohort WHERE age > 50", **common, "population": "b"},
     })
     _check_session(config, "pq", frame, client_cls)
     _check_session(config, "lite", frame, client_cls)
@@ -164,8 +166,10 @@ def test_postgresql_dataset(postgres, make_site_config, client_cls):
     engine.dispose()
     common = {"outcomes": ["y"], "scores": ["pred"]}
     config = make_site_config(frames={}, datasets={
-        "pg": {"format": "sql", "url": postgres, "table": "validation_cohort", **common},
-        "pgq": {"format": "sql", "url": postgres, "query": "SELECT * FROM validation_cohort WHERE nodes >= 2", **common},
+        # one database: the populations are declared (here: one each, this test reads formats, not budgets)
+        "pg": {"format": "sql", "url": postgres, "table": "validation_cohort", **common, "population": "a"},
+        "pgq": {"format": "sql", "url": postgres, "query": "SELECT * FROM validation_cohort WHERE nodes >= 2", **common,
+                "population": "b"},
     })
     _check_session(config, "pg", frame, client_cls)
     _check_session(config, "pgq", frame[frame["nodes"] >= 2], client_cls)

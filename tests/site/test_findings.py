@@ -118,9 +118,14 @@ def test_finding8_a_second_daemon_on_a_port_in_use_refuses_to_start(tmp_path):
     first = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert json.loads(first.stdout.readline())["address"] == f"127.0.0.1:{port}"
-        second = subprocess.run(serve, capture_output=True, text=True, env=env, timeout=60)
+        other = init_site(tmp_path / "t", name="other", listen=f"127.0.0.1:{port}")
+        second = subprocess.run(serve[:-1] + [str(other.config)], capture_output=True, text=True, env=env, timeout=60)
         assert second.returncode == 2, second.stderr
         assert f"cannot listen on 127.0.0.1:{port}: the address is in use" in second.stderr
+        # the same site twice is refused before the port: two daemons must never write one ledger
+        same = subprocess.run(serve, capture_output=True, text=True, env=env, timeout=60)
+        assert same.returncode == 2, same.stderr
+        assert "another dsroc-site process is using this state" in same.stderr
         assert first.poll() is None  # the first one still serves
     finally:
         first.terminate()

@@ -69,7 +69,10 @@ def test_explicit_population_joins_separate_files(tmp_path, client_cls):
         "copy": {"path": "data/copy.csv", **entry, "population": "cohort"}})
     make_config(tmp_path / "t")
     shutil.copy(tmp_path / "t" / "data" / "test.csv", tmp_path / "t" / "data" / "copy.csv")
-    separate = make_config(tmp_path / "t", policy=policy, datasets={"copy": {"path": "data/copy.csv", **entry}})
+    # declared as two cohorts (a byte copy is served only with both populations named)
+    separate = make_config(tmp_path / "t", policy=policy, datasets={
+        "test": {"path": "data/test.csv", **entry, "population": "cohort-a"},
+        "copy": {"path": "data/copy.csv", **entry, "population": "cohort-b"}})
     assert joined.datasets["test"].population == joined.datasets["copy"].population == "cohort"
     assert separate.datasets["test"].population != separate.datasets["copy"].population
     for config, expected in ((joined, C.RESOURCE_EXHAUSTED), (separate, None)):
@@ -163,3 +166,53 @@ def test_concurrent_releases_over_two_entries_never_exceed_the_budget(make_site_
         assert results.count(C.RESOURCE_EXHAUSTED) == 7
         status = srv.ledger.budget(config.datasets["test"].population, config.policy)
         assert status.releases == 1 and status.delta_spent <= config.policy.budget_delta
+
+
+def _look_alike(tmp_path, kind, declared):
+    """A site with the default entry ``test`` (CSV or SQLite table) and a look-alike of it of ``kind``."""
+    import os
+    import sqlite3
+
+    import pandas as pd
+
+    base = make_config(tmp_path / "s")
+    data = tmp_path / "s" / "data"
+    entry = {"outcomes": ["y"], "scores": ["pred"]}
+    if kind in ("hard link", "copy"):
+        (os.link if kind == "hard link" else shutil.copyfile)(data / "test.csv", data / "other.csv")
+        datasets = {"test": {"path": "data/test.csv", **entry}, "other": {"path": "data/other.csv", **entry}}
+    else:
+        with sqlite3.connect(data / "cohort.db") as db:
+            pd.read_csv(base.datasets["test"].path).to_sql("cohort", db, index=False)
+            db.execute("CREATE VIEW cohort_view AS SELECT * FROM cohort")
+        other = ({"url": "sqlite:///data/cohort.db", "table": "cohort_view"} if kind == "SQL view" else
+                 {"url": f"sqlite:///{data}/../data/cohort.db?mode=ro", "table": "cohort"})
+        datasets = {"test": {"url": "sqlite:///data/cohort.db", "table": "cohort", **entry}, "other": {**other, **entry}}
+    if declared:
+        datasets["test"]["population"], datasets["other"]["population"] = "cohort-a", "cohort-b"
+    return make_config(tmp_path / "s", frames={}, datasets=datasets)
+
+
+@pytest.mark.parametrize("kind", ["hard link", "copy", "SQL view", "differently spelled SQLite URL"])
+def test_serve_and_check_refuse_an_undeclared_look_alike_of_a_dataset(tmp_path, capsys, client_cls, kind):
+    # Attack (issue 18): each look-alike entry had a full budget of its own over the same patients;
+    # check only warned and serve started anyway.
+    config = _look_alike(tmp_path, kind, declared=False)
+    assert config.datasets["test"].population != config.datasets["other"].population
+    with pytest.raises(ConfigError, match="datasets 'test' and 'other' may hold the same patients"):
+        with running_server(config, insecure=True):
+            pass
+    toml = __import__("tomli_w").dumps
+    assert not config.ledger_path.exists()  # refused before any state was made
+    path = tmp_path / "s" / "site.toml"
+    datasets = {n: {k: (list(v) if isinstance(v, tuple) else str(v) if k == "path" else v)
+                    for k, v in vars(d).items() if k in ("path", "url", "table", "outcomes", "scores") and v}
+                for n, d in config.datasets.items()}
+    path.write_text(toml({"site": {"name": "s"}, "analysts": {}, "datasets": datasets}))
+    assert main(["check", "--config", str(path)]) == 1
+    assert "may hold the same patients" in capsys.readouterr().out
+    declared = _look_alike(tmp_path / "declared", kind, declared=True)  # the administrator said: two cohorts
+    with running_server(declared, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        assert {d.name for d in c.Describe(pb.DescribeRequest()).datasets} == {"test", "other"}
+        c.close()

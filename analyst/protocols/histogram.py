@@ -1,0 +1,345 @@
+"""The histogram protocol at the analyst: one DP histogram release per site, everything else post-processing."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+from scipy.stats import norm
+
+from dsroc import analytic_gaussian_sigma
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
+from dsroc.histogram.grid import recommended_n_bins
+from dsroc.histogram.validation import histogram_validation
+from dsroc.v1 import site_pb2 as pb
+
+from analyst.parts import Calibration, Estimate, RocCurve, num
+from analyst.pr import pr_from_counts
+from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
+                                    site_privacy_from_budget)
+from analyst.result import ValidationResult
+from analyst.summary import fmt, plural
+
+__all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "HistogramSite",
+           "citl_with_noise", "collect_histograms", "default_n_bins",
+           "histogram_result"]
+
+HISTOGRAM_GUARANTEE = (
+    "histogram protocol: each site's whole answer is one (epsilon, delta)-DP release under add/remove-one-patient "
+    "adjacency (discrete Gaussian noise on per-class counts, charged to the site's ledger); every number below is "
+    "post-processing of those releases"
+)
+SCALARS = ("sum_sq", "sum_p", "sum_y")
+_NOISE = "sampling and the privacy noise"
+_ESTIMATOR_NAMES = {"rocglm": "ROC-GLM", "empirical": "binned empirical", "none": "none"}
+
+
+@dataclass(frozen=True)
+class HistogramOptions(ProtocolOptions):
+    """Options of the histogram protocol.
+
+    Parameters
+    ----------
+    n_bins : int, optional
+        Bins of the grid; default: the simulation study's count for the noise of one release
+        (:func:`default_n_bins`), or the nearest count every site allows.
+    spacing : {"equal", "logit"}
+        Grid spacing on the score range.
+    scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
+        Also release these noisy sums, for an unbinned Brier score and O/E (charged with the histograms).
+    score_sums : bool, default True
+        Also release each bin's noisy sum of scores per class, within the same epsilon (the counts' noise
+        grows by 5 %): calibration, O/E, Brier and the slope then use within-bin mean scores instead of bin
+        midpoints, and within-bin pairs of the AUC are resolved.
+    estimator : {"rocglm", "empirical"}
+        The reported AUC: the ROC-GLM through the bin edges where plausible (default), or the binned one.
+    a0 : float, optional
+        Also test ``H0: AUC <= a0``.
+    """
+
+    n_bins: int | None = None
+    spacing: str = "equal"
+    scalars: tuple = ()
+    score_sums: bool = True
+    estimator: str = DEFAULT_ESTIMATOR
+    a0: float | None = None
+
+    def __post_init__(self):
+        if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
+                                        or self.n_bins < 1):
+            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
+        if self.spacing not in ("equal", "logit"):
+            raise ValueError(f"spacing must be 'equal' or 'logit', got {self.spacing!r}")
+        object.__setattr__(self, "scalars", tuple(self.scalars))
+        if not set(self.scalars) <= set(SCALARS):
+            raise ValueError(f"scalars must be among {SCALARS}, got {self.scalars!r}")
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        check_a0(self.a0)
+
+
+@dataclass(frozen=True)
+class HistogramSite:
+    """One site's histogram release: noisy counts, noise, guarantee and its budget after the release."""
+
+    negatives: np.ndarray
+    positives: np.ndarray
+    sigma: float
+    noise_sd: float
+    epsilon: float
+    delta: float
+    release_id: str
+    repeated: bool
+    epsilon_spent: float
+    scalars: Mapping[str, float]
+    scalar_sd: float
+    negative_sums: np.ndarray | None = None
+    positive_sums: np.ndarray | None = None
+    sums_sd: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        sums = {} if self.negative_sums is None else {
+            "negative_sums": [num(v) for v in self.negative_sums], "positive_sums": [num(v) for v in self.positive_sums],
+            "sums_sd": num(self.sums_sd)}
+        return {**sums, "negatives": self.negatives.tolist(), "positives": self.positives.tolist(), "sigma": num(self.sigma),
+                "noise_sd": num(self.noise_sd), "epsilon": num(self.epsilon), "delta": num(self.delta),
+                "release_id": self.release_id, "repeated": self.repeated, "epsilon_spent": num(self.epsilon_spent),
+                "scalars": {k: num(v) for k, v in self.scalars.items()}, "scalar_sd": num(self.scalar_sd)}
+
+
+def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+                       scalars: tuple[str, ...], score_sums: bool = False) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+    """Ask every site of a :class:`analyst.session.ValidationSession` for its histogram release.
+
+    Returns the public grid (every site must use the same) and each site's release.
+    """
+    def request(conn, held):
+        return pb.HistogramRequest(session_id=session.session_ids[conn.name], epsilon=float(epsilon),
+                                   delta=float(delta), n_bins=int(n_bins), spacing=spacing, scalars=list(scalars),
+                                   score_sums=bool(score_sums), reservation_id=held)
+
+    def ask(conn, held):
+        r = conn.call("ReleaseHistogram", request(conn, held))
+        if score_sums and len(r.negative_sums) != n_bins:
+            raise ValueError(f"site {conn.name} did not release the per-bin score sums asked for (an older site?)")
+        sums = ((np.asarray(r.negative_sums, dtype=np.float64), np.asarray(r.positive_sums, dtype=np.float64),
+                 r.sums_noise_sd) if score_sums else (None, None, 0.0))
+        site = HistogramSite(
+            np.asarray(r.negatives, dtype=np.int64), np.asarray(r.positives, dtype=np.int64), r.sigma, r.noise_sd,
+            r.epsilon, r.delta, r.release_id, r.repeated, r.epsilon_spent, {s.name: s.value for s in r.scalars},
+            max([s.noise_sd for s in r.scalars], default=0.0), *sums)
+        session.progress("histogram release", conn.name, f"{n_bins} bins, noise SD {r.noise_sd:.3g}")
+        return np.asarray(r.edges, dtype=np.float64), site
+
+    # All or nothing: every site checks the request and holds its budget before any site releases.
+    holds = session.hold("histogram release", lambda c: pb.PrepareRequest(histogram=request(c, "")))
+    replies = session.commit("histogram release", holds, ask)
+    edges = replies[0][0]
+    for (other, _), name in zip(replies, session.sites):
+        if other.shape != edges.shape or not np.allclose(other, edges, rtol=0, atol=1e-12):
+            raise ValueError(f"site {name} used another grid than {session.sites[0]} (different score ranges?); "
+                             "histograms on different grids cannot be summed")
+    return edges, {name: site for name, (_, site) in zip(session.sites, replies)}
+
+
+def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
+    """The simulation study's bin count for the noise of one (epsilon, delta) release, among those all sites allow.
+
+    :func:`dsroc.histogram.grid.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
+    sensitivity 1, within a few per cent of the discrete one, far inside the rule's steps); when a site's
+    policy does not list that count, the nearest count every answering site allows (ties: the smaller).
+    """
+    policies = [answer["policy"]["histogram_bins"] for answer in federation.describe().values()]
+    return allowed_n_bins(policies, epsilon=epsilon, delta=delta)
+
+
+def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float) -> int:
+    """:func:`default_n_bins` from each site's allowed bin counts."""
+    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0))
+    sets = [set(a) for a in allowed_per_site]
+    allowed = set.intersection(*sets) if sets else set()
+    if not allowed or wanted in allowed:
+        return wanted
+    return min(allowed, key=lambda b: (abs(b - wanted), b))
+
+
+@dataclass(frozen=True)
+class HistogramDetail:
+    """What only the histogram protocol has.
+
+    Attributes
+    ----------
+    validation : dsroc.histogram.validation.HistogramValidation
+        Every estimate from the summed histograms (consistent counts, binned AUC, ROC-GLM through the edges).
+    releases : dict of str to HistogramSite
+        Each site's release.
+    sigma : float
+        Noise SD of each summed cell, ``sqrt(sum of the sites' noise variances)``.
+    n_bins : int
+    spacing : str
+    """
+
+    validation: Any
+    releases: Mapping[str, HistogramSite]
+    sigma: float
+    n_bins: int
+    spacing: str
+
+    def summary_lines(self, result, pct: int) -> list[str]:
+        """Lines after the headline AUC: the binned AUC beside a ROC-GLM one."""
+        v = self.validation
+        lines = [] if v.estimator != "rocglm" else [
+            f"{'AUC (binned)':<22} {fmt(v.auc_empirical)}   (ties within a bin count one half)"]
+        if math.isfinite(v.auc_resolved):
+            lines.append(f"{'AUC (resolved)':<22} {fmt(v.auc_resolved)}   (within-bin pairs ordered by the score sums)")
+        return lines
+
+    def detail_lines(self, result) -> list[str]:
+        """The protocol's own lines at the end of the summary."""
+        return [f"Histogram protocol: {self.n_bins} {self.spacing} bins on the score range; summed noise SD "
+                f"{self.sigma:.3g} per cell; {plural(len(self.releases), 'site')} released once each"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        v = self.validation
+        return {"n_bins": int(self.n_bins), "spacing": self.spacing, "sigma": num(self.sigma),
+                "edges": [num(e) for e in v.edges], "counts0": [num(c) for c in v.counts0],
+                "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
+                "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved), "unavailable": dict(v.unavailable),
+                "releases": {name: r.to_dict() for name, r in self.releases.items()}}
+
+
+def _slope(recal, level: float) -> Estimate | None:
+    if recal is None or not recal.converged:
+        return None
+    lo, hi = recal.ci(level=level)["slope"]
+    return Estimate(recal.slope, lo, hi, float(recal.cov[1, 1]), _NOISE)
+
+
+def citl_with_noise(events, counts, mean_predictions, merged, *, sigma: float, level: float) -> Estimate | None:
+    """Calibration-in-the-large ``a`` of ``logit P(y=1) = a + logit(r)`` from noisy binned counts.
+
+    The grouped fit of :func:`dsroc.calibration_intercept` (each bin's patients at its mean prediction
+    ``r``); its variance is the fit's plus the noise's by the delta method,
+    ``sigma^2 sum_g k_g ((1 - mu_g)^2 + mu_g^2) / I^2`` with ``k_g`` grid cells merged into bin ``g`` (each
+    class's count carries ``k_g`` cells' noise) and ``I = sum_g m_g mu_g (1 - mu_g)``. None where no
+    finite estimate exists (no events, no non-events, predictions at 0 or 1).
+    """
+    import dsroc
+    from scipy.special import expit, logit
+
+    k, m, r, merged = (np.asarray(a, dtype=np.float64) for a in (events, counts, mean_predictions, merged))
+    use = (m > 0) & np.isfinite(r) & (r > 0) & (r < 1) & np.isfinite(k)
+    if not use.any() or not 0 < k[use].sum() < m[use].sum():
+        return None
+    try:
+        fit = dsroc.calibration_intercept(k[use], m[use], r[use], level=level)
+    except ValueError:
+        return None
+    mu = expit(fit.value + logit(r[use]))
+    info = float(np.sum(m[use] * mu * (1 - mu)))
+    noise = sigma**2 * float(np.sum(merged[use] * ((1 - mu) ** 2 + mu**2))) / info**2
+    lo, hi = norm.interval(level, loc=fit.value, scale=math.sqrt(fit.variance + noise))
+    return Estimate(fit.value, float(lo), float(hi), fit.variance + noise, _NOISE)
+
+
+def histogram_calibration(v, level: float, with_sums: bool = False) -> Calibration | None:
+    """The merged-bin calibration curve and hierarchy of a histogram validation."""
+    c = v.calibration
+    if c is None:
+        return None
+    e = v.edges
+    groups = np.asarray(c.groups)
+    status = tuple("too few patients" if noisy else "merged" if b > a else "released"
+                   for (a, b), noisy in zip(groups, c.too_noisy))
+    return Calibration(
+        lower=e[groups[:, 0]], upper=e[groups[:, 1] + 1], count=np.asarray(c.count, dtype=float),
+        predicted=c.predicted, observed=c.observed, observed_lower=c.lower, observed_upper=c.upper, status=status,
+        predicted_from=("within-bin mean score from the released noisy score sums" if with_sums else
+                        "bin midpoints weighted by the bins' counts (the release has no score sums: the model's "
+                        "mean prediction within a bin may differ)"),
+        interval="Wald per merged bin and for the hierarchy; " + _NOISE,
+        oe=Estimate.of(v.oe, _NOISE), slope=_slope(v.recalibration, level),
+        citl=citl_with_noise(c.observed * c.count, c.count, c.predicted, groups[:, 1] - groups[:, 0] + 1,
+                             sigma=v.sigma, level=level),
+        recalibration_intercept=v.recalibration.intercept if v.recalibration is not None else math.nan,
+        risk_edges=e, risk_negatives=np.asarray(v.counts0, dtype=float), risk_positives=np.asarray(v.counts1, dtype=float),
+        notes=("bins are merged upwards until each holds enough patients that the noise is at most 10% of its count",))
+
+
+class HistogramProtocol(Protocol):
+    """Each site answers with one (epsilon, delta)-DP release of per-class noisy histograms of its scores;
+    the analyst sums them and computes every estimate from the sum (:func:`dsroc.histogram_validation`)."""
+
+    name = "histogram"
+    guarantee = HISTOGRAM_GUARANTEE
+    privacy_unit = "add or remove one patient"
+    options_type = HistogramOptions
+
+    def run(self, s, request: ValidationRequest, o: HistogramOptions, *, executor=None, timing=None) -> ValidationResult:
+        timing = {} if timing is None else timing
+        clock = time.perf_counter()
+        n_bins = o.n_bins
+        if n_bins is None:  # from the policies the sites sent with their sessions
+            n_bins = allowed_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=request.epsilon,
+                                    delta=request.delta)
+        edges, releases = collect_histograms(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins,
+                                             spacing=o.spacing, scalars=o.scalars, score_sums=o.score_sums)
+        budgets = s.budget()
+        timing["release"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        result = histogram_result(request.common(s, self), edges, releases, budgets, o, timing=timing)
+        timing["analysis"] = time.perf_counter() - clock
+        return result
+
+
+def _charged(unavailable) -> tuple[str, ...]:
+    if not unavailable:
+        return ()
+    return (f"the releases were charged to the sites' ledgers although {', '.join(unavailable)} could not be "
+            "estimated from them",)
+
+
+def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, HistogramSite], budgets,
+                     options: HistogramOptions, *, timing=None) -> ValidationResult:
+    """The :class:`analyst.ValidationResult` of the sites' histogram releases (pure post-processing).
+
+    ``common``: the request's fields (:meth:`ValidationRequest.common`); ``budgets``: each site's
+    ``BudgetStatus`` after its release.
+    """
+    o, level = options, common["level"]
+    h0 = np.sum([r.negatives for r in releases.values()], axis=0)
+    h1 = np.sum([r.positives for r in releases.values()], axis=0)
+    sigma = math.sqrt(sum(r.noise_sd**2 for r in releases.values()))
+    sums = {name: sum(r.scalars[name] for r in releases.values()) for name in o.scalars}
+    with_sums = all(r.negative_sums is not None for r in releases.values())
+    per_bin = {} if not with_sums else {
+        "sums0": np.sum([r.negative_sums for r in releases.values()], axis=0),
+        "sums1": np.sum([r.positive_sums for r in releases.values()], axis=0),
+        "sums_sigma": math.sqrt(sum(r.sums_sd**2 for r in releases.values()))}
+    v = histogram_validation(h0, h1, edges, sigma=sigma, estimator=o.estimator, level=level,
+                             sum_sq=sums.get("sum_sq"), sum_p=sums.get("sum_p"), sum_y=sums.get("sum_y"),
+                             scalar_sigma=math.sqrt(sum(r.scalar_sd**2 for r in releases.values())) if o.scalars else None,
+                             **per_bin)
+    fitted = tuple(float(g) for g in v.rocglm_params) if v.estimator == "rocglm" else None
+    brier = (Estimate.of(v.brier_scalar, _NOISE + "; unbinned (scalar release)") if v.brier_scalar is not None
+             else Estimate.of(v.brier, _NOISE + ("; binned, at the within-bin mean scores" if with_sums
+                                                  else "; binned: each patient at the bin midpoint")))
+    privacy = {name: site_privacy_from_budget(
+        budgets[name], epsilon=r.epsilon, delta=r.delta, noise_sd=r.noise_sd, sensitivity=1.0,
+        sensitivity_rule="count", formal_bound=True, n=float(r.negatives.sum() + r.positives.sum()),
+        repeated=r.repeated) for name, r in releases.items()}
+    return ValidationResult(
+        **common, n=v.n0 + v.n1, n0=v.n0, n1=v.n1, counts_exact=False,
+        auc=v.auc, auc_ci=tuple(v.auc_ci), auc_variance=v.auc_variance,
+        auc_estimator=_ESTIMATOR_NAMES.get(v.estimator, v.estimator), auc_ci_includes=_NOISE, ci_method="logit",
+        roc=RocCurve(v.fpr, v.tpr, "binned ROC points at the grid's edges (consistent noisy counts)", fitted,
+                     RocCurve.band_for(fitted, v.auc_ci)),
+        calibration=histogram_calibration(v, level, with_sums), brier=brier, privacy=privacy,
+        pr=pr_from_counts(v.counts0, v.counts1, v.edges, level=level),
+        test=a0_test(o.a0, level, v.auc_ci), warnings=tuple(v.notes) + _charged(v.unavailable), timing={} if timing is None else timing,
+        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing))

@@ -1,0 +1,158 @@
+"""The readable summary of a validation result, the same layout for every protocol."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+
+import numpy as np
+
+__all__ = ["bin_labels", "describe_source", "fmt", "plural", "summary_text"]
+
+_CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
+
+
+def fmt(x, digits: int = 4) -> str:
+    """``x`` with ``digits`` decimals, ``-`` for None or a non-finite value."""
+    if x is None or not math.isfinite(float(x)):
+        return "-"
+    return f"{float(x):.{digits}f}"
+
+
+def plural(k: int, word: str) -> str:
+    """``1 site``, ``2 sites``."""
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def describe_source(text: str, width: int = 60) -> str:
+    """A score source in words: ``column:pred`` -> ``score column 'pred'``, a GLM as its link and size."""
+    if text.startswith("glm:"):
+        try:
+            spec = json.loads(text[4:])
+            return f"a GLM ({spec['link']} link, {plural(len(spec['coefficients']), 'coefficient')})"
+        except (ValueError, KeyError, TypeError):
+            pass
+    if text.startswith("column:"):
+        return f"score column '{text[7:]}'"
+    return "'" + (text if len(text) <= width else text[: width - 3] + "...") + "'"
+
+
+def bin_labels(lower, upper, *, digits: int = 2) -> list[str]:
+    """Bin labels ``[a, b)``, the last one closed ``[a, b]`` (a score equal to the top edge belongs to it)."""
+    lower, upper = list(lower), list(upper)
+    # enough digits (at most 3) to tell explicit edges such as 0.05 or 0.125 apart
+    while digits < 3 and any(round(v, digits) != round(v, 12) for v in lower + upper):
+        digits += 1
+    return [f"[{lo:.{digits}f}, {up:.{digits}f}{']' if k == len(lower) - 1 else ')'}"
+            for k, (lo, up) in enumerate(zip(lower, upper))]
+
+
+def _ci(e, pct: int, digits: int = 3) -> str:
+    if e is None:
+        return "not estimable"
+    if not (math.isfinite(e.lower) and math.isfinite(e.upper)):
+        return fmt(e.value, digits)
+    return f"{fmt(e.value, digits)} {pct}% CI [{fmt(e.lower, digits)}, {fmt(e.upper, digits)}]"
+
+
+def _spent_at(p, delta: float) -> str:
+    """Epsilon of a site's releases so far at ``delta``, from their Gaussian-DP mu ("-" when the history holds
+    releases that mu does not count, e.g. histogram releases, or when unknown)."""
+    import dsroc
+
+    if not math.isfinite(p.mu_spent) or (p.mu_spent <= 0 and not p.epsilon_spent <= 0):
+        return "-"
+    return "0" if p.mu_spent <= 0 else f"{dsroc.gdp_epsilon(p.mu_spent, delta):.2f}"
+
+
+def _head(r) -> list[str]:
+    counts = (f"n = {r.n:.0f} (negatives {r.n0:.0f}, positives {r.n1:.0f})" if r.counts_exact else
+              f"n = {r.n:.0f} (negatives {r.n0:.0f}, positives {r.n1:.0f}; estimated from the noisy counts)")
+    return [
+        f"Distributed validation of {r.score_description} on dataset '{r.dataset}', outcome '{r.outcome}'",
+        f"  {plural(len(r.sites), 'site')}: {', '.join(r.sites)}   {counts}",
+        f"  protocol: {r.protocol}   privacy unit: {r.privacy_unit}   epsilon = {r.epsilon:g}, delta = {r.delta:g} "
+        "per site",
+        "  covered: " + textwrap.fill(r.guarantee, width=100, subsequent_indent="    "),
+        "",
+    ]
+
+
+def _headline(r, pct: int) -> list[str]:
+    label = f"AUC ({r.auc_estimator})"
+    se = fmt(math.sqrt(r.auc_variance) if r.auc_variance >= 0 else None)
+    lines = [f"{label:<22} {fmt(r.auc)}   {pct}% CI [{fmt(r.auc_ci[0])}, {fmt(r.auc_ci[1])}] "
+             f"({_CI_NAMES.get(r.ci_method, r.ci_method)} CI, SE {se}; includes {r.auc_ci_includes})"]
+    if r.detail is not None:
+        lines += r.detail.summary_lines(r, pct)
+    if r.test is not None:
+        where = "lies" if r.test.reject else "does not lie"
+        lines.append(f"Test H0: AUC <= {r.test.a0:g}   {'rejected' if r.test.reject else 'not rejected'}: "
+                     f"the {pct}% CI {where} wholly above {r.test.a0:g} (one-sided level {(1 - r.test.level) / 2:g})")
+    if r.brier is not None:
+        b = r.brier
+        interval = (f"   {pct}% CI [{fmt(b.lower)}, {fmt(b.upper)}]" if math.isfinite(b.lower) else "")
+        lines.append(f"{'Brier score':<22} {fmt(b.value)}{interval} ({b.includes})")
+    if r.confusion is not None:
+        c = r.confusion
+        lines += [f"At threshold {c.threshold:g} (score >= {c.threshold:g} predicts 1):  "
+                  f"TP {c.tp:.0f}  FP {c.fp:.0f}  FN {c.fn:.0f}  TN {c.tn:.0f}",
+                  f"  sensitivity {fmt(c.sensitivity)}  specificity {fmt(c.specificity)}  "
+                  f"PPV {fmt(c.ppv)}  NPV {fmt(c.npv)}"]
+    if r.pr is not None:
+        lines += [textwrap.fill(str(r.pr), width=104, subsequent_indent="  ")]
+    return lines
+
+
+def _calibration(r, pct: int) -> list[str]:
+    c = r.calibration
+    if c is None:
+        return []
+    lines = ["", f"Calibration hierarchy (Van Calster et al. 2016; intervals: {c.interval})",
+             f"  mean:     O/E {_ci(c.oe, pct)} (1 ideal); calibration-in-the-large {_ci(c.citl, pct)} (0 ideal)",
+             f"  weak:     calibration slope {_ci(c.slope, pct)} (1 ideal; below 1: predictions too extreme)",
+             f"  moderate: the curve below; binned ICI {fmt(c.ici, 3)}, Emax {fmt(c.emax, 3)}",
+             "",
+             f"Calibration per bin (mean score: {c.predicted_from})"]
+    labels = bin_labels(c.lower, c.upper)
+    width = max(len(b) for b in labels)
+    lines.append(f"  {'bin':<{width}}  {'n':>7}   mean score   observed   {pct}% interval")
+    for k, label in enumerate(labels):
+        n = f"{c.count[k]:7.0f}" if np.isfinite(c.count[k]) and c.count[k] > 0 else f"{'-':>7}"
+        interval = (f"[{fmt(c.observed_lower[k], 3)}, {fmt(c.observed_upper[k], 3)}]"
+                    if np.isfinite(c.observed_lower[k]) else "")
+        note = "" if c.status[k] == "released" else f"   ({c.status[k]})"
+        lines.append(f"  {label:<{width}}  {n}   {fmt(c.predicted[k]):>10}   {fmt(c.observed[k]):>8}   "
+                     f"{interval:<16}{note}".rstrip())
+    lines += [textwrap.fill(note, width=104, initial_indent="  ", subsequent_indent="    ") for note in c.notes]
+    return lines
+
+
+def _privacy(r) -> list[str]:
+    w = max([4] + [len(n) for n in r.privacy])
+    lines = ["", "Privacy per site (each site chose its sensitivity and noise; budget composed as Gaussian DP)",
+             f"  {'site':<{w}}  {'n':>7}  {'sensitivity':<14} {'noise SD':<9} {'epsilon':<8} {'delta':<8} "
+             f"epsilon spent so far at delta {r.delta:g}; at the budget's delta, of the budget"]
+    for name, p in r.privacy.items():
+        sens = f"{p.sensitivity:.4g} ({p.sensitivity_rule})"
+        budget = (f"{p.epsilon_spent:.2f} of {p.budget_epsilon:g} at delta {p.budget_delta:g}"
+                  if math.isfinite(p.budget_epsilon) else f"{p.epsilon_spent:.3g} at the budget's delta")
+        lines.append(f"  {name:<{w}}  {p.n:>7.0f}  {sens:<14} {p.noise_sd:<9.4g} {p.epsilon:<8g} {p.delta:<8g} "
+                     f"{_spent_at(p, r.delta)}; {budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
+    if any(not p.formal_bound for p in r.privacy.values()):
+        lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
+    return lines
+
+
+def summary_text(r) -> str:
+    """The summary of a :class:`analyst.ValidationResult`: what was validated, the estimates with what
+    their intervals include, calibration, privacy per site, the protocol's own detail and warnings."""
+    pct = round(100 * r.level)
+    lines = _head(r) + _headline(r, pct) + _calibration(r, pct) + _privacy(r)
+    if r.detail is not None:
+        lines += [""] + r.detail.detail_lines(r)
+    if r.warnings:
+        lines += ["", "Warnings"] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
+                                                  break_on_hyphens=False) for w in r.warnings]
+    return "\n".join(lines)
