@@ -294,7 +294,8 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="run a distributed validation and write a report folder",
                        description=f"Run the distributed validation over the sites of a federation file and write "
                                    f"{files} to --out, the same files for every protocol (calibration.png only when "
-                                   "a calibration curve could be estimated). The summary and report warn when "
+                                   "a calibration curve could be estimated; forest.png with --by-site, "
+                                   "decision_curve.png with --decision-curve). The summary and report warn when "
                                    "(epsilon, delta) is not among the settings the simulation study recommends "
                                    "for the sites' Delta (see 'dsroc recommend'). Exit status 0 on success, 2 for "
                                    "bad input, 3 when a site refused or failed.")
@@ -322,6 +323,14 @@ def _parser() -> argparse.ArgumentParser:
     h = v.add_argument_group("histogram protocol (HistogramOptions; an error with --protocol paper)")
     h.add_argument("--spacing", choices=("equal", "logit"), default="equal",
                    help="grid spacing on the score range (default equal)")
+    h.add_argument("--by-site", action="store_true",
+                   help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
+                        "Hartung-Knapp): tau^2, I^2, a 95%% prediction interval for a new site, forest.png; no "
+                        "further release")
+    h.add_argument("--decision-curve", action="store_true",
+                   help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
+                        "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
+                        "thresholds you need")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")

@@ -24,7 +24,7 @@ from analyst.gbsg2 import FEATURES, HORIZON_DAYS, OUTCOME, DemoData, prepare_gbs
 from analyst.recommend import recommend_settings
 from analyst.report import write_report
 from analyst.parts import num
-from analyst.protocols import PaperOptions
+from analyst.protocols import HistogramOptions, PaperOptions
 from analyst.protocols.paper import paper_calibration, rocglm_to_dict
 from analyst.result import ValidationResult
 from analyst.session import Progress
@@ -348,8 +348,10 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
             res = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta, protocol="paper",
                                options=PaperOptions(a0=0.5), progress=progress)
             t_validate = time.perf_counter() - started
+            # per site (heterogeneity, forest plot) and the decision curve: post-processing of the same releases
             hist = fed.validate(DATASET, OUTCOME, model=data.model(), epsilon=epsilon, delta=delta,
-                                protocol="histogram", progress=progress)
+                                protocol="histogram", options=HistogramOptions(by_site=True, decision_curve=True),
+                                progress=progress)
     t_stopped = time.perf_counter()
 
     test = data.test

@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["FRAME_KINDS", "result_frame", "result_html", "result_repr"]
 
-FRAME_KINDS = ("roc", "roc_points", "calibration", "sites")
+FRAME_KINDS = ("roc", "roc_points", "calibration", "sites", "decision_curve")
 
 
 def _roc_frame(result, points: int):
@@ -40,15 +40,30 @@ def _calibration_frame(result):
 def _sites_frame(result):
     import pandas as pd
 
-    return pd.DataFrame([p.to_dict() for p in result.privacy.values()],
-                        index=pd.Index(list(result.privacy), name="site"))
+    frame = pd.DataFrame([p.to_dict() for p in result.privacy.values()],
+                         index=pd.Index(list(result.privacy), name="site"))
+    if result.heterogeneity is not None:  # each site's own estimates beside its privacy
+        own = pd.DataFrame([s.to_dict() for s in result.heterogeneity.sites]).set_index("site")
+        frame = frame.join(own.drop(columns=[c for c in own.columns if c in frame.columns]))
+    return frame
+
+
+def _decision_curve_frame(result):
+    import pandas as pd
+
+    dc = result.decision_curve
+    if dc is None:
+        return pd.DataFrame(columns=["threshold", "net_benefit", "lower", "upper", "treat_all", "treat_none"])
+    return pd.DataFrame({"threshold": dc.thresholds, "net_benefit": dc.net_benefit, "lower": dc.lower,
+                         "upper": dc.upper, "treat_all": dc.treat_all, "treat_none": 0.0})
 
 
 def result_frame(result, kind: str = "roc", *, points: int = 101):
     """A pandas DataFrame of ``result``: ``"roc"`` (the curve whose AUC is quoted and its band at ``points``
     false-positive fractions), ``"roc_points"`` (the empirical or binned points), ``"calibration"`` (per
-    bin: edges, n, mean prediction, observed fraction with its interval, status) or ``"sites"`` (per site:
-    guarantee, noise, sensitivity, patients, budget)."""
+    bin: edges, n, mean prediction, observed fraction with its interval, status), ``"sites"`` (per site:
+    guarantee, noise, sensitivity, patients, budget, and with ``by_site`` its own AUC and O/E) or
+    ``"decision_curve"`` (net benefit per threshold, empty without ``decision_curve``)."""
     import pandas as pd
 
     if kind not in FRAME_KINDS:
@@ -59,6 +74,8 @@ def result_frame(result, kind: str = "roc", *, points: int = 101):
         return _roc_frame(result, points)
     if kind == "roc_points":
         return pd.DataFrame({"fpr": result.roc.fpr, "tpr": result.roc.tpr})
+    if kind == "decision_curve":
+        return _decision_curve_frame(result)
     return _calibration_frame(result) if kind == "calibration" else _sites_frame(result)
 
 

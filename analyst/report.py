@@ -7,11 +7,13 @@ from typing import Any, Mapping, Sequence
 
 from analyst.display import CalibrationPlot, RocPlot, pyplot, validation_figure
 
-__all__ = ["REPORT_FILES", "write_report"]
+__all__ = ["OPTIONAL_REPORT_FILES", "REPORT_FILES", "write_report"]
 
 #: kind -> file name of everything ``write_report`` (and ``dsroc validate --out``) writes
 REPORT_FILES = {"json": "report.json", "summary": "summary.txt", "figure": "validation.png", "roc": "roc.png",
                 "calibration": "calibration.png"}
+#: kind -> file name of the figures written only when the result holds them (``by_site``, ``decision_curve``)
+OPTIONAL_REPORT_FILES = {"forest": "forest.png", "decision_curve": "decision_curve.png"}
 
 
 def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None, summary_extra: str = "",
@@ -32,7 +34,8 @@ def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None
 
     Returns
     -------
-    dict of file kind to path (``calibration`` only when the result holds a calibration curve).
+    dict of file kind to path (``calibration`` only when the result holds a calibration curve; ``forest``
+    and ``decision_curve`` only when it holds per-site estimates or a decision curve).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -47,6 +50,11 @@ def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None
         figures["calibration"] = CalibrationPlot(result).plot().figure_
     else:
         del paths["calibration"]
+    if result.heterogeneity is not None and result.heterogeneity.auc is not None:
+        figures["forest"] = result.plot_forest()
+    if result.decision_curve is not None:
+        figures["decision_curve"] = result.plot_decision_curve()
+    paths.update({kind: out / OPTIONAL_REPORT_FILES[kind] for kind in figures if kind in OPTIONAL_REPORT_FILES})
     for kind, fig in figures.items():
         fig.savefig(paths[kind], dpi=120)
         plt.close(fig)

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from analyst.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult, num
 
+
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "ValidationResult", "schema_path"]
 
 #: Version of the JSON report (``to_dict``); raised when a key changes meaning or disappears.
@@ -68,6 +69,10 @@ class ValidationResult:
         quantities that could not be estimated).
     timing : dict of str to float
         Seconds per step.
+    heterogeneity : analyst.multicentre.Heterogeneity or None
+        Each site's AUC and O/E from its own release and their random-effects pooling (``by_site``).
+    decision_curve : dsroc.multicentre.DecisionCurve or None
+        Net benefit at the released grid's edges, with treat-all (``decision_curve``).
     detail : object
         What only this protocol has: :class:`analyst.protocols.paper.PaperDetail` (ROC-GLM fit, grid,
         noise-corrected AUC) or :class:`analyst.protocols.histogram.HistogramDetail` (grid, releases,
@@ -104,6 +109,8 @@ class ValidationResult:
     warnings: tuple[str, ...] = ()
     timing: Mapping[str, float] = field(default_factory=dict)
     detail: Any = None
+    heterogeneity: Any = None
+    decision_curve: Any = None
 
     __test__ = False
 
@@ -136,6 +143,8 @@ class ValidationResult:
             "privacy": {s: p.to_dict() for s, p in self.privacy.items()},
             "warnings": list(self.warnings),
             "timing": {k: num(v) for k, v in self.timing.items()},
+            "heterogeneity": None if self.heterogeneity is None else self.heterogeneity.to_dict(),
+            "decision_curve": None if self.decision_curve is None else _decision_curve_dict(self.decision_curve),
             "detail": {"protocol": self.protocol, **({} if self.detail is None else self.detail.to_dict())},
         }
 
@@ -160,6 +169,18 @@ class ValidationResult:
         from analyst.frames import result_frame
 
         return result_frame(self, kind, points=points)
+
+    def plot_forest(self, *, figure=None):
+        """Forest plot of the per-site AUCs, the pooled AUC and the prediction interval (needs ``by_site``)."""
+        from analyst.multicentre import forest_figure
+
+        return forest_figure(self, figure=figure)
+
+    def plot_decision_curve(self, *, figure=None):
+        """The decision curve: net benefit of the model, treat all and treat none (needs ``decision_curve``)."""
+        from analyst.multicentre import decision_curve_figure
+
+        return decision_curve_figure(self, figure=figure)
 
     def _repr_html_(self) -> str:
         from analyst.frames import result_html
@@ -192,3 +213,9 @@ class ValidationResult:
         from analyst.display import validation_figure
 
         return validation_figure(self, figure=figure)
+
+
+def _decision_curve_dict(dc) -> dict[str, Any]:
+    from analyst.multicentre import decision_curve_dict  # imported at use: it needs the histogram maths
+
+    return decision_curve_dict(dc)

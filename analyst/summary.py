@@ -145,11 +145,22 @@ def _privacy(r) -> list[str]:
     return lines
 
 
+def _decision_curve(dc, pct: int) -> list[str]:
+    lines = ["", f"Decision curve (net benefit with {pct}% CI; treat none = 0)"]
+    for t, nb, lo, hi, alln in zip(dc.thresholds, dc.net_benefit, dc.lower, dc.upper, dc.treat_all):
+        lines.append(f"  threshold {t:6.1%}   model {nb:7.4f} [{lo:7.4f}, {hi:7.4f}]   treat all {alln:7.4f}")
+    return lines
+
+
 def summary_text(r) -> str:
     """The summary of a :class:`analyst.ValidationResult`: what was validated, the estimates with what
     their intervals include, calibration, privacy per site, the protocol's own detail and warnings."""
     pct = round(100 * r.level)
     lines = _head(r) + _headline(r, pct) + _calibration(r, pct) + _privacy(r)
+    if r.heterogeneity is not None:
+        lines += r.heterogeneity.summary_lines(pct)
+    if r.decision_curve is not None:
+        lines += _decision_curve(r.decision_curve, pct)
     if r.detail is not None:
         lines += [""] + r.detail.detail_lines(r)
     if r.warnings:

@@ -16,6 +16,7 @@ from dsroc.histogram.grid import recommended_n_bins
 from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
+from analyst.multicentre import result_decision_curve, site_heterogeneity
 from analyst.parts import Calibration, Estimate, RocCurve, num
 from analyst.pr import pr_from_counts
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
@@ -58,6 +59,12 @@ class HistogramOptions(ProtocolOptions):
         The reported AUC: the ROC-GLM through the bin edges where plausible (default), or the binned one.
     a0 : float, optional
         Also test ``H0: AUC <= a0``.
+    by_site : bool, default False
+        Also estimate each site's AUC and O/E from its own release (intervals with that site's noise) and
+        pool them by a random-effects meta-analysis: tau^2, I^2 and a prediction interval for a new site
+        (``result.heterogeneity``, a forest plot). No further release: each site's release is DP on its own.
+    decision_curve : bool, default False
+        Also give the net benefit at the grid's edges against treating all and none (``result.decision_curve``).
     """
 
     n_bins: int | None = None
@@ -66,6 +73,8 @@ class HistogramOptions(ProtocolOptions):
     score_sums: bool = True
     estimator: str = DEFAULT_ESTIMATOR
     a0: float | None = None
+    by_site: bool = False
+    decision_curve: bool = False
 
     def __post_init__(self):
         if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
@@ -342,4 +351,8 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         calibration=histogram_calibration(v, level, with_sums), brier=brier, privacy=privacy,
         pr=pr_from_counts(v.counts0, v.counts1, v.edges, level=level),
         test=a0_test(o.a0, level, v.auc_ci), warnings=tuple(v.notes) + _charged(v.unavailable), timing={} if timing is None else timing,
-        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing))
+        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing),
+        heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
+                       if o.by_site and len(releases) >= 2 else None),
+        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
+                        if o.decision_curve else None))

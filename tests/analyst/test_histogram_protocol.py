@@ -151,3 +151,56 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
     assert res.calibration.slope is None and "calibration slope not estimable" in text
     helpers.check_schema(json.loads(res.to_json()))  # NaN estimates and missing parts still follow the schema
     assert json.loads(res.to_json())["detail"]["unavailable"]["recalibration"] == v.unavailable["recalibration"]
+
+
+def test_per_site_heterogeneity_and_decision_curve_equal_brute_force(exact_sites, pki, helpers, tmp_path):
+    from scipy import optimize
+    from scipy.special import expit, logit
+
+    from analyst.report import OPTIONAL_REPORT_FILES, write_report
+
+    frames, addresses = exact_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=20, estimator="empirical",
+                           by_site=True, decision_curve=True)
+    edges = res.detail.validation.edges
+    own = []
+    for f, s in zip(frames, res.heterogeneity.sites):
+        _, _, idx, y = _binned_truth([f], edges)
+        i0, i1 = idx[y == 0], idx[y == 1]
+        brute = (np.sum(i1[:, None] > i0[None, :]) + 0.5 * np.sum(i1[:, None] == i0[None, :])) / (i0.size * i1.size)
+        assert s.auc == pytest.approx(brute, abs=1e-12) and s.auc_lower < s.auc < s.auc_upper
+        own.append((s.auc, s.auc_variance))
+    # the pooled AUC: REML by direct maximisation of the restricted likelihood on the logit scale
+    a, var = np.array(own).T
+    yl, vl = logit(a), var / (a * (1 - a)) ** 2
+
+    def restricted(t2):
+        w = 1 / (vl + t2)
+        mu = np.sum(w * yl) / w.sum()
+        return 0.5 * (np.sum(np.log(vl + t2)) + np.log(w.sum()) + np.sum(w * (yl - mu) ** 2))
+
+    t2 = optimize.minimize_scalar(restricted, bounds=(0, 1), method="bounded", options={"xatol": 1e-12}).x
+    t2 = t2 if restricted(t2) < restricted(0.0) else 0.0
+    w = 1 / (vl + t2)
+    pooled = res.heterogeneity.auc
+    assert pooled.tau2 == pytest.approx(t2, abs=1e-7)
+    assert pooled.estimate == pytest.approx(expit(np.sum(w * yl) / w.sum()), abs=1e-6)
+    assert pooled.prediction_lower <= pooled.lower < pooled.estimate < pooled.upper <= pooled.prediction_upper
+    # net benefit at each interior edge, by brute force on the unbinned pooled scores
+    s = np.concatenate([f["pred"].to_numpy() for f in frames])
+    y = np.concatenate([f["y"].to_numpy() for f in frames]).astype(bool)
+    dc = res.decision_curve
+    np.testing.assert_allclose(dc.thresholds, edges[1:-1])
+    brute = [np.mean(y & (s >= t)) - np.mean(~y & (s >= t)) * t / (1 - t) for t in dc.thresholds]
+    np.testing.assert_allclose(dc.net_benefit, brute, atol=1e-9)
+    # the report: text, JSON (same schema), frames and the two extra figures
+    text = str(res)
+    assert "Per site" in text and "prediction interval for a new site" in text and "Decision curve" in text
+    report = json.loads(res.to_json())
+    helpers.check_schema(report)
+    assert len(report["heterogeneity"]["sites"]) == len(frames) and len(report["decision_curve"]["thresholds"]) == 19
+    assert "auc" in res.to_frame("sites").columns and len(res.to_frame("decision_curve")) == 19
+    paths = write_report(res, tmp_path / "out")
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= set(OPTIONAL_REPORT_FILES.values())
+    assert paths["forest"].stat().st_size > 10_000 and paths["decision_curve"].stat().st_size > 10_000

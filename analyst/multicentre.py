@@ -1,0 +1,218 @@
+"""What a multicentre validation reports beside the pooled numbers: each site's estimates, their heterogeneity, and the decision curve.
+
+All of it is post-processing of the releases the sites already made: each site's histogram release is
+(epsilon, delta)-DP on its own, so its own AUC and O/E (with intervals including that site's noise) cost
+nothing more; they are pooled by a random-effects meta-analysis on the logit-AUC and log-O/E scales as
+``metamisc::valmeta`` does (:func:`dsroc.multicentre.random_effects`), and the decision curve is read at
+the summed histogram's edges (:func:`dsroc.multicentre.decision_curve`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+from scipy.special import expit
+
+from dsroc.histogram.validation import histogram_validation
+from dsroc.multicentre import decision_curve, log_oe, logit_auc, random_effects
+
+from analyst.parts import num
+
+__all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
+           "decision_curve_dict", "forest_figure", "decision_curve_figure"]
+
+
+@dataclass(frozen=True)
+class SiteEstimates:
+    """One site's own AUC and O/E from its own release, intervals including that site's noise."""
+
+    site: str
+    n: float
+    auc: float
+    auc_lower: float
+    auc_upper: float
+    auc_variance: float
+    oe: float
+    oe_lower: float
+    oe_upper: float
+    oe_variance: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return {k: (v if isinstance(v, str) else num(v)) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """A random-effects pooled statistic on its natural scale (back-transformed), with heterogeneity."""
+
+    statistic: str
+    scale: str
+    estimate: float
+    lower: float
+    upper: float
+    prediction_lower: float
+    prediction_upper: float
+    tau2: float
+    i2: float
+    q: float
+    sites: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return {k: (v if isinstance(v, str) else num(v)) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Heterogeneity:
+    """Per-site estimates and their random-effects pooling (None where fewer than two sites have one)."""
+
+    sites: tuple[SiteEstimates, ...]
+    auc: Pooled | None
+    oe: Pooled | None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return {"sites": [s.to_dict() for s in self.sites], "auc": None if self.auc is None else self.auc.to_dict(),
+                "oe": None if self.oe is None else self.oe.to_dict(), "notes": list(self.notes)}
+
+    def summary_lines(self, pct: int) -> list[str]:
+        """The lines of the text summary."""
+        lines = ["", "Per site (each from its own release; intervals include that site's noise)"]
+        for s in self.sites:
+            lines.append(f"  {s.site:<18} AUC {_est(s.auc, s.auc_lower, s.auc_upper)}   "
+                         f"O/E {_est(s.oe, s.oe_lower, s.oe_upper)}")
+        for p in (self.auc, self.oe):
+            if p is not None:
+                lines.append(f"  {p.statistic + ' pooled':<18} {_est(p.estimate, p.lower, p.upper)} ({p.method})"
+                             f"   {pct}% prediction interval for a new site [{p.prediction_lower:.3f}, "
+                             f"{p.prediction_upper:.3f}]   tau^2 {p.tau2:.3g} ({p.scale} scale), I^2 {100 * p.i2:.0f}%")
+        return lines + [f"  note: {n}" for n in self.notes]
+
+
+def _est(value, lower, upper) -> str:
+    if not math.isfinite(value):
+        return "not estimable"
+    return f"{value:.3f} [{lower:.3f}, {upper:.3f}]"
+
+
+def _pool(statistic, scale, back, effects, variances, level) -> Pooled:
+    m = random_effects(effects, variances, level=level)
+    return Pooled(statistic, scale, float(back(m.estimate)), float(back(m.ci[0])), float(back(m.ci[1])),
+                  float(back(m.prediction_interval[0])), float(back(m.prediction_interval[1])), m.tau2, m.i2, m.q, m.k,
+                  "REML, Hartung-Knapp")
+
+
+def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, estimator: str) -> Heterogeneity:
+    """Each site's AUC and O/E from its own histogram release, pooled across sites by random effects.
+
+    ``releases``: :class:`analyst.protocols.histogram.HistogramSite` per site name.
+    """
+    sites, notes = [], []
+    for name, r in releases.items():
+        sums = {} if r.negative_sums is None else {"sums0": r.negative_sums, "sums1": r.positive_sums,
+                                                   "sums_sigma": r.sums_sd}
+        v = histogram_validation(r.negatives, r.positives, edges, sigma=r.noise_sd, estimator=estimator, level=level,
+                                 **sums)
+        oe = v.oe
+        sites.append(SiteEstimates(
+            name, float(v.n0 + v.n1), v.auc, *(v.auc_ci if v.auc_ci_defined else (math.nan, math.nan)), v.auc_variance,
+            *((oe.value, oe.lower, oe.upper, oe.variance) if oe is not None else (math.nan,) * 4)))
+        notes += [f"site {name}: {what} not estimable from its own release ({why})" for what, why in v.unavailable.items()
+                  if what in ("auc", "oe")]
+    auc_ok = [s for s in sites if math.isfinite(s.auc) and 0 < s.auc < 1 and s.auc_variance > 0]
+    oe_ok = [s for s in sites if math.isfinite(s.oe) and s.oe > 0 and s.oe_variance > 0]
+    auc = (_pool("AUC", "logit", expit, *logit_auc([s.auc for s in auc_ok], [s.auc_variance for s in auc_ok]), level)
+           if len(auc_ok) >= 2 else None)
+    oe = (_pool("O/E", "log", np.exp, *log_oe([s.oe for s in oe_ok], [s.oe_variance for s in oe_ok]), level)
+          if len(oe_ok) >= 2 else None)
+    if len(auc_ok) < 3:
+        notes.append("a prediction interval for a new site needs at least 3 sites with an AUC")
+    return Heterogeneity(tuple(sites), auc, oe, tuple(notes))
+
+
+def result_decision_curve(counts0, counts1, edges, *, sigma: float, level: float):
+    """The decision curve at the grid's interior edges in (0, 1), or None when the scores are not risks."""
+    e = np.asarray(edges, dtype=np.float64)
+    if e[0] < 0 or e[-1] > 1 or e.size < 3:
+        return None
+    return decision_curve(counts0, counts1, e, noise_variance=sigma**2, level=level)
+
+
+def decision_curve_dict(dc) -> dict[str, Any] | None:
+    """JSON-ready dictionary of a :class:`dsroc.multicentre.DecisionCurve` (None stays None)."""
+    if dc is None:
+        return None
+    keys = ("thresholds", "net_benefit", "lower", "upper", "treat_all", "treat_all_lower", "treat_all_upper")
+    return {k: [num(x) for x in getattr(dc, k)] for k in keys} | {"treat_none": 0.0, "prevalence": num(dc.prevalence)}
+
+
+def forest_figure(result, *, figure=None):
+    """Forest plot of the per-site AUCs with the pooled estimate and the prediction interval (as ``metamisc``)."""
+    from analyst.display import pyplot
+
+    h = result.heterogeneity
+    if h is None:
+        raise ValueError("this result has no per-site estimates: validate with by_site=True (CLI --by-site)")
+    plt = pyplot()
+    fig = figure or plt.figure(figsize=(7.0, 1.6 + 0.4 * (len(h.sites) + 2)))
+    fig.clear()
+    ax = fig.add_subplot(1, 1, 1)
+    rows = len(h.sites)
+    for i, s in enumerate(h.sites):
+        y = rows - i + 1
+        if math.isfinite(s.auc):
+            ax.errorbar(s.auc, y, xerr=[[s.auc - s.auc_lower], [s.auc_upper - s.auc]], fmt="s", color="black",
+                        markersize=4 + 6 * s.n / max(x.n for x in h.sites), capsize=3)
+    labels = [s.site for s in h.sites]
+    if h.auc is not None:
+        p = h.auc
+        ax.fill([p.lower, p.estimate, p.upper, p.estimate], [0.5, 0.8, 0.5, 0.2], color="tab:blue", label=f"pooled ({p.method})")
+        ax.plot([p.prediction_lower, p.prediction_upper], [0.5, 0.5], color="tab:red", lw=2,
+                label=f"{round(100 * result.level)}% prediction interval")
+        ax.axvline(p.estimate, color="tab:blue", lw=0.8, ls=":")
+        labels.append("pooled")
+    ax.set_yticks(list(range(rows + 1, 1, -1)) + ([0.5] if h.auc is not None else []))
+    ax.set_yticklabels(labels)
+    ax.set_xlabel(f"AUC with {round(100 * result.level)}% CI (sampling and each site's privacy noise)")
+    ax.set_ylim(-0.2, rows + 1.8)
+    title = "AUC per site"
+    if h.auc is not None:
+        title += f": tau^2 = {h.auc.tau2:.3g} (logit scale), I^2 = {100 * h.auc.i2:.0f}%"
+    ax.set_title(title)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)  # clear of the rows
+    fig.tight_layout()
+    return fig
+
+
+def decision_curve_figure(result, *, figure=None):
+    """Net benefit of the model against treating all and none, with intervals, as ``dcurves`` draws it."""
+    from analyst.display import pyplot
+
+    dc = result.decision_curve
+    if dc is None:
+        raise ValueError("this result has no decision curve (the scores are not risks in [0, 1])")
+    plt = pyplot()
+    fig = figure or plt.figure(figsize=(7.0, 4.5))
+    fig.clear()
+    ax = fig.add_subplot(1, 1, 1)
+    t = dc.thresholds
+    ax.plot(t, dc.net_benefit, "o-", color="tab:blue", label="model")
+    ax.fill_between(t, dc.lower, dc.upper, color="tab:blue", alpha=0.2,
+                    label=f"{round(100 * result.level)}% CI (sampling and privacy noise)")
+    fine = np.linspace(0.0, min(0.99, t.max() * 1.05), 200)
+    ax.plot(fine, dc.prevalence - (1 - dc.prevalence) * fine / (1 - fine), color="0.4", label="treat all")
+    ax.axhline(0.0, color="black", lw=1, label="treat none")
+    ax.set_ylim(min(-0.05, float(np.nanmin(dc.lower)) - 0.01), max(dc.prevalence, float(np.nanmax(dc.upper))) + 0.02)
+    ax.set_xlim(0, fine[-1])
+    ax.set_xlabel("threshold probability (at the released grid's edges)")
+    ax.set_ylabel("net benefit")
+    ax.set_title("Decision curve")
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
