@@ -302,9 +302,8 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
 
 def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, seed, progress, stream) -> int:
     from site_node.approvals import approve_model
-    from site_node.init import link_peers
     from site_node.auth import hash_token, new_token
-    from site_node.init import federation_document
+    from site_node.init import federation_document, link_peers
     from site_node.pki import generate_dev_pki
 
     say = (lambda *a: print(*a, file=stream or sys.stdout, flush=True))

@@ -65,6 +65,12 @@ def _new_axes(figsize):
     return ax
 
 
+def _fit_height(fig, legend, base: float) -> None:
+    """Make a figure of its own tall enough for the plot (``base`` inches) and its legend's lines below it."""
+    lines = sum(t.get_text().count("\n") + 1 for t in legend.get_texts())
+    fig.set_size_inches(fig.get_size_inches()[0], base + 0.26 * lines)
+
+
 def _legend_below(ax, ncol: int = 1) -> None:
     """The legend under the axes, where it cannot cover a curve."""
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="small", frameon=False, ncol=ncol)
@@ -101,7 +107,8 @@ class RocPlot:
         """
         r = self.result
         roc, pct = r.roc, round(100 * r.level)
-        ax = _new_axes((7.2, 8.8)) if ax is None else ax
+        own = ax is None
+        ax = _new_axes((7.2, 8.8)) if own else ax
         quoted = (f"AUC ({r.auc_estimator}) {_fmt(r.auc)}, {pct}% CI [{_fmt(r.auc_ci[0])}, {_fmt(r.auc_ci[1])}]")
         if roc.band is not None:
             lo, hi = roc.band_curves(_T)
@@ -127,6 +134,8 @@ class RocPlot:
                ylabel="true-positive fraction (sensitivity)", aspect="equal")
         ax.set_title(plot_title("ROC curve", r), fontsize="medium")
         _legend_below(ax)
+        if own:
+            _fit_height(ax.figure, ax.get_legend(), 7.8)
         self.ax_, self.figure_ = ax, ax.figure
         return self
 
@@ -153,7 +162,8 @@ class CalibrationPlot:
         self, with ``ax_``, ``hist_ax_`` and ``figure_`` set.
         """
         r, c = self.result, self.result.calibration
-        if ax is None:
+        own = ax is None
+        if own:
             fig = pyplot().figure(figsize=(7.4, 10.6), layout="constrained")
             ax, hist_ax = fig.subplots(2, 1, height_ratios=[3, 1], sharex=True)
         pct = round(100 * r.level)
@@ -178,8 +188,10 @@ class CalibrationPlot:
         ax.set_title(plot_title("Calibration", r), fontsize="medium")
         ax.tick_params(labelbottom=False)
         self._risk_histogram(hist_ax, c)
-        hist_ax.legend(*_merged_handles(ax, hist_ax), loc="upper center", bbox_to_anchor=(0.5, -0.45),
-                       fontsize="small", frameon=False, ncol=1)
+        legend = hist_ax.legend(*_merged_handles(ax, hist_ax), loc="upper center", bbox_to_anchor=(0.5, -0.45),
+                                fontsize="small", frameon=False, ncol=1)
+        if own:
+            _fit_height(ax.figure, legend, 9.2)
         self.ax_, self.hist_ax_, self.figure_ = ax, hist_ax, ax.figure
         return self
 

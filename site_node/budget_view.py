@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dsroc import analytic_gaussian_sigma
 from dsroc.privacy.accounting import Gaussian
 
-from .boyd import check_count_share, boyd_events
+from .protocols.boyd import boyd_events, check_count_share
 from .errors import InvalidArgument, SiteError
 from .guard import analyst_input, check_release_parameters
 from .histograms import plan_histogram, require_protocol

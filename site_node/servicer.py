@@ -1,7 +1,9 @@
-"""The gRPC servicer: translates ``dsroc.v1`` messages to calls of :class:`site_node.site.Site` and back.
+"""The gRPC servicer: translates ``dsroc.v1`` messages and dispatches each call to its protocol.
 
 Deliberately thin: authentication, audit records and the mapping of exceptions to status codes live
-in :class:`site_node.auth.AuthAuditInterceptor`; every decision lives in the site and its guard.
+in :class:`site_node.auth.AuthAuditInterceptor`; sessions, datasets and budgets in
+:class:`site_node.site.Site`; each protocol's calls in :mod:`site_node.protocols`; every decision in
+those and the guard.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from dsroc.v1 import site_pb2_grpc
 
 from .audit import note
 from .auth import current_analyst
-from .boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
-from .boyd import boyd_plan, release_boyd
 from .budget_view import ReleaseQuery
 from .errors import InvalidArgument, SiteError
 from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
+from .protocols import BoydProtocol, HistogramProtocol, PaperProtocol
+from .protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .scores import ScoreSpec
 from .site import Site
 
@@ -50,10 +52,11 @@ def _query_message(q: ReleaseQuery) -> pb.ReleaseQuery:
 
 
 class SiteServicer(site_pb2_grpc.SiteServiceServicer):
-    """``dsroc.v1.SiteService`` backed by a :class:`Site`."""
+    """``dsroc.v1.SiteService`` backed by a :class:`Site` and one object per protocol."""
 
     def __init__(self, site: Site, *, calls_per_analyst: int = 0):
         self.site = site
+        self.paper, self.histogram, self.boyd = PaperProtocol(site), HistogramProtocol(site), BoydProtocol(site)
         self.calls_per_analyst = calls_per_analyst  # reported in the policy (0: no limit is known here)
 
     def _session(self, session_id: str):
@@ -105,7 +108,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         return pb.CloseSessionResponse()
 
     def _sensitivity(self, session) -> pb.SensitivityResponse:
-        s = self.site.sensitivity(session)
+        s = self.paper.sensitivity(session)
         return pb.SensitivityResponse(sensitivity=s.value, rule=s.rule, formal_bound=s.formal_bound, note=s.note)
 
     def Sensitivity(self, request, context):
@@ -113,7 +116,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
 
     def ReleaseNoisyScores(self, request, context):
         session = self._session(request.session_id)
-        out = self.site.release(
+        out = self.paper.release(
             session, request.score_class, epsilon=request.epsilon, delta=request.delta,
             sensitivity=request.sensitivity, reservation=request.reservation_id,
         )
@@ -132,9 +135,9 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
 
     def ReleaseHistogram(self, request, context):
         session = self._session(request.session_id)
-        out = self.site.release_histogram(session, epsilon=request.epsilon, delta=request.delta,
-                                          n_bins=request.n_bins, spacing=request.spacing, scalars=list(request.scalars),
-                                          score_sums=request.score_sums, reservation=request.reservation_id)
+        out = self.histogram.release(session, epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
+                                     spacing=request.spacing, scalars=list(request.scalars),
+                                     score_sums=request.score_sums, reservation=request.reservation_id)
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
@@ -154,8 +157,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         )
 
     def ReleaseBoydStatistics(self, request, context):
-        out = release_boyd(self.site, self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,
-                           count_share=request.count_share, reservation=request.reservation_id)
+        out = self.boyd.release(self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,
+                                count_share=request.count_share, reservation=request.reservation_id)
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": out.release.release_id, "kind": "boyd",
                          "epsilon_charged": out.release.epsilon if out.charged else 0.0})
@@ -193,16 +196,16 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             values[received:received + chunk.size] = chunk
             received += chunk.size
         values = values[:received]
-        survivor = self.site.upload_survivor(session, header.score_class, values, declared_n=header.n,
-                                             segments=header.segments)
+        survivor = self.paper.upload_survivor(session, header.score_class, values, declared_n=header.n,
+                                              segments=header.segments)
         return pb.UploadSurvivorResponse(
             score_class=header.score_class, n_received=values.size, survivor_id=survivor.digest,
-            evaluations_left=self.site.evaluations_left(session),
+            evaluations_left=self.paper.evaluations_left(session),
         )
 
     def RocGlmParts(self, request, context):
         session = self._session(request.session_id)
-        parts, left, n_thresholds = self.site.rocglm_parts(
+        parts, left, n_thresholds = self.paper.rocglm_parts(
             session, request.theta, request.grid if request.HasField("grid") else None)
         return pb.RocGlmPartsResponse(
             score=parts.score.tolist(), information=parts.information.ravel().tolist(), deviance=parts.deviance,
@@ -214,7 +217,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         means = None
         if request.HasField("global_means"):
             means = (request.global_means.mean_pv0, request.global_means.mean_pv1)
-        m = self.site.placement_moments(session, means)
+        m = self.paper.placement_moments(session, means)
         if m.second_pass:
             return pb.PlacementMomentsResponse(ssd_pv0=m.ssd_pv0, ssd_pv1=m.ssd_pv1, second_pass=True)
         return pb.PlacementMomentsResponse(pv0=pb.MeanParts(total=m.pv0.total, n=m.pv0.n),
@@ -222,11 +225,11 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                                            local_ssd_pv0=m.ssd_pv0, local_ssd_pv1=m.ssd_pv1)
 
     def BrierParts(self, request, context):
-        parts = self.site.brier_parts(self._session(request.session_id))
+        parts = self.paper.brier_parts(self._session(request.session_id))
         return pb.BrierPartsResponse(sum_sq=parts.sum_sq, n=parts.n)
 
     def CalibrationParts(self, request, context):
-        parts = self.site.calibration_parts(self._session(request.session_id), request)
+        parts = self.paper.calibration_parts(self._session(request.session_id), request)
         bins = [
             pb.CalibrationBin(index=int(b), count=int(c), sum_scores=float(s), sum_labels=float(y))
             for b, c, s, y in zip(parts.bins, parts.count, parts.sum_score, parts.sum_label)
@@ -235,7 +238,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                                            suppressed=[int(b) for b in parts.suppressed])
 
     def ConfusionParts(self, request, context):
-        c = self.site.confusion_parts(self._session(request.session_id), request.threshold)
+        c = self.paper.confusion_parts(self._session(request.session_id), request.threshold)
         return pb.ConfusionPartsResponse(tp=c.tp, fp=c.fp, fn=c.fn, tn=c.tn)
 
     def Budget(self, request, context):
@@ -246,17 +249,17 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         which = request.WhichOneof("release")
         if which == "scores":
             r = request.scores
-            plan = self.site.score_plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
-                                        sensitivity=r.sensitivity)[0]
+            plan = self.paper.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+                                   sensitivity=r.sensitivity)[0]
         elif which == "histogram":
             r = request.histogram
-            plan = self.site.histogram_plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
-                                            n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars),
-                                            score_sums=r.score_sums)[0]
+            plan = self.histogram.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+                                       n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars),
+                                       score_sums=r.score_sums)[0]
         elif which == "boyd":
             r = request.boyd
-            plan = boyd_plan(self.site, self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
-                             count_share=r.count_share)[0]
+            plan = self.boyd.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+                                  count_share=r.count_share)[0]
         else:
             raise InvalidArgument("PrepareRequest must carry one release request (scores, histogram or boyd)")
         if request.hold_seconds < 0 or not np.isfinite(request.hold_seconds):

@@ -1,64 +1,32 @@
-"""The site: what each call of the API does, in plain Python (the gRPC servicer only translates messages).
+"""The site's shared services: datasets, policy, ledger, disclosure auditor, signer and sessions.
 
-Every method checks the guard's rules first and changes state (ledger, query counters, session)
-only after all checks passed, so a refused request leaves everything as it was.
+The protocols' calls (:mod:`site_node.protocols`) use these services; the gRPC servicer translates
+messages and dispatches to the protocols. Nothing here changes state before its checks passed, so a
+refused request leaves everything as it was.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-import numpy as np
+from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 
-import dsroc  # RocGlmParts, SurvivorFunction: looked up at first use (their modules import scipy)
-from dsroc import (
-    BrierParts,
-    CalibrationParts,
-    ConfusionParts,
-    MeanParts,
-    add_gaussian_noise,
-    analytic_gaussian_sigma,
-    brier_parts,
-    calibration_parts,
-    confusion_parts,
-    mean_parts,
-    sq_dev_parts,
-)
-from dsroc.privacy.accounting import VALUE_DISCRETIZATION, Gaussian
-
-from .approvals import ModelApprovals, model_hash
+from .approvals import ModelApprovals
 from .budget_view import releases_left
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, feature_values, outcome_values
-from .disclosure import DisclosureStore, calibration_queries, confusion_queries
-from .signing import ReleaseSigner, values_digest
+from .disclosure import DisclosureStore
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from .guard import (
-    SiteSensitivity,
-    analyst_input,
-    check_edges,
-    check_grid,
-    check_release_parameters,
-    check_theta,
-    check_threshold,
-    release_sensitivity,
-    require_privacy_level,
-    site_sensitivity,
-)
-from .histograms import HistogramPlan, decode_histogram, draw_histogram, plan_histogram, require_protocol
-from .ledger import BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan, Reservation
+from .ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
 from .scores import ScoreSpec, compute_scores
-from .sessions import ScoredData, Session, SessionStore, Survivor
+from .sessions import ScoredData, Session, SessionStore
+from .signing import ReleaseSigner
 
-__all__ = ["NEGATIVES", "POSITIVES", "DatasetSummary", "ScoreRelease", "HistogramRelease", "PlacementMoments", "Site"]
+__all__ = ["DatasetSummary", "Site"]
 
-NEGATIVES, POSITIVES = 1, 2  # dsroc.v1.ScoreClass values
 _SCORED_CACHE = 8  # (dataset, source, outcome) score vectors kept for new sessions
-_CLASS_NAMES = {NEGATIVES: "negatives", POSITIVES: "positives"}
 
 
 @dataclass(frozen=True)
@@ -69,50 +37,6 @@ class DatasetSummary:
     columns: list[tuple[str, str]]
     rule: str
     budget: BudgetStatus
-
-
-@dataclass(frozen=True)
-class ScoreRelease:
-    """One class's noisy scores (ascending) of a release, with its noise and what this request charged."""
-
-    release: Release
-    tau: float
-    sensitivity: float
-    mu_charged: float
-    values: np.ndarray
-    signed: dict  # the ReleaseInfo fields the site's signature covers, with ``site`` and ``signature``
-
-
-@dataclass(frozen=True)
-class HistogramRelease:
-    """A histogram release: the noisy counts per class, the noisy scalars and the population's budget after it."""
-
-    release: Release
-    plan: HistogramPlan
-    negatives: np.ndarray
-    positives: np.ndarray
-    scalars: dict
-    charged: bool
-    budget: BudgetStatus
-    sums: tuple | None = None  # per-bin score sums (T0, T1) in bin widths, when asked for
-
-
-@dataclass(frozen=True)
-class PlacementMoments:
-    """Pass 1 (sums, counts and squared deviations from the site's own means) or pass 2 (squared
-    deviations from given means) of the placement values."""
-
-    pv0: MeanParts | None = None
-    pv1: MeanParts | None = None
-    ssd_pv0: float = 0.0
-    ssd_pv1: float = 0.0
-    second_pass: bool = False
-
-
-def _check_class(score_class: int) -> int:
-    if score_class not in _CLASS_NAMES:
-        raise InvalidArgument("score_class must be SCORE_CLASS_NEGATIVES or SCORE_CLASS_POSITIVES")
-    return score_class
 
 
 class Site:
@@ -148,7 +72,8 @@ class Site:
             raise PermissionDenied(f"analyst {analyst!r} may not use dataset {dataset!r} at this site")
         return config
 
-    def _rule(self, config: DatasetConfig) -> str:
+    def sensitivity_rule(self, config: DatasetConfig) -> str:
+        """The sensitivity rule of a dataset: its own, else the policy's."""
         return config.sensitivity or self.policy.sensitivity
 
     def describe(self, analyst: str, queries=()) -> list[DatasetSummary]:
@@ -163,17 +88,37 @@ class Site:
                 columns = list(self.datasets.table(name).kinds.items())
             except InvalidArgument:
                 columns = []  # unreadable (logged for the administrator); the others are still described
-            out.append(DatasetSummary(config, columns, self._rule(config), self._budget(config, queries)))
+            out.append(DatasetSummary(config, columns, self.sensitivity_rule(config), self.budget_of(config, queries)))
         return out
 
-    def _budget(self, config: DatasetConfig, queries=()) -> BudgetStatus:
+    def budget_of(self, config: DatasetConfig, queries=()) -> BudgetStatus:
+        """Spent and remaining privacy budget of a dataset's population, without a permission check, and how
+        many more releases of each :class:`site_node.budget_view.ReleaseQuery` fit it."""
         left = releases_left(self, config.population, queries) if queries else ()
         return replace(self.ledger.budget(config.population, self.policy), dataset=config.name, left=left)
 
     def budget(self, analyst: str, dataset: str, queries=()) -> BudgetStatus:
         """Spent and remaining privacy budget of a dataset's population (shared by entries over the same
-        patients), and how many more releases of each :class:`site_node.budget_view.ReleaseQuery` fit it."""
-        return self._budget(self._allowed(analyst, dataset), queries)
+        patients), and how many more releases of each query fit it."""
+        return self.budget_of(self._allowed(analyst, dataset), queries)
+
+    # ------------------------------------------------------------------ all or nothing
+    def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0) -> Reservation:
+        """Hold the budget of a checked release (PrepareRelease): nothing is released or charged."""
+        return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
+                                   epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
+                                   policy=self.policy, hold_seconds=hold_seconds)
+
+    def cancel(self, analyst: str, reservation_id: str) -> bool:
+        """Return the analyst's hold to the budget (False when unknown, used or expired)."""
+        return self.ledger.cancel(reservation_id, analyst)
+
+    def charge(self, plan: ReleasePlan, reservation: str = "") -> tuple[Release, bool]:
+        """Charge and record a checked release (or replay it), using the hold ``reservation`` when given."""
+        return self.ledger.release(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
+                                   epsilon=plan.epsilon, delta=plan.delta, rule=plan.rule,
+                                   fingerprint=plan.fingerprint, policy=self.policy, make=plan.make,
+                                   store=plan.store, reservation=reservation)
 
     # ------------------------------------------------------------------ sessions
     def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec) -> Session:
@@ -228,286 +173,8 @@ class Site:
         self.approvals.close()
         self.disclosure.close()
 
-    # ------------------------------------------------------------------ the paper protocol's gate
-    def _paper(self, session: Session) -> Session:
-        """Refuse a paper-protocol answer about an analyst's model the site has not approved.
-
-        Every paper-protocol call goes through here (sensitivity, noisy release, survivor upload and
-        the exact aggregates); the histogram protocol's releases are DP whatever the model and do not.
-        """
-        require_protocol(self.policy, "paper")
-        spec = session.data.spec
-        if spec.model is not None and not self.approvals.is_approved(spec):
-            raise PermissionDenied(
-                "model approval: this site answers the paper protocol about an analyst's model only after its "
-                f"administrator approved the model (dsroc-site model approve FILE); model sha256 {model_hash(spec)} "
-                "is not approved here"
-            )
-        return session
-
-    # ------------------------------------------------------------------ sensitivity and release
-    def sensitivity(self, session: Session) -> SiteSensitivity:
-        """The site's sensitivity for the session's scores (computed once per dataset, source, outcome)."""
-        data = self._paper(session).data
-        with data.lock:
-            if data.sensitivity is None:
-                data.sensitivity = site_sensitivity(
-                    self._rule(self.datasets.config(data.dataset)), policy=self.policy, score_range=data.score_range,
-                    model=data.spec.model, features=data.features,
-                )
-            return data.sensitivity
-
-    # ------------------------------------------------------------------ all or nothing
-    def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0) -> Reservation:
-        """Hold the budget of a checked release (PrepareRelease): nothing is released or charged."""
-        return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
-                                   epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
-                                   policy=self.policy, hold_seconds=hold_seconds)
-
-    def cancel(self, analyst: str, reservation_id: str) -> bool:
-        """Return the analyst's hold to the budget (False when unknown, used or expired)."""
-        return self.ledger.cancel(reservation_id, analyst)
-
-    def charge(self, plan: ReleasePlan, reservation: str = "") -> tuple[Release, bool]:
-        """Charge and record a checked release (or replay it), using the hold ``reservation`` when given."""
-        return self.ledger.release(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
-                                   epsilon=plan.epsilon, delta=plan.delta, rule=plan.rule,
-                                   fingerprint=plan.fingerprint, policy=self.policy, make=plan.make,
-                                   store=plan.store, reservation=reservation)
-
-    # ------------------------------------------------------------------ paper protocol release
-    def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
-                sensitivity: float = 0.0, reservation: str = "") -> ScoreRelease:
-        """Noisy scores of one class; the first request of a release charges the ledger for both classes."""
-        require_protocol(self.policy, "paper")
-        score_class = _check_class(score_class)
-        plan, tau, used_delta = self.score_plan(session, epsilon=epsilon, delta=delta, sensitivity=sensitivity)
-        release, charged = self.charge(plan, reservation)
-        data = session.data
-        values = np.frombuffer(release.payload, dtype=np.float64)
-        values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
-        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
-                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
-                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
-                  "values_sha256": values_digest(values)}
-        signed.update(site=self.signer.name, signature=self.signer.sign(signed))
-        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
-
-    def score_plan(self, session: Session, *, epsilon: float, delta: float,
-                   sensitivity: float = 0.0) -> tuple[ReleasePlan, float, float]:
-        """Check a noisy-score release (both classes) and plan it: the plan, its noise SD tau and sensitivity."""
-        require_protocol(self.policy, "paper")
-        epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
-        site_delta = self.sensitivity(session)
-        used_delta = release_sensitivity(site_delta, sensitivity, score_range=session.data.score_range)
-        data = session.data
-        negatives, positives = data.negatives, data.positives
-        # The release covers both classes, so each must meet the privacy level.
-        require_privacy_level(negatives.size, self.policy.privacy_level, "each class of a release (negatives)")
-        require_privacy_level(positives.size, self.policy.privacy_level, "each class of a release (positives)")
-        with analyst_input("epsilon, delta, sensitivity"):
-            tau = analytic_gaussian_sigma(epsilon, delta, used_delta)
-        request = json.dumps({"epsilon": epsilon, "delta": delta, "sensitivity": used_delta}, sort_keys=True)
-        key = ReleaseKey(*data.key, "scores", request)
-
-        def make(seed: bytes) -> tuple[bytes, int, int]:
-            # One generator from the CSPRNG seed, so the two classes get independent noise; the seed
-            # (not the values) is persisted and reproduces them.
-            rng = np.random.default_rng(int.from_bytes(seed, "big"))
-            noisy = [np.sort(add_gaussian_noise(v, tau, rng)) for v in (negatives, positives)]
-            return noisy[0].tobytes() + noisy[1].tobytes(), negatives.size, positives.size
-
-        plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, used_delta),), epsilon, delta,
-                           site_delta.rule, data.fingerprint, make, False)
-        return plan, tau, used_delta
-
-    # ------------------------------------------------------------------ histogram protocol
-    def release_histogram(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                          scalars=(), score_sums: bool = False, reservation: str = "") -> HistogramRelease:
-        """Noisy per-class histograms (and scalars, score sums) of the session's scores: one release, charged once."""
-        release_plan, plan = self.histogram_plan(session, epsilon=epsilon, delta=delta, n_bins=n_bins,
-                                                 spacing=spacing, scalars=scalars, score_sums=score_sums)
-        release, charged = self.charge(release_plan, reservation)
-        data = session.data
-        h0, h1, values, sums = decode_histogram(plan, release.payload)
-        return HistogramRelease(release, plan, h0, h1, values, charged, self._budget(self.datasets.config(data.dataset)),
-                                sums)
-
-    def histogram_plan(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                       scalars=(), score_sums: bool = False) -> tuple[ReleasePlan, HistogramPlan]:
-        """Check a histogram release and plan it.
-
-        No model checks (every answer is covered by the noise, whatever the model), but each class must
-        hold q patients: a one-class or tiny dataset gives histograms no analysis can use, and is
-        refused before anything is charged (a disclosure of "fewer than q", as under every protocol).
-        """
-        require_protocol(self.policy, "histogram")
-        epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
-        data = session.data
-        with analyst_input("epsilon, delta"):
-            plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
-                                  spacing=spacing, scalars=scalars, interval=self.ledger_interval,
-                                  score_sums=score_sums)
-        require_privacy_level(data.negatives.size, self.policy.privacy_level, "each class of a histogram (negatives)")
-        require_privacy_level(data.positives.size, self.policy.privacy_level, "each class of a histogram (positives)")
-
-        def make(seed: bytes) -> tuple[bytes, int, int]:
-            rng = np.random.default_rng(int.from_bytes(seed, "big"))
-            return draw_histogram(plan, data.scores, data.labels, rng), 0, 0
-
-        return ReleasePlan(ReleaseKey(*data.key, "histogram", plan.request), data.dataset, session.analyst,
-                           plan.events, epsilon, delta, "histogram", data.fingerprint, make, True), plan
-
-    # ------------------------------------------------------------------ survivor functions
-    def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,
-                        segments=()) -> Survivor:
-        """Store the analyst's pooled noisy scores of one class as the session's survivor function.
-
-        Accepted only as the union of the signed releases ``segments`` (``dsroc.v1.ReleaseInfo``) of this
-        site and its peers, so that every cut point is a noisy score (:mod:`site_node.signing`).
-        """
-        require_protocol(self.policy, "paper")
-        score_class = _check_class(score_class)
-        self._paper(session)
-        if values.size == 0:
-            raise InvalidArgument("the survivor upload contains no scores")
-        if declared_n and declared_n != values.size:
-            raise InvalidArgument(f"header.n is {declared_n} but {values.size} scores arrived")
-        if not np.isfinite(values).all():
-            raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
-        self.signer.verify_segments(segments, values, score_class, self._known_release)
-        function = dsroc.SurvivorFunction(values)  # sorts once (not at all when the analyst sent them sorted)
-        survivor = Survivor(function, hashlib.sha256(function.sorted_values.tobytes()).hexdigest())
-        self.ledger.record_survivor(
-            (*session.data.key, score_class, survivor.digest),
-            self.policy.max_survivor_uploads,
-        )
-        with session.lock:
-            session.survivors[score_class] = survivor
-        return survivor
-
-    def _known_release(self, release_id: str) -> bool:
-        return any(r["release_id"] == release_id for r in self.ledger.history())
-
-    def evaluations_left(self, session: Session) -> int:
-        """Theta-evaluations left on the session's uploaded S~0."""
-        survivor = session.survivors.get(NEGATIVES)
-        if survivor is None:
-            return 0
-        return self.ledger.evaluations_left(self._eval_key(session, survivor), self.policy.max_glm_evaluations)
-
-    @staticmethod
-    def _eval_key(session: Session, survivor: Survivor) -> tuple[str, str, str, str]:
-        # Keyed by content, not by session: re-uploading the same S~0 or opening a new session does
-        # not reset the count.
-        return (*session.data.key, survivor.digest)
-
-    def _placements(self, session: Session, score_class: int) -> tuple[Survivor, np.ndarray]:
-        """The uploaded survivor function of a class and, under it, PV0 of the true positives (class
-        NEGATIVES: S~0) or PV1 of the true negatives (class POSITIVES: S~1)."""
-        self._paper(session)
-        with session.lock:
-            survivor = session.survivors.get(score_class)
-            if survivor is None:
-                which = "S~0 (pooled noisy negatives)" if score_class == NEGATIVES else "S~1 (pooled noisy positives)"
-                raise FailedPrecondition(f"upload the survivor function {which} with UploadSurvivor first")
-            if survivor.placements is None:
-                data = session.data
-                query = data.sorted_positives if score_class == NEGATIVES else data.sorted_negatives
-                # Every later use (grid counts, sums) is order-free and cheap on sorted values: the
-                # survivor function is non-increasing, so sorted queries give them reversed.
-                survivor.placements = survivor.function(query)[::-1]
-            return survivor, survivor.placements
-
-    # ------------------------------------------------------------------ aggregates
-    def rocglm_parts(self, session: Session, theta, grid_message) -> tuple[dsroc.PartsAtTheta, int, int]:
-        """The site's ROC-GLM score, information and deviance at theta; counts one evaluation."""
-        require_protocol(self.policy, "paper")
-        theta = check_theta(theta)
-        grid = check_grid(self.policy, grid_message)
-        require_privacy_level(session.data.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
-        survivor, pv0 = self._placements(session, NEGATIVES)
-        query = hashlib.sha256(grid.tobytes() + theta.tobytes()).hexdigest()
-        left = self.ledger.use_evaluation(self._eval_key(session, survivor), self.policy.max_glm_evaluations,
-                                          query=query)
-        with session.lock:
-            # The counts depend on the grid only: build them once, evaluate at each theta in O(grid size).
-            model = survivor.models.get(grid.tobytes())
-            if model is None:
-                model = survivor.models[grid.tobytes()] = dsroc.RocGlmParts.from_placements(pv0, grid)
-        parts = model.evaluate(theta)
-        return parts, left, grid.size
-
-    def placement_moments(self, session: Session, means: tuple[float, float] | None) -> PlacementMoments:
-        """Pass 1 (``means`` None): sums and counts of PV0 and PV1; pass 2: squared deviations from ``means``."""
-        require_protocol(self.policy, "paper")
-        q = self.policy.privacy_level
-        if means is not None:
-            for name, value in zip(("global_means.mean_pv0", "global_means.mean_pv1"), means):
-                if not 0.0 <= value <= 1.0:  # also refuses NaN; placement values lie in [0, 1]
-                    raise InvalidArgument(f"{name} must lie in [0, 1] (a mean of placement values), got {value}")
-        require_privacy_level(session.data.positives.size, q, "the placement moments (positives)")
-        require_privacy_level(session.data.negatives.size, q, "the placement moments (negatives)")
-        (_, pv0), (_, pv1) = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)
-        if means is None:
-            # With the site's own means the analyst pools the variance without a second pass; it learns
-            # nothing a second pass would not tell (any mean it sends gives the sum of squares).
-            parts0, parts1 = mean_parts(pv0), mean_parts(pv1)
-            return PlacementMoments(pv0=parts0, pv1=parts1, ssd_pv0=sq_dev_parts(pv0, parts0.total / parts0.n),
-                                    ssd_pv1=sq_dev_parts(pv1, parts1.total / parts1.n))
-        return PlacementMoments(ssd_pv0=sq_dev_parts(pv0, means[0]), ssd_pv1=sq_dev_parts(pv1, means[1]),
-                                second_pass=True)
-
-    def _probabilities(self, session: Session, what: str) -> None:
-        self._paper(session)
-        lo, hi = session.data.score_range
-        if lo < 0.0 or hi > 1.0:
-            raise InvalidArgument(f"{what} needs probabilities in [0, 1]; this score column's declared range is [{lo}, {hi}]")
-
-    def brier_parts(self, session: Session) -> BrierParts:
-        """Sum of squared errors and n."""
-        require_protocol(self.policy, "paper")
-        self._probabilities(session, "the Brier score")
-        data = session.data
-        require_privacy_level(data.scores.size, self.policy.privacy_level, "the Brier parts")
-        return brier_parts(data.scores, data.labels)
-
-    def calibration_parts(self, session: Session, request) -> CalibrationParts:
-        """Per-bin sums of the bins the disclosure auditor lets through; the others are withheld (index only).
-
-        ``dsroc.calibration_parts`` withholds bins below q (and more, so that their total is 0 or at
-        least q); then, while the released counts and positives would let the answers so far determine
-        a group of 1 to q-1 patients, the smallest released bin is withheld as well.
-        """
-        edges = check_edges(self.policy, request)
-        self._probabilities(session, "calibration")
-        data = session.data
-        parts = calibration_parts(data.scores, data.labels, edges, privacy_level=self.policy.privacy_level)
-        keep = np.ones(parts.bins.size, dtype=bool)
-        while True:
-            try:
-                self._audit(data, calibration_queries(data.outcome, data.spec.key, edges, parts.bins[keep]),
-                            "these calibration bins")
-                break
-            except PermissionDenied:
-                if not keep.any():
-                    raise
-                keep[np.flatnonzero(keep)[np.argmin(parts.count[keep])]] = False
-        return replace(parts, bins=parts.bins[keep], count=parts.count[keep], sum_score=parts.sum_score[keep],
-                       sum_label=parts.sum_label[keep],
-                       suppressed=np.sort(np.concatenate([parts.suppressed, parts.bins[~keep]])))
-
-    def confusion_parts(self, session: Session, threshold: float) -> ConfusionParts:
-        """Confusion-matrix cells at ``threshold``; refused when a cell is below the privacy level or the
-        disclosure auditor finds that the answers so far would determine a group below it."""
-        self._paper(session)
-        threshold = check_threshold(threshold, score_range=session.data.score_range, steps=self.policy.threshold_steps)
-        data = session.data
-        cells = confusion_parts(data.scores, data.labels, threshold, privacy_level=self.policy.privacy_level)
-        self._audit(data, confusion_queries(data.outcome, data.spec.key, threshold), f"the threshold {threshold:g}")
-        return cells
-
-    def _audit(self, data: ScoredData, queries, what: str) -> None:
+    # ------------------------------------------------------------------ disclosure auditor
+    def check_disclosure(self, data: ScoredData, queries, what: str) -> None:
         """Record the counts ``queries`` with the disclosure auditor, or refuse (PermissionDenied)."""
         config = self.datasets.config(data.dataset)
 

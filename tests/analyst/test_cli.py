@@ -37,6 +37,7 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     report = json.loads((out / "report.json").read_text())
     for key in ("auc", "roc", "brier", "calibration", "privacy", "confusion", "test", "detail"):
         assert key in report
+    helpers.check_schema(report)
     auc = report["auc"]
     assert auc["lower"] < auc["value"] < auc["upper"] and "rocglm" in report["detail"]
     assert report["confusion"]["tp"] > 0 and report["test"]["a0"] == 0.6

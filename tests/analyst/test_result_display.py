@@ -63,6 +63,13 @@ def test_summary_names_the_numbers_and_what_the_intervals_include_in_user_words(
     assert "O/E" in text and "calibration slope" in text and "binned ICI" in text
 
 
+def test_the_displays_do_not_shadow_scikit_learns():
+    import analyst
+
+    assert {"RocPlot", "CalibrationPlot"} <= set(analyst.__all__)
+    assert not {"RocCurveDisplay", "CalibrationDisplay", "PrecisionRecallDisplay"} & set(dir(analyst))
+
+
 def test_one_site_is_singular(helpers):
     res = helpers.results.histogram_result_of(sites=("only",))
     assert "  1 site: only" in str(res) and "1 sites" not in str(res) and "1 sites" not in res._repr_html_()
@@ -177,6 +184,19 @@ def test_plot_is_one_figure_whose_texts_do_not_overlap_and_fit_inside(both, prot
     box = cal.texts[0].get_text()
     for key in ("AUC", "Brier", "O/E", "CITL", "slope", "ICI", "Emax"):
         assert key in box
+
+
+@pytest.mark.parametrize("protocol", ["paper", "histogram"])
+def test_the_standalone_plots_fit_their_own_figures(both, protocol):
+    res = both[protocol]
+    t = np.linspace(0, 1, 50)
+    references = [(t, np.sqrt(t), "a comparison curve"), (t, t**0.3, "another comparison curve")]
+    for fig in (RocPlot(res).plot(references=references).figure_, CalibrationPlot(res).plot().figure_):
+        fig.canvas.draw()
+        whole = fig.bbox
+        for name, box in _boxes(fig):
+            assert whole.x0 - 1 <= box.x0 and box.x1 <= whole.x1 + 1 and whole.y0 - 1 <= box.y0, name
+            assert box.y1 <= whole.y1 + 1, name
 
 
 def test_the_calibration_plot_draws_what_the_result_holds(both):

@@ -1,7 +1,7 @@
 """The per-replication protocol-mode reference: one site at a time, as the deployed daemons compute.
 
 This is the straightforward loop that :func:`simulations.protocol.run_protocol_chunk` batches; the tests
-compare the batched study against it. Each step is the computation ``site_node.site.Site`` performs for
+compare the batched study against it. Each step is the computation ``site_node.protocols.paper`` performs for
 that call, on the same :mod:`dsroc` functions: a release draws both classes' noise from one generator
 with ``add_gaussian_noise``; placement values come from ``SurvivorFunction`` (mid-rank ties); the
 ROC-GLM parts from ``RocGlmParts.from_placements``, summed over sites by ``fit_rocglm``; the CI from

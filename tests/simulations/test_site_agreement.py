@@ -15,7 +15,8 @@ from site_node.config import parse_config
 from site_node.ledger import SqliteLedger
 from site_node.scores import ScoreSpec
 from site_node.signing import public_key_text, sign_release, values_digest
-from site_node.site import NEGATIVES, POSITIVES, Site
+from site_node.protocols.paper import NEGATIVES, POSITIVES, PaperProtocol
+from site_node.site import Site
 
 
 PEER_KEYS = {f"p{k}": Ed25519PrivateKey.generate() for k in range(5)}  # the five sites whose releases are pooled
@@ -64,8 +65,9 @@ def test_protocol_site_step_equals_site_node(tmp_path, protocol_reference):
     m = d.sites == k
     site = _site(tmp_path, d.scores[m], d.labels[m])
     session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
-    site.upload_survivor(session, NEGATIVES, pooled0, declared_n=pooled0.size, segments=_segments(released, NEGATIVES))
-    site.upload_survivor(session, POSITIVES, pooled1, declared_n=pooled1.size, segments=_segments(released, POSITIVES))
+    paper = PaperProtocol(site)
+    paper.upload_survivor(session, NEGATIVES, pooled0, declared_n=pooled0.size, segments=_segments(released, NEGATIVES))
+    paper.upload_survivor(session, POSITIVES, pooled1, declared_n=pooled1.size, segments=_segments(released, POSITIVES))
 
     # What protocol mode computes for this site
     s0, s1 = d.scores[m & (d.labels == 0)], d.scores[m & (d.labels == 1)]
@@ -73,14 +75,14 @@ def test_protocol_site_step_equals_site_node(tmp_path, protocol_reference):
     pv1 = SurvivorFunction(pooled1)(s0, ties="mid")
     theta = np.array([0.7, 1.1])
     ours = RocGlmParts.from_placements(pv0, rocglm_grid()).evaluate(theta)
-    theirs, _, n_points = site.rocglm_parts(session, theta, pb.GridSpec(n_points=30))
+    theirs, _, n_points = paper.rocglm_parts(session, theta, pb.GridSpec(n_points=30))
     assert n_points == 28
     np.testing.assert_allclose(theirs.score, ours.score, rtol=1e-12)
     np.testing.assert_allclose(theirs.information, ours.information, rtol=1e-12)
     assert theirs.deviance == pytest.approx(ours.deviance, rel=1e-12)
 
-    first = site.placement_moments(session, None)
+    first = paper.placement_moments(session, None)
     assert first.pv0 == mean_parts(pv0) and first.pv1 == mean_parts(pv1)
-    second = site.placement_moments(session, (0.3, 0.6))
+    second = paper.placement_moments(session, (0.3, 0.6))
     assert second.ssd_pv0 == pytest.approx(sq_dev_parts(pv0, 0.3), rel=1e-12)
     assert second.ssd_pv1 == pytest.approx(sq_dev_parts(pv1, 0.6), rel=1e-12)

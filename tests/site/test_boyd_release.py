@@ -9,7 +9,7 @@ import pytest
 from dsroc.privacy.accounting import Accountant
 from dsroc.mechanisms import smooth_noise_calibration, smooth_sensitivity
 from dsroc.v1 import site_pb2 as pb
-from site_node.boyd import boyd_events
+from site_node.protocols.boyd import boyd_events
 from site_node.init import sample_dataset
 
 
