@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
-import os
-import shutil
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -46,37 +42,6 @@ def _load_model(path: str) -> dict:
     return model
 
 
-@contextlib.contextmanager
-def _atomic_folder(out: Path, *, force: bool):
-    """Yield a temporary folder beside ``out`` that becomes ``out`` only when the block succeeds.
-
-    Refuses a non-empty ``out`` unless ``force`` (then replaced at the end). On failure the temporary
-    folder and any parent folders made for it are removed: nothing is left behind.
-    """
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise ValueError(f"--out {out} exists and is not empty; choose a new folder or add --force to replace it")
-    made = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
-    except OSError as exc:
-        for p in made:
-            with contextlib.suppress(OSError):
-                p.rmdir()
-        raise ValueError(f"--out {out}: cannot create the report folder ({exc.strerror})") from None
-    try:
-        yield tmp
-        if out.is_dir() and any(out.iterdir()):
-            shutil.rmtree(out)  # only reached with --force
-        os.replace(tmp, out)  # atomic; replaces an empty folder
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for p in made:  # innermost first
-            with contextlib.suppress(OSError):
-                p.rmdir()
-        raise
-
-
 def _options(args):
     """The protocol's options object from the validate flags (each flag named as an options field); a flag
     that only another protocol's options have, set away from its default, is an error."""
@@ -93,7 +58,7 @@ def _options(args):
 
 def _cmd_validate(args) -> int:
     from analyst.federation import Federation
-    from analyst.report import write_report
+    from analyst.report import atomic_folder, write_report
 
     model = _load_model(args.model) if args.model else None
     # check the request and make the report folder first: bad input fails before any site spends budget
@@ -102,7 +67,7 @@ def _cmd_validate(args) -> int:
     check_privacy_request(epsilon=args.epsilon, delta=args.delta, sensitivity=args.sensitivity)
     options = _options(args)
     say = (lambda *a, **k: None) if args.quiet else print
-    with _atomic_folder(Path(args.out), force=args.force) as tmp:
+    with atomic_folder(Path(args.out), force=args.force) as tmp:
         with Federation.from_file(args.federation) as fed:
             say(f"Validating on {len(fed.sites)} site{'s' if len(fed.sites) != 1 else ''}: {', '.join(fed.names)}",
                 file=sys.stderr)

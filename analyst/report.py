@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from analyst.display import CalibrationPlot, RocPlot, pyplot, validation_figure
 
-__all__ = ["OPTIONAL_REPORT_FILES", "REPORT_FILES", "write_report"]
+__all__ = ["OPTIONAL_REPORT_FILES", "REPORT_FILES", "atomic_folder", "write_report"]
 
 #: kind -> file name of everything ``write_report`` (and ``dsroc validate --out``) writes
 REPORT_FILES = {"json": "report.json", "summary": "summary.txt", "figure": "validation.png", "roc": "roc.png",
@@ -59,3 +63,34 @@ def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None
         fig.savefig(paths[kind], dpi=120)
         plt.close(fig)
     return paths
+
+
+@contextlib.contextmanager
+def atomic_folder(out: Path, *, force: bool):
+    """Yield a temporary folder beside ``out`` that becomes ``out`` only when the block succeeds.
+
+    Refuses a non-empty ``out`` unless ``force`` (then replaced at the end). On failure the temporary
+    folder and any parent folders made for it are removed: nothing is left behind.
+    """
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise ValueError(f"--out {out} exists and is not empty; choose a new folder or add --force to replace it")
+    made = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    except OSError as exc:
+        for p in made:
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise ValueError(f"--out {out}: cannot create the report folder ({exc.strerror})") from None
+    try:
+        yield tmp
+        if out.is_dir() and any(out.iterdir()):
+            shutil.rmtree(out)  # only reached with --force
+        os.replace(tmp, out)  # atomic; replaces an empty folder
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for p in made:  # innermost first
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise

@@ -67,11 +67,11 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
     configured now) to the config file, writes the analyst's folder ``out`` (default: beside the site
     folder, ``<site folder>-NAME``, so that it never lies in the folder the site serves from): the token
     (mode 0600), the CA certificate, a client certificate and key issued for ``name`` with the site's
-    CA key (``ca_key``, default ``pki/ca.key`` beside the config) when the site requires mutual TLS, and
+    CA key (``ca_key``, default ``<site folder>-ca/ca.key`` as ``init`` writes it) when the site requires mutual TLS, and
     ``federation.toml``. Audited; a running daemon reloads at once. Returns the folder.
     """
     from .auth import hash_token, new_token
-    from .init import _write_private, federation_document
+    from .init import _write_private, analyst_folder, ca_folder, federation_document
     from .pki import issue_client_certificate
 
     if not _NAME.match(name):
@@ -80,10 +80,13 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
         raise ValueError(f"{config.source}: analysts.{name}: exists already (revoke first to replace the token)")
     datasets = list(datasets) if datasets else sorted(config.datasets)
     folder = Path(config.source).resolve().parent
-    out = Path(out) if out else folder.with_name(f"{folder.name}-{name}")
+    out = Path(out) if out else analyst_folder(folder, name)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty; choose another --out")
-    ca_key = Path(ca_key) if ca_key else folder / "pki" / "ca.key"
+    if ca_key is None:  # where init keeps it; sites made before that kept it in pki/
+        ca_key = next((p for p in (ca_folder(folder) / "ca.key", folder / "pki" / "ca.key") if p.exists()),
+                      ca_folder(folder) / "ca.key")
+    ca_key = Path(ca_key)
     token = new_token()
     text = Path(config.source).read_text(encoding="utf-8").rstrip("\n")
     text += f'\n\n[analysts.{name}]\ntoken_sha256 = "{hash_token(token)}"\ndatasets = {json.dumps(datasets)}\n'
@@ -158,7 +161,7 @@ def add_analyst_parser(sub) -> None:
     a.add_argument("name", metavar="NAME")
     a.add_argument("--datasets", nargs="+", help="datasets they may use (default: every dataset configured now)")
     a.add_argument("--out", help="their folder (default: beside the site folder, SITEFOLDER-NAME)")
-    a.add_argument("--ca-key", help="the CA key that signs client certificates (default: pki/ca.key beside the config)")
+    a.add_argument("--ca-key", help="the CA key that signs client certificates (default: SITEFOLDER-ca/ca.key, as init writes it)")
     a.add_argument("--address", help="host:port the analyst connects to (default: the config's listen address)")
     r = actions.add_parser("revoke", help="remove an analyst (their next call is refused)")
     r.add_argument("name", metavar="NAME")

@@ -82,8 +82,10 @@ def _cmd_init(args) -> int:
                        overwrite=args.force)
     print(f"wrote {result.config}")
     print(f"      {result.dataset} (synthetic sample data)")
-    print(f"      {result.pki.ca_cert.parent}/ (development CA, server and client certificates)")
-    print(f"      {result.snippet.parent}/ (for the analyst: federation.toml, the token file, CA and client key)")
+    print(f"      {result.pki.ca_cert.parent}/ (development CA certificate, server certificate and key)")
+    print(f"wrote {result.pki.ca_key} (the CA's private key, outside the served folder: keep it offline; "
+          "dsroc-site analyst add signs with it)")
+    print(f"wrote {result.snippet.parent}/ (for the analyst: federation.toml, the token file, CA and client key)")
     print()
     print(f"Bearer token for analyst {result.analyst!r} (shown once; the config stores only its SHA-256):")
     print(f"  {result.token}")
@@ -234,12 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("init", help="write an example site folder (config, sample data, dev certificates, token)",
                        description="Write DIRECTORY/site.toml (a commented example config), data/sample.csv "
-                       "(synthetic patients, drawn per site name) and pki/ (a development CA, server and client "
-                       "certificates), and print a bearer token for a first analyst; the config stores only its "
-                       "SHA-256. analyst/ holds what the analyst needs: federation.toml (a [[sites]] table that "
-                       "'dsroc validate --federation' accepts as is), the token file (mode 0600), the CA and the "
-                       "client certificate and key. For production, replace the development certificates with "
-                       "ones of the hospital's own PKI.")
+                       "(synthetic patients, drawn per site name) and pki/ (a development CA certificate, server "
+                       "certificate and key), and print a bearer token for a first analyst; the config stores only "
+                       "its SHA-256. Outside DIRECTORY, the folder the site serves from: DIRECTORY-ca/ca.key (the "
+                       "CA's private key; dsroc-site analyst add signs with it) and DIRECTORY-ANALYST/, what the "
+                       "analyst needs: federation.toml (a [[sites]] table that 'dsroc validate --federation' "
+                       "accepts as is), the token file (mode 0600), the CA certificate and their client certificate "
+                       "and key. For production, replace the development certificates with ones of the hospital's "
+                       "own PKI.")
     p.add_argument("directory", help="folder to create")
     p.add_argument("--name", default="hospital", help="site name shown to analysts (default: hospital)")
     p.add_argument("--listen", default=None, help="listen address host:port (default: a free port on 127.0.0.1)")

@@ -140,6 +140,7 @@ class SiteConfig:
     audit_max_age_days: float | None = None
     audit_unauthenticated_per_minute: int = 600
     state_marker: Path | None = None
+    noise_key: Path | None = None
     peers: dict[str, str] = field(default_factory=dict)  # peer site name -> release-signing public key (base64)
     source: Path | None = field(default=None, compare=False)
 
@@ -171,6 +172,13 @@ class SiteConfig:
         if self.source is not None:
             return Path(self.source).resolve().with_suffix(".served")
         return self.state_dir.with_name(self.state_dir.name + ".served")
+
+    @property
+    def noise_key_path(self) -> Path:
+        """The key that, with a release's ledger seed, regenerates its noise (:mod:`site_node.noise_key`); outside ``state/``."""
+        if self.noise_key is not None:
+            return self.noise_key
+        return self.state_marker_path.with_suffix(".noise.key")
 
     @property
     def audit_path(self) -> Path:
@@ -276,6 +284,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     audit_age = site.positive("audit_max_age_days", float, None)
     audit_rate = site.positive("audit_unauthenticated_per_minute", int, 600)
     marker = site.get("state_marker", str, None)
+    noise_key = site.get("noise_key", str, None)
     site.done()
 
     tls = None
@@ -343,7 +352,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
         audit_max_total_bytes=audit_total, audit_max_age_days=audit_age, audit_unauthenticated_per_minute=audit_rate,
-        state_marker=_path(base, marker) if marker else None,
+        state_marker=_path(base, marker) if marker else None, noise_key=_path(base, noise_key) if noise_key else None,
         peers=peers, source=source,
     )
 

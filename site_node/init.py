@@ -20,12 +20,20 @@ from .config import load_config
 from .pki import DevPki, generate_dev_pki
 from .signing import ensure_signing_key, public_key_text
 
-__all__ = ["ANALYST_DIR", "CONFIG_TEMPLATE", "FederationInit", "InitResult", "federation_document", "init_federation",
+__all__ = ["CONFIG_TEMPLATE", "analyst_folder", "ca_folder", "FederationInit", "InitResult", "federation_document", "init_federation",
            "init_site", "link_peers", "name_seed",
            "sample_dataset"]
 
-#: Sub-folder of a site folder with everything the analyst needs: a federation snippet, the token, CA and client key.
-ANALYST_DIR = "analyst"
+def analyst_folder(site_folder, analyst: str) -> Path:
+    """The analyst's folder beside (never inside) the site folder: ``<site folder>-<analyst>``."""
+    site_folder = Path(site_folder)
+    return site_folder.parent / f"{site_folder.resolve().name}-{analyst}"
+
+
+def ca_folder(site_folder) -> Path:
+    """Where ``init`` keeps the development CA's private key: beside the site folder, ``<site folder>-ca``."""
+    site_folder = Path(site_folder)
+    return site_folder.parent / f"{site_folder.resolve().name}-ca"
 
 CONFIG_TEMPLATE = """\
 # dsroc site configuration (written by `dsroc-site init`). Relative paths are relative to this file.
@@ -111,9 +119,10 @@ class InitResult:
     analyst, token : str
         The first analyst's name and bearer token (the config stores only its SHA-256).
     snippet : Path
-        ``analyst/federation.toml``: a ``[[sites]]`` table that ``dsroc validate --federation`` accepts as is.
+        ``<site folder>-<analyst>/federation.toml``: a ``[[sites]]`` table that ``dsroc validate
+        --federation`` accepts as is.
     token_file : Path
-        ``analyst/<analyst>.token`` (mode 0600), read by the snippet.
+        ``<site folder>-<analyst>/<analyst>.token`` (mode 0600), read by the snippet.
     """
 
     config: Path
@@ -188,9 +197,13 @@ def init_site(directory, *, name: str = "hospital", listen: str | None = None, a
     """Write a ready-to-serve site folder and the analyst's files.
 
     Writes ``site.toml``, ``data/sample.csv`` (synthetic patients drawn from a seed derived from
-    ``name``, so that two sites never hold the same patients), ``pki/`` and ``analyst/``: a federation
-    snippet (one ``[[sites]]`` table), the token file (mode 0600) and copies of the CA certificate and
-    the client certificate and key, to hand to the analyst as one folder.
+    ``name``, so that two sites never hold the same patients) and ``pki/`` (CA certificate, server
+    certificate and key) into ``directory``, the folder the site serves from; beside it
+    ``<directory>-ca/ca.key`` (the CA's private key, which signs certificates: ``dsroc-site analyst
+    add`` reads it) and the analyst's folder ``<directory>-<analyst>/``: a federation snippet (one
+    ``[[sites]]`` table), the token file (mode 0600), a copy of the CA certificate and the client
+    certificate and key, to hand to the analyst as one folder. Nothing in ``directory`` can sign a
+    certificate or authenticate as an analyst.
 
     Parameters
     ----------
@@ -214,19 +227,17 @@ def init_site(directory, *, name: str = "hospital", listen: str | None = None, a
     (directory / "data").mkdir(parents=True, exist_ok=True)
     dataset = directory / "data" / "sample.csv"
     sample_dataset(n_patients, seed=name_seed(name)).to_csv(dataset, index=False)
-    pki = generate_dev_pki(directory / "pki", hosts=hosts, client_name=analyst)
+    adir = analyst_folder(directory, analyst)
+    pki = generate_dev_pki(directory / "pki", hosts=hosts, client_name=analyst, ca_key_dir=ca_folder(directory),
+                           client_dir=adir)
     token = new_token()
     config.write_text(CONFIG_TEMPLATE.format(name=name, listen=listen, analyst=analyst,
                                              token_hash=hash_token(token)), encoding="utf-8")
     link_peers([config])  # the site's release-signing key (dsroc-site key prints its public half for peers)
     # the analyst's folder: everything needed to connect, nothing the site keeps secret (no CA or server key)
-    adir = directory / ANALYST_DIR
-    adir.mkdir(exist_ok=True)
     token_file = adir / f"{analyst}.token"
     _write_private(token_file, (token + "\n").encode())
     shutil.copyfile(pki.ca_cert, adir / "ca.crt")
-    shutil.copyfile(pki.client_cert, adir / "client.crt")
-    _write_private(adir / "client.key", pki.client_key.read_bytes())
     result = InitResult(config, dataset, pki, analyst, token, adir / "federation.toml", token_file, name,
                         _analyst_address(listen, hosts))
     result.snippet.write_text(federation_document(

@@ -72,7 +72,8 @@ def _issue(subject: str, key, ca_key, ca_cert, *, usage, sans=()):
     return builder.sign(ca_key, hashes.SHA256())
 
 
-def generate_dev_pki(directory, *, hosts=("localhost", "127.0.0.1"), client_name: str = "analyst") -> DevPki:
+def generate_dev_pki(directory, *, hosts=("localhost", "127.0.0.1"), client_name: str = "analyst",
+                     ca_key_dir=None, client_dir=None) -> DevPki:
     """Write a development CA, a server certificate for ``hosts`` and a client certificate (mutual TLS).
 
     For development and demos only: the keys are unencrypted files (mode 0600). A hospital uses
@@ -87,9 +88,15 @@ def generate_dev_pki(directory, *, hosts=("localhost", "127.0.0.1"), client_name
         DNS names and IP addresses the server certificate is valid for.
     client_name : str
         Common name of the client certificate.
+    ca_key_dir, client_dir : path, optional
+        Write ``ca.key``, and ``client.crt`` with ``client.key``, there instead (created mode 0700 if
+        missing): ``dsroc-site init`` keeps the CA key and the analyst's key out of the served folder.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    ca_key_dir, client_dir = (Path(d) if d is not None else directory for d in (ca_key_dir, client_dir))
+    for d in (ca_key_dir, client_dir):
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
     hosts = list(hosts)
     if not hosts:
         raise ValueError("hosts must name at least one DNS name or IP address")
@@ -121,11 +128,11 @@ def generate_dev_pki(directory, *, hosts=("localhost", "127.0.0.1"), client_name
     pem = serialization.Encoding.PEM
     return DevPki(
         ca_cert=_write(directory / "ca.crt", ca_cert.public_bytes(pem)),
-        ca_key=_write(directory / "ca.key", _key_pem(ca_key), private=True),
+        ca_key=_write(ca_key_dir / "ca.key", _key_pem(ca_key), private=True),
         server_cert=_write(directory / "server.crt", server_cert.public_bytes(pem)),
         server_key=_write(directory / "server.key", _key_pem(server_key), private=True),
-        client_cert=_write(directory / "client.crt", client_cert.public_bytes(pem)),
-        client_key=_write(directory / "client.key", _key_pem(client_key), private=True),
+        client_cert=_write(client_dir / "client.crt", client_cert.public_bytes(pem)),
+        client_key=_write(client_dir / "client.key", _key_pem(client_key), private=True),
     )
 
 

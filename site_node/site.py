@@ -20,6 +20,7 @@ from .datasets import DatasetStore, feature_values, outcome_values
 from .disclosure import DisclosureStore
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
+from .noise_key import NoiseKey
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore
 from .signing import ReleaseSigner
@@ -59,6 +60,7 @@ class Site:
         self.approvals = ModelApprovals(config.approvals_path)
         self.disclosure = DisclosureStore(config.disclosure_path)
         self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
+        self.noise_key = NoiseKey(config.noise_key_path)
         self.datasets = datasets if datasets is not None else DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)

@@ -154,9 +154,9 @@ class PaperProtocol(SiteProtocol):
         key = ReleaseKey(*data.key, "scores", request)
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
-            # One generator from the CSPRNG seed, so the two classes get independent noise; the seed
-            # (not the values) is persisted and reproduces them.
-            rng = np.random.default_rng(int.from_bytes(seed, "big"))
+            # One generator from the CSPRNG seed and the noise key (kept outside the ledger), so the two
+            # classes get independent noise; the seed (not the values) is persisted and, with the key, reproduces them.
+            rng = self.site.noise_key.generator(seed)
             noisy = [np.sort(add_gaussian_noise(v, tau, rng)) for v in (negatives, positives)]
             return noisy[0].tobytes() + noisy[1].tobytes(), negatives.size, positives.size
 

@@ -129,3 +129,18 @@ def test_a_closed_pipe_ends_a_command_quietly(tmp_path):
     proc.stdout.close()  # what `| head -1` does
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Broken pipe" not in err and "BrokenPipeError" not in err, err
+
+
+def test_init_keeps_the_ca_key_and_the_analysts_credentials_out_of_the_served_folder(tmp_path):
+    # Before: pki/ca.key (which can sign any client certificate) and a copy of the analyst's client key and
+    # token lay in the folder the site serves from.
+    site = init_site(tmp_path / "site")
+    served = site.config.parent
+    private = sorted(str(p.relative_to(served)) for p in served.rglob("*")
+                     if p.is_file() and b"PRIVATE KEY" in p.read_bytes())
+    assert private == ["pki/server.key", "state/release_signing.key"]  # the site's own keys only
+    assert not any(site.token in p.read_text(errors="replace") for p in served.rglob("*") if p.is_file())
+    assert site.pki.ca_key == tmp_path / "site-ca" / "ca.key" and oct(site.pki.ca_key.stat().st_mode & 0o777) == "0o600"
+    assert site.snippet.parent == tmp_path / "site-analyst1"
+    assert {p.name for p in site.snippet.parent.iterdir()} == {"analyst1.token", "ca.crt", "client.crt", "client.key",
+                                                               "federation.toml"}

@@ -89,15 +89,15 @@ def test_cli_init_serve_budget_audit(tmp_path):
     token = out.split("SHA-256):")[1].split()[0]
     config_text = (tmp_path / "s" / "site.toml").read_text()
     assert hash_token(token) in config_text and token not in config_text
-    pki = tmp_path / "s" / "pki"
 
     proc = subprocess.Popen(cli + ["serve", "--config", str(tmp_path / "s" / "site.toml")], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = json.loads(proc.stdout.readline())
         address = line["address"]
-        creds = dict(root_certificates=(pki / "ca.crt").read_bytes(), private_key=(pki / "client.key").read_bytes(),
-                     certificate_chain=(pki / "client.crt").read_bytes())
+        adir = tmp_path / "s-analyst1"  # the analyst's folder lies beside the site folder
+        creds = dict(root_certificates=(adir / "ca.crt").read_bytes(), private_key=(adir / "client.key").read_bytes(),
+                     certificate_chain=(adir / "client.crt").read_bytes())
         _wait_serving(address, **creds)
         with grpc.secure_channel(address, grpc.ssl_channel_credentials(**creds)) as ch:
             from dsroc.v1 import site_pb2_grpc
