@@ -12,7 +12,7 @@ from analyst.connection import SiteError
 from analyst.display import CalibrationPlot, RocPlot
 from analyst.federation import Federation
 from analyst.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult
-from analyst.protocols import HistogramOptions, PaperOptions
+from analyst.protocols import HistogramOptions, PaperOptions, SecAggOptions
 from analyst.recommend import RecommendedSetting, recommend_settings
 from analyst.result import ValidationResult
 from analyst.session import ValidationSession
@@ -25,6 +25,7 @@ __all__ = [
     "Federation",
     "HistogramOptions",
     "PaperOptions",
+    "SecAggOptions",
     "RecommendedSetting",
     "RocCurve",
     "RocPlot",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import textwrap
 import threading
@@ -219,7 +220,7 @@ def _cmd_recommend(args) -> int:
         max_delta = min(p.get("max_delta", 1.0) for p in policies)
         limits = f"the policies of {', '.join(info)}"
     settings = recommend_settings(args.sensitivity, tolerance=args.tolerance, table=args.table,
-                                  max_epsilon=max_eps, max_delta=max_delta)
+                                  max_epsilon=max_eps, max_delta=max_delta, min_corrected_coverage=args.min_coverage)
     if args.json:
         print(json.dumps([dataclasses.asdict(s) for s in settings], indent=2))
         return 0
@@ -227,12 +228,15 @@ def _cmd_recommend(args) -> int:
     print(f"(epsilon, delta) recommended for Delta = {args.sensitivity:g}: settings studied at Delta = "
           f"{settings[0].studied_sensitivity:g} whose mean |AUC_emp - AUC_ROC-GLM| stayed within "
           f"{args.tolerance:g} in every empirical-AUC bin; source: {source}; only those that {limits} accepts "
-          f"(epsilon <= {max_eps:g}, delta <= {max_delta:g} per release). Most private first.")
+          f"(epsilon <= {max_eps:g}, delta <= {max_delta:g} per release). Most private first. Corrected-CI coverage: "
+          "the smallest share of replications in which the noise-corrected AUC's CI held the pooled AUC, over the "
+          "score shapes and n = 10^3 ... 10^6 of 'python -m simulations paper-coverage'.")
     print(f"  {'epsilon':>7} {'delta':>8} {'tau':>8} {'worst-bin MAE':>14} {'worst-bin delta-ci':>19}  "
-          "CI within tolerance")
+          f"{'CI within tolerance':>19}  corrected-CI coverage")
     for r in settings:
+        cover = "not studied" if math.isnan(r.corrected_coverage) else f"{r.corrected_coverage:.2f}"
         print(f"  {r.epsilon:>7g} {r.delta:>8g} {r.tau:>8.4f} {r.worst_bin_mae:>14.4f} {r.worst_bin_delta_ci:>19.4f}  "
-              f"{'yes' if r.ci_within_tolerance else 'no'}")
+              f"{'yes' if r.ci_within_tolerance else 'no':>19}  {cover}")
     return 0 if not args.federation or not info.failed else _report_failures(info)
 
 
@@ -276,26 +280,34 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--out", required=True, metavar="DIR",
                    help="report folder: written to a temporary folder beside it and renamed at the end (nothing is "
                         "left on failure); a non-empty folder is refused without --force")
-    v.add_argument("--protocol", choices=("histogram", "paper"), default="histogram",
+    v.add_argument("--protocol", choices=("histogram", "secagg", "paper"), default="histogram",
                    help="histogram (default): one differentially private histogram release per site, everything "
-                   "else post-processing; paper: the paper's protocol (noisy scores, then exact q-protected answers)")
+                   "else post-processing; secagg: the sites' histograms summed by secure aggregation (the analyst "
+                   "sees only the sum, which carries one release's noise); paper: the paper's protocol (noisy "
+                   "scores, then exact q-protected answers)")
     v.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of every interval (default 0.05)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
                    help="histogram: bins of the grid (default: the simulation study's count for the noise level, "
                         "or the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
-    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (both protocols)")
-    h = v.add_argument_group("histogram protocol (HistogramOptions; an error with --protocol paper)")
+    v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (every protocol)")
+    h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "
+                             "--protocol paper)")
     h.add_argument("--spacing", choices=("equal", "logit"), default="equal",
                    help="grid spacing on the score range (default equal)")
-    h.add_argument("--by-site", action="store_true",
-                   help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
-                        "Hartung-Knapp): tau^2, I^2, a 95%% prediction interval for a new site, forest.png; no "
-                        "further release")
-    h.add_argument("--decision-curve", action="store_true",
-                   help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
-                        "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
-                        "thresholds you need")
+    ho = v.add_argument_group("histogram protocol only (HistogramOptions)")
+    ho.add_argument("--by-site", action="store_true",
+                    help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
+                         "Hartung-Knapp): tau^2, I^2, a 95%% prediction interval for a new site, forest.png; no "
+                         "further release")
+    ho.add_argument("--decision-curve", action="store_true",
+                    help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
+                         "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
+                         "thresholds you need")
+    sa = v.add_argument_group("secagg protocol (SecAggOptions)")
+    sa.add_argument("--colluders", type=int, default=None, metavar="T",
+                    help="size the noise shares for coalitions of T sites with the analyst (default: the largest "
+                         "any site's policy requires)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
@@ -355,6 +367,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="without --federation: largest epsilon per release to list (default 10, the default policy)")
     r.add_argument("--max-delta", type=float, default=0.01, metavar="DELTA",
                    help="without --federation: largest delta per release to list (default 0.01, the default policy)")
+    r.add_argument("--min-coverage", type=float, default=None, metavar="C",
+                   help="keep only settings whose noise-corrected CI held the pooled AUC in at least this share of the "
+                        "coverage study's replications, for every score shape and n (e.g. 0.93)")
     r.add_argument("--json", action="store_true", help="print JSON instead of text")
     r.set_defaults(func=_cmd_recommend)
 

@@ -166,13 +166,16 @@ class Federation:
             A GLM (link, intercept, coefficients over dataset columns) the sites evaluate.
         epsilon, delta : float
             Privacy request of each site's release.
-        protocol : {"histogram", "paper"}, default "histogram"
+        protocol : {"histogram", "secagg", "paper"}, default "histogram"
             ``"histogram"``: each site answers with one (epsilon, delta)-DP release of per-class noisy
-            histograms (add/remove one patient) and everything is computed from their sum. ``"paper"``: the
+            histograms (add/remove one patient) and everything is computed from their sum. ``"secagg"``: the
+            same counts summed by secure aggregation, so the analyst sees only the sum (per-site results
+            are unavailable by design) and the sum carries one release's noise. ``"paper"``: the
             paper's protocol (noisy scores, then exact q-protected answers; not DP end to end). See
             :mod:`analyst.protocols`.
-        options : HistogramOptions or PaperOptions, optional
-            The protocol's own options (:class:`analyst.HistogramOptions`, :class:`analyst.PaperOptions`);
+        options : HistogramOptions, SecAggOptions or PaperOptions, optional
+            The protocol's own options (:class:`analyst.HistogramOptions`, :class:`analyst.SecAggOptions`,
+            :class:`analyst.PaperOptions`);
             they may also be given as keyword arguments (``n_bins=20``, ``ci_method="wald"``, ...).
         alpha : float
             1 - confidence level of every interval.

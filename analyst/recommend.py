@@ -41,6 +41,10 @@ class RecommendedSetting:
         Largest mean difference of the CI limits (noisy vs true scores) over the bins.
     ci_within_tolerance : bool
         Whether ``worst_bin_delta_ci`` also meets the tolerance.
+    corrected_coverage : float
+        Smallest share of replications in which the noise-corrected CI (:func:`dsroc.noise_corrected_auc`)
+        held the pooled AUC, over the score shapes and n = 10^3 ... 10^6 of ``python -m simulations
+        paper-coverage`` at the nearest studied noise level at least ``tau``; NaN where not studied.
     """
 
     epsilon: float
@@ -51,6 +55,7 @@ class RecommendedSetting:
     worst_bin_mae: float
     worst_bin_delta_ci: float
     ci_within_tolerance: bool
+    corrected_coverage: float = math.nan
 
     def __str__(self) -> str:
         return f"epsilon = {self.epsilon:g}, delta = {self.delta:g}"
@@ -79,13 +84,18 @@ def _read_table(table: str | Path | None) -> tuple[list[dict[str, float]], str]:
         except (TypeError, ValueError):
             raise ValueError(f"recommendation table {source}, line {i}: a number is malformed") from None
         row["ci_within_tolerance"] = str(raw["ci_within_tolerance"]).strip().lower() == "true"
+        try:  # optional: written by 'python -m simulations paper-coverage --recommended'
+            row["corrected_coverage"] = float(raw.get("corrected_coverage") or math.nan)
+        except ValueError:
+            raise ValueError(f"recommendation table {source}, line {i}: corrected_coverage is malformed") from None
         rows.append(row)
     return rows, source
 
 
 def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERANCE,
                        table: str | Path | None = None, max_epsilon: float | None = None,
-                       max_delta: float | None = None) -> list[RecommendedSetting]:
+                       max_delta: float | None = None,
+                       min_corrected_coverage: float | None = None) -> list[RecommendedSetting]:
     """The (epsilon, delta) settings the simulation study recommends for a sensitivity Delta.
 
     The study (``python -m simulations run --mode protocol``: the deployed procedure) ran a grid of
@@ -104,6 +114,9 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
         A ``recommended.csv`` of another run of the study; default the packaged full protocol-mode study.
     max_epsilon, max_delta : float, optional
         Keep only settings the sites' policies accept (epsilon and delta per release at most these).
+    min_corrected_coverage : float, optional
+        Keep only settings whose noise-corrected CI held the pooled AUC in at least this share of the
+        replications in every shape and n of the coverage study (``corrected_coverage``).
 
     Returns
     -------
@@ -142,11 +155,17 @@ def recommend_settings(sensitivity: float, *, tolerance: float = DEFAULT_TOLERAN
         limits = ", ".join(f"{k} <= {v:g}" for k, v in (("epsilon", max_epsilon), ("delta", max_delta)) if v is not None)
         raise ValueError(f"no recommended setting for sensitivity {sensitivity:g} fits the sites' policies "
                          f"({limits} per release)")
+    if min_corrected_coverage is not None:
+        picked = [r for r in picked if r.get("corrected_coverage", math.nan) >= min_corrected_coverage]
+        if not picked:
+            raise ValueError(f"no recommended setting for sensitivity {sensitivity:g} has a noise-corrected CI that held "
+                             f"the pooled AUC in at least {min_corrected_coverage:g} of the coverage study's replications")
     picked.sort(key=lambda r: (r["epsilon"], r["delta"]))
     return [RecommendedSetting(epsilon=r["epsilon"], delta=r["delta"], studied_sensitivity=chosen, tau=r["tau"],
                                tolerance=r["tolerance"], worst_bin_mae=r["worst_bin_mae"],
                                worst_bin_delta_ci=r["worst_bin_delta_ci"],
-                               ci_within_tolerance=r["ci_within_tolerance"])
+                               ci_within_tolerance=r["ci_within_tolerance"],
+                               corrected_coverage=r.get("corrected_coverage", math.nan))
             for r in picked]
 
 

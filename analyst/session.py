@@ -424,23 +424,24 @@ class ValidationSession:
     @staticmethod
     def release_summary(releases: Mapping[str, SiteRelease], *,
                         pooled: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
-        """What the noise correction needs from the release alone: the empirical AUC of the released
-        scores and the noise variance of the corrected AUC (:func:`dsroc.noise_variance`, each site's tau).
+        """What the noise correction needs from the release alone: the blur deconvolved from the released
+        scores (:func:`dsroc.deconvolution_correction`) and the noise variance of the corrected AUC
+        (:func:`dsroc.noise_variance`), each site's tau.
 
         ``pooled``: :meth:`pool` of the releases, when at hand, spares sorting them again.
         """
-        pooled = pooled or ValidationSession.pool(releases)
         taus = {r.info_negatives.tau for r in releases.values()} | {r.info_positives.tau for r in releases.values()}
         if len(taus) == 1:  # one tau for every score: the sorted pools need no per-score tau (nor a sort)
-            r0, r1 = pooled
+            r0, r1 = pooled or ValidationSession.pool(releases)
             t0 = t1 = taus.pop()
         else:
             r0 = np.concatenate([r.negatives for r in releases.values()])
             r1 = np.concatenate([r.positives for r in releases.values()])
             t0 = np.concatenate([np.full(r.negatives.size, r.info_negatives.tau) for r in releases.values()])
             t1 = np.concatenate([np.full(r.positives.size, r.info_positives.tau) for r in releases.values()])
-        noise = dsroc.noise_variance(r0, r1, t0, t1) if (np.any(t0) or np.any(t1)) else 0.0
-        return dsroc.released_auc(*pooled), noise
+        if not (np.any(t0) or np.any(t1)):
+            return 0.0, 0.0
+        return dsroc.deconvolution_correction(r0, r1, t0, t1), dsroc.noise_variance(r0, r1, t0, t1)
 
     @staticmethod
     def noise_corrected_auc(releases: Mapping[str, SiteRelease], moments: "PlacementSummary", *,
@@ -450,9 +451,9 @@ class ValidationSession:
         """The noise-corrected AUC and CI (:func:`dsroc.noise_corrected_auc`) from what the sites already
         released and answered: the placement means and :meth:`release_summary` (``summary``, when already
         computed)."""
-        auc_released, noise = summary or ValidationSession.release_summary(releases, pooled=pooled)
+        correction, noise = summary or ValidationSession.release_summary(releases, pooled=pooled)
         return dsroc.noise_corrected_auc(mean_pv0=moments.mean_pv0, mean_pv1=moments.mean_pv1,
-                                         auc_released=auc_released, delong_variance=moments.variance,
+                                         correction=correction, delong_variance=moments.variance,
                                          noise_variance=noise, level=level, method=method)
 
     def brier(self) -> tuple[float, int]:

@@ -158,7 +158,8 @@ def in_process(n: int, k_sites: int) -> float:
         dsroc.brier_parts(pred[mine], y[mine])
         dsroc.calibration_parts(pred[mine], y[mine], edges, privacy_level=5)
     # What the validation also computes from the release: the noise-corrected AUC and the PR summary.
-    dsroc.noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, auc_released=dsroc.released_auc(pooled0, pooled1),
+    dsroc.noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1,
+                              correction=dsroc.deconvolution_correction(pooled0, pooled1, tau, tau),
                               delong_variance=var, noise_variance=dsroc.noise_variance(pooled0, pooled1, tau, tau))
     pr_from_released_scores(pooled0, pooled1)
     return time.perf_counter() - t

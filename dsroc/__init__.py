@@ -50,7 +50,7 @@ _EXPORTS = {
     "gdp_delta": "privacy", "gdp_epsilon": "privacy", "gdp_mu": "privacy", "gdp_release_mu": "privacy",
     # .roc.noise_correction
     "NoiseCorrectedAUC": "roc", "noise_corrected_auc": "roc",
-    "noise_variance": "roc", "released_auc": "roc",
+    "noise_variance": "roc", "deconvolution_correction": "roc",
     # .roc.rocglm, .roc.rocglm_fit
     "PartsAtTheta": "roc", "RocGlmBatchResult": "roc", "RocGlmParts": "roc", "RocGlmResult": "roc",
     "fit_rocglm": "roc", "fit_rocglm_batch": "roc", "rocglm_auc": "roc", "rocglm_counts": "roc",
@@ -68,7 +68,7 @@ _EXPORTS = {
     "require_privacy_level": "privacy",
 }
 
-_SUBPACKAGES = ("roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre")
+_SUBPACKAGES = ("roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre", "secagg")
 
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
@@ -85,11 +85,11 @@ __all__ = [
     "rocglm_band", "rocglm_improper_range",
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "DisclosureError", "check_scores_labels",
-    "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "released_auc",
+    "NoiseCorrectedAUC", "noise_corrected_auc", "noise_variance", "deconvolution_correction",
     "PRPoints", "pr_points", "pr_points_by_class", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "require_privacy_level",
-    "roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre",
+    "roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre", "secagg",
     "histogram_edges", "bin_scores", "bin_index", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]
 

@@ -8,7 +8,7 @@ from scipy.stats import norm
 
 from .dgp import N_SITES, Batch
 
-__all__ = ["PREVALENCE", "SEPARATION", "binormal_means", "generate_binormal_batch"]
+__all__ = ["PREVALENCE", "SEPARATION", "binormal_means", "generate_binormal_batch", "generate_logit_batch"]
 
 PREVALENCE = 0.3
 SEPARATION = 1.0  # difference of the classes' mean logits (unit variance): AUC Phi(1 / sqrt 2) = 0.760
@@ -32,6 +32,17 @@ def generate_binormal_batch(seed: int, reps, n: int, *, prevalence: float = PREV
     on the chunking) and is split at random into five near-equal sites. Labels are redrawn in the rare
     case that a class has fewer than two patients.
     """
+    return generate_logit_batch(seed, reps, n, lambda rng, size: rng.standard_normal(size),
+                                auc_population=float(norm.cdf(SEPARATION / np.sqrt(2.0))), prevalence=prevalence)
+
+
+def generate_logit_batch(seed: int, reps, n: int, spread, *, auc_population: float,
+                         prevalence: float = PREVALENCE) -> Batch:
+    """Replications of ``p = expit(mu_y + e)``: ``y ~ Bernoulli(prevalence)``, ``e = spread(rng, n)`` of any shape.
+
+    As :func:`generate_binormal_batch` (which is this with standard normal ``e``), with the classes' mean
+    logits :func:`binormal_means` and ``auc_population`` the design's population AUC.
+    """
     if isinstance(n, bool) or int(n) != n or n < 10:
         raise ValueError(f"n must be an integer >= 10, got {n!r}")
     reps = [int(r) for r in reps]
@@ -45,7 +56,7 @@ def generate_binormal_batch(seed: int, reps, n: int, *, prevalence: float = PREV
             y = (rng.random(n) < prevalence).astype(np.int8)
             if 2 <= y.sum() <= n - 2:
                 break
-        scores.append(expit(np.where(y == 1, mu1, mu0) + rng.standard_normal(n)))
+        scores.append(expit(np.where(y == 1, mu1, mu0) + spread(rng, n)))
         labels.append(y)
         site = np.empty(n, dtype=np.int8)
         site[rng.permutation(n)] = np.arange(n) % N_SITES
@@ -60,5 +71,5 @@ def generate_binormal_batch(seed: int, reps, n: int, *, prevalence: float = PREV
         groups=np.repeat(np.arange(size), n),
         n=np.full(size, n, dtype=np.int64),
         n1=np.array([int(y.sum()) for y in labels], dtype=np.int64),
-        auc_population=np.full(size, norm.cdf(SEPARATION / np.sqrt(2.0))),
+        auc_population=np.full(size, auc_population),
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 from .mech_checks import run_checks
 from .mech_report import write_mechanisms_report
 from .coverage import coverage_by_n, write_coverage
+from .paper_coverage import SHAPES, annotate_recommended, run_paper_coverage, write_paper_coverage
 from .report import TOLERANCES, write_report
 from .runner import DEFAULT_CHUNK, run_study
 
@@ -46,6 +47,8 @@ examples:
   python -m simulations mechanisms --reps 200 --workers 2 --out runs/mechanisms
   python -m simulations run --mode protocol --n 100000 --reps 200 --settings noise-free sens=0.1_eps=5_delta=0.01 --out runs/cov-1e5
   python -m simulations coverage runs/cov-1e3 runs/cov-1e4 runs/cov-1e5 --out runs/coverage
+  python -m simulations paper-coverage --settings sens=0.1_eps=5_delta=0.01 --out runs/paper-coverage \
+      --recommended analyst/data/recommended_protocol.csv
 
 Interrupted runs resume: call run again with the same options and --out.
 """
@@ -117,7 +120,32 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Write coverage.csv/.md of several finished runs into --out.")
     cov.add_argument("runs", nargs="+", help="the runs' output folders")
     cov.add_argument("--out", required=True, help="folder for the combined coverage.csv and coverage.md")
+    pc = sub.add_parser("paper-coverage", help="coverage of the paper protocol's noise-corrected AUC per score shape and n",
+                        description="Protocol mode at fixed n on several score shapes (binormal, skewed, bimodal, the "
+                                    "paper's uniform): coverage of the pooled and population AUC by the paper's and the "
+                                    "noise-corrected CI; writes paper_coverage.csv/.md (and, with --recommended, that "
+                                    "table with the corrected CI's worst coverage per setting).")
+    pc.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES), help="score shapes (default: all)")
+    pc.add_argument("--n", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000], help="patients per replication")
+    pc.add_argument("--reps", type=int, nargs="+", default=[100, 40, 16, 6], help="replications per n (one count per --n)")
+    pc.add_argument("--settings", nargs="+", metavar="NAME", required=True, help="protocol settings, e.g. sens=0.1_eps=5_delta=0.01")
+    pc.add_argument("--seed", type=int, default=1, help="base seed (default: 1)")
+    pc.add_argument("--recommended", metavar="CSV", help="a recommended table to annotate (written to --out/recommended.csv)")
+    pc.add_argument("--quiet", action="store_true", help="no progress lines")
+    pc.add_argument("--out", required=True, help="output folder (created; finished chunks are kept and reused)")
     return parser
+
+
+def _paper_coverage(args) -> str:
+    """Run (or resume) the paper-protocol coverage study and write its tables."""
+    import pandas as pd
+
+    table = run_paper_coverage(args.out, shapes=args.shapes, ns=args.n, reps=args.reps, settings=args.settings,
+                               seed=args.seed, progress=None if args.quiet else sys.stderr)
+    path = write_paper_coverage(args.out, table)
+    if args.recommended:
+        annotate_recommended(pd.read_csv(args.recommended), table).to_csv(Path(args.out) / "recommended.csv", index=False)
+    return path.read_text()
 
 
 def _mechanisms(args) -> dict:
@@ -148,6 +176,9 @@ def main(argv=None) -> int:
             return 0
         if args.command == "report" and _mode_of(args.out) == "mechanisms":
             print(json.dumps(write_mechanisms_report(args.out), indent=2, default=str))
+            return 0
+        if args.command == "paper-coverage":
+            print(_paper_coverage(args))
             return 0
         if args.command == "multicentre":
             from .multicentre import run_multicentre  # only this command needs it

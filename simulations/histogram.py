@@ -23,6 +23,7 @@ import pandas as pd
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, histogram_auc_estimates
 from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance
+from dsroc.secagg import share_sigma
 
 from .dgp import N_SITES, Batch, generate_batch
 from .records import failure_codes, setting_frame, tau_of
@@ -70,14 +71,16 @@ def histogram_frame(batch: Batch, seed: int, settings, *, n_bins: int | None = N
     of the setting's per-site sigma (20 bins without noise). ``auc_rocglm`` holds the reported AUC
     (``estimator``'s), ``gamma1, gamma2`` the ROC-GLM through the edges, ``ci_*_dist`` the reported interval.
 
-    ``secure_aggregation=True`` simulates what secure aggregation would allow (SPEC-private section 7, not
-    built): each site adds noise of parameter ``sigma / sqrt(5)``, so that the sum, the only thing the
-    analyst would see, carries about one site's noise (the comparison with FedCurve, which assumes it).
+    ``secure_aggregation=True`` simulates the secagg protocol (the analyst sees only the sum): each site
+    adds its share of the distributed discrete Gaussian, :func:`dsroc.secagg.share_sigma` of the setting's
+    (epsilon, delta) for five honest shares (no coalition), as the sites do; the summed noise meets the
+    setting exactly (the comparison with FedCurve, which assumes secure aggregation).
     """
     auc_emp, var_true, ref = pooled_truth(batch)
     frames = []
     for setting in settings:
-        site_sigma = tau_of(setting) / (np.sqrt(N_SITES) if secure_aggregation else 1.0)
+        site_sigma = (share_sigma(setting.epsilon, setting.delta, N_SITES)
+                      if secure_aggregation and not setting.noise_free else tau_of(setting))
         bins = n_bins if n_bins is not None else (20 if site_sigma == 0.0 else recommended_n_bins(site_sigma))
         edges = histogram_edges(bins)
         released = release_histograms(site_counts(batch, edges), batch.reps, site_sigma, seed, _salt(setting.name))

@@ -35,7 +35,7 @@ from dsroc import (
     rocglm_grid,
 )
 from dsroc.roc.batch import grouped_mean, grouped_placement_values, grouped_rocglm_counts, grouped_variance
-from dsroc.roc.noise_correction import grouped_noise_variance, noise_corrected_auc
+from dsroc.roc.noise_correction import grouped_deconvolution_correction, grouped_noise_variance, noise_corrected_auc
 
 from .dgp import N_SITES, Batch, generate_batch
 from .records import failure_codes, setting_frame, tau_of
@@ -102,8 +102,9 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
     passes its binormal design).
 
     Next to it, the noise-corrected AUC and CI the analyst reports (:func:`dsroc.noise_corrected_auc`):
-    the mean placement values (pass 1 of the moments), the AUC among the released scores, and the
-    noise variance redrawn around the releases with the replication's own seed ``(seed, rep, 0)``.
+    the mean placement values (pass 1 of the moments), the blur deconvolved from the released scores
+    (:func:`dsroc.deconvolution_correction`), and the noise variance redrawn around the releases with the
+    replication's own seed ``(seed, rep, 0)``.
     ``n`` fixes the size of every replication (default: drawn as in the paper).
 
     Returns
@@ -174,11 +175,11 @@ def _corrected(pv0, pv1, released0, released1, g0, g1, var_dist, tau, batch, see
     """The analyst's noise-corrected AUC and CI for every replication (NaN where the moments are missing)."""
     B = batch.size
     mean0, mean1 = grouped_mean(pv0, g1, n_groups=B), grouped_mean(pv1, g0, n_groups=B)
-    released = 1.0 - grouped_mean(grouped_placement_values(released0, g0, released1, g1, n_groups=B), g1, n_groups=B)
     if tau == 0.0:
-        noise = np.zeros(B)
+        correction, noise = np.zeros(B), np.zeros(B)
     else:
+        correction = grouped_deconvolution_correction(released0, g0, released1, g1, tau, tau, n_groups=B)
         seeds = [[seed, int(rep), 0] for rep in batch.reps.tolist()]
         noise = grouped_noise_variance(released0, g0, released1, g1, tau, tau, n_groups=B, seeds=seeds)
-    return noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, auc_released=released,
+    return noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, correction=correction,
                                delong_variance=np.nan_to_num(var_dist), noise_variance=noise)

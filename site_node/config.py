@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 SENSITIVITY_RULES = ("value", "range", "model")
-PROTOCOLS = ("histogram", "paper", "boyd")
+PROTOCOLS = ("histogram", "paper", "boyd", "secagg")
 SPACINGS = ("equal", "logit")
 FORMATS = ("csv", "parquet", "sql")
 
@@ -69,6 +69,10 @@ class Policy:
     histogram_bins: tuple[int, ...] = (5, 8, 10, 12, 20, 50, 100)
     histogram_spacings: tuple[str, ...] = ("equal", "logit")
     histogram_logit_range: tuple[float, float] = (0.005, 0.995)
+    # secagg: the largest number of other sites that may collude with the analyst while this site's
+    # guarantee still holds, and the fewest sites a round may have.
+    secagg_colluders: int = 0
+    secagg_min_sites: int = 3
 
 
 @dataclass(frozen=True)
@@ -388,8 +392,12 @@ def _parse_policy(p: _Reader) -> Policy:
         histogram_bins=_bin_counts(p, d.histogram_bins),
         histogram_spacings=_choices(p, "histogram_spacings", SPACINGS, d.histogram_spacings),
         histogram_logit_range=_logit_range(p, d.histogram_logit_range),
+        secagg_colluders=_count(p, "secagg_colluders", d.secagg_colluders, 0),
+        secagg_min_sites=_count(p, "secagg_min_sites", d.secagg_min_sites, 2),
         **values,
     )
+    if policy.secagg_min_sites < policy.secagg_colluders + 1:
+        p.fail("secagg_min_sites", "must exceed policy.secagg_colluders (a round needs a site outside any coalition)")
     if policy.model_sensitivity_bins < 2:
         p.fail("model_sensitivity_bins", "must be at least 2")
     if policy.max_thresholds < 2:
@@ -399,6 +407,13 @@ def _parse_policy(p: _Reader) -> Policy:
         p.fail("max_chunk_scores", "must be at most 1000000 (8 MB per message)")
     p.done()
     return policy
+
+
+def _count(p: _Reader, name: str, default: int, least: int) -> int:
+    value = p.get(name, int, default)
+    if isinstance(value, bool) or value < least:
+        p.fail(name, f"must be an integer of at least {least}, got {value!r}")
+    return value
 
 
 def _choices(p: _Reader, name: str, allowed: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:

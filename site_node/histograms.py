@@ -16,7 +16,8 @@ from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 
 __all__ = ["PRIVACY_UNIT", "SCALARS", "SCALAR_RESOLUTION", "SUMS_RESOLUTION", "SUMS_RATIO", "HistogramPlan",
-           "plan_histogram", "require_protocol", "draw_histogram", "decode_histogram", "noise_sd"]
+           "histogram_grid", "check_noise_size", "plan_histogram", "require_protocol", "draw_histogram",
+           "decode_histogram", "noise_sd"]
 
 PRIVACY_UNIT = "add or remove one patient"
 SCALARS = ("sum_sq", "sum_p", "sum_y")
@@ -75,15 +76,8 @@ class HistogramPlan:
         return json.dumps(key, sort_keys=True)
 
 
-def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                   scalars, interval: float, score_sums: bool = False) -> HistogramPlan:
-    """Check a histogram request against the policy and calibrate its noise.
-
-    ``epsilon`` and ``delta`` are those of the whole release: the counts, the per-bin score sums when asked
-    for and each scalar share one noise scale ``t`` (:func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): the
-    counts get ``sigma = t``, the sums ``SUMS_RATIO * SUMS_RESOLUTION * t`` and each scalar
-    ``SCALAR_RESOLUTION * t`` on their integer scales. They must already be checked against the per-release caps.
-    """
+def histogram_grid(policy: Policy, score_range, *, n_bins: int, spacing: str, scalars=()) -> tuple[np.ndarray, str, tuple]:
+    """Check a histogram request's grid and scalars against the policy: the public edges, spacing and scalars."""
     if n_bins not in policy.histogram_bins:
         raise PermissionDenied(f"policy: n_bins {n_bins} is not one this site allows (histogram_bins = "
                                f"{list(policy.histogram_bins)})")
@@ -104,20 +98,37 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
         lo, hi = policy.histogram_logit_range
     if scalars and (lo < 0.0 or hi > 1.0):
         raise InvalidArgument(f"scalars need probabilities; this score source's range is [{lo}, {hi}]")
-    from dsroc.privacy.noise import joint_discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
+    return dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing), spacing, tuple(sorted(scalars))
 
-    edges = dsroc.histogram_edges(n_bins, lo=lo, hi=hi, spacing=spacing)
+
+def check_noise_size(epsilon: float, delta: float) -> None:
+    """Refuse an (epsilon, delta) whose noise would exceed :data:`MAX_SIGMA` per cell."""
     # The continuous Gaussian's sigma is within a hair of the discrete one's: a cheap bound that keeps
     # the noise's support (and the accountant's arrays) small before anything is built.
     if analytic_gaussian_sigma(epsilon, delta, 1.0) > MAX_SIGMA:
         raise InvalidArgument(f"epsilon {epsilon} with delta {delta} needs noise of SD above {MAX_SIGMA:g} per cell; "
                               "this site makes histogram releases at larger epsilon only")
+
+
+def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+                   scalars, interval: float, score_sums: bool = False) -> HistogramPlan:
+    """Check a histogram request against the policy and calibrate its noise.
+
+    ``epsilon`` and ``delta`` are those of the whole release: the counts, the per-bin score sums when asked
+    for and each scalar share one noise scale ``t`` (:func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): the
+    counts get ``sigma = t``, the sums ``SUMS_RATIO * SUMS_RESOLUTION * t`` and each scalar
+    ``SCALAR_RESOLUTION * t`` on their integer scales. They must already be checked against the per-release caps.
+    """
+    edges, spacing, scalars = histogram_grid(policy, score_range, n_bins=n_bins, spacing=spacing, scalars=scalars)
+    from dsroc.privacy.noise import joint_discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
+
+    check_noise_size(epsilon, delta)
     score_sums = bool(score_sums)
     parts = [(1, 1.0)] + [(SUMS_RESOLUTION, SUMS_RATIO)] * score_sums + [(SCALAR_RESOLUTION, 1.0)] * len(scalars)
     t = joint_discrete_gaussian_sigma(epsilon, delta, parts, interval=interval)
     scalar_sigma = SCALAR_RESOLUTION * t if scalars else 0.0
     sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
-    return HistogramPlan(edges, n_bins, spacing, tuple(sorted(scalars)), epsilon, delta, t, scalar_sigma, score_sums,
+    return HistogramPlan(edges, n_bins, spacing, scalars, epsilon, delta, t, scalar_sigma, score_sums,
                          sums_sigma)
 
 
@@ -126,6 +137,7 @@ def _round(terms: np.ndarray, rng: np.random.Generator, resolution: int = SCALAR
     integer scale (so one patient moves a sum by at most ``resolution``)."""
     scaled = terms * resolution
     return (np.floor(scaled) + (rng.random(scaled.size) < scaled - np.floor(scaled))).astype(np.int64)
+
 
 
 def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> bytes:

@@ -57,6 +57,9 @@ client_ca = "pki/ca.crt"        # remove this line to accept clients without cer
 protocols = ["histogram"]       # "histogram": every answer is one differentially private release (docs/privacy.md);
                                 # add "paper" to also serve the paper's protocol (q-protected answers, not DP)
                                 # and "boyd" for Boyd's DP AUC/AP release (bounded DP: discloses the site's n)
+                                # and "secagg" for the histogram counts summed under secure aggregation
+secagg_colluders = 0            # secagg: other sites that may collude with the analyst (the guarantee holds)
+secagg_min_sites = 3            # secagg: the fewest sites of a round
 histogram_bins = [5, 8, 10, 12, 20, 50, 100]  # bin counts a histogram release may use (public grid)
 histogram_spacings = ["equal", "logit"] # equal width on the score range, or on the logit scale
 histogram_logit_range = [0.005, 0.995]  # range of logit-spaced grids

@@ -190,6 +190,17 @@ class Ledger(ABC):
         the count stopped at MAX_RELEASES_LEFT (at least that many)."""
 
     @abstractmethod
+    def recorded(self, key: ReleaseKey, fingerprint: str) -> bytes | None:
+        """The stored payload of the release ``key``, or None if it was never made (nothing is charged).
+
+        Raises :class:`FailedPrecondition` when the data changed since (its ``fingerprint`` differs).
+        """
+
+    @abstractmethod
+    def fits(self, population: str, events: tuple, policy: Policy) -> bool:
+        """Whether ``events`` composed onto the population's history stay within its budget (nothing is charged)."""
+
+    @abstractmethod
     def use_evaluation(self, key: tuple[str, str, str, str], cap: int, *, query: str) -> int:
         """Count one theta-evaluation on a survivor function; return how many are left after it.
 
@@ -507,6 +518,26 @@ class SqliteLedger(Ledger):
         if tuple(held) != _key_fields(key):
             raise InvalidArgument(f"reservation_id {reservation!r} holds another release than this request")
         self._db.execute("DELETE FROM reservations WHERE reservation_id=?", (reservation,))
+
+    def recorded(self, key, fingerprint):
+        with self._lock:
+            row = self._db.execute(
+                "SELECT fingerprint, payload FROM releases WHERE population=? AND source=? AND outcome=? AND kind=? "
+                "AND request=?", (key.population, key.source, key.outcome, key.kind, key.request)).fetchone()
+        if row is None:
+            return None
+        if row[0] != fingerprint:
+            raise FailedPrecondition(
+                "the dataset changed since this release was made, so its noisy values no longer match the data; "
+                "a new release needs different parameters")
+        return row[1]
+
+    def fits(self, population, events, policy):
+        with self._lock:
+            after, _, _ = self._committed(population)  # holds of validations in progress count as spent
+        for event in events:
+            after = after.add(event)
+        return after.within(policy.budget_epsilon, policy.budget_delta)
 
     def _replay(self, key: ReleaseKey, row, fingerprint: str, make) -> Release:
         (release_id, created, analyst, dataset, events, epsilon, delta, rule, stored_fingerprint, seed, digest,

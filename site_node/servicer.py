@@ -19,8 +19,9 @@ from .budget_view import ReleaseQuery
 from .errors import InvalidArgument, SiteError
 from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
-from .protocols import BoydProtocol, HistogramProtocol, PaperProtocol
+from .protocols import BoydProtocol, HistogramProtocol, PaperProtocol, SecAggProtocol
 from .protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
+from .protocols.secagg import Advertisement, Receipt
 from .scores import ScoreSpec
 from .site import Site
 
@@ -57,6 +58,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def __init__(self, site: Site, *, calls_per_analyst: int = 0):
         self.site = site
         self.paper, self.histogram, self.boyd = PaperProtocol(site), HistogramProtocol(site), BoydProtocol(site)
+        self.secagg = SecAggProtocol(site)
         self.calls_per_analyst = calls_per_analyst  # reported in the policy (0: no limit is known here)
 
     def _session(self, session_id: str):
@@ -75,6 +77,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             histogram_bins=policy.histogram_bins, histogram_spacings=policy.histogram_spacings,
             histogram_logit_min=policy.histogram_logit_range[0], histogram_logit_max=policy.histogram_logit_range[1],
             privacy_unit=PRIVACY_UNIT, max_calls_in_progress=self.calls_per_analyst,
+            secagg_colluders=policy.secagg_colluders, secagg_min_sites=policy.secagg_min_sites,
         )
 
     def Describe(self, request, context):
@@ -155,6 +158,34 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
                      for name, value in out.scalars.items()], **sums,
         )
+
+    # ------------------------------------------------------------------ secagg (site_node.protocols.secagg)
+    def SecAggAdvertise(self, request, context):
+        ad = self.secagg.advertise(self._session(request.session_id), round_id=request.round_id,
+                                   epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
+                                   spacing=request.spacing, sites=list(request.sites), colluders=request.colluders)
+        note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
+        return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
+                                      public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
+                                      share_sigma=ad.share_sigma, site_colluders=ad.site_colluders)
+
+    def SecAggMask(self, request, context):
+        ads = [Advertisement(a.site, a.round_id, a.request_sha256, a.public_key, a.signature)
+               for a in request.advertisements]
+        out = self.secagg.mask(self._session(request.session_id), round_id=request.round_id, advertisements=ads)
+        note(parameters={"kind": "secagg mask", "round_id": bytes(request.round_id).hex()})
+        r = out.receipt
+        return pb.SecAggMaskResponse(masked=out.masked.astype("<u8").tobytes(), receipt=pb.SecAggReceipt(
+            site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature))
+
+    def SecAggUnmask(self, request, context):
+        receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
+        out = self.secagg.unmask(self._session(request.session_id), round_id=request.round_id, receipts=receipts)
+        note(parameters={"kind": "secagg unmask", "round_id": bytes(request.round_id).hex(),
+                         "release_id": out.release_id, "charged": out.charged})
+        return pb.SecAggUnmaskResponse(self_seed=out.self_seed, release_id=out.release_id, repeated=not out.charged,
+                                       epsilon_spent=out.epsilon_spent, honest_shares=out.honest,
+                                       privacy_unit=PRIVACY_UNIT)
 
     def ReleaseBoydStatistics(self, request, context):
         out = self.boyd.release(self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,

@@ -145,6 +145,24 @@ class ReleaseSigner:
         """Sign a release of this site (``fields`` without ``site``, which is added)."""
         return sign_release(self._key, {**fields, "site": self.name})
 
+    def sign_message(self, message: bytes) -> bytes:
+        """Sign a protocol message (canonical bytes that name this site and their purpose)."""
+        return self._key.sign(bytes(message))
+
+    def knows(self, site: str) -> bool:
+        """Whether ``site`` is this site or a peer in its config (a key to verify its signatures)."""
+        return site in self._keys
+
+    def verify_message(self, site: str, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` is ``site``'s signature of ``message`` (False for a site without a known key)."""
+        if site not in self._keys:
+            return False
+        try:
+            self._keys[site].verify(bytes(signature), bytes(message))
+            return True
+        except InvalidSignature:
+            return False
+
     def verify_header(self, segments, n: int, score_class: int) -> None:
         """Check the signed releases an upload announces, before any of its values is read.
 

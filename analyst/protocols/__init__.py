@@ -3,12 +3,13 @@
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest
 from analyst.protocols.histogram import HistogramOptions, HistogramProtocol
 from analyst.protocols.paper import PaperOptions, PaperProtocol
+from analyst.protocols.secagg import SecAggOptions, SecAggProtocol
 
-__all__ = ["PROTOCOLS", "HistogramOptions", "PaperOptions", "Protocol", "ProtocolOptions", "ValidationRequest",
-           "get_protocol"]
+__all__ = ["PROTOCOLS", "HistogramOptions", "PaperOptions", "Protocol", "ProtocolOptions", "SecAggOptions",
+           "ValidationRequest", "get_protocol"]
 
 #: The protocols ``Federation.validate(protocol=...)`` dispatches to; a new protocol adds one entry.
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (HistogramProtocol(), PaperProtocol())}
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (HistogramProtocol(), PaperProtocol(), SecAggProtocol())}
 
 
 def get_protocol(name: str) -> Protocol:

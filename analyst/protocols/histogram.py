@@ -26,7 +26,7 @@ from analyst.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "HistogramSite",
            "citl_with_noise", "collect_histograms", "default_n_bins",
-           "histogram_result"]
+           "histogram_result", "summed_result"]
 
 HISTOGRAM_GUARANTEE = (
     "histogram protocol: each site's whole answer is one (epsilon, delta)-DP release under add/remove-one-patient "
@@ -166,9 +166,13 @@ def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
     return allowed_n_bins(policies, epsilon=epsilon, delta=delta)
 
 
-def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float) -> int:
-    """:func:`default_n_bins` from each site's allowed bin counts."""
-    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0))
+def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float, shares: int = 1) -> int:
+    """:func:`default_n_bins` from each site's allowed bin counts.
+
+    ``shares``: the release's noise is split into this many shares (secagg), each about ``sigma / sqrt(shares)``;
+    the count is the study's for one share.
+    """
+    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0) / math.sqrt(shares))
     sets = [set(a) for a in allowed_per_site]
     allowed = set.intersection(*sets) if sets else set()
     if not allowed or wanted in allowed:
@@ -334,14 +338,29 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
                              sum_sq=sums.get("sum_sq"), sum_p=sums.get("sum_p"), sum_y=sums.get("sum_y"),
                              scalar_sigma=math.sqrt(sum(r.scalar_sd**2 for r in releases.values())) if o.scalars else None,
                              **per_bin)
-    fitted = tuple(float(g) for g in v.rocglm_params) if v.estimator == "rocglm" else None
-    brier = (Estimate.of(v.brier_scalar, _NOISE + "; unbinned (scalar release)") if v.brier_scalar is not None
-             else Estimate.of(v.brier, _NOISE + ("; binned, at the within-bin mean scores" if with_sums
-                                                  else "; binned: each patient at the bin midpoint")))
     privacy = {name: site_privacy_from_budget(
         budgets[name], epsilon=r.epsilon, delta=r.delta, noise_sd=r.noise_sd, sensitivity=1.0,
         sensitivity_rule="count", formal_bound=True, n=float(r.negatives.sum() + r.positives.sum()),
         repeated=r.repeated) for name, r in releases.items()}
+    return summed_result(
+        common, v, privacy, a0=o.a0, with_sums=with_sums, timing=timing,
+        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing),
+        heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
+                       if o.by_site and len(releases) >= 2 else None),
+        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
+                        if o.decision_curve else None))
+
+
+def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool, timing, detail,
+                  warnings=(), **extra) -> ValidationResult:
+    """The :class:`analyst.ValidationResult` of a validation from summed noisy histograms ``v``
+    (:class:`dsroc.histogram.validation.HistogramValidation`): the histogram and secagg protocols' report.
+    ``extra``: further result fields (the histogram protocol's per-site heterogeneity, decision curve)."""
+    level = common["level"]
+    fitted = tuple(float(g) for g in v.rocglm_params) if v.estimator == "rocglm" else None
+    brier = (Estimate.of(v.brier_scalar, _NOISE + "; unbinned (scalar release)") if v.brier_scalar is not None
+             else Estimate.of(v.brier, _NOISE + ("; binned, at the within-bin mean scores" if with_sums
+                                                  else "; binned: each patient at the bin midpoint")))
     return ValidationResult(
         **common, n=v.n0 + v.n1, n0=v.n0, n1=v.n1, counts_exact=False,
         auc=v.auc, auc_ci=tuple(v.auc_ci), auc_variance=v.auc_variance,
@@ -350,9 +369,5 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
                      RocCurve.band_for(fitted, v.auc_ci)),
         calibration=histogram_calibration(v, level, with_sums), brier=brier, privacy=privacy,
         pr=pr_from_counts(v.counts0, v.counts1, v.edges, level=level),
-        test=a0_test(o.a0, level, v.auc_ci), warnings=tuple(v.notes) + _charged(v.unavailable), timing={} if timing is None else timing,
-        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing),
-        heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
-                       if o.by_site and len(releases) >= 2 else None),
-        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
-                        if o.decision_curve else None))
+        test=a0_test(a0, level, v.auc_ci), warnings=tuple(warnings) + tuple(v.notes) + _charged(v.unavailable),
+        timing={} if timing is None else timing, detail=detail, **extra)

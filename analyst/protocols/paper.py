@@ -87,8 +87,9 @@ class PaperDetail:
     grid : ndarray
         Its threshold grid.
     auc_corrected : dsroc.NoiseCorrectedAUC
-        The noise-corrected AUC (the release noise extrapolated to zero) with a CI whose variance
-        includes the noise; the reported AUC is the paper's, biased towards 0.5 by the noise.
+        The noise-corrected AUC (the release noise deconvolved from the released scores) with a CI whose
+        variance includes the noise and that allows for the deconvolution's bias; the reported AUC is the
+        paper's, biased towards 0.5 by the noise.
     calibration_curve : dsroc.CalibrationCurve
         The aggregated released cells, per-site curves and the withheld (site, bin) cells.
     calibration_hierarchy : dsroc.CalibrationHierarchy or None
@@ -109,7 +110,8 @@ class PaperDetail:
             ci = (f"{pct}% CI [{fmt(c.ci.lower)}, {fmt(c.ci.upper)}]" if c.ci.defined
                   else "CI undefined (corrected AUC outside (0, 1))")
             lines.append(f"{'AUC (noise-corrected)':<22} {fmt(c.auc)}   {ci} (SE {fmt(math.sqrt(c.variance))}; "
-                         "includes sampling and the release noise)")
+                         "includes sampling and the release noise; allows a bias of "
+                         f"{fmt(c.bias_bound)})")
         lines.append(f"{'ROC-GLM':<22} gamma1 = {fmt(fit.params[0])}, gamma2 = {fmt(fit.params[1])}, "
                      f"{fit.iterations} iterations, {'converged' if fit.converged else 'NOT converged'}")
         return lines + [f"  warning: {w}" for w in fit.warnings]
@@ -126,7 +128,7 @@ class PaperDetail:
                 "auc_corrected": None if c is None else {
                     "value": num(c.auc), "variance": num(c.variance), "lower": num(c.ci.lower), "upper": num(c.ci.upper),
                     "noise_variance": num(c.noise_variance), "auc_tau": num(c.auc_tau),
-                    "auc_released": num(c.auc_released)},
+                    "correction": num(c.correction), "bias_bound": num(c.bias_bound)},
                 "withheld": [{"site": s, "bin": int(b)} for s, b in self.withheld]}
 
 

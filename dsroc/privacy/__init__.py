@@ -4,13 +4,15 @@ from .._lazy import export_lazily
 
 _EXPORTS = {
     # .accounting
-    "Gaussian": "accounting", "DiscreteGaussian": "accounting", "Laplace": "accounting",
+    "Gaussian": "accounting", "DiscreteGaussian": "accounting", "DiscreteGaussianSum": "accounting", "Laplace": "accounting",
     "RandomizedResponse": "accounting", "PureEpsilon": "accounting", "ApproximateDp": "accounting",
     "Event": "accounting", "Accountant": "accounting", "VALUE_DISCRETIZATION": "accounting",
     "discretization_for": "accounting", "encode_event": "accounting", "decode_event": "accounting",
     # .auditing
     "CountQuery": "auditing", "AuditResult": "auditing", "atoms": "auditing",
     "small_determined_group": "auditing", "audit_counts": "auditing", "PRIME": "auditing",
+    # .distributed
+    "summed_noise_log_pmf": "distributed", "summed_noise_pld": "distributed", "summed_noise_variance": "distributed",
     # .gaussian
     "analytic_gaussian_sigma": "gaussian", "classical_gaussian_sigma": "gaussian", "gdp_release_mu": "gaussian",
     "gdp_mu": "gaussian", "gdp_delta": "gaussian", "gdp_epsilon": "gaussian", "add_gaussian_noise": "gaussian",
@@ -25,8 +27,9 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "Gaussian", "DiscreteGaussian", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
+    "Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
     "Accountant", "VALUE_DISCRETIZATION", "discretization_for", "encode_event", "decode_event",
+    "summed_noise_log_pmf", "summed_noise_pld", "summed_noise_variance",
     "CountQuery", "AuditResult", "atoms", "small_determined_group", "audit_counts", "PRIME",
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",
     "gdp_epsilon", "add_gaussian_noise",

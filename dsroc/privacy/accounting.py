@@ -12,6 +12,7 @@ from .gaussian import gdp_delta, gdp_epsilon
 __all__ = [
     "Gaussian",
     "DiscreteGaussian",
+    "DiscreteGaussianSum",
     "Laplace",
     "RandomizedResponse",
     "PureEpsilon",
@@ -100,6 +101,31 @@ class DiscreteGaussian:
 
 
 @dataclass(frozen=True)
+class DiscreteGaussianSum:
+    """The sum of ``count`` independent ``N_Z(0, sigma^2)`` shares on an integer query (secure aggregation).
+
+    Not itself a discrete Gaussian: its privacy-loss distribution is built from the exact pmf of the sum
+    (:func:`dsroc.privacy.distributed.summed_noise_pld`). ``count`` is the number of shares no coalition knows.
+    """
+
+    sigma: float
+    count: int
+    sensitivity: int = 1
+
+    def __post_init__(self):
+        _positive("sigma", self.sigma)
+        for name in ("count", "sensitivity"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    def pld(self, interval: float):
+        from .distributed import summed_noise_pld
+
+        return summed_noise_pld(self.sigma, self.count, self.sensitivity, interval)
+
+
+@dataclass(frozen=True)
 class Laplace:
     """Laplace noise of scale ``scale`` on an l1-sensitivity ``sensitivity`` query."""
 
@@ -173,7 +199,7 @@ class PureEpsilon(ApproximateDp):
             raise ValueError("a pure-epsilon event has delta = 0")
 
 
-Event = Union[Gaussian, DiscreteGaussian, Laplace, RandomizedResponse, ApproximateDp]
+Event = Union[Gaussian, DiscreteGaussian, DiscreteGaussianSum, Laplace, RandomizedResponse, ApproximateDp]
 
 
 @lru_cache(maxsize=512)
@@ -224,7 +250,7 @@ class Accountant:
     def _absorb(self, event, count: int = 1) -> None:
         if isinstance(event, Gaussian):
             self._mu2 += count * event.mu**2
-        elif isinstance(event, (DiscreteGaussian, Laplace, RandomizedResponse, ApproximateDp)):
+        elif isinstance(event, (DiscreteGaussian, DiscreteGaussianSum, Laplace, RandomizedResponse, ApproximateDp)):
             new = _event_pld(event, self._interval)
             if count > 1:
                 new = new.self_compose(count)
@@ -327,7 +353,8 @@ class Accountant:
         return self.delta(epsilon) <= float(delta)
 
 
-_KINDS = {"gaussian": Gaussian, "discrete_gaussian": DiscreteGaussian, "laplace": Laplace,
+_KINDS = {"gaussian": Gaussian, "discrete_gaussian": DiscreteGaussian, "discrete_gaussian_sum": DiscreteGaussianSum,
+          "laplace": Laplace,
           "randomized_response": RandomizedResponse, "approximate_dp": ApproximateDp, "pure_epsilon": PureEpsilon}
 
 

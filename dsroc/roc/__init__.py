@@ -19,8 +19,8 @@ _EXPORTS = {
     "pooled_sq_dev": "moments", "pooled_variance": "moments",
     # .noise_correction
     "NoiseCorrectedAUC": "noise_correction", "noise_corrected_auc": "noise_correction",
-    "released_auc": "noise_correction", "noise_variance": "noise_correction",
-    "grouped_noise_variance": "noise_correction",
+    "deconvolution_correction": "noise_correction", "grouped_deconvolution_correction": "noise_correction",
+    "noise_variance": "noise_correction", "grouped_noise_variance": "noise_correction",
     # .probit
     "OneCounts": "probit", "ProbitCounts": "probit", "ProbitTerms": "probit",
     "empirical_probit_start": "probit", "moment_step": "probit",
@@ -44,7 +44,8 @@ __all__ = [
     "grouped_mean", "grouped_variance", "grouped_delong_variance", "grouped_rocglm_counts",
     "ConfusionParts", "confusion_parts", "ConfusionSummary", "aggregate_confusion",
     "MeanParts", "mean_parts", "sq_dev_parts", "pooled_mean", "pooled_sq_dev", "pooled_variance",
-    "NoiseCorrectedAUC", "noise_corrected_auc", "released_auc", "noise_variance", "grouped_noise_variance",
+    "NoiseCorrectedAUC", "noise_corrected_auc", "deconvolution_correction", "grouped_deconvolution_correction",
+    "noise_variance", "grouped_noise_variance",
     "OneCounts", "ProbitCounts", "ProbitTerms", "empirical_probit_start", "moment_step",
     "Iteration", "OneFit", "iterate_to_mle", "newton_one", "stop_before_evaluating",
     "rocglm_grid", "rocglm_counts", "PartsAtTheta", "RocGlmParts", "rocglm_auc", "rocglm_intercept_for_auc",

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit, logit, ndtri
+from scipy.special import expit, logit, ndtr, ndtri
 
 from .._checks import as_scores, is_sorted, split_by_class
 
 __all__ = [
     "BatchCI",
+    "bias_aware_critical_value",
     "SurvivorFunction",
     "placement_values",
     "empirical_auc",
@@ -185,19 +186,43 @@ def _check_ci_options(level: float, method: str) -> None:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
 
 
-def auc_ci_batch(auc, variance, *, level: float = 0.95, method: str = "logit") -> BatchCI:
+def bias_aware_critical_value(ratio, level: float = 0.95) -> np.ndarray:
+    """Critical value ``c`` with ``Phi(c - t) - Phi(-c - t) = level`` for ``t = ratio`` (bias bound / SE).
+
+    ``estimate +- c SE`` then covers with probability at least ``level`` whenever the estimate's bias is
+    at most ``t SE`` (Armstrong & Kolesar 2020, fixed-length bias-aware interval); ``c`` is ``z`` at
+    ``t = 0`` and about ``t + z_(level)`` (one-sided) for large ``t``. Solved by bisection, elementwise.
+    """
+    t = np.abs(np.asarray(ratio, dtype=np.float64))
+    # c - t lies between the one-sided and the two-sided normal quantile; bisect on it (exact for any t).
+    lo, hi = np.full_like(t, ndtri(level)), np.full_like(t, ndtri(0.5 + level / 2.0))
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        low = ndtr(mid) - ndtr(-mid - 2.0 * t) < level
+        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+    return t + 0.5 * (lo + hi)
+
+
+def auc_ci_batch(auc, variance, *, level: float = 0.95, method: str = "logit", bias=0.0) -> BatchCI:
     """Vectorised :func:`auc_ci`: the same intervals for arrays of AUCs and variances.
 
     Where :func:`auc_ci` raises (an AUC of exactly 0 or 1 with the logit method, or an invalid input),
-    the bounds are NaN and ``defined`` is False, so that a caller can record why.
+    the bounds are NaN and ``defined`` is False, so that a caller can record why. ``bias`` (>= 0, per
+    AUC) bounds the estimate's absolute bias: where positive, ``z`` becomes
+    :func:`bias_aware_critical_value` of ``bias / SE`` (the same ratio on the logit scale).
     """
     _check_ci_options(level, method)
     a = np.asarray(auc, dtype=np.float64)
     v = np.asarray(variance, dtype=np.float64)
+    b = np.asarray(bias, dtype=np.float64)
+    if not (np.isfinite(b).all() and (b >= 0).all()):
+        raise ValueError(f"bias must be a finite non-negative bound, got {bias}")
     defined = np.isfinite(a) & (a >= 0.0) & (a <= 1.0) & np.isfinite(v) & (v >= 0.0)
     z = ndtri(0.5 + level / 2.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt(v)
+        if np.any(b > 0):
+            z = np.where(b > 0, bias_aware_critical_value(b / np.maximum(se, 1e-300), level), z)
         if method == "wald":
             lo, hi = np.maximum(0.0, a - z * se), np.minimum(1.0, a + z * se)
         else:

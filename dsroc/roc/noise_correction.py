@@ -1,21 +1,29 @@
-"""Noise-corrected AUC of the paper protocol: extrapolation of the known Gaussian release noise to zero, and its CI.
+"""Noise-corrected AUC of the paper protocol: the known Gaussian release noise deconvolved from the released scores, and its CI.
 
 In the paper's distributed procedure the sites place their *true* scores under the pooled *released*
-scores (``s + tau z``). The mean placement values then estimate the AUC of the true scores blurred by
-noise of variance ``tau^2``, and the AUC among the released scores themselves (which the analyst holds)
-the AUC blurred by ``2 tau^2``. For scores whose difference ``D = s1 - s0`` has a smooth density
-``f`` at 0, ``A(sigma) = P(D + sigma Z > 0) = A(0) - sigma^2 f'(0) / 2 + O(sigma^4)``, so the linear
-extrapolation in ``sigma^2``
+scores (``s + tau z``). The mean placement values then estimate ``A(tau)``, the AUC of the true scores
+blurred by noise of variance ``tau^2``: biased towards 0.5 by about ``tau^2 f'(0) / 2`` (``f`` the density
+of ``D = s1 - s0``). The correction estimates that blur from the released scores alone: each class's
+true-score distribution is deconvolved from its released scores (a Gaussian-mixture NPMLE: components
+of a fixed small width at the centres of a grid spanning the releases, weights fitted by EM to the
+binned releases, each component blurred by the known ``tau``; Kiefer & Wolfowitz 1956, Laird 1978),
+and the AUC is
 
-    A_c = 2 A(tau) - A(sqrt(2) tau)
+    A_c = A(tau) + [A_G(0) - A_G(tau)],
 
-removes the noise's bias to first order (for piecewise linear densities, e.g. uniform scores, up to
-Gaussian tail terms). It needs nothing beyond what the protocol already releases or answers: the
-placement moments' means and the released scores. With ``tau = 0`` it is the exact empirical AUC.
-Different noise levels per site cancel the same way (each pair's blur adds the variances).
+where ``A_G(sigma)`` is the fitted distributions' AUC under pair noise ``sigma`` (closed form). Only the
+blur from ``0`` to ``tau`` comes from the model; ``A(tau)`` itself is the sites' answer on the true
+scores. It needs nothing beyond what the protocol already releases or answers (the placement moments'
+means and the released scores). With ``tau = 0`` it is the exact empirical AUC. Sites with different
+``tau`` are deconvolved jointly, and ``A_G(tau)`` mixes the sites' levels as the placement means do.
+The first-order extrapolation ``2 A(tau) - A(sqrt 2 tau)`` used before leaves an ``O(tau^4)`` bias that
+does not shrink with ``n`` on smooth scores (docs/simulations.md).
 
 Its variance is the DeLong variance (sampling) plus the noise's own variance, estimated by redrawing
-the known noise around the released scores (a parametric bootstrap on what the analyst already holds).
+the known noise around the released scores and recomputing ``A_c`` (deconvolution included): a
+parametric bootstrap on what the analyst already holds. The deconvolution is not exact (finite grid,
+EM stopped early, shapes it cannot resolve): the CI is bias-aware (Armstrong & Kolesar 2020) for a bias
+of at most :data:`MISFIT_SHARE` of the correction.
 """
 
 from __future__ import annotations
@@ -23,35 +31,44 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import ndtr
 
 from .._checks import is_sorted
-from .auc import BatchCI, auc_ci_batch, placement_values
+from .auc import BatchCI, auc_ci_batch
 from .batch import check_groups, group_sizes, grouped_mean, grouped_placement_values
 
-__all__ = ["NoiseCorrectedAUC", "noise_corrected_auc", "released_auc", "noise_variance", "grouped_noise_variance"]
+__all__ = ["NoiseCorrectedAUC", "noise_corrected_auc", "deconvolution_correction", "grouped_deconvolution_correction",
+           "noise_variance", "grouped_noise_variance"]
 
 DEFAULT_DRAWS = 6
 DEFAULT_MAX_SIZE = 4_000  # released scores per data set used by the noise bootstrap (variance scaled to n)
+GRID_BINS = 60  # bins (and mixture components) spanning each data set's released scores
+EM_ITERATIONS = 500  # fixed: the fitted weights are a deterministic function of the binned releases
+# The deconvolution's own error, as a share of the blur it removes: at most 3-5 % in the study's shapes
+# (docs/simulations.md, coverage by score shape); the CI allows 10 % as a bias bound.
+MISFIT_SHARE = 0.1
 
 
 class NoiseCorrectedAUC(NamedTuple):
     """The noise-corrected AUC, its variance and CI (arrays when the inputs are arrays).
 
     ``auc_tau``: AUC of the true scores against the released ones (from the mean placement values);
-    ``auc_released``: AUC among the released scores; ``noise_variance``: the noise's share of ``variance``.
+    ``correction``: the deconvolved blur ``A_G(0) - A_G(tau)`` added to it; ``noise_variance``: the
+    noise's share of ``variance``; ``bias_bound``: the bias the CI allows for (``misfit_share |correction|``).
     """
 
     auc: float | np.ndarray
     variance: float | np.ndarray
     ci: BatchCI
     auc_tau: float | np.ndarray
-    auc_released: float | np.ndarray
+    correction: float | np.ndarray
     noise_variance: float | np.ndarray
+    bias_bound: float | np.ndarray
 
 
-def noise_corrected_auc(*, mean_pv0, mean_pv1, auc_released, delong_variance, noise_variance, level: float = 0.95,
-                        method: str = "logit") -> NoiseCorrectedAUC:
-    """``A_c = 2 A(tau) - A(sqrt 2 tau)`` with ``A(tau) = (1 - mean PV0 + mean PV1) / 2``, and its CI.
+def noise_corrected_auc(*, mean_pv0, mean_pv1, correction, delong_variance, noise_variance, level: float = 0.95,
+                        method: str = "logit", misfit_share: float = MISFIT_SHARE) -> NoiseCorrectedAUC:
+    """``A_c = A(tau) + correction`` with ``A(tau) = (1 - mean PV0 + mean PV1) / 2``, and its CI.
 
     Parameters
     ----------
@@ -59,8 +76,8 @@ def noise_corrected_auc(*, mean_pv0, mean_pv1, auc_released, delong_variance, no
         Mean over the positives of ``PV0 = S~0(s1)``, their true scores placed under the released negatives.
     mean_pv1 : float or array
         Mean over the negatives of ``PV1 = S~1(s0)``.
-    auc_released : float or array
-        Empirical AUC of the released positives against the released negatives (:func:`released_auc`).
+    correction : float or array
+        The deconvolved blur ``A_G(0) - A_G(tau)`` (:func:`deconvolution_correction`); 0 without noise.
     delong_variance : float or array
         DeLong variance from the placement values' moments (the sampling part).
     noise_variance : float or array
@@ -68,33 +85,135 @@ def noise_corrected_auc(*, mean_pv0, mean_pv1, auc_released, delong_variance, no
     level, method
         As for :func:`dsroc.auc_ci`; where the interval does not exist (``A_c`` outside (0, 1) with the
         logit method) ``ci.defined`` is False and the bounds are NaN.
+    misfit_share : float
+        Bound on the deconvolution's error as a share of ``|correction|``: the CI is bias-aware for a bias
+        of at most ``misfit_share |correction|`` (:func:`dsroc.roc.auc.bias_aware_critical_value`); 0
+        gives the plain interval with the variance alone.
     """
-    values = {"mean_pv0": mean_pv0, "mean_pv1": mean_pv1, "auc_released": auc_released}
-    for name, value in values.items():
+    if not (np.isfinite(misfit_share) and 0.0 <= misfit_share <= 1.0):
+        raise ValueError(f"misfit_share must lie in [0, 1], got {misfit_share}")
+    for name, value in (("mean_pv0", mean_pv0), ("mean_pv1", mean_pv1)):
         v = np.asarray(value, dtype=np.float64)
         if not (np.isfinite(v).all() and ((v >= 0) & (v <= 1)).all()):
             raise ValueError(f"{name} must lie in [0, 1], got {value}")
+    c = np.asarray(correction, dtype=np.float64)
+    if not (np.isfinite(c).all() and (np.abs(c) <= 1).all()):
+        raise ValueError(f"correction must be a finite AUC difference in [-1, 1], got {correction}")
     for name, value in (("delong_variance", delong_variance), ("noise_variance", noise_variance)):
         v = np.asarray(value, dtype=np.float64)
         if not (np.isfinite(v).all() and (v >= 0).all()):
             raise ValueError(f"{name} must be a finite non-negative variance, got {value}")
     auc_tau = 0.5 * (1.0 - np.asarray(mean_pv0, dtype=np.float64) + np.asarray(mean_pv1, dtype=np.float64))
-    auc = 2.0 * auc_tau - np.asarray(auc_released, dtype=np.float64)
+    auc = auc_tau + c
     variance = np.asarray(delong_variance, dtype=np.float64) + np.asarray(noise_variance, dtype=np.float64)
     inside = (auc >= 0.0) & (auc <= 1.0)
-    ci = auc_ci_batch(np.where(inside, auc, np.nan), variance, level=level, method=method)
-    scalar = np.ndim(auc) == 0
-    out = (auc, variance, auc_tau, np.asarray(auc_released, dtype=np.float64), np.asarray(noise_variance, dtype=np.float64))
-    if scalar:
-        auc, variance, auc_tau, released, noise = (float(v) for v in out)
-        ci = BatchCI(float(ci.lower), float(ci.upper), bool(ci.defined))
-        return NoiseCorrectedAUC(auc, variance, ci, auc_tau, released, noise)
-    return NoiseCorrectedAUC(out[0], out[1], ci, out[2], out[3], out[4])
+    bound = misfit_share * np.abs(c)
+    ci = auc_ci_batch(np.where(inside, auc, np.nan), variance, level=level, method=method, bias=bound)
+    out = (auc, variance, auc_tau, c, np.asarray(noise_variance, dtype=np.float64), bound)
+    if np.ndim(auc) == 0:
+        auc, variance, auc_tau, c, noise, bound = (float(v) for v in out)
+        return NoiseCorrectedAUC(auc, variance, BatchCI(float(ci.lower), float(ci.upper), bool(ci.defined)),
+                                 auc_tau, c, noise, bound)
+    return NoiseCorrectedAUC(*out[:2], ci, *out[2:])
 
 
-def released_auc(released0, released1) -> float:
-    """Empirical (Mann-Whitney, mid-rank) AUC of the released positives against the released negatives."""
-    return float(1.0 - placement_values(released0, released1).mean())
+def _check_taus(tau, r: np.ndarray) -> np.ndarray:
+    t = np.broadcast_to(np.asarray(tau, dtype=np.float64), r.shape)
+    if not (np.isfinite(t).all() and (t >= 0).all()):
+        raise ValueError("tau must be finite and non-negative")
+    return t
+
+
+def _bin_likelihood(ratio: np.ndarray) -> np.ndarray:
+    """``L[c, j, k]``: probability that a score from component ``k`` lands in bin ``j`` after noise, per cell.
+
+    Components sit at the bin centres with SD half a bin; ``ratio`` is each cell's ``tau`` in bin widths.
+    The outer bins extend to infinity.
+    """
+    m = GRID_BINS
+    s = np.sqrt(ratio**2 + 0.25)[:, None, None]
+    edges = np.arange(1, m)[None, :, None] - np.arange(m)[None, None, :] - 0.5  # inner edges j = 1..m-1
+    cdf = ndtr(edges / s)  # (cells, m - 1, m)
+    ones, zeros = np.ones_like(cdf[:, :1]), np.zeros_like(cdf[:, :1])
+    return np.diff(np.concatenate([zeros, cdf, ones], axis=1), axis=1)
+
+
+def _pair_auc(w0: np.ndarray, w1: np.ndarray, ratio: np.ndarray) -> np.ndarray:
+    """``A_G(sigma)`` per cell: fitted positives above fitted negatives under pair noise ``sigma`` (``ratio``
+    = ``sigma`` in bin widths); each pair of components differs by ``(j - k)`` bins with SD ``sqrt(1/2 + ratio^2)``."""
+    m = GRID_BINS
+    diff = np.arange(m)[:, None] - np.arange(m)[None, :]
+    kernel = ndtr(diff[None] / np.sqrt(0.5 + ratio**2)[:, None, None])
+    return np.einsum("cj,cjk,ck->c", w1, kernel, w0)
+
+
+def grouped_deconvolution_correction(released0, groups0, released1, groups1, tau0, tau1, *, n_groups: int) -> np.ndarray:
+    """:func:`deconvolution_correction` of many data sets at once (group ids as in :mod:`dsroc.batch`).
+
+    Each group's value equals :func:`deconvolution_correction` on that group alone.
+    """
+    r0, r1 = np.asarray(released0, dtype=np.float64), np.asarray(released1, dtype=np.float64)
+    g0, g1 = check_groups(groups0, r0.size, n_groups, name="groups0"), check_groups(groups1, r1.size, n_groups, name="groups1")
+    t0, t1 = _check_taus(tau0, r0), _check_taus(tau1, r1)
+    if not (np.isfinite(r0).all() and np.isfinite(r1).all()):
+        raise ValueError("released scores must be finite")
+    lo = np.full(n_groups, np.inf)
+    hi = np.full(n_groups, -np.inf)
+    for r, g in ((r0, g0), (r1, g1)):
+        np.minimum.at(lo, g, r)
+        np.maximum.at(hi, g, r)
+    span = hi - lo
+    width = np.where(np.isfinite(span) & (span > 0), span / GRID_BINS, 1.0)
+    lo = np.where(np.isfinite(lo), lo, 0.0)
+    levels = np.unique(np.concatenate([t0, t1]))
+    weights, shares = [], []
+    for r, g, t in ((r0, g0, t0), (r1, g1, t1)):
+        bins = np.clip(((r - lo[g]) / width[g]).astype(np.int64), 0, GRID_BINS - 1)
+        size = np.maximum(group_sizes(g, n_groups), 1)
+        parts = []
+        for level in levels:
+            at = t == level
+            counts = np.bincount(g[at] * GRID_BINS + bins[at], minlength=n_groups * GRID_BINS).reshape(n_groups, GRID_BINS)
+            parts.append((counts, _bin_likelihood(level / width)))
+        w = np.full((n_groups, GRID_BINS), 1.0 / GRID_BINS)
+        for _ in range(EM_ITERATIONS):  # EM for the mixing weights (the likelihood is concave in them)
+            step = np.zeros_like(w)
+            for counts, lik in parts:
+                fitted = np.matmul(lik, w[:, :, None])[:, :, 0]
+                ratio = np.divide(counts, fitted, out=np.zeros_like(fitted), where=counts > 0)
+                step += np.matmul(ratio[:, None, :], lik)[:, 0, :]
+            w = w * step / size[:, None]
+        weights.append(w)
+        shares.append([np.bincount(g[t == level], minlength=n_groups) / size for level in levels])
+    w0, w1 = weights
+    blurred = sum(0.5 * (s0 + s1) * _pair_auc(w0, w1, level / width) for level, s0, s1 in zip(levels, *shares))
+    out = _pair_auc(w0, w1, np.zeros(n_groups)) - blurred
+    noisy = np.zeros(n_groups, dtype=bool)
+    for g, t in ((g0, t0), (g1, t1)):
+        noisy[g[t > 0]] = True
+    return np.where(noisy, out, 0.0)
+
+
+def deconvolution_correction(released0, released1, tau0, tau1) -> float:
+    """The blur ``A_G(0) - A_G(tau)`` that the noise put on ``A(tau)``, estimated from the released scores.
+
+    Each class's true-score distribution ``G`` is deconvolved from its released scores: a mixture of
+    Gaussians of SD half a bin at the centres of :data:`GRID_BINS` equal bins spanning the releases,
+    whose weights :data:`EM_ITERATIONS` steps of EM fit to the binned releases, each component blurred by
+    the known ``tau`` of each released score. ``A_G(sigma)`` is the fitted positives' AUC against the
+    fitted negatives under pair noise ``sigma``; ``A_G(tau)`` mixes the release levels as the placement
+    means do (half the negatives' shares, half the positives'). 0 when no score carries noise.
+
+    Parameters
+    ----------
+    released0, released1 : array_like
+        The pooled released negatives and positives.
+    tau0, tau1 : float or array_like
+        Noise standard deviation of each released negative / positive (a scalar when all sites used the same).
+    """
+    r0, r1 = np.asarray(released0, dtype=np.float64), np.asarray(released1, dtype=np.float64)
+    return float(grouped_deconvolution_correction(r0, np.zeros(r0.size, dtype=np.int64), r1, np.zeros(r1.size, dtype=np.int64),
+                                                  tau0, tau1, n_groups=1)[0])
 
 
 def noise_variance(released0, released1, tau0, tau1, *, draws: int = DEFAULT_DRAWS,
@@ -102,12 +221,10 @@ def noise_variance(released0, released1, tau0, tau1, *, draws: int = DEFAULT_DRA
     """Variance of the noise-corrected AUC due to the release noise, by redrawing the known noise.
 
     The released scores stand in for the true ones: each draw adds fresh ``N(0, tau^2)`` noise to them,
-    computes ``A_c`` as the protocol would, and the variance over the draws is the estimate. It is
-    approximate: the stand-ins are already blurred, and in our tests it came out 20-40 % below the
-    noise variance seen over repeated releases -- which is itself about 1 % of the DeLong variance, so
-    the interval's width is hardly affected. At most ``max_size`` scores (a random subset, class
-    proportions kept in expectation) are used and the variance is scaled to the full size (the noise
-    variance is inversely proportional to n). Deterministic for a given ``seed``.
+    computes ``A_c`` as the protocol would (placement means and deconvolution), and the variance over the
+    draws is the estimate. At most ``max_size`` scores (a random subset, class proportions kept in
+    expectation) are used and the variance is scaled to the full size (the noise variance falls like
+    1/n). Deterministic for a given ``seed``.
 
     Parameters
     ----------
@@ -132,7 +249,7 @@ def _by_group(groups: np.ndarray, n_groups: int) -> list[np.ndarray]:
 
 def grouped_noise_variance(released0, groups0, released1, groups1, tau0, tau1, *, n_groups: int, seeds,
                            draws: int = DEFAULT_DRAWS, max_size: int = DEFAULT_MAX_SIZE) -> np.ndarray:
-    """:func:`noise_variance` of many data sets at once (group ids as in :mod:`dsroc.roc.batch`), one sort per term.
+    """:func:`noise_variance` of many data sets at once (group ids as in :mod:`dsroc.batch`), one sort per term.
 
     ``seeds`` holds one seed per group, so each group's value equals :func:`noise_variance` on that
     group alone with its seed (however the groups are batched).
@@ -145,9 +262,7 @@ def grouped_noise_variance(released0, groups0, released1, groups1, tau0, tau1, *
         raise ValueError(f"seeds must hold one seed per group ({n_groups}), got {len(seeds)}")
     r0, r1 = np.asarray(released0, dtype=np.float64), np.asarray(released1, dtype=np.float64)
     g0, g1 = check_groups(groups0, r0.size, n_groups, name="groups0"), check_groups(groups1, r1.size, n_groups, name="groups1")
-    t0, t1 = (np.broadcast_to(np.asarray(t, dtype=np.float64), r.shape) for t, r in ((tau0, r0), (tau1, r1)))
-    if not (np.isfinite(t0).all() and np.isfinite(t1).all() and (t0 >= 0).all() and (t1 >= 0).all()):
-        raise ValueError("tau must be finite and non-negative")
+    t0, t1 = _check_taus(tau0, r0), _check_taus(tau1, r1)
     d = int(draws)
     n = group_sizes(g0, n_groups) + group_sizes(g1, n_groups)
     # Per group, from its own generator: a random subset of at most ~max_size scores, then d noise draws
@@ -163,15 +278,16 @@ def grouped_noise_variance(released0, groups0, released1, groups1, tau0, tau1, *
             idx = idx[rng.random(idx.size) < p] if p < 1.0 else idx
             kept[g] += idx.size
             s = np.repeat(r[idx][None, :], d, axis=0)  # (draws, kept)
-            x = s + t[idx] * rng.standard_normal(s.shape)
-            parts[cls].append((s.ravel(), x.ravel(), np.repeat(g * d + np.arange(d), idx.size)))
-    (s0, x0, c0), (s1, x1, c1) = ([np.concatenate(col) for col in zip(*parts[cls])] for cls in (0, 1))
+            tt = np.repeat(t[idx][None, :], d, axis=0)
+            x = s + tt * rng.standard_normal(s.shape)
+            parts[cls].append((s.ravel(), x.ravel(), tt.ravel(), np.repeat(g * d + np.arange(d), idx.size)))
+    (s0, x0, u0, c0), (s1, x1, u1, c1) = ([np.concatenate(col) for col in zip(*parts[cls])] for cls in (0, 1))
     cells = n_groups * d
     pv0 = grouped_placement_values(x0, c0, s1, c1, n_groups=cells)  # stand-in positives under noisy negatives
     pv1 = grouped_placement_values(x1, c1, s0, c0, n_groups=cells)
-    both = grouped_placement_values(x0, c0, x1, c1, n_groups=cells)
     mean0, mean1 = grouped_mean(pv0, c1, n_groups=cells), grouped_mean(pv1, c0, n_groups=cells)
-    corrected = (1.0 - mean0 + mean1) - (1.0 - grouped_mean(both, c1, n_groups=cells))
+    correction = grouped_deconvolution_correction(x0, c0, x1, c1, u0, u1, n_groups=cells)
+    corrected = 0.5 * (1.0 - mean0 + mean1) + correction
     var = corrected.reshape(n_groups, d).var(axis=1, ddof=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return var * kept / n

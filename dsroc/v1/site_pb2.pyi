@@ -160,7 +160,7 @@ class DatasetInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress")
+    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites")
     PRIVACY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     MAX_EPSILON_FIELD_NUMBER: _ClassVar[int]
     MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +182,8 @@ class Policy(_message.Message):
     HISTOGRAM_LOGIT_MAX_FIELD_NUMBER: _ClassVar[int]
     PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
     MAX_CALLS_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    SECAGG_COLLUDERS_FIELD_NUMBER: _ClassVar[int]
+    SECAGG_MIN_SITES_FIELD_NUMBER: _ClassVar[int]
     privacy_level: int
     max_epsilon: float
     max_delta: float
@@ -203,7 +205,9 @@ class Policy(_message.Message):
     histogram_logit_max: float
     privacy_unit: str
     max_calls_in_progress: int
-    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ...) -> None: ...
+    secagg_colluders: int
+    secagg_min_sites: int
+    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
     __slots__ = ("site_name", "api_version", "policy", "datasets")
@@ -252,6 +256,56 @@ class CloseSessionRequest(_message.Message):
 class CloseSessionResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class BudgetRequest(_message.Message):
+    __slots__ = ("dataset", "queries")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    queries: _containers.RepeatedCompositeFieldContainer[ReleaseQuery]
+    def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
+
+class PrepareRequest(_message.Message):
+    __slots__ = ("scores", "histogram", "boyd", "hold_seconds")
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
+    BOYD_FIELD_NUMBER: _ClassVar[int]
+    HOLD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    scores: ReleaseRequest
+    histogram: HistogramRequest
+    boyd: BoydRequest
+    hold_seconds: float
+    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ...) -> None: ...
+
+class PrepareResponse(_message.Message):
+    __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget")
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    reservation_id: str
+    expires_in_seconds: float
+    repeated: bool
+    budget: BudgetStatus
+    def __init__(self, reservation_id: _Optional[str] = ..., expires_in_seconds: _Optional[float] = ..., repeated: _Optional[bool] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+
+class CancelReservationRequest(_message.Message):
+    __slots__ = ("reservation_id",)
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    reservation_id: str
+    def __init__(self, reservation_id: _Optional[str] = ...) -> None: ...
+
+class CancelReservationResponse(_message.Message):
+    __slots__ = ("cancelled",)
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    cancelled: bool
+    def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
+
+class BudgetResponse(_message.Message):
+    __slots__ = ("budget",)
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: BudgetStatus
+    def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class SensitivityRequest(_message.Message):
     __slots__ = ("session_id",)
@@ -503,58 +557,6 @@ class ConfusionPartsResponse(_message.Message):
     tn: int
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
-class BudgetRequest(_message.Message):
-    __slots__ = ("dataset", "queries")
-    DATASET_FIELD_NUMBER: _ClassVar[int]
-    QUERIES_FIELD_NUMBER: _ClassVar[int]
-    dataset: str
-    queries: _containers.RepeatedCompositeFieldContainer[ReleaseQuery]
-    def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
-
-class BoydRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "count_share", "reservation_id")
-    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
-    EPSILON_FIELD_NUMBER: _ClassVar[int]
-    DELTA_FIELD_NUMBER: _ClassVar[int]
-    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
-    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
-    session_id: str
-    epsilon: float
-    delta: float
-    count_share: float
-    reservation_id: str
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., reservation_id: _Optional[str] = ...) -> None: ...
-
-class BoydResponse(_message.Message):
-    __slots__ = ("auc", "average_precision", "n1_noisy", "n", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")
-    AUC_FIELD_NUMBER: _ClassVar[int]
-    AVERAGE_PRECISION_FIELD_NUMBER: _ClassVar[int]
-    N1_NOISY_FIELD_NUMBER: _ClassVar[int]
-    N_FIELD_NUMBER: _ClassVar[int]
-    EPSILON_FIELD_NUMBER: _ClassVar[int]
-    DELTA_FIELD_NUMBER: _ClassVar[int]
-    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
-    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
-    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
-    REPEATED_FIELD_NUMBER: _ClassVar[int]
-    auc: float
-    average_precision: float
-    n1_noisy: float
-    n: int
-    epsilon: float
-    delta: float
-    count_share: float
-    privacy_unit: str
-    release_id: str
-    repeated: bool
-    def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
-
-class BudgetResponse(_message.Message):
-    __slots__ = ("budget",)
-    BUDGET_FIELD_NUMBER: _ClassVar[int]
-    budget: BudgetStatus
-    def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
-
 class HistogramRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -623,38 +625,136 @@ class HistogramResponse(_message.Message):
     sums_resolution: float
     def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ...) -> None: ...
 
-class PrepareRequest(_message.Message):
-    __slots__ = ("scores", "histogram", "boyd", "hold_seconds")
-    SCORES_FIELD_NUMBER: _ClassVar[int]
-    HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
-    BOYD_FIELD_NUMBER: _ClassVar[int]
-    HOLD_SECONDS_FIELD_NUMBER: _ClassVar[int]
-    scores: ReleaseRequest
-    histogram: HistogramRequest
-    boyd: BoydRequest
-    hold_seconds: float
-    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ...) -> None: ...
-
-class PrepareResponse(_message.Message):
-    __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget")
+class BoydRequest(_message.Message):
+    __slots__ = ("session_id", "epsilon", "delta", "count_share", "reservation_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
-    EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    epsilon: float
+    delta: float
+    count_share: float
+    reservation_id: str
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., reservation_id: _Optional[str] = ...) -> None: ...
+
+class BoydResponse(_message.Message):
+    __slots__ = ("auc", "average_precision", "n1_noisy", "n", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")
+    AUC_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_PRECISION_FIELD_NUMBER: _ClassVar[int]
+    N1_NOISY_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     REPEATED_FIELD_NUMBER: _ClassVar[int]
-    BUDGET_FIELD_NUMBER: _ClassVar[int]
-    reservation_id: str
-    expires_in_seconds: float
+    auc: float
+    average_precision: float
+    n1_noisy: float
+    n: int
+    epsilon: float
+    delta: float
+    count_share: float
+    privacy_unit: str
+    release_id: str
     repeated: bool
-    budget: BudgetStatus
-    def __init__(self, reservation_id: _Optional[str] = ..., expires_in_seconds: _Optional[float] = ..., repeated: _Optional[bool] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+    def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
-class CancelReservationRequest(_message.Message):
-    __slots__ = ("reservation_id",)
-    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
-    reservation_id: str
-    def __init__(self, reservation_id: _Optional[str] = ...) -> None: ...
+class SecAggAdvertiseRequest(_message.Message):
+    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    N_BINS_FIELD_NUMBER: _ClassVar[int]
+    SPACING_FIELD_NUMBER: _ClassVar[int]
+    SITES_FIELD_NUMBER: _ClassVar[int]
+    COLLUDERS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round_id: bytes
+    epsilon: float
+    delta: float
+    n_bins: int
+    spacing: str
+    sites: _containers.RepeatedScalarFieldContainer[str]
+    colluders: int
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ...) -> None: ...
 
-class CancelReservationResponse(_message.Message):
-    __slots__ = ("cancelled",)
-    CANCELLED_FIELD_NUMBER: _ClassVar[int]
-    cancelled: bool
-    def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
+class SecAggAdvertisement(_message.Message):
+    __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders")
+    SITE_FIELD_NUMBER: _ClassVar[int]
+    ROUND_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_SHA256_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
+    SITE_COLLUDERS_FIELD_NUMBER: _ClassVar[int]
+    site: str
+    round_id: bytes
+    request_sha256: str
+    public_key: bytes
+    signature: bytes
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    share_sigma: float
+    site_colluders: int
+    def __init__(self, site: _Optional[str] = ..., round_id: _Optional[bytes] = ..., request_sha256: _Optional[str] = ..., public_key: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., edges: _Optional[_Iterable[float]] = ..., share_sigma: _Optional[float] = ..., site_colluders: _Optional[int] = ...) -> None: ...
+
+class SecAggMaskRequest(_message.Message):
+    __slots__ = ("session_id", "round_id", "advertisements")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_ID_FIELD_NUMBER: _ClassVar[int]
+    ADVERTISEMENTS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round_id: bytes
+    advertisements: _containers.RepeatedCompositeFieldContainer[SecAggAdvertisement]
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., advertisements: _Optional[_Iterable[_Union[SecAggAdvertisement, _Mapping]]] = ...) -> None: ...
+
+class SecAggReceipt(_message.Message):
+    __slots__ = ("site", "masked_sha256", "commitment", "signature")
+    SITE_FIELD_NUMBER: _ClassVar[int]
+    MASKED_SHA256_FIELD_NUMBER: _ClassVar[int]
+    COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    site: str
+    masked_sha256: str
+    commitment: str
+    signature: bytes
+    def __init__(self, site: _Optional[str] = ..., masked_sha256: _Optional[str] = ..., commitment: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
+
+class SecAggMaskResponse(_message.Message):
+    __slots__ = ("masked", "receipt")
+    MASKED_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    masked: bytes
+    receipt: SecAggReceipt
+    def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ...) -> None: ...
+
+class SecAggUnmaskRequest(_message.Message):
+    __slots__ = ("session_id", "round_id", "receipts")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIPTS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round_id: bytes
+    receipts: _containers.RepeatedCompositeFieldContainer[SecAggReceipt]
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., receipts: _Optional[_Iterable[_Union[SecAggReceipt, _Mapping]]] = ...) -> None: ...
+
+class SecAggUnmaskResponse(_message.Message):
+    __slots__ = ("self_seed", "release_id", "repeated", "epsilon_spent", "honest_shares", "privacy_unit")
+    SELF_SEED_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    HONEST_SHARES_FIELD_NUMBER: _ClassVar[int]
+    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    self_seed: bytes
+    release_id: str
+    repeated: bool
+    epsilon_spent: float
+    honest_shares: int
+    privacy_unit: str
+    def __init__(self, self_seed: _Optional[bytes] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ..., epsilon_spent: _Optional[float] = ..., honest_shares: _Optional[int] = ..., privacy_unit: _Optional[str] = ...) -> None: ...

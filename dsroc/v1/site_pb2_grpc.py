@@ -44,6 +44,26 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.OpenSessionRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.OpenSessionResponse.FromString,
                 _registered_method=True)
+        self.CloseSession = channel.unary_unary(
+                '/dsroc.v1.SiteService/CloseSession',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
+                _registered_method=True)
+        self.Budget = channel.unary_unary(
+                '/dsroc.v1.SiteService/Budget',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
+                _registered_method=True)
+        self.PrepareRelease = channel.unary_unary(
+                '/dsroc.v1.SiteService/PrepareRelease',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+                _registered_method=True)
+        self.CancelReservation = channel.unary_unary(
+                '/dsroc.v1.SiteService/CancelReservation',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
+                _registered_method=True)
         self.Sensitivity = channel.unary_unary(
                 '/dsroc.v1.SiteService/Sensitivity',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.SensitivityRequest.SerializeToString,
@@ -89,30 +109,25 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.FromString,
                 _registered_method=True)
-        self.Budget = channel.unary_unary(
-                '/dsroc.v1.SiteService/Budget',
-                request_serializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
-                response_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
-                _registered_method=True)
         self.ReleaseBoydStatistics = channel.unary_unary(
                 '/dsroc.v1.SiteService/ReleaseBoydStatistics',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.FromString,
                 _registered_method=True)
-        self.CloseSession = channel.unary_unary(
-                '/dsroc.v1.SiteService/CloseSession',
-                request_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
-                response_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
+        self.SecAggAdvertise = channel.unary_unary(
+                '/dsroc.v1.SiteService/SecAggAdvertise',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertiseRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertisement.FromString,
                 _registered_method=True)
-        self.PrepareRelease = channel.unary_unary(
-                '/dsroc.v1.SiteService/PrepareRelease',
-                request_serializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
-                response_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+        self.SecAggMask = channel.unary_unary(
+                '/dsroc.v1.SiteService/SecAggMask',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskResponse.FromString,
                 _registered_method=True)
-        self.CancelReservation = channel.unary_unary(
-                '/dsroc.v1.SiteService/CancelReservation',
-                request_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
-                response_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
+        self.SecAggUnmask = channel.unary_unary(
+                '/dsroc.v1.SiteService/SecAggUnmask',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.FromString,
                 _registered_method=True)
 
 
@@ -120,7 +135,8 @@ class SiteServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Describe(self, request, context):
-        """The datasets this analyst may use (columns, outcome and score columns), the site's policy and
+        """======== Shared by every protocol: datasets, sessions and budgets (site_node/site.py).
+        The datasets this analyst may use (columns, outcome and score columns), the site's policy and
         the remaining privacy budget per dataset. Reveals no patient counts.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -134,8 +150,42 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CloseSession(self, request, context):
+        """Close a session (sessions also expire after inactivity).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Budget(self, request, context):
+        """Spent and remaining privacy budget of a dataset's population (every dataset entry over the same
+        patients shares it), composed over all mechanisms by the site's accountant.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PrepareRelease(self, request, context):
+        """All or nothing across sites (docs/privacy.md): check a release request (policy, data, budget)
+        as the release call would, release nothing, and hold its budget for a short time. The release
+        call that carries the returned reservation_id uses the hold; a hold that is cancelled or not
+        used in time returns to the budget. The ledger keeps holds across a restart of the daemon.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelReservation(self, request, context):
+        """Return a held reservation to the budget at once (when another site refused the release).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Sensitivity(self, request, context):
-        """The l2-sensitivity the site will use for noisy releases in this session, and the rule behind it.
+        """======== The paper protocol (site_node/protocols/paper.py): noisy scores, then exact answers
+        on their pooled survivor functions, each guarded by the privacy level q.
+        The l2-sensitivity the site will use for noisy releases in this session, and the rule behind it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -207,7 +257,8 @@ class SiteServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseHistogram(self, request, context):
-        """The histogram protocol (docs/privacy.md): per-class counts of the session's scores on a public
+        """======== The histogram protocol (site_node/protocols/histogram.py), the default.
+        Per-class counts of the session's scores on a public
         grid (site policy: score range, allowed bin counts, spacing; scores outside the range count in its
         end bins) plus integer discrete-Gaussian noise, and optionally noisy scalars. One release, charged
         once to the population's ledger at the requested (epsilon, delta) for everything it holds; the same
@@ -218,16 +269,9 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Budget(self, request, context):
-        """Spent and remaining privacy budget of a dataset's population (every dataset entry over the same
-        patients shares it), composed over all mechanisms by the site's accountant.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def ReleaseBoydStatistics(self, request, context):
-        """Boyd, Lantz and Page (2015) at this site (H-B1): the session's AUC (ties count 0) and average
+        """======== Boyd, Lantz and Page's mechanism (site_node/protocols/boyd.py).
+        Boyd, Lantz and Page (2015) at this site (H-B1): the session's AUC (ties count 0) and average
         precision, each released by smooth sensitivity with Laplace noise and clipped to [0, 1], and the
         number of positives plus Laplace noise (for the analyst's weights). Privacy unit: rows under
         bounded DP (replace one patient's row); the site's patient count n is disclosed. The request's
@@ -238,24 +282,29 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def CloseSession(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def PrepareRelease(self, request, context):
-        """All or nothing across sites (docs/privacy.md): check a release request (policy, data, budget)
-        as the release call would, release nothing, and hold its budget for a short time. The release
-        call that carries the returned reservation_id uses the hold; a hold that is cancelled or not
-        used in time returns to the budget. The ledger keeps holds across a restart of the daemon.
+    def SecAggAdvertise(self, request, context):
+        """======== The secagg protocol (site_node/protocols/secagg.py; docs/privacy.md, "Secure aggregation").
+        The histogram protocol's counts, summed over the sites under pairwise masks (Bonawitz et al. 2017)
+        so that the analyst learns only the sum, each site adding its share of a distributed discrete
+        Gaussian noise. Three calls per
+        round, every message relayed by the analyst (sites never reach each other); refused with
+        FAILED_PRECONDITION when the site does not serve "secagg". A round that stops before its last
+        call has released and charged nothing.
+        1. Check the round's request and sign a fresh round key (X25519) bound to it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def CancelReservation(self, request, context):
-        """Return a held reservation to the budget at once (when another site refused the release).
+    def SecAggMask(self, request, context):
+        """2. Given every site's advertisement: the masked noisy counts and a signed receipt.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SecAggUnmask(self, request, context):
+        """3. Given every site's receipt: charge the ledger and reveal the self-mask seed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -273,6 +322,26 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.OpenSession,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.OpenSessionRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.OpenSessionResponse.SerializeToString,
+            ),
+            'CloseSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseSession,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'Budget': grpc.unary_unary_rpc_method_handler(
+                    servicer.Budget,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.SerializeToString,
+            ),
+            'PrepareRelease': grpc.unary_unary_rpc_method_handler(
+                    servicer.PrepareRelease,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.SerializeToString,
+            ),
+            'CancelReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelReservation,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.SerializeToString,
             ),
             'Sensitivity': grpc.unary_unary_rpc_method_handler(
                     servicer.Sensitivity,
@@ -319,30 +388,25 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.SerializeToString,
             ),
-            'Budget': grpc.unary_unary_rpc_method_handler(
-                    servicer.Budget,
-                    request_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.FromString,
-                    response_serializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.SerializeToString,
-            ),
             'ReleaseBoydStatistics': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseBoydStatistics,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.BoydResponse.SerializeToString,
             ),
-            'CloseSession': grpc.unary_unary_rpc_method_handler(
-                    servicer.CloseSession,
-                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.FromString,
-                    response_serializer=dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.SerializeToString,
+            'SecAggAdvertise': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecAggAdvertise,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertiseRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggAdvertisement.SerializeToString,
             ),
-            'PrepareRelease': grpc.unary_unary_rpc_method_handler(
-                    servicer.PrepareRelease,
-                    request_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.FromString,
-                    response_serializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.SerializeToString,
+            'SecAggMask': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecAggMask,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggMaskResponse.SerializeToString,
             ),
-            'CancelReservation': grpc.unary_unary_rpc_method_handler(
-                    servicer.CancelReservation,
-                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.FromString,
-                    response_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.SerializeToString,
+            'SecAggUnmask': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecAggUnmask,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -399,6 +463,114 @@ class SiteService:
             '/dsroc.v1.SiteService/OpenSession',
             dsroc_dot_v1_dot_site__pb2.OpenSessionRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.OpenSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/CloseSession',
+            dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Budget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/Budget',
+            dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PrepareRelease(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/PrepareRelease',
+            dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/CancelReservation',
+            dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -653,33 +825,6 @@ class SiteService:
             _registered_method=True)
 
     @staticmethod
-    def Budget(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/dsroc.v1.SiteService/Budget',
-            dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
-            dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
     def ReleaseBoydStatistics(request,
             target,
             options=(),
@@ -707,7 +852,7 @@ class SiteService:
             _registered_method=True)
 
     @staticmethod
-    def CloseSession(request,
+    def SecAggAdvertise(request,
             target,
             options=(),
             channel_credentials=None,
@@ -720,9 +865,9 @@ class SiteService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/dsroc.v1.SiteService/CloseSession',
-            dsroc_dot_v1_dot_site__pb2.CloseSessionRequest.SerializeToString,
-            dsroc_dot_v1_dot_site__pb2.CloseSessionResponse.FromString,
+            '/dsroc.v1.SiteService/SecAggAdvertise',
+            dsroc_dot_v1_dot_site__pb2.SecAggAdvertiseRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SecAggAdvertisement.FromString,
             options,
             channel_credentials,
             insecure,
@@ -734,7 +879,7 @@ class SiteService:
             _registered_method=True)
 
     @staticmethod
-    def PrepareRelease(request,
+    def SecAggMask(request,
             target,
             options=(),
             channel_credentials=None,
@@ -747,9 +892,9 @@ class SiteService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/dsroc.v1.SiteService/PrepareRelease',
-            dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
-            dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+            '/dsroc.v1.SiteService/SecAggMask',
+            dsroc_dot_v1_dot_site__pb2.SecAggMaskRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SecAggMaskResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -761,7 +906,7 @@ class SiteService:
             _registered_method=True)
 
     @staticmethod
-    def CancelReservation(request,
+    def SecAggUnmask(request,
             target,
             options=(),
             channel_credentials=None,
@@ -774,9 +919,9 @@ class SiteService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/dsroc.v1.SiteService/CancelReservation',
-            dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
-            dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
+            '/dsroc.v1.SiteService/SecAggUnmask',
+            dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -58,7 +58,7 @@ cert = "{pki.server_cert}"
 key = "{pki.server_key}"
 
 [policy]
-protocols = ["histogram", "paper", "boyd"]
+protocols = ["histogram", "paper", "boyd", "secagg"]
 privacy_level = {q}
 sensitivity = "value"
 sensitivity_value = {sensitivity_value!r}

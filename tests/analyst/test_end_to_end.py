@@ -125,7 +125,7 @@ def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
         assert p.sensitivity == pytest.approx(0.1) and p.noise_sd == pytest.approx(tau, rel=1e-9)
         assert p.mu_remaining > 0
     assert res.auc_ci[0] < res.auc < res.auc_ci[1]
-    # Noise-corrected: 2 A(tau) - A(sqrt(2) tau) from the placement means and the released scores. Its
+    # Noise-corrected: A(tau) from the placement means plus the blur deconvolved from the released scores. Its
     # noise SD on these data is about 0.001 (0.01 does not flake); its CI holds the pooled AUC.
     corr, emp = res.detail.auc_corrected, dsroc.empirical_auc(s, y)
     assert abs(corr.auc - emp) < 0.01 and corr.ci.lower < emp < corr.ci.upper

@@ -100,3 +100,22 @@ def test_cli_recommend(capsys, table):
     assert main(["recommend", "--sensitivity", "0.9"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("dsroc: error: no recommendation exists") and "Traceback" not in err
+
+
+def test_the_corrected_ci_coverage_filters_the_recommendations(table, capsys):
+    # every setting up to the largest tau of the coverage study carries the corrected CI's worst coverage
+    studied = table["corrected_coverage"].notna()
+    assert studied.any()
+    if (~studied).any():  # NaN only beyond the largest studied noise
+        assert table.loc[~studied, "tau"].min() > table.loc[studied, "tau"].max()
+    rows = table[(table["sensitivity"] == 0.1) & np.isclose(table["tolerance"], 0.015) & (table["delta"] <= 0.01)]
+    assert (rows["corrected_coverage"] >= 0.93).all()  # the study's target holds for every studied setting
+    keep = rows[rows["corrected_coverage"] >= 0.99].sort_values(["epsilon", "delta"])
+    got = recommend_settings(0.1, max_delta=0.01, min_corrected_coverage=0.99)
+    assert [(s.epsilon, s.delta) for s in got] == list(keep[["epsilon", "delta"]].itertuples(index=False, name=None))
+    assert all(s.corrected_coverage >= 0.99 for s in got) and 0 < len(got) < len(rows)
+    with pytest.raises(ValueError, match="noise-corrected CI"):
+        recommend_settings(0.1, max_delta=0.01, min_corrected_coverage=1.01)
+    assert main(["recommend", "--sensitivity", "0.1", "--max-delta", "0.01", "--min-coverage", "0.99"]) == 0
+    out = capsys.readouterr().out
+    assert "Corrected-CI coverage" in out and len(out.splitlines()) == 2 + len(got)

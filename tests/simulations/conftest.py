@@ -35,7 +35,7 @@ from dsroc import (
     rocglm_grid,
     sq_dev_parts,
 )
-from dsroc.roc.noise_correction import noise_corrected_auc, noise_variance, released_auc
+from dsroc.roc.noise_correction import deconvolution_correction, noise_corrected_auc, noise_variance
 from simulations.dgp import N_SITES, generate_replication, population_auc
 from simulations.protocol import PRIVACY_LEVEL
 from simulations.records import setting_frame, tau_of
@@ -72,13 +72,14 @@ def site_fit_parts(seed, rep, sites, tau, grid):
 
 
 def _corrected(seed, rep, sites, tau, pv0, pv1, var_dist):
-    """The analyst's noise-corrected AUC: pass-1 means, the released AUC and the redrawn noise variance."""
+    """The analyst's noise-corrected AUC: pass-1 means, the deconvolved blur and the redrawn noise variance."""
     released = [release_scores(s0, s1, tau, seed, rep, k) for k, (s0, s1) in enumerate(sites)]
     r0, r1 = np.concatenate([r[0] for r in released]), np.concatenate([r[1] for r in released])
     mean0, _ = pooled_mean(mean_parts(v) for v in pv0)
     mean1, _ = pooled_mean(mean_parts(v) for v in pv1)
     noise = 0.0 if tau == 0.0 else noise_variance(r0, r1, tau, tau, seed=[seed, rep, 0])
-    c = noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, auc_released=released_auc(r0, r1),
+    correction = 0.0 if tau == 0.0 else deconvolution_correction(r0, r1, tau, tau)
+    c = noise_corrected_auc(mean_pv0=mean0, mean_pv1=mean1, correction=correction,
                             delong_variance=var_dist, noise_variance=noise)
     return {"auc_corr": c.auc, "var_corr": c.variance, "ci_lower_corr": c.ci.lower, "ci_upper_corr": c.ci.upper}
 

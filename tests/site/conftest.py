@@ -26,7 +26,7 @@ TOKENS = {"alice": "token-of-alice", "bob": "token-of-bob"}
 PEER_KEY = Ed25519PrivateKey.generate()
 
 
-def make_config(directory, *, frames=None, policy=None, site=None, analysts=None, tls=None, datasets=None):
+def make_config(directory, *, frames=None, policy=None, site=None, analysts=None, tls=None, datasets=None, peers=None):
     """A SiteConfig in ``directory`` with CSV datasets written from ``frames`` (name -> DataFrame)."""
     frames = {"test": sample_dataset(300, seed=1)} if frames is None else frames
     (directory / "data").mkdir(parents=True, exist_ok=True)
@@ -46,7 +46,8 @@ def make_config(directory, *, frames=None, policy=None, site=None, analysts=None
             "bob": {"token_sha256": hashlib.sha256(TOKENS["bob"].encode()).hexdigest(), "datasets": []},
         },
         "datasets": ds,
-        "peers": {"testpeer": {"public_key": public_key_text(PEER_KEY)}},
+        "peers": {"testpeer": {"public_key": public_key_text(PEER_KEY)},
+                  **{name: {"public_key": key} for name, key in (peers or {}).items()}},
     }
     if tls:
         data["tls"] = tls

@@ -40,6 +40,9 @@ def test_stub_exposes_every_call_of_the_spec():
         "ReleaseHistogram",
         "ReleaseBoydStatistics",
         "PrepareRelease", "CancelReservation",
+        "SecAggAdvertise",
+        "SecAggMask",
+        "SecAggUnmask",
     }
     methods = service.methods_by_name
     assert methods["ReleaseNoisyScores"].server_streaming and not methods["ReleaseNoisyScores"].client_streaming

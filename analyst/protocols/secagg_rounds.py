@@ -1,0 +1,156 @@
+"""The secagg round at the analyst: relay every site's key and receipt, then unmask the sum (never a site's counts)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from dsroc.privacy.distributed import summed_noise_variance
+from dsroc.secagg import check_plausible, masked_digest, round_transcript, seed_commitment, unmask_sum
+from dsroc.v1 import site_pb2 as pb
+
+__all__ = ["SecAggAborted", "SecAggRound", "SecAggSum", "advertise_round", "mask_round", "verify_masked",
+           "unmask_round", "sum_round", "masked_vector", "collect_secagg", "round_colluders"]
+
+
+class SecAggAborted(RuntimeError):
+    """A secure-aggregation round that cannot give a sum (nothing about any site's counts was learnt)."""
+
+
+@dataclass
+class SecAggRound:
+    """One round in progress: its id, each site's own name, advertisement, masked vector and seed."""
+
+    round_id: bytes
+    names: Mapping[str, str]  # federation name -> the site's own name (its peers know it by that)
+    colluders: int
+    advertisements: dict
+    masked: dict | None = None
+    unmasked: dict | None = None
+
+    @property
+    def transcript(self) -> bytes:
+        """The round transcript every site bound its keys to (recomputed from the advertisements)."""
+        ads = self.advertisements.values()
+        first = next(iter(ads))
+        return round_transcript(first.round_id, first.request_sha256, {a.site: a.public_key for a in ads})
+
+
+@dataclass(frozen=True)
+class SecAggSum:
+    """The unmasked sum of the sites' noisy counts and what its noise is.
+
+    Attributes
+    ----------
+    edges : ndarray
+        The public grid.
+    counts0, counts1 : ndarray
+        Summed noisy counts of negatives and positives per bin.
+    share_sigma : float
+        Discrete Gaussian parameter of each site's share of the noise.
+    noise_sd : float
+        Standard deviation of the summed noise per cell (all sites' shares).
+    colluders : int
+        The coalition size t the shares are sized for.
+    sites : dict of str to SecAggUnmaskResponse
+        Each site's answer to the last step (release id, repeated, honest shares, budget spent).
+    """
+
+    edges: np.ndarray
+    counts0: np.ndarray
+    counts1: np.ndarray
+    share_sigma: float
+    noise_sd: float
+    colluders: int
+    sites: Mapping[str, pb.SecAggUnmaskResponse]
+
+
+def round_colluders(session, colluders: int | None) -> int:
+    """The round's coalition size: ``colluders``, or the largest any site's policy requires."""
+    needed = max(int(p.secagg_colluders) for p in session.policies.values())
+    if colluders is None:
+        return needed
+    if colluders < needed:
+        raise ValueError(f"colluders {colluders} is below what a site's policy requires ({needed})")
+    return int(colluders)
+
+
+def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spacing: str, colluders: int) -> SecAggRound:
+    """Step 1: every site checks the request and signs a fresh round key."""
+    names = dict(zip(session.sites, session._each("secagg names", lambda c: c.call(
+        "Describe", pb.DescribeRequest()).site_name, quiet=True)))
+    round_id = secrets.token_bytes(32)
+    request = dict(round_id=round_id, epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
+                   sites=sorted(names.values()), colluders=int(colluders))
+    ads = session._each("secagg keys", lambda c: c.call("SecAggAdvertise", pb.SecAggAdvertiseRequest(
+        session_id=session.session_ids[c.name], **request)))
+    ads = dict(zip(session.sites, ads))
+    first = next(iter(ads.values()))
+    for name, ad in ads.items():
+        if ad.request_sha256 != first.request_sha256:
+            raise SecAggAborted(f"site {name} checked another request than {session.sites[0]} (another grid: "
+                                "different score ranges?); its counts cannot be summed with the others'")
+    return SecAggRound(round_id, names, int(colluders), ads)
+
+
+def mask_round(session, r: SecAggRound) -> SecAggRound:
+    """Step 2: every site gets every site's signed key and answers with its masked counts and a signed receipt."""
+    ads = list(r.advertisements.values())
+    masked = session._each("secagg masked counts", lambda c: c.call("SecAggMask", pb.SecAggMaskRequest(
+        session_id=session.session_ids[c.name], round_id=r.round_id, advertisements=ads)))
+    r.masked = dict(zip(session.sites, masked))
+    return verify_masked(r)
+
+
+def verify_masked(r: SecAggRound) -> SecAggRound:
+    """Refuse the round when a masked vector is not the one its site's receipt names (altered in transit)."""
+    for name, m in r.masked.items():
+        if m.receipt.site != r.names[name] or masked_digest(masked_vector(m)) != m.receipt.masked_sha256:
+            raise SecAggAborted(f"site {name}'s masked counts do not match its receipt; the round is aborted "
+                                "before any site revealed its seed (nothing was charged)")
+    return r
+
+
+def unmask_round(session, r: SecAggRound) -> SecAggRound:
+    """Step 3: every site gets every receipt (the round is complete), charges its ledger and reveals its seed."""
+    receipts = [m.receipt for m in r.masked.values()]
+    seeds = session._each("secagg seeds", lambda c: c.call("SecAggUnmask", pb.SecAggUnmaskRequest(
+        session_id=session.session_ids[c.name], round_id=r.round_id, receipts=receipts)))
+    r.unmasked = dict(zip(session.sites, seeds))
+    transcript = r.transcript
+    for name, s in r.unmasked.items():
+        if seed_commitment(transcript, s.self_seed) != r.masked[name].receipt.commitment:
+            raise SecAggAborted(f"site {name} revealed a seed that is not the one it committed to; no sum")
+    return r
+
+
+def sum_round(r: SecAggRound) -> SecAggSum:
+    """The sum of the sites' noisy counts: the masked vectors summed less the self masks."""
+    names = list(r.masked)
+    total = unmask_sum([masked_vector(r.masked[n]) for n in names], [r.unmasked[n].self_seed for n in names])
+    try:
+        check_plausible(total)
+    except ValueError as exc:
+        raise SecAggAborted(str(exc)) from None
+    first = next(iter(r.advertisements.values()))
+    edges = np.asarray(first.edges, dtype=np.float64)
+    m = edges.size - 1
+    sigma = float(first.share_sigma)
+    return SecAggSum(edges, total[:m].copy(), total[m:2 * m].copy(), sigma,
+                     float(np.sqrt(summed_noise_variance(sigma, len(names)))), r.colluders, dict(r.unmasked))
+
+
+def masked_vector(masked: pb.SecAggMaskResponse) -> np.ndarray:
+    """A site's masked vector as uint64."""
+    return np.frombuffer(masked.masked, dtype="<u8").astype(np.uint64)
+
+
+def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int, spacing: str = "equal",
+                   colluders: int | None = None) -> SecAggSum:
+    """One secure-aggregation round over an open :class:`analyst.session.ValidationSession`."""
+    t = round_colluders(session, colluders)
+    r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing, colluders=t)
+    return sum_round(unmask_round(session, mask_round(session, r)))

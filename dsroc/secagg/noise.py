@@ -1,0 +1,42 @@
+"""Each site's share of the distributed discrete Gaussian noise, sized for the coalitions it must survive."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+__all__ = ["honest_shares", "share_sigma"]
+
+
+def honest_shares(n_sites: int, colluders: int) -> int:
+    """Shares of the noise no coalition of ``colluders`` sites and the analyst knows: ``n_sites - colluders``.
+
+    Raises ``ValueError`` unless ``0 <= colluders < n_sites`` (the protected site's own share is always honest).
+    """
+    for name, value in (("n_sites", n_sites), ("colluders", colluders)):
+        if isinstance(value, bool) or int(value) != value:
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if n_sites < 1 or not 0 <= colluders < n_sites:
+        raise ValueError(f"colluders must lie in [0, n_sites - 1] = [0, {n_sites - 1}], got {colluders}")
+    return int(n_sites) - int(colluders)
+
+
+@lru_cache(maxsize=256)
+def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | None = None) -> float:
+    """The smallest share parameter whose ``honest`` shares summed make a sensitivity-1 release (epsilon, delta)-DP.
+
+    Each site adds ``N_Z(0, sigma^2)`` with this sigma; whatever the coalition, the ``honest`` shares it does
+    not know stay in the sum, and their sum alone meets the target by the site's accountant
+    (:class:`dsroc.privacy.accounting.DiscreteGaussianSum`, the ledger's check).
+    """
+    from dsroc.privacy.accounting import DiscreteGaussianSum, discretization_for
+    from dsroc.privacy.noise import _calibrate, _check_target, discrete_gaussian_sigma
+
+    epsilon, delta = _check_target(epsilon, delta)
+    honest = honest_shares(honest, 0)
+    interval = discretization_for(epsilon) if interval is None else float(interval)
+    central = discrete_gaussian_sigma(epsilon, delta, interval=interval)
+    if honest == 1:
+        return central
+    return _calibrate(lambda s: [DiscreteGaussianSum(s, honest)], epsilon, delta, central / math.sqrt(honest),
+                      interval)

@@ -1,0 +1,289 @@
+"""The secagg protocol at the site: key advertisement, masked noisy histograms, and the self seed once a round is complete.
+
+A round has three steps, all relayed by the analyst (sites never reach each other):
+
+1. ``advertise``: the site checks the request (grid, epsilon, delta, the round's sites, the coalition
+   size its share is sized for) and signs a fresh X25519 key bound to the round and the request;
+2. ``mask``: given every site's signed key, it adds its share of the distributed discrete Gaussian
+   noise to its per-class counts and masks them (Bonawitz et al. 2017: one self mask and one mask per
+   pair) under the round's transcript, and signs a receipt of the masked vector and its self-seed
+   commitment;
+3. ``unmask``: given every site's signed receipt (all sites sent their masked vector in this round),
+   it charges its ledger and reveals its self seed. Then, and only then, the analyst can compute the
+   sum. A round that stops before this step has revealed nothing and charged nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+import dsroc
+from dsroc.privacy.accounting import DiscreteGaussianSum
+from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, receipt_message,
+                          request_digest, round_transcript, seed_commitment, share_sigma)
+
+from ..errors import FailedPrecondition, InvalidArgument, PermissionDenied, ResourceExhausted
+from ..guard import analyst_input, check_release_parameters
+from ..histograms import check_noise_size, histogram_grid
+from ..ledger import ReleaseKey
+from .base import SiteProtocol
+
+__all__ = ["PRIVACY_UNIT", "Advertisement", "Receipt", "MaskedRelease", "Unmasked", "SecAggProtocol"]
+
+PRIVACY_UNIT = "add or remove one patient"
+ROUND_ID_BYTES = 32
+_RAW = (serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+_MAX_ROUNDS = 256  # rounds kept in memory (oldest forgotten first; a forgotten round cannot be finished)
+
+
+@dataclass(frozen=True)
+class Advertisement:
+    """A site's signed round key (what the analyst relays to every site of the round)."""
+
+    site: str
+    round_id: bytes
+    request_sha256: str
+    public_key: bytes
+    signature: bytes
+    edges: tuple = ()
+    share_sigma: float = 0.0
+    site_colluders: int = 0
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A site's signed statement that it sent this masked vector, with this self-seed commitment, in this round."""
+
+    site: str
+    masked_sha256: str
+    commitment: str
+    signature: bytes
+
+
+@dataclass(frozen=True)
+class MaskedRelease:
+    """The masked noisy counts (uint64, mod 2^64) and their receipt."""
+
+    masked: np.ndarray
+    receipt: Receipt
+
+
+@dataclass(frozen=True)
+class Unmasked:
+    """The self seed, once the round is complete, and what the ledger recorded."""
+
+    self_seed: bytes
+    release_id: str
+    charged: bool
+    epsilon_spent: float
+    honest: int
+
+
+@dataclass
+class _Round:
+    analyst: str
+    session_id: str
+    request: dict
+    digest: str
+    private: X25519PrivateKey
+    advertisement: Advertisement
+    key: ReleaseKey
+    transcript: bytes = b""
+    masked: MaskedRelease | None = None
+    payload: bytes = b""
+    self_seed: bytes = b""
+    unmasked: Unmasked | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class SecAggProtocol(SiteProtocol):
+    """The secagg protocol's three calls, over the site's shared services (policy, ledger, signer, sessions).
+
+    Parameters
+    ----------
+    site : site_node.site.Site
+    """
+
+    name = "secagg"
+
+    def __init__(self, site):
+        super().__init__(site)
+        self._rounds: OrderedDict[tuple[str, bytes], _Round] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ step 1: advertise
+    def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
+                  sites, colluders: int) -> Advertisement:
+        """Check a round's request and sign a fresh round key bound to it (nothing is released or charged)."""
+        site, policy = self.site, self.policy
+        self.require()
+        round_id = bytes(round_id)
+        if len(round_id) != ROUND_ID_BYTES:
+            raise InvalidArgument(f"round_id must be {ROUND_ID_BYTES} random bytes, got {len(round_id)}")
+        epsilon, delta = check_release_parameters(policy, epsilon, delta)
+        sites = sorted(str(s) for s in sites)
+        self._check_sites(sites)
+        if isinstance(colluders, bool) or int(colluders) != colluders or not policy.secagg_colluders <= colluders < len(sites):
+            raise PermissionDenied(
+                f"policy: colluders must lie in [{policy.secagg_colluders}, {len(sites) - 1}] for a round of "
+                f"{len(sites)} sites: this site's guarantee must survive coalitions of {policy.secagg_colluders} other "
+                f"sites with the analyst (policy.secagg_colluders), got {colluders}")
+        with analyst_input("epsilon, delta"):
+            edges, _, _ = histogram_grid(policy, session.data.score_range, n_bins=n_bins, spacing=spacing)
+            check_noise_size(epsilon, delta)
+            # sized on the request's own grid (not the ledger's), so every site computes the same share
+            sigma = share_sigma(epsilon, delta, honest_shares(len(sites), int(colluders)))
+        request = {"protocol": "secagg", "edges": edges.tolist(), "epsilon": epsilon, "delta": delta,
+                   "sites": sites, "colluders": int(colluders), "share_sigma": sigma}
+        digest = request_digest(request)
+        key = (session.analyst, round_id)
+        with self._lock:
+            old = self._rounds.get(key)
+            if old is not None:
+                if old.digest != digest or old.session_id != session.session_id:
+                    raise PermissionDenied("secagg: this round id was used for another request; a round is advertised "
+                                           "once (start a new round with a fresh round_id)")
+                return old.advertisement
+            private = X25519PrivateKey.generate()
+            public = private.public_key().public_bytes(*_RAW)
+            signature = site.signer.sign_message(advertisement_message(site.config.name, round_id, digest, public))
+            ad = Advertisement(site.config.name, round_id, digest, public, signature, tuple(edges.tolist()),
+                               sigma, policy.secagg_colluders)
+            text = json.dumps({k: request[k] for k in ("edges", "epsilon", "delta", "sites", "colluders")},
+                              sort_keys=True)
+            release_key = ReleaseKey(*session.data.key, "secagg", text)
+            self._rounds[key] = _Round(session.analyst, session.session_id, request, digest, private, ad, release_key)
+            while len(self._rounds) > _MAX_ROUNDS:
+                self._rounds.popitem(last=False)
+        return ad
+
+    def _check_sites(self, sites: list[str]) -> None:
+        policy, signer, name = self.site.policy, self.site.signer, self.site.config.name
+        if len(set(sites)) != len(sites):
+            raise InvalidArgument(f"sites must be distinct names, got {sites}")
+        if name not in sites:
+            raise InvalidArgument(f"sites must include this site ({name!r}), got {sites}")
+        if len(sites) < policy.secagg_min_sites:
+            raise PermissionDenied(f"policy: a secagg round needs at least {policy.secagg_min_sites} sites "
+                                   f"(policy.secagg_min_sites), got {len(sites)}")
+        unknown = [s for s in sites if not signer.knows(s)]
+        if unknown:
+            raise PermissionDenied(f"secagg: sites {unknown} are not peers of this site (a round's sites must be "
+                                   "listed with their public keys in the site config's [peers] tables)")
+
+    def _round(self, session, round_id: bytes) -> _Round:
+        with self._lock:
+            r = self._rounds.get((session.analyst, bytes(round_id)))
+        if r is None or r.session_id != session.session_id:
+            raise FailedPrecondition("secagg: no round with this round_id in this session (advertise it first; a round "
+                                     "does not survive a restart of the site)")
+        return r
+
+    # ------------------------------------------------------------------ step 2: masked release
+    def mask(self, session, *, round_id: bytes, advertisements) -> MaskedRelease:
+        """The masked noisy counts, given every site's signed round key (nothing is charged yet)."""
+        r = self._round(session, round_id)
+        keys = self._check_advertisements(r, list(advertisements))
+        transcript = round_transcript(r.advertisement.round_id, r.digest, keys)
+        with r.lock:
+            if r.masked is not None:
+                if transcript != r.transcript:
+                    raise PermissionDenied("secagg: this round was already masked for another set of keys; a round's "
+                                           "keys are fixed once (start a new round)")
+                return r.masked
+            data, site = session.data, self.site
+            events = self._events(r)
+            if not site.ledger.fits(data.key[0], events, site.policy):
+                raise ResourceExhausted(f"privacy budget: a secagg release (epsilon {r.request['epsilon']}, delta "
+                                        f"{r.request['delta']}) would exceed the total budget (epsilon "
+                                        f"{site.policy.budget_epsilon}, delta {site.policy.budget_delta}) of the "
+                                        f"patients behind dataset {data.dataset!r}; nothing was released")
+            # The same request over the same sites gets the same noisy counts (release once).
+            payload = site.ledger.recorded(r.key, data.fingerprint)
+            if payload is None:
+                from dsroc.privacy.noise import sample_discrete_gaussian  # scipy: imported at the first release
+
+                edges = np.asarray(r.request["edges"])
+                h0, h1 = dsroc.bin_scores(data.scores, data.labels, edges)
+                noisy = np.concatenate([h0, h1]).astype(np.int64)
+                noisy += sample_discrete_gaussian(r.request["share_sigma"], noisy.size)
+                payload = noisy.tobytes()
+            seed = secrets.token_bytes(32)
+            with analyst_input("advertisements"):  # a key that is no X25519 point: refused, nothing kept
+                masked = mask_vector(np.frombuffer(payload, dtype=np.int64), site=site.config.name,
+                                     private=r.private, keys=keys, transcript=transcript, self_seed=seed)
+            digest, commitment = masked_digest(masked), seed_commitment(transcript, seed)
+            signature = site.signer.sign_message(receipt_message(site.config.name, transcript, digest, commitment))
+            r.transcript, r.payload, r.self_seed = transcript, payload, seed
+            r.masked = MaskedRelease(masked, Receipt(site.config.name, digest, commitment, signature))
+            return r.masked
+
+    def _check_advertisements(self, r: _Round, advertisements) -> dict[str, bytes]:
+        sites = r.request["sites"]
+        names = [a.site for a in advertisements]
+        if sorted(names) != sites:
+            raise InvalidArgument(f"advertisements must be one per site of the round {sites}, got {sorted(names)}")
+        keys = {}
+        for a in advertisements:
+            where = f"advertisements (site {a.site!r})"
+            if bytes(a.round_id) != r.advertisement.round_id or a.request_sha256 != r.digest:
+                raise PermissionDenied(f"secagg: {where}: made for another round or request (replayed or mixed rounds "
+                                       "are refused)")
+            message = advertisement_message(a.site, a.round_id, a.request_sha256, a.public_key)
+            if not self.site.signer.verify_message(a.site, message, a.signature):
+                raise PermissionDenied(f"secagg: {where}: the signature does not verify under the site's public key "
+                                       "(relay each advertisement unchanged)")
+            if a.site == r.advertisement.site and bytes(a.public_key) != r.advertisement.public_key:
+                raise PermissionDenied(f"secagg: {where}: not this site's round key")
+            keys[a.site] = bytes(a.public_key)
+        return keys
+
+    def _events(self, r: _Round) -> tuple:
+        """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know."""
+        honest = honest_shares(len(r.request["sites"]), self.site.policy.secagg_colluders)
+        return (DiscreteGaussianSum(r.request["share_sigma"], honest),)
+
+    # ------------------------------------------------------------------ step 3: unmask
+    def unmask(self, session, *, round_id: bytes, receipts) -> Unmasked:
+        """Charge the release and reveal the self seed, given every site's signed receipt of this round."""
+        r = self._round(session, round_id)
+        with r.lock:
+            if r.masked is None:
+                raise FailedPrecondition("secagg: this site has not masked its counts in this round yet")
+            if r.unmasked is not None:
+                return r.unmasked
+            self._check_receipts(r, list(receipts))
+            site, data = self.site, session.data
+            release, charged = site.ledger.release(
+                r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
+                epsilon=r.request["epsilon"], delta=r.request["delta"], rule="secagg", fingerprint=data.fingerprint,
+                policy=site.policy, make=lambda _seed: (r.payload, 0, 0), store=True)
+            if release.payload != r.payload:
+                raise FailedPrecondition("secagg: another round over the same request and sites was completed first "
+                                         "with other noise; this round is aborted (nothing revealed), start a new one")
+            spent = site.ledger.budget(data.key[0], site.policy).epsilon_spent
+            r.unmasked = Unmasked(r.self_seed, release.release_id, charged, spent,
+                                  honest_shares(len(r.request["sites"]), site.policy.secagg_colluders))
+            return r.unmasked
+
+    def _check_receipts(self, r: _Round, receipts) -> None:
+        sites = r.request["sites"]
+        if sorted(x.site for x in receipts) != sites:
+            raise FailedPrecondition(f"secagg: the round is complete only with one receipt from every site {sites}; "
+                                     "until then no site reveals its self seed (a site dropped out: start a new round)")
+        for x in receipts:
+            message = receipt_message(x.site, r.transcript, x.masked_sha256, x.commitment)
+            if not self.site.signer.verify_message(x.site, message, x.signature):
+                raise PermissionDenied(f"secagg: receipts (site {x.site!r}): the signature does not verify for this "
+                                       "round (relay each receipt unchanged; receipts of other rounds are refused)")
+            if x.site == r.masked.receipt.site and (x.masked_sha256, x.commitment) != (
+                    r.masked.receipt.masked_sha256, r.masked.receipt.commitment):
+                raise PermissionDenied("secagg: receipts: this site's receipt is not the one it signed in this round")
