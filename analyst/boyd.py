@@ -83,14 +83,17 @@ def boyd_validation(federation, dataset: str, outcome: str, *, score: str | None
     if not (count_share == 0.0 or 0.0 < count_share < 1.0):
         raise ValueError(f"count_share must be 0 (site default) or lie strictly between 0 and 1, got {count_share}")
     with federation.session(dataset, outcome, score=score, model=model) as session:
-        def ask(conn):
-            r = conn.call("ReleaseBoydStatistics", pb.BoydRequest(
-                session_id=session.session_ids[conn.name], epsilon=float(epsilon), delta=float(delta),
-                count_share=float(count_share)))
+        def request(conn, held):
+            return pb.BoydRequest(session_id=session.session_ids[conn.name], epsilon=float(epsilon),
+                                  delta=float(delta), count_share=float(count_share), reservation_id=held)
+
+        def ask(conn, held):
+            r = conn.call("ReleaseBoydStatistics", request(conn, held))
             return BoydSiteRelease(r.auc, r.average_precision, r.n1_noisy, int(r.n), r.epsilon, r.delta,
                                    r.privacy_unit, r.repeated)
 
-        replies = dict(zip(session.sites, session._each("boyd release", ask)))
+        holds = session.hold("boyd release", lambda c: pb.PrepareRequest(boyd=request(c, "")))
+        replies = dict(zip(session.sites, session.commit("boyd release", holds, ask)))
     values = np.array([[r.auc, r.average_precision] for r in replies.values()])
     n1 = np.array([r.n1_noisy for r in replies.values()])
     n = np.array([r.n for r in replies.values()])

@@ -88,10 +88,10 @@ def _cmd_validate(args) -> int:
 #: Exit status when some sites answered and others failed (describe, budget).
 EXIT_PARTIAL = 4
 
-_MU_NOTE = ("mu (Gaussian DP): the sites count privacy loss as mu, which composes as sqrt(sum of mu_i^2) over "
-            "releases; every mu is an (epsilon, delta) guarantee for every delta, which is how the epsilons "
-            "here are computed. A validation at (epsilon, delta) charges the mu of one release at (epsilon, delta): its "
-            "two releases (negatives, positives) cover disjoint patients.")
+_BUDGET_NOTE = ("Each site composes every release of every protocol with one accountant (privacy-loss "
+                "distributions; exact Gaussian DP while it has only paper-protocol releases) and answers how many "
+                "more releases at (epsilon, delta) its budget accepts, per protocol it serves: one release is one "
+                "validation. Releases held by validations in progress count as spent until used or expired.")
 
 
 def _report_failures(answers) -> int:
@@ -114,7 +114,7 @@ def _cmd_describe(args) -> int:
     from analyst.federation import Federation
 
     with Federation.from_file(args.federation) as fed:
-        info = fed.describe()
+        info = fed.describe(epsilon=args.epsilon, delta=args.delta)
     if args.json:
         info.raise_if_none()
         print(_json_with_failures(info))
@@ -134,29 +134,48 @@ def _cmd_describe(args) -> int:
                   f"rule '{ds.get('sensitivity_rule')}'")
             print(f"    columns: {cols}")
             print(f"    budget: spent epsilon {b.get('epsilon_spent', 0):.3g} of {b.get('budget_epsilon')} at delta "
-                  f"{b.get('budget_delta')} ({b.get('releases', 0)} releases; 'dsroc budget' says more)")
+                  f"{b.get('budget_delta')} ({b.get('releases', 0)} releases{_held(b)}); validations left at "
+                  f"(epsilon {args.epsilon:g}, delta {args.delta:g}): {_left_text(b)}")
     return _report_failures(info)
 
 
-def budget_rows(answers, *, epsilon: float, delta: float) -> list[dict]:
-    """Each site's budget in the analyst's terms: epsilon spent at ``delta`` and at the budget's delta, and
-    how many more validations at (``epsilon``, ``delta``) the remaining budget allows."""
-    import math
+def _left(b: dict) -> dict:
+    """``{protocol: count text}`` of a budget answer's ``left`` (the site's accountant; "-" when refused)."""
+    out = {}
+    for x in b.get("left", []):
+        n = int(x.get("releases", 0))
+        out[x["query"]["protocol"]] = "-" if x.get("refused") else f"{n}+" if x.get("at_least") else str(n)
+    return out
 
+
+def _left_text(b: dict) -> str:
+    left = _left(b)
+    return ", ".join(f"{p} {n}" for p, n in left.items()) if left else "not reported (a site from before)"
+
+
+def _held(b: dict) -> str:
+    n = int(b.get("reservations", 0))
+    return f", {n} held by validations in progress" if n else ""
+
+
+def budget_rows(answers, *, epsilon: float, delta: float) -> list[dict]:
+    """Each site's budget in the analyst's terms: epsilon spent at the budget's delta (and at ``delta`` while
+    the history is exact Gaussian DP), and how many more validations at (``epsilon``, ``delta``) fit, per
+    protocol, as the site's accountant counts them (``left``; "-" where the site refuses such a release)."""
     import dsroc
 
-    # the two releases of a validation (negatives, positives) cover disjoint patients: the ledger charges one mu
-    mu_validation = 1.0 / dsroc.analytic_gaussian_sigma(epsilon, delta, 1.0)
     rows = []
     for site, b in answers.items():
-        mu_spent, mu_left = b.get("mu_spent", 0.0), b.get("mu_remaining", 0.0)
+        mu_spent = b.get("mu_spent", 0.0)
+        exact = b.get("accounting", "").startswith("gaussian") or not b.get("releases", 0)
         rows.append({
-            "site": site, "releases": int(b.get("releases", 0)),
+            "site": site, "releases": int(b.get("releases", 0)), "held": int(b.get("reservations", 0)),
             "budget_epsilon": b.get("budget_epsilon"), "budget_delta": b.get("budget_delta"),
-            "epsilon_spent_at_request_delta": dsroc.gdp_epsilon(mu_spent, delta) if mu_spent > 0 else 0.0,
-            "epsilon_spent_at_budget_delta": b.get("epsilon_spent", 0.0),
-            "mu_spent": mu_spent, "mu_budget": b.get("mu_budget"), "mu_remaining": mu_left,
-            "validations_left": int(math.floor((mu_left / mu_validation) ** 2 + 1e-9)),
+            "epsilon_spent_at_request_delta": (dsroc.gdp_epsilon(mu_spent, delta) if mu_spent > 0 else 0.0)
+            if exact else None,
+            "epsilon_spent_at_budget_delta": b.get("epsilon_spent", 0.0), "delta_spent": b.get("delta_spent", 0.0),
+            "validations_left": _left(b),
+            "refused": {x["query"]["protocol"]: x["refused"] for x in b.get("left", []) if x.get("refused")},
         })
     return rows
 
@@ -165,22 +184,26 @@ def _cmd_budget(args) -> int:
     from analyst.federation import Federation
 
     with Federation.from_file(args.federation) as fed:
-        info = fed.budget(args.dataset)
+        info = fed.budget(args.dataset, epsilon=args.epsilon, delta=args.delta)
     if args.json:
         info.raise_if_none()
         print(_json_with_failures(info))
         return EXIT_PARTIAL if info.failed else 0
     rows = budget_rows(info, epsilon=args.epsilon, delta=args.delta)
-    print(f"Privacy budget of dataset '{args.dataset}' per site; a request at (epsilon, delta) = "
+    print(f"Privacy budget of dataset '{args.dataset}' per site; validations left at (epsilon, delta) = "
           f"({args.epsilon:g}, {args.delta:g}) (--epsilon, --delta):")
-    print(f"  {'site':<12} {'releases':>8} {'eps spent @ delta':>18} {'eps spent @ budget delta':>25} "
-          f"{'budget (eps, delta)':>20} {'mu spent/budget':>16} {'validations left':>17}")
+    print(f"  {'site':<12} {'releases':>8} {'held':>4} {'eps spent @ delta':>18} {'eps spent @ budget delta':>25} "
+          f"{'budget (eps, delta)':>20}  validations left")
     for r in rows:
-        print(f"  {r['site']:<12} {r['releases']:>8} {r['epsilon_spent_at_request_delta']:>9.3g} @ {args.delta:<6g} "
+        at_request = r["epsilon_spent_at_request_delta"]
+        print(f"  {r['site']:<12} {r['releases']:>8} {r['held']:>4} "
+              f"{format(at_request, '.3g') if at_request is not None else '-':>9} @ {args.delta:<6g} "
               f"{r['epsilon_spent_at_budget_delta']:>15.3g} @ {r['budget_delta']:<7g} "
-              f"{'(' + format(r['budget_epsilon'], 'g') + ', ' + format(r['budget_delta'], 'g') + ')':>20} "
-              f"{r['mu_spent']:>7.3g}/{r['mu_budget']:<8.3g} {r['validations_left']:>17}")
-    print(textwrap.fill(_MU_NOTE, width=104, initial_indent="  ", subsequent_indent="  "))
+              f"{'(' + format(r['budget_epsilon'], 'g') + ', ' + format(r['budget_delta'], 'g') + ')':>20}  "
+              + (", ".join(f"{p} {n}" for p, n in r["validations_left"].items()) or "not reported"))
+        for protocol, why in r["refused"].items():
+            print(f"  {'':<12} {protocol}: {why}")
+    print(textwrap.fill(_BUDGET_NOTE, width=104, initial_indent="  ", subsequent_indent="  "))
     return _report_failures(info)
 
 
@@ -304,16 +327,22 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("describe", help="show each site's datasets, policy and budget",
                        description="Show each site's datasets (columns, outcome and score columns), its privacy "
-                                   "policy and remaining budget. Reveals no patient counts. Sites that fail get a "
-                                   "line each; exit 4 when only some sites answered, 3 when none did.")
+                                   "policy and remaining budget, with how many more validations at (--epsilon, "
+                                   "--delta) fit per protocol by each site's accountant. Reveals no patient counts. "
+                                   "Sites that fail get a line each; exit 4 when only some sites answered, 3 when "
+                                   "none did.")
     d.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
+    d.add_argument("--epsilon", type=float, default=5.0, metavar="EPS",
+                   help="epsilon of the validations you plan (default 5): says how many more fit, per protocol")
+    d.add_argument("--delta", type=float, default=0.01, metavar="DELTA",
+                   help="delta of the validations you plan (default 0.01)")
     d.add_argument("--json", action="store_true", help="print JSON instead of text")
     d.set_defaults(func=_cmd_describe)
 
     b = sub.add_parser("budget", help="show each site's spent and remaining privacy budget for a dataset",
                        description="Spent and remaining privacy budget per site, in epsilon at the delta of your "
                                    "requests and at the budget's delta, and how many more validations at "
-                                   "(--epsilon, --delta) fit. Sites that fail get a line each; exit 4 when only some "
+                                   "(--epsilon, --delta) fit per protocol, counted by each site's accountant. Sites that fail get a line each; exit 4 when only some "
                                    "sites answered, 3 when none did.")
     b.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
     b.add_argument("--dataset", required=True, metavar="NAME", help="dataset name")

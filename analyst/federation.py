@@ -19,7 +19,14 @@ from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
 from analyst.result import ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
-__all__ = ["Federation", "SiteAnswers"]
+__all__ = ["Federation", "SiteAnswers", "release_queries"]
+
+
+def release_queries(epsilon: float, delta: float) -> list[pb.ReleaseQuery]:
+    """One validation's release at (``epsilon``, ``delta``) of every protocol as :meth:`Federation.validate`
+    asks it by default (histograms with their score sums); a site answers for the protocols it serves."""
+    return [pb.ReleaseQuery(protocol=p, epsilon=float(epsilon), delta=float(delta), score_sums=p == "histogram")
+            for p in ("paper", "histogram", "boyd")]
 
 
 class SiteAnswers(dict):
@@ -97,17 +104,24 @@ class Federation:
               for n, r in zip(self.names, replies) if not isinstance(r, SiteError)}
         return SiteAnswers(ok, {n: r for n, r in zip(self.names, replies) if isinstance(r, SiteError)}).raise_if_none()
 
-    def describe(self) -> SiteAnswers:
+    def describe(self, *, epsilon: float | None = None, delta: float | None = None) -> SiteAnswers:
         """Each site's datasets (columns, outcome and score columns), policy and remaining budget.
 
-        Sites that fail are in ``.failed`` of the answer (a :class:`SiteError` each); only when no site
-        answers is the first site's error raised.
+        With ``epsilon`` and ``delta`` each dataset's budget also says how many more releases at them
+        fit, per protocol (``left``), by the site's own accountant. Sites that fail are in ``.failed`` of
+        the answer (a :class:`SiteError` each); only when no site answers is the first site's error raised.
         """
-        return self._ask_all(lambda c: c.call("Describe", pb.DescribeRequest()))
+        queries = release_queries(epsilon, delta) if epsilon is not None else []
+        return self._ask_all(lambda c: c.call("Describe", pb.DescribeRequest(queries=queries)))
 
-    def budget(self, dataset: str) -> SiteAnswers:
-        """Each site's spent and remaining privacy budget for ``dataset``; failed sites in ``.failed``."""
-        return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(dataset=dataset)).budget)
+    def budget(self, dataset: str, *, epsilon: float | None = None, delta: float | None = None) -> SiteAnswers:
+        """Each site's spent and remaining privacy budget for ``dataset``; failed sites in ``.failed``.
+
+        With ``epsilon`` and ``delta`` it also says how many more releases at them fit, per protocol
+        (``left``: one release is one validation), by the site's own accountant.
+        """
+        queries = release_queries(epsilon, delta) if epsilon is not None else []
+        return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(dataset=dataset, queries=queries)).budget)
 
     @property
     def names(self) -> list[str]:

@@ -14,7 +14,7 @@ import numpy as np
 import dsroc
 from dsroc.v1 import site_pb2 as pb
 
-from analyst.connection import SiteConnection, SiteError, fan_out
+from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
 from analyst.parts import ConfusionResult, SitePrivacy
 
 __all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
@@ -154,6 +154,15 @@ class RemoteRocGlmParts:
         return total
 
 
+def _explain(failed: Sequence[SiteError], what: str):
+    """Raise the first site's error with ``what`` (what happened at the others) added to its message."""
+    first = failed[0]
+    also = f" (also failed: {', '.join(e.site for e in failed[1:])})" if len(failed) > 1 else ""
+    first.message += also + what
+    first.args = (f"site '{first.site}': {first.code.name}: {first.message}",)
+    raise first
+
+
 class ValidationSession:
     """One open session per site on (dataset, outcome, score source); each step is a method.
 
@@ -206,6 +215,55 @@ class ValidationSession:
     def _sid(self, conn) -> str:
         return self.session_ids[conn.name]
 
+    # -- all or nothing -------------------------------------------------------------------------
+    def hold(self, step: str, prepare: Callable[[SiteConnection], pb.PrepareRequest]) -> dict[str, str]:
+        """Every site checks a release and holds its budget before any site releases (PrepareRelease).
+
+        ``prepare(conn)`` is the site's request. When any site refuses or cannot be reached, every hold
+        is cancelled (a hold not cancelled expires within a minute) and that site's error is raised: no
+        site was charged. Returns each site's reservation id: "" when the release was made before (its
+        replay is free) or the site predates PrepareRelease (it checks and charges at the release).
+        """
+        def one(conn):
+            try:
+                return conn.call("PrepareRelease", prepare(conn)).reservation_id
+            except SiteError as exc:
+                if exc.code == grpc.StatusCode.UNIMPLEMENTED:
+                    return ""
+                raise
+
+        replies = fan_out_partial(self.connections, one, executor=self.executor)
+        holds = {c.name: r for c, r in zip(self.connections, replies) if not isinstance(r, SiteError)}
+        failed = [r for r in replies if isinstance(r, SiteError)]
+        if failed:
+            self.cancel(holds)
+            _explain(failed, "; nothing was released or charged at any site (the others' holds were cancelled)")
+        self.progress(step, None, f"{len(holds)} sites checked the request and hold its budget")
+        return holds
+
+    def cancel(self, holds: Mapping[str, str]) -> None:
+        """Return held budgets at once (best effort: a hold not cancelled expires by itself)."""
+        live = [c for c in self.connections if holds.get(c.name)]
+        fan_out_partial(live, lambda c: c.call("CancelReservation", pb.CancelReservationRequest(
+            reservation_id=holds[c.name]), timeout=5.0), executor=self.executor)
+
+    def commit(self, step: str, holds: Mapping[str, str], release: Callable[[SiteConnection, str], object]) -> list:
+        """Make every site's held release: ``release(conn, reservation_id)``, results in site order.
+
+        A site that fails now (down since it held) is named with the sites that did release: their
+        charges stand with their releases delivered, and the same request replays them at no charge.
+        """
+        replies = fan_out_partial(self.connections, lambda c: release(c, holds.get(c.name, "")),
+                                  on_done=lambda site: self.progress(step, site, "done"), executor=self.executor)
+        failed = [r for r in replies if isinstance(r, SiteError)]
+        if failed:
+            self.cancel({r.site: holds.get(r.site, "") for r in failed})
+            done = [c.name for c, r in zip(self.connections, replies) if not isinstance(r, SiteError)]
+            _explain(failed, (f"; {', '.join(done)} released and charged their part (delivered here; the same request "
+                              "replays it at no charge)" if done else "; nothing was charged")
+                     + "; the failed sites' holds return to their budgets")
+        return replies
+
     # -- steps ----------------------------------------------------------------------------------
     def sensitivity(self) -> dict[str, pb.SensitivityResponse]:
         """Each site's l2-sensitivity and the rule behind it (the site decides, not the analyst)."""
@@ -231,10 +289,12 @@ class ValidationSession:
         """
         check_privacy_request(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
 
-        def one_class(conn, cls):
-            chunks = conn.call("ReleaseNoisyScores", pb.ReleaseRequest(
-                session_id=self._sid(conn), score_class=cls, epsilon=float(epsilon), delta=float(delta),
-                sensitivity=float(sensitivity or 0.0)), stream=True, timeout=timeout)
+        def request(conn, cls, held):
+            return pb.ReleaseRequest(session_id=self._sid(conn), score_class=cls, epsilon=float(epsilon),
+                                     delta=float(delta), sensitivity=float(sensitivity or 0.0), reservation_id=held)
+
+        def one_class(conn, cls, held):
+            chunks = conn.call("ReleaseNoisyScores", request(conn, cls, held), stream=True, timeout=timeout)
             if not chunks or not chunks[0].HasField("info"):
                 raise ValueError("the release stream did not start with its ReleaseInfo")
             info = chunks[0].info
@@ -245,14 +305,15 @@ class ValidationSession:
                 raise ValueError(f"the release announced {info.n} scores but sent {scores.size}")
             return scores, info
 
-        def release_site(conn):
-            (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES),
-                                                      lambda: one_class(conn, pb.SCORE_CLASS_POSITIVES))
+        def release_site(conn, held):
+            (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES, held),
+                                                      lambda: one_class(conn, pb.SCORE_CLASS_POSITIVES, held))
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
 
-        return dict(zip(self.sites, self._each("noisy release", release_site)))
+        holds = self.hold("noisy release", lambda c: pb.PrepareRequest(scores=request(c, 0, "")))
+        return dict(zip(self.sites, self.commit("noisy release", holds, release_site)))
 
     @staticmethod
     def pool(releases: Mapping[str, SiteRelease]) -> tuple[np.ndarray, np.ndarray]:

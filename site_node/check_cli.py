@@ -38,7 +38,8 @@ def _check_one(path) -> int:
             print(f"dataset {name}: cannot be read (see the log above)")
             continue
         print(f"dataset {name}: {len(table)} rows, columns {list(table.columns)}")
-        checks = [(c, "outcome", lambda c=c: outcome_values(table, name, c)) for c in ds.outcomes]
+        q = config.policy.privacy_level
+        checks = [(c, "outcome", lambda c=c: _class_sizes(outcome_values(table, name, c), q)) for c in ds.outcomes]
         checks += [(c, "score", lambda c=c: score_values(table, name, c, ds.score_range)) for c in ds.scores]
         checks += [(c, "model", lambda c=c: feature_values(table, name, [c])) for c in ds.model_columns or ()]
         for column, kind, check in checks:
@@ -49,6 +50,17 @@ def _check_one(path) -> int:
                 problems += 1
                 print(f"  {column}: {exc} ({kind} column)")
     return problems + _check_populations(config, frames) + _check_usable(config)
+
+
+def _class_sizes(labels, q: int) -> None:
+    """Refuse an outcome column with a class below the privacy level: every release about it is refused."""
+    from .errors import FailedPrecondition
+
+    n1 = int(labels.sum())
+    n0 = int(labels.size) - n1
+    if min(n0, n1) < q:
+        raise FailedPrecondition(f"a class has fewer than q = {q} patients (negatives {n0}, positives {n1}): every "
+                                 "release about this outcome is refused, under every protocol")
 
 
 def _check_usable(config) -> int:

@@ -19,6 +19,7 @@ import json
 import secrets
 import sqlite3
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -31,12 +32,17 @@ from dsroc import analytic_gaussian_sigma, gdp_release_mu
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION, Accountant, Gaussian, decode_event, encode_event
 
 from .config import Policy
-from .errors import FailedPrecondition, ResourceExhausted
+from .errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .sqlite_files import open_private_db
 
-__all__ = ["ReleaseKey", "Release", "BudgetStatus", "budget_mu", "Ledger", "SqliteLedger"]
+__all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus", "budget_mu", "Ledger", "SqliteLedger",
+           "HOLD_SECONDS", "MAX_RELEASES_LEFT"]
 
 SEED_BYTES = 32
+# How long a PrepareRelease holds its budget at most (the analyst's commit follows within a round trip).
+HOLD_SECONDS = 60.0
+# Releases-left counts stop here ("at least").
+MAX_RELEASES_LEFT = 1000
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,23 @@ class ReleaseKey:
     outcome: str
     kind: str
     request: str
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """A release request that passed every check: what the ledger needs to hold, charge or replay it
+    (the arguments of :meth:`Ledger.release` and :meth:`Ledger.reserve`)."""
+
+    key: ReleaseKey
+    dataset: str
+    analyst: str
+    events: tuple
+    epsilon: float
+    delta: float
+    rule: str
+    fingerprint: str
+    make: Callable[[bytes], tuple[bytes, int, int]]
+    store: bool
 
 
 @dataclass(frozen=True)
@@ -75,6 +98,15 @@ class Release:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """A held budget (PrepareRelease): ``reservation_id`` is empty when the release was made before (a free replay)."""
+
+    reservation_id: str
+    expires_in: float
+    repeated: bool
+
+
+@dataclass(frozen=True)
 class BudgetStatus:
     """Spent and remaining budget of one population (reported under a dataset's name).
 
@@ -94,6 +126,8 @@ class BudgetStatus:
     epsilon_spent: float = 0.0
     delta_spent: float = 0.0
     exact: bool = True
+    reservations: int = 0
+    left: tuple = ()  # site_node.budget_view.ReleasesLeft per asked-for release
 
     @property
     def mu_remaining(self) -> float:
@@ -130,7 +164,30 @@ class Ledger(ABC):
         seed reproduces); otherwise only the seed and the payload's digest, and a replay calls
         ``make(seed)`` again and refuses (FailedPrecondition) when the digest or the data's
         ``fingerprint`` differ. Returns the release and whether this call charged it.
+
+        With ``reservation`` (the id of a :meth:`reserve` of the same release by the same analyst) the
+        hold becomes the charge in the same transaction; an unknown, used or expired hold is refused
+        (FailedPrecondition, nothing charged). Without it the release must fit beside every hold.
         """
+
+    @abstractmethod
+    def reserve(self, key: ReleaseKey, *, dataset: str, analyst: str, events: tuple, epsilon: float, delta: float,
+                fingerprint: str, policy: Policy, hold_seconds: float = HOLD_SECONDS) -> Reservation:
+        """Hold the budget of a release for ``hold_seconds`` (at most HOLD_SECONDS) without releasing anything.
+
+        Refused (ResourceExhausted, nothing held) when the release would not fit the budget with the
+        history and the other holds. A release made before holds nothing (its replay is free); an
+        unexpired hold of the same release by the same analyst is returned, not doubled.
+        """
+
+    @abstractmethod
+    def cancel(self, reservation_id: str, analyst: str) -> bool:
+        """Return a hold to the budget; False when it was unknown, used or expired."""
+
+    @abstractmethod
+    def releases_left(self, population: str, policy: Policy, events: tuple) -> tuple[int, bool]:
+        """How many more releases of ``events`` fit the budget (holds counted as spent), and whether
+        the count stopped at MAX_RELEASES_LEFT (at least that many)."""
 
     @abstractmethod
     def recorded(self, key: ReleaseKey, fingerprint: str) -> bytes | None:
@@ -201,6 +258,19 @@ CREATE TABLE IF NOT EXISTS releases (
     n1 INTEGER NOT NULL,
     UNIQUE (population, source, outcome, kind, request)
 );
+CREATE TABLE IF NOT EXISTS reservations (
+    reservation_id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    expires REAL NOT NULL,
+    analyst TEXT NOT NULL,
+    population TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    source TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    request TEXT NOT NULL,
+    events TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS survivor_uploads (
     population TEXT NOT NULL,
     source TEXT NOT NULL,
@@ -245,6 +315,18 @@ CREATE TABLE IF NOT EXISTS glm_answered (
     PRIMARY KEY (population, source, outcome, survivor, query)
 );
 """
+
+
+_CHANGED = ("the dataset changed since this release was made, so its noisy values no longer match the data; "
+            "a new release needs different parameters (epsilon, delta, sensitivity or grid)")
+
+
+def _key_fields(key: ReleaseKey) -> tuple:
+    return (key.population, key.source, key.outcome, key.kind, key.request)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _events_json(events) -> str:
@@ -294,24 +376,105 @@ class SqliteLedger(Ledger):
         self._accountants[population] = (count, accountant)
         return accountant
 
+    def _committed(self, population: str, *, without: str = "") -> tuple[Accountant, int, int]:
+        """The history with the unexpired holds (except ``without``) composed on, the number of releases and
+        of holds (call with the lock held)."""
+        accountant = self._accountant(population)
+        count = self._accountants[population][0]
+        rows = self._db.execute("SELECT events FROM reservations WHERE population = ? AND expires > ? "
+                                "AND reservation_id != ? ORDER BY rowid", (population, time.time(), without)).fetchall()
+        for (text,) in rows:
+            for event in json.loads(text):
+                accountant = accountant.add(decode_event(event))
+        return accountant, count, len(rows)
+
     def budget(self, population: str, policy: Policy) -> BudgetStatus:
         with self._lock:
-            accountant = self._accountant(population)
-            count = self._accountants[population][0]
-        return _status(population, policy, accountant, count)
+            accountant, count, holds = self._committed(population)
+        return _status(population, policy, accountant, count, holds)
 
-    def release(self, key, *, dataset, analyst, events, epsilon, delta, rule, fingerprint, policy, make, store):
+    def releases_left(self, population, policy, events):
+        with self._lock:
+            accountant, _, _ = self._committed(population)
+        return accountant.releases_left(tuple(events), policy.budget_epsilon, policy.budget_delta,
+                                        cap=MAX_RELEASES_LEFT)
+
+    def _fit(self, population: str, dataset: str, events: tuple, policy: Policy, epsilon, delta, *,
+             without: str = "") -> None:
+        """Refuse (ResourceExhausted) unless ``events`` fit the history and the other holds (call in a transaction)."""
+        accountant, count, holds = self._committed(population, without=without)
+        after = accountant
+        for event in events:
+            after = after.add(event)
+        if not after.within(policy.budget_epsilon, policy.budget_delta):
+            spent = _status(population, policy, accountant, count, holds)
+            held = f" (and {holds} held by validations in progress)" if holds else ""
+            raise ResourceExhausted(
+                f"privacy budget: this release (epsilon {epsilon}, delta {delta}) would exceed the total budget "
+                f"(epsilon {policy.budget_epsilon}, delta {policy.budget_delta}) of the patients behind dataset "
+                f"{dataset!r}: spent so far epsilon {spent.epsilon_spent:.6g} at delta {policy.budget_delta} in "
+                f"{count} releases{held}, remaining about epsilon {spent.epsilon_remaining:.6g}; nothing was released"
+            )
+
+    def _existing(self, key: ReleaseKey):
+        return self._db.execute(
+            "SELECT release_id, created, analyst, dataset, events, epsilon, delta, rule, fingerprint, seed, "
+            "digest, payload, n0, n1 FROM releases WHERE population=? AND source=? AND outcome=? AND kind=? "
+            "AND request=?", _key_fields(key),
+        ).fetchone()
+
+    def reserve(self, key, *, dataset, analyst, events, epsilon, delta, fingerprint, policy, hold_seconds=HOLD_SECONDS):
+        events = tuple(events)
+        hold = min(float(hold_seconds), HOLD_SECONDS) if hold_seconds and hold_seconds > 0 else HOLD_SECONDS
+        out = []
+
+        def body(db):
+            now = time.time()
+            db.execute("DELETE FROM reservations WHERE expires <= ?", (now,))  # returned to the budget
+            row = self._existing(key)
+            if row is not None:
+                if row[8] != fingerprint:
+                    raise FailedPrecondition(_CHANGED)
+                out.append(Reservation("", 0.0, True))
+                return
+            held = db.execute(
+                "SELECT reservation_id, expires FROM reservations WHERE analyst=? AND population=? AND source=? AND "
+                "outcome=? AND kind=? AND request=?", (analyst, *_key_fields(key))).fetchone()
+            if held is not None:
+                out.append(Reservation(held[0], held[1] - now, False))
+                return
+            self._fit(key.population, dataset, events, policy, epsilon, delta)
+            reservation_id = secrets.token_hex(16)
+            db.execute("INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       (reservation_id, _now(), now + hold, analyst, key.population, dataset, key.source,
+                        key.outcome, key.kind, key.request, _events_json(events)))
+            out.append(Reservation(reservation_id, hold, False))
+
+        self._transaction(body)
+        return out[0]
+
+    def cancel(self, reservation_id, analyst):
+        out = []
+
+        def body(db):
+            out.append(db.execute("DELETE FROM reservations WHERE reservation_id=? AND analyst=? AND expires > ?",
+                                  (reservation_id, analyst, time.time())).rowcount > 0)
+
+        self._transaction(body)
+        return out[0]
+
+    def release(self, key, *, dataset, analyst, events, epsilon, delta, rule, fingerprint, policy, make, store,
+                reservation=""):
         events = tuple(events)
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                row = db.execute(
-                    "SELECT release_id, created, analyst, dataset, events, epsilon, delta, rule, fingerprint, seed, "
-                    "digest, payload, n0, n1 FROM releases WHERE population=? AND source=? AND outcome=? AND kind=? "
-                    "AND request=?", (key.population, key.source, key.outcome, key.kind, key.request),
-                ).fetchone()
+                row = self._existing(key)
                 if row is not None:
+                    if reservation:  # a hold of a release made meanwhile (the other class's call) is not needed
+                        db.execute("DELETE FROM reservations WHERE reservation_id=? AND analyst=?",
+                                   (reservation, analyst))
                     db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -319,23 +482,13 @@ class SqliteLedger(Ledger):
             if row is not None:
                 return self._replay(key, row, fingerprint, make), False
             try:
-                accountant = self._accountant(key.population)
-                count = self._accountants[key.population][0]
-                after = accountant
-                for event in events:
-                    after = after.add(event)
-                if not after.within(policy.budget_epsilon, policy.budget_delta):
-                    spent = _status(key.population, policy, accountant, count)
-                    raise ResourceExhausted(
-                        f"privacy budget: this release (epsilon {epsilon}, delta {delta}) would exceed the total budget "
-                        f"(epsilon {policy.budget_epsilon}, delta {policy.budget_delta}) of the patients behind dataset "
-                        f"{dataset!r}: spent so far epsilon {spent.epsilon_spent:.6g} at delta {policy.budget_delta} in "
-                        f"{count} releases, remaining about epsilon {spent.epsilon_remaining:.6g}; nothing was released"
-                    )
+                if reservation:
+                    self._use_hold(reservation, analyst, key)
+                self._fit(key.population, dataset, events, policy, epsilon, delta, without=reservation)
                 seed = secrets.token_bytes(SEED_BYTES)
                 payload, n0, n1 = make(seed)
                 release_id = secrets.token_hex(16)
-                created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                created = _now()
                 db.execute(
                     "INSERT INTO releases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (release_id, created, analyst, key.population, dataset, key.source, key.outcome, key.kind,
@@ -346,9 +499,25 @@ class SqliteLedger(Ledger):
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            count, after = self._accountants[key.population]  # the history alone, extended by this release
+            for event in events:
+                after = after.add(event)
             self._accountants[key.population] = (count + 1, after)
         return Release(release_id, key, dataset, events, float(epsilon), float(delta), rule, created, analyst,
                        payload, int(n0), int(n1)), True
+
+    def _use_hold(self, reservation: str, analyst: str, key: ReleaseKey) -> None:
+        """Delete the analyst's unexpired hold of this release, or refuse (call in a transaction)."""
+        held = self._db.execute("SELECT population, source, outcome, kind, request FROM reservations WHERE "
+                                "reservation_id=? AND analyst=? AND expires > ?",
+                                (reservation, analyst, time.time())).fetchone()
+        if held is None:
+            raise FailedPrecondition(
+                f"reservation_id {reservation!r} is unknown, used or expired (a hold lasts at most {HOLD_SECONDS:g} s); "
+                "nothing was charged: prepare the release again")
+        if tuple(held) != _key_fields(key):
+            raise InvalidArgument(f"reservation_id {reservation!r} holds another release than this request")
+        self._db.execute("DELETE FROM reservations WHERE reservation_id=?", (reservation,))
 
     def recorded(self, key, fingerprint):
         with self._lock:
@@ -365,7 +534,7 @@ class SqliteLedger(Ledger):
 
     def fits(self, population, events, policy):
         with self._lock:
-            after = self._accountant(population)
+            after, _, _ = self._committed(population)  # holds of validations in progress count as spent
         for event in events:
             after = after.add(event)
         return after.within(policy.budget_epsilon, policy.budget_delta)
@@ -374,10 +543,7 @@ class SqliteLedger(Ledger):
         (release_id, created, analyst, dataset, events, epsilon, delta, rule, stored_fingerprint, seed, digest,
          payload, n0, n1) = row
         if stored_fingerprint != fingerprint:
-            raise FailedPrecondition(
-                "the dataset changed since this release was made, so its noisy values no longer match the data; "
-                "a new release needs different parameters (epsilon, delta, sensitivity or grid)"
-            )
+            raise FailedPrecondition(_CHANGED)
         if payload is None:
             payload, _, _ = make(seed)
             if _digest(payload) != digest:
@@ -483,10 +649,10 @@ class SqliteLedger(Ledger):
         return rows
 
 
-def _status(population: str, policy: Policy, accountant: Accountant, count: int) -> BudgetStatus:
+def _status(population: str, policy: Policy, accountant: Accountant, count: int, holds: int = 0) -> BudgetStatus:
     return BudgetStatus(
         dataset=population, budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
         mu_budget=budget_mu(policy.budget_epsilon, policy.budget_delta), mu_spent=accountant.gaussian_mu,
         releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta),
-        delta_spent=accountant.delta(policy.budget_epsilon), exact=accountant.exact,
+        delta_spent=accountant.delta(policy.budget_epsilon), exact=accountant.exact, reservations=holds,
     )

@@ -15,6 +15,7 @@ from dsroc.v1 import site_pb2_grpc
 
 from .audit import note
 from .auth import current_analyst
+from .budget_view import ReleaseQuery
 from .errors import InvalidArgument, SiteError
 from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
 from .ledger import BudgetStatus
@@ -35,7 +36,20 @@ def _budget_message(b: BudgetStatus) -> pb.BudgetStatus:
         mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, epsilon_spent=b.epsilon_spent, releases=b.releases,
         delta_spent=b.delta_spent, epsilon_remaining=b.epsilon_remaining,
         accounting="gaussian-dp (exact)" if b.exact else "privacy loss distribution (pessimistic)",
+        reservations=b.reservations,
+        left=[pb.ReleasesLeft(query=_query_message(x.query), releases=x.releases, at_least=x.at_least,
+                              refused=x.refused) for x in b.left],
     )
+
+
+def _queries(messages) -> list[ReleaseQuery]:
+    return [ReleaseQuery(q.protocol, q.epsilon, q.delta, tuple(q.scalars), q.count_share, q.score_sums)
+            for q in messages]
+
+
+def _query_message(q: ReleaseQuery) -> pb.ReleaseQuery:
+    return pb.ReleaseQuery(protocol=q.protocol, epsilon=q.epsilon, delta=q.delta, scalars=list(q.scalars),
+                           count_share=q.count_share, score_sums=q.score_sums)
 
 
 class SiteServicer(site_pb2_grpc.SiteServiceServicer):
@@ -75,7 +89,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                 score_min=d.config.score_range[0], score_max=d.config.score_range[1],
                 sensitivity_rule=d.rule, budget=_budget_message(d.budget),
             )
-            for d in self.site.describe(current_analyst())
+            for d in self.site.describe(current_analyst(), _queries(request.queries))
         ]
         return pb.DescribeResponse(site_name=self.site.config.name, api_version=API_VERSION, datasets=datasets,
                                    policy=self._policy())
@@ -107,7 +121,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         session = self._session(request.session_id)
         out = self.paper.release(
             session, request.score_class, epsilon=request.epsilon, delta=request.delta,
-            sensitivity=request.sensitivity,
+            sensitivity=request.sensitivity, reservation=request.reservation_id,
         )
         release, charged, values = out.release, out.mu_charged, out.values
         note(privacy_cost=charged, parameters={"release_id": release.release_id, "tau": out.tau})
@@ -126,7 +140,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         session = self._session(request.session_id)
         out = self.histogram.release(session, epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
                                      spacing=request.spacing, scalars=list(request.scalars),
-                                     score_sums=request.score_sums, interior=list(request.edges))
+                                     score_sums=request.score_sums, reservation=request.reservation_id,
+                                     interior=list(request.edges))
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
@@ -175,7 +190,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
 
     def ReleaseBoydStatistics(self, request, context):
         out = self.boyd.release(self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,
-                                count_share=request.count_share)
+                                count_share=request.count_share, reservation=request.reservation_id)
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": out.release.release_id, "kind": "boyd",
                          "epsilon_charged": out.release.epsilon if out.charged else 0.0})
@@ -259,7 +274,38 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         return pb.ConfusionPartsResponse(tp=c.tp, fp=c.fp, fn=c.fn, tn=c.tn)
 
     def Budget(self, request, context):
-        return pb.BudgetResponse(budget=_budget_message(self.site.budget(current_analyst(), request.dataset)))
+        return pb.BudgetResponse(budget=_budget_message(
+            self.site.budget(current_analyst(), request.dataset, _queries(request.queries))))
+
+    def PrepareRelease(self, request, context):
+        which = request.WhichOneof("release")
+        if which == "scores":
+            r = request.scores
+            plan = self.paper.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+                                   sensitivity=r.sensitivity)[0]
+        elif which == "histogram":
+            r = request.histogram
+            plan = self.histogram.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+                                       n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars),
+                                       score_sums=r.score_sums, interior=list(r.edges))[0]
+        elif which == "boyd":
+            r = request.boyd
+            plan = self.boyd.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+                                  count_share=r.count_share)[0]
+        else:
+            raise InvalidArgument("PrepareRequest must carry one release request (scores, histogram or boyd)")
+        if request.hold_seconds < 0 or not np.isfinite(request.hold_seconds):
+            raise InvalidArgument(f"hold_seconds must be a finite number >= 0, got {request.hold_seconds}")
+        held = self.site.prepare(plan, request.hold_seconds)
+        note(parameters={"reservation_id": held.reservation_id, "kind": plan.key.kind, "repeated": held.repeated})
+        budget = self.site.budget(current_analyst(), plan.dataset)
+        return pb.PrepareResponse(reservation_id=held.reservation_id, expires_in_seconds=held.expires_in,
+                                  repeated=held.repeated, budget=_budget_message(budget))
+
+    def CancelReservation(self, request, context):
+        cancelled = self.site.cancel(current_analyst(), request.reservation_id)
+        note(parameters={"reservation_id": request.reservation_id, "cancelled": cancelled})
+        return pb.CancelReservationResponse(cancelled=cancelled)
 
 
 def _with_first(first, rest):

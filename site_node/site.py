@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 
 from .approvals import ModelApprovals
+from .budget_view import releases_left
 from .config import DatasetConfig, SiteConfig
 from .datasets import DatasetStore, feature_values, outcome_values
 from .disclosure import DisclosureStore
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from .ledger import BudgetStatus, Ledger
+from .ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
 from .noise_key import NoiseKey
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore
@@ -77,8 +78,9 @@ class Site:
         """The sensitivity rule of a dataset: its own, else the policy's."""
         return config.sensitivity or self.policy.sensitivity
 
-    def describe(self, analyst: str) -> list[DatasetSummary]:
-        """The datasets this analyst may use, with columns, sensitivity rule and budget."""
+    def describe(self, analyst: str, queries=()) -> list[DatasetSummary]:
+        """The datasets this analyst may use, with columns, sensitivity rule and budget (and how many
+        more releases of each of ``queries`` fit it)."""
         out = []
         for name in self.datasets.names():
             if not self.config.analysts[analyst].may_use(name):
@@ -88,16 +90,37 @@ class Site:
                 columns = list(self.datasets.table(name).kinds.items())
             except InvalidArgument:
                 columns = []  # unreadable (logged for the administrator); the others are still described
-            out.append(DatasetSummary(config, columns, self.sensitivity_rule(config), self.budget_of(config)))
+            out.append(DatasetSummary(config, columns, self.sensitivity_rule(config), self.budget_of(config, queries)))
         return out
 
-    def budget_of(self, config: DatasetConfig) -> BudgetStatus:
-        """Spent and remaining privacy budget of a dataset's population, without a permission check."""
-        return replace(self.ledger.budget(config.population, self.policy), dataset=config.name)
+    def budget_of(self, config: DatasetConfig, queries=()) -> BudgetStatus:
+        """Spent and remaining privacy budget of a dataset's population, without a permission check, and how
+        many more releases of each :class:`site_node.budget_view.ReleaseQuery` fit it."""
+        left = releases_left(self, config.population, queries) if queries else ()
+        return replace(self.ledger.budget(config.population, self.policy), dataset=config.name, left=left)
 
-    def budget(self, analyst: str, dataset: str) -> BudgetStatus:
-        """Spent and remaining privacy budget of a dataset's population (shared by entries over the same patients)."""
-        return self.budget_of(self._allowed(analyst, dataset))
+    def budget(self, analyst: str, dataset: str, queries=()) -> BudgetStatus:
+        """Spent and remaining privacy budget of a dataset's population (shared by entries over the same
+        patients), and how many more releases of each query fit it."""
+        return self.budget_of(self._allowed(analyst, dataset), queries)
+
+    # ------------------------------------------------------------------ all or nothing
+    def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0) -> Reservation:
+        """Hold the budget of a checked release (PrepareRelease): nothing is released or charged."""
+        return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
+                                   epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
+                                   policy=self.policy, hold_seconds=hold_seconds)
+
+    def cancel(self, analyst: str, reservation_id: str) -> bool:
+        """Return the analyst's hold to the budget (False when unknown, used or expired)."""
+        return self.ledger.cancel(reservation_id, analyst)
+
+    def charge(self, plan: ReleasePlan, reservation: str = "") -> tuple[Release, bool]:
+        """Charge and record a checked release (or replay it), using the hold ``reservation`` when given."""
+        return self.ledger.release(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
+                                   epsilon=plan.epsilon, delta=plan.delta, rule=plan.rule,
+                                   fingerprint=plan.fingerprint, policy=self.policy, make=plan.make,
+                                   store=plan.store, reservation=reservation)
 
     # ------------------------------------------------------------------ sessions
     def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec) -> Session:

@@ -138,11 +138,14 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
     if interior is not None:
         n_bins, spacing = len(interior) + 1, ""
 
-    def ask(conn):
-        r = conn.call("ReleaseHistogram", pb.HistogramRequest(
-            session_id=session.session_ids[conn.name], epsilon=float(epsilon), delta=float(delta),
-            n_bins=0 if interior is not None else int(n_bins), spacing=spacing, scalars=list(scalars),
-            score_sums=bool(score_sums), edges=[] if interior is None else [float(v) for v in interior]))
+    def request(conn, held):
+        return pb.HistogramRequest(session_id=session.session_ids[conn.name], epsilon=float(epsilon),
+                                   delta=float(delta), n_bins=0 if interior is not None else int(n_bins),
+                                   spacing=spacing, scalars=list(scalars), score_sums=bool(score_sums),
+                                   reservation_id=held, edges=[] if interior is None else [float(v) for v in interior])
+
+    def ask(conn, held):
+        r = conn.call("ReleaseHistogram", request(conn, held))
         if score_sums and len(r.negative_sums) != n_bins:
             raise ValueError(f"site {conn.name} did not release the per-bin score sums asked for (an older site?)")
         sums = ((np.asarray(r.negative_sums, dtype=np.float64), np.asarray(r.positive_sums, dtype=np.float64),
@@ -154,7 +157,9 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
         session.progress("histogram release", conn.name, f"{n_bins} bins, noise SD {r.noise_sd:.3g}")
         return np.asarray(r.edges, dtype=np.float64), site
 
-    replies = session._each("histogram release", ask)
+    # All or nothing: every site checks the request and holds its budget before any site releases.
+    holds = session.hold("histogram release", lambda c: pb.PrepareRequest(histogram=request(c, "")))
+    replies = session.commit("histogram release", holds, ask)
     edges = replies[0][0]
     for (other, _), name in zip(replies, session.sites):
         if other.shape != edges.shape or not np.allclose(other, edges, rtol=0, atol=1e-12):

@@ -20,6 +20,7 @@ __all__ = [
     "Event",
     "Accountant",
     "VALUE_DISCRETIZATION",
+    "MAX_DISCRETIZATION",
     "discretization_for",
     "encode_event",
     "decode_event",
@@ -29,18 +30,24 @@ __all__ = [
 # releases comes out within 1e-6 relative of the exact value (tests/core/test_accounting.py), and
 # composing one more release onto a history takes a few tens of milliseconds.
 VALUE_DISCRETIZATION = 5e-4
+# The coarsest grid any budget gets (reached at epsilon 40): at it a release at epsilon 1 still
+# calibrates within 1e-6 of the finest grid's sigma (tests/core/test_accounting.py).
+MAX_DISCRETIZATION = 1e-2
 # The PLD's own floating-point evaluation can land 1e-13 below a pessimistic value; report onto the
 # safe side of it.
 _ROUND_UP = 1.0 + 1e-10
 
 
 def discretization_for(epsilon: float) -> float:
-    """The privacy-loss grid for histories up to ``epsilon``: VALUE_DISCRETIZATION, coarser above epsilon 2.
+    """The privacy-loss grid for histories up to ``epsilon``: VALUE_DISCRETIZATION, coarser up to MAX_DISCRETIZATION.
 
     Losses of high-epsilon releases span hundreds of nats; a grid proportional to epsilon keeps a
-    check within milliseconds at the same relative accuracy.
+    check within milliseconds. It stops growing at MAX_DISCRETIZATION whatever the budget: the
+    pessimistic rounding of each release's loss onto the grid costs up to one interval of epsilon,
+    so a grid that grew with a budget of epsilon 100 000 (25 nats) made every release's noise
+    calibrate as if at epsilon below 0 (sigma 39 894 instead of 3.74 at epsilon 1).
     """
-    return VALUE_DISCRETIZATION * max(1.0, _positive("epsilon", epsilon) / 2.0)
+    return VALUE_DISCRETIZATION * min(max(1.0, _positive("epsilon", epsilon) / 2.0), MAX_DISCRETIZATION / VALUE_DISCRETIZATION)
 
 
 def _positive(name: str, value) -> float:
@@ -252,14 +259,47 @@ class Accountant:
             raise TypeError(f"not a privacy event: {event!r}")
 
 
-    def add(self, event: Event) -> "Accountant":
-        """A new accountant with ``event`` composed onto this history (this one is unchanged)."""
+    def add(self, event: Event, count: int = 1) -> "Accountant":
+        """A new accountant with ``count`` releases of ``event`` composed onto this history (this one is unchanged)."""
         out = Accountant.__new__(Accountant)
         out._interval, out._exact_gaussians = self._interval, self._exact_gaussians
         out._mu2, out._other = self._mu2, self._other
-        out._absorb(event)
-        out._events = self._events + (event,)
+        out._absorb(event, count)
+        out._events = self._events + (event,) * count
         return out
+
+    def releases_left(self, events: Iterable[Event], epsilon: float, delta: float, *, cap: int = 1000) -> tuple[int, bool]:
+        """How many more releases of ``events`` (one release: all of them) keep the history (epsilon, delta)-DP.
+
+        Returns ``(k, stopped)``: the largest ``k <= cap`` such that the history with ``k`` more such
+        releases is :meth:`within` the budget, and whether ``cap`` of them still fit (then at least
+        ``cap`` do). The count is the ledger's own check, so the ``k``-th release is accepted and
+        the next refused. Found by doubling and bisection (about ``2 log2 k`` compositions).
+        """
+        events = tuple(events)
+        if not events:
+            raise ValueError("a release has at least one privacy event")
+
+        def fits(k: int) -> bool:
+            after = self
+            for event in events:
+                after = after.add(event, k)
+            return after.within(epsilon, delta)
+
+        if not fits(1):
+            return 0, False
+        lo = 1
+        while lo < cap:
+            hi = min(2 * lo, cap)
+            if not fits(hi):
+                break
+            lo = hi
+        else:
+            return cap, True
+        while hi - lo > 1:  # fits(lo), not fits(hi)
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo, False
 
     @property
     def events(self) -> tuple:

@@ -66,8 +66,10 @@ class Values(_message.Message):
     def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class DescribeRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("queries",)
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    queries: _containers.RepeatedCompositeFieldContainer[ReleaseQuery]
+    def __init__(self, queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
 
 class Column(_message.Message):
     __slots__ = ("name", "dtype")
@@ -78,7 +80,7 @@ class Column(_message.Message):
     def __init__(self, name: _Optional[str] = ..., dtype: _Optional[str] = ...) -> None: ...
 
 class BudgetStatus(_message.Message):
-    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases", "delta_spent", "epsilon_remaining", "accounting")
+    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases", "delta_spent", "epsilon_remaining", "accounting", "reservations", "left")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     BUDGET_EPSILON_FIELD_NUMBER: _ClassVar[int]
     BUDGET_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -90,6 +92,8 @@ class BudgetStatus(_message.Message):
     DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
     EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
     ACCOUNTING_FIELD_NUMBER: _ClassVar[int]
+    RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     budget_epsilon: float
     budget_delta: float
@@ -101,7 +105,37 @@ class BudgetStatus(_message.Message):
     delta_spent: float
     epsilon_remaining: float
     accounting: str
-    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ...) -> None: ...
+    reservations: int
+    left: _containers.RepeatedCompositeFieldContainer[ReleasesLeft]
+    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ..., reservations: _Optional[int] = ..., left: _Optional[_Iterable[_Union[ReleasesLeft, _Mapping]]] = ...) -> None: ...
+
+class ReleaseQuery(_message.Message):
+    __slots__ = ("protocol", "epsilon", "delta", "scalars", "count_share", "score_sums")
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    SCALARS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    protocol: str
+    epsilon: float
+    delta: float
+    scalars: _containers.RepeatedScalarFieldContainer[str]
+    count_share: float
+    score_sums: bool
+    def __init__(self, protocol: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., scalars: _Optional[_Iterable[str]] = ..., count_share: _Optional[float] = ..., score_sums: _Optional[bool] = ...) -> None: ...
+
+class ReleasesLeft(_message.Message):
+    __slots__ = ("query", "releases", "at_least", "refused")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    RELEASES_FIELD_NUMBER: _ClassVar[int]
+    AT_LEAST_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    query: ReleaseQuery
+    releases: int
+    at_least: bool
+    refused: str
+    def __init__(self, query: _Optional[_Union[ReleaseQuery, _Mapping]] = ..., releases: _Optional[int] = ..., at_least: _Optional[bool] = ..., refused: _Optional[str] = ...) -> None: ...
 
 class DatasetInfo(_message.Message):
     __slots__ = ("name", "description", "columns", "outcome_columns", "score_columns", "score_min", "score_max", "sensitivity_rule", "budget")
@@ -224,10 +258,48 @@ class CloseSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class BudgetRequest(_message.Message):
-    __slots__ = ("dataset",)
+    __slots__ = ("dataset", "queries")
     DATASET_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
     dataset: str
-    def __init__(self, dataset: _Optional[str] = ...) -> None: ...
+    queries: _containers.RepeatedCompositeFieldContainer[ReleaseQuery]
+    def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
+
+class PrepareRequest(_message.Message):
+    __slots__ = ("scores", "histogram", "boyd", "hold_seconds")
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
+    BOYD_FIELD_NUMBER: _ClassVar[int]
+    HOLD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    scores: ReleaseRequest
+    histogram: HistogramRequest
+    boyd: BoydRequest
+    hold_seconds: float
+    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ...) -> None: ...
+
+class PrepareResponse(_message.Message):
+    __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget")
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    reservation_id: str
+    expires_in_seconds: float
+    repeated: bool
+    budget: BudgetStatus
+    def __init__(self, reservation_id: _Optional[str] = ..., expires_in_seconds: _Optional[float] = ..., repeated: _Optional[bool] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+
+class CancelReservationRequest(_message.Message):
+    __slots__ = ("reservation_id",)
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    reservation_id: str
+    def __init__(self, reservation_id: _Optional[str] = ...) -> None: ...
+
+class CancelReservationResponse(_message.Message):
+    __slots__ = ("cancelled",)
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    cancelled: bool
+    def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
 
 class BudgetResponse(_message.Message):
     __slots__ = ("budget",)
@@ -254,20 +326,22 @@ class SensitivityResponse(_message.Message):
     def __init__(self, sensitivity: _Optional[float] = ..., rule: _Optional[str] = ..., formal_bound: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
-    __slots__ = ("session_id", "score_class", "epsilon", "delta", "sensitivity", "chunk_size")
+    __slots__ = ("session_id", "score_class", "epsilon", "delta", "sensitivity", "chunk_size", "reservation_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
     CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     score_class: ScoreClass
     epsilon: float
     delta: float
     sensitivity: float
     chunk_size: int
-    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ...) -> None: ...
+    reservation_id: str
+    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ..., reservation_id: _Optional[str] = ...) -> None: ...
 
 class ReleaseInfo(_message.Message):
     __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule", "site", "population", "dataset", "source", "outcome", "values_sha256", "signature")
@@ -484,7 +558,7 @@ class ConfusionPartsResponse(_message.Message):
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
 class HistogramRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "edges")
+    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id", "edges")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -492,6 +566,7 @@ class HistogramRequest(_message.Message):
     SPACING_FIELD_NUMBER: _ClassVar[int]
     SCALARS_FIELD_NUMBER: _ClassVar[int]
     SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     epsilon: float
@@ -500,8 +575,9 @@ class HistogramRequest(_message.Message):
     spacing: str
     scalars: _containers.RepeatedScalarFieldContainer[str]
     score_sums: bool
+    reservation_id: str
     edges: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ..., edges: _Optional[_Iterable[float]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ..., reservation_id: _Optional[str] = ..., edges: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class NoisyScalar(_message.Message):
     __slots__ = ("name", "value", "noise_sd", "resolution")
@@ -552,16 +628,18 @@ class HistogramResponse(_message.Message):
     def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ...) -> None: ...
 
 class BoydRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "count_share")
+    __slots__ = ("session_id", "epsilon", "delta", "count_share", "reservation_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     COUNT_SHARE_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     epsilon: float
     delta: float
     count_share: float
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ...) -> None: ...
+    reservation_id: str
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., reservation_id: _Optional[str] = ...) -> None: ...
 
 class BoydResponse(_message.Message):
     __slots__ = ("auc", "average_precision", "n1_noisy", "n", "epsilon", "delta", "count_share", "privacy_unit", "release_id", "repeated")

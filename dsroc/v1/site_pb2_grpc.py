@@ -54,6 +54,16 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
                 _registered_method=True)
+        self.PrepareRelease = channel.unary_unary(
+                '/dsroc.v1.SiteService/PrepareRelease',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+                _registered_method=True)
+        self.CancelReservation = channel.unary_unary(
+                '/dsroc.v1.SiteService/CancelReservation',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
+                _registered_method=True)
         self.Sensitivity = channel.unary_unary(
                 '/dsroc.v1.SiteService/Sensitivity',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.SensitivityRequest.SerializeToString,
@@ -150,6 +160,23 @@ class SiteServiceServicer:
     def Budget(self, request, context):
         """Spent and remaining privacy budget of a dataset's population (every dataset entry over the same
         patients shares it), composed over all mechanisms by the site's accountant.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PrepareRelease(self, request, context):
+        """All or nothing across sites (docs/privacy.md): check a release request (policy, data, budget)
+        as the release call would, release nothing, and hold its budget for a short time. The release
+        call that carries the returned reservation_id uses the hold; a hold that is cancelled or not
+        used in time returns to the budget. The ledger keeps holds across a restart of the daemon.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelReservation(self, request, context):
+        """Return a held reservation to the budget at once (when another site refused the release).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -305,6 +332,16 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.Budget,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.BudgetRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.BudgetResponse.SerializeToString,
+            ),
+            'PrepareRelease': grpc.unary_unary_rpc_method_handler(
+                    servicer.PrepareRelease,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.PrepareRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.PrepareResponse.SerializeToString,
+            ),
+            'CancelReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelReservation,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.SerializeToString,
             ),
             'Sensitivity': grpc.unary_unary_rpc_method_handler(
                     servicer.Sensitivity,
@@ -480,6 +517,60 @@ class SiteService:
             '/dsroc.v1.SiteService/Budget',
             dsroc_dot_v1_dot_site__pb2.BudgetRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.BudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PrepareRelease(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/PrepareRelease',
+            dsroc_dot_v1_dot_site__pb2.PrepareRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.PrepareResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/CancelReservation',
+            dsroc_dot_v1_dot_site__pb2.CancelReservationRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.CancelReservationResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -19,11 +19,11 @@ import dsroc  # dsroc.mechanisms is looked up at first use: it imports scipy.spe
 
 from ..errors import InvalidArgument
 from ..guard import check_release_parameters, require_privacy_level
-from ..ledger import Release, ReleaseKey
+from ..ledger import Release, ReleaseKey, ReleasePlan
 from ..sessions import Session
 from .base import SiteProtocol
 
-__all__ = ["DEFAULT_COUNT_SHARE", "PRIVACY_UNIT", "BoydRelease", "BoydProtocol", "boyd_events"]
+__all__ = ["DEFAULT_COUNT_SHARE", "PRIVACY_UNIT", "BoydRelease", "BoydProtocol", "boyd_events", "check_count_share"]
 
 DEFAULT_COUNT_SHARE = 0.1
 PRIVACY_UNIT = ("rows, bounded DP: one patient's row (score and label) replaced; the site's patient count n is "
@@ -50,7 +50,8 @@ def boyd_events(epsilon: float, delta: float, count_share: float) -> tuple:
             Laplace(1.0 / (count_share * epsilon), 1.0))
 
 
-def _check_share(count_share: float) -> float:
+def check_count_share(count_share: float) -> float:
+    """The count share of a request: 0 means DEFAULT_COUNT_SHARE; otherwise strictly between 0 and 1."""
     share = float(count_share) if count_share else DEFAULT_COUNT_SHARE
     if not (math.isfinite(share) and 0.0 < share < 1.0):
         raise InvalidArgument(f"count_share must lie strictly between 0 and 1 (0 for the default 0.1), got {count_share}")
@@ -62,8 +63,19 @@ class BoydProtocol(SiteProtocol):
 
     name = "boyd"
 
-    def release(self, session: Session, *, epsilon: float, delta: float, count_share: float = 0.0) -> BoydRelease:
-        """Release the session's Boyd AUC, AP and noisy positive count once, charging the site's ledger first.
+    def release(self, session: Session, *, epsilon: float, delta: float, count_share: float = 0.0,
+                reservation: str = "") -> BoydRelease:
+        """Release the session's Boyd AUC, AP and noisy positive count once, charging the site's ledger first
+        (using the hold ``reservation`` when given)."""
+        plan, share = self.plan(session, epsilon=epsilon, delta=delta, count_share=count_share)
+        release, charged = self.site.charge(plan, reservation)
+        auc, ap, n1_noisy = np.frombuffer(release.payload, dtype=np.float64).tolist()
+        return BoydRelease(release, charged, auc, ap, n1_noisy, int(release.n0 + release.n1), share)
+
+    def plan(self, session: Session, *, epsilon: float, delta: float,
+             count_share: float = 0.0) -> tuple[ReleasePlan, float]:
+        """Check a Boyd release and plan it (what PrepareRelease holds and the release charges); returns the
+        plan and the count share.
 
         Checks (all before anything is charged): "boyd" among the protocols served, the per-release caps of
         the policy, 0 < count_share < 1, and the privacy level q on both classes (as for every release).
@@ -72,7 +84,7 @@ class BoydProtocol(SiteProtocol):
         # only a site that lists "boyd" in its protocols answers it.
         self.require()
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
-        share = _check_share(count_share)
+        share = check_count_share(count_share)
         if not share * epsilon >= 1e-300:  # found by the fuzzer: 1e-300 * 1e-300 underflowed to a division by zero
             raise InvalidArgument(f"epsilon * count_share must be at least 1e-300 (the count's Laplace scale is their "
                                   f"inverse), got {epsilon:g} * {share:g}")
@@ -97,9 +109,5 @@ class BoydProtocol(SiteProtocol):
             payload = np.array([auc.value, ap.value, float(n1_noisy)], dtype=np.float64)
             return payload.tobytes(), negatives.size, positives.size
 
-        release, charged = self.ledger.release(
-            key, dataset=data.dataset, analyst=session.analyst, events=events, epsilon=epsilon, delta=delta,
-            rule="boyd", fingerprint=data.fingerprint, policy=self.policy, make=make, store=True,
-        )
-        auc, ap, n1_noisy = np.frombuffer(release.payload, dtype=np.float64).tolist()
-        return BoydRelease(release, charged, auc, ap, n1_noisy, int(release.n0 + release.n1), share)
+        return ReleasePlan(key, data.dataset, session.analyst, events, epsilon, delta, "boyd", data.fingerprint, make,
+                           True), share

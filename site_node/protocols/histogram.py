@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..guard import analyst_input, check_release_parameters
+from ..guard import analyst_input, check_release_parameters, require_privacy_level
 from ..histograms import HistogramPlan, decode_histogram, draw_histogram, plan_histogram
-from ..ledger import BudgetStatus, Release, ReleaseKey
+from ..ledger import BudgetStatus, Release, ReleaseKey, ReleasePlan
 from ..sessions import Session
 from .base import SiteProtocol
 
@@ -35,10 +35,23 @@ class HistogramProtocol(SiteProtocol):
     name = "histogram"
 
     def release(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                scalars=(), score_sums: bool = False, interior=()) -> HistogramRelease:
-        """Noisy per-class histograms (and scalars) of the session's scores: one release, charged once.
+                scalars=(), score_sums: bool = False, reservation: str = "", interior=()) -> HistogramRelease:
+        """Noisy per-class histograms (and scalars, score sums) of the session's scores: one release, charged
+        once (using the hold ``reservation`` when given)."""
+        release_plan, plan = self.plan(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,
+                                       scalars=scalars, score_sums=score_sums, interior=interior)
+        release, charged = self.site.charge(release_plan, reservation)
+        h0, h1, values, sums = decode_histogram(plan, release.payload)
+        budget = self.site.budget_of(self.site.datasets.config(session.data.dataset))
+        return HistogramRelease(release, plan, h0, h1, values, charged, budget, sums)
 
-        No privacy-level or model checks: every answer is covered by the noise, whatever the model.
+    def plan(self, session: Session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
+             scalars=(), score_sums: bool = False, interior=()) -> tuple[ReleasePlan, HistogramPlan]:
+        """Check a histogram release and plan it (what PrepareRelease holds and the release charges).
+
+        No model checks (every answer is covered by the noise, whatever the model), but each class must
+        hold q patients: a one-class or tiny dataset gives histograms no analysis can use, and is
+        refused before anything is charged (a disclosure of "fewer than q", as under every protocol).
         """
         self.require()
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
@@ -47,16 +60,13 @@ class HistogramProtocol(SiteProtocol):
             plan = plan_histogram(self.policy, data.score_range, epsilon=epsilon, delta=delta, n_bins=n_bins,
                                   spacing=spacing, scalars=scalars, interval=self.site.ledger_interval,
                                   score_sums=score_sums, interior=list(interior))
+        q = self.policy.privacy_level
+        require_privacy_level(data.negatives.size, q, "each class of a histogram (negatives)")
+        require_privacy_level(data.positives.size, q, "each class of a histogram (positives)")
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
             rng = np.random.default_rng(int.from_bytes(seed, "big"))
             return draw_histogram(plan, data.scores, data.labels, rng), 0, 0
 
-        release, charged = self.ledger.release(
-            ReleaseKey(*data.key, "histogram", plan.request), dataset=data.dataset, analyst=session.analyst,
-            events=plan.events, epsilon=epsilon, delta=delta, rule="histogram", fingerprint=data.fingerprint,
-            policy=self.policy, make=make, store=True,
-        )
-        h0, h1, values, sums = decode_histogram(plan, release.payload)
-        budget = self.site.budget_of(self.site.datasets.config(data.dataset))
-        return HistogramRelease(release, plan, h0, h1, values, charged, budget, sums)
+        return ReleasePlan(ReleaseKey(*data.key, "histogram", plan.request), data.dataset, session.analyst,
+                           plan.events, epsilon, delta, "histogram", data.fingerprint, make, True), plan

@@ -43,7 +43,7 @@ from ..guard import (
     require_privacy_level,
     site_sensitivity,
 )
-from ..ledger import Release, ReleaseKey
+from ..ledger import Release, ReleaseKey, ReleasePlan
 from ..sessions import Session, Survivor
 from ..signing import values_digest
 from .base import SiteProtocol
@@ -118,10 +118,28 @@ class PaperProtocol(SiteProtocol):
             return data.sensitivity
 
     def release(self, session: Session, score_class: int, *, epsilon: float, delta: float,
-                sensitivity: float = 0.0) -> ScoreRelease:
-        """Noisy scores of one class; the first request of a release charges the ledger for both classes."""
+                sensitivity: float = 0.0, reservation: str = "") -> ScoreRelease:
+        """Noisy scores of one class; the first request of a release charges the ledger for both classes
+        (using the hold ``reservation`` when given)."""
         self.require()
         score_class = _check_class(score_class)
+        plan, tau, used_delta = self.plan(session, epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+        release, charged = self.site.charge(plan, reservation)
+        data = session.data
+        values = np.frombuffer(release.payload, dtype=np.float64)
+        values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
+        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
+                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
+                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
+                  "values_sha256": values_digest(values)}
+        signed.update(site=self.site.signer.name, signature=self.site.signer.sign(signed))
+        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
+
+    def plan(self, session: Session, *, epsilon: float, delta: float,
+             sensitivity: float = 0.0) -> tuple[ReleasePlan, float, float]:
+        """Check a noisy-score release (both classes) and plan it (what PrepareRelease holds and the release
+        charges): the plan, its noise SD tau and its sensitivity."""
+        self.require()
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         site_delta = self.sensitivity(session)
         used_delta = release_sensitivity(site_delta, sensitivity, score_range=session.data.score_range)
@@ -142,19 +160,9 @@ class PaperProtocol(SiteProtocol):
             noisy = [np.sort(add_gaussian_noise(v, tau, rng)) for v in (negatives, positives)]
             return noisy[0].tobytes() + noisy[1].tobytes(), negatives.size, positives.size
 
-        release, charged = self.ledger.release(
-            key, dataset=data.dataset, analyst=session.analyst, events=(Gaussian(tau, used_delta),),
-            epsilon=epsilon, delta=delta, rule=site_delta.rule, fingerprint=data.fingerprint, policy=self.policy,
-            make=make, store=False,
-        )
-        values = np.frombuffer(release.payload, dtype=np.float64)
-        values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
-        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
-                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
-                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
-                  "values_sha256": values_digest(values)}
-        signed.update(site=self.site.signer.name, signature=self.site.signer.sign(signed))
-        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
+        plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, used_delta),), epsilon, delta,
+                           site_delta.rule, data.fingerprint, make, False)
+        return plan, tau, used_delta
 
     # ------------------------------------------------------------------ survivor functions
     def upload_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,

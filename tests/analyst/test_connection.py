@@ -161,7 +161,7 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
     with running_server(path) as server:
         with helpers.federation([server.bound_address], pki) as fed:
             res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
-            answers = fed.budget("test")
+            answers = fed.budget("test", epsilon=5, delta=0.01)
         (tmp_path / "t").write_text(helpers.TOKEN)
         (tmp_path / "f.toml").write_text(f'[[sites]]\nname = "s0"\naddress = "{server.bound_address}"\n'
                                          f'token_file = "t"\nca_file = "{pki.ca_cert}"\n')
@@ -173,13 +173,48 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
     assert b["mu_spent"] == pytest.approx(mu, rel=1e-6)  # negatives and positives: disjoint, one mu
     assert row["epsilon_spent_at_request_delta"] == pytest.approx(_gdp_epsilon(b["mu_spent"], 0.01), rel=1e-6)
     assert row["epsilon_spent_at_budget_delta"] == pytest.approx(_gdp_epsilon(b["mu_spent"], 0.05), rel=1e-6)
+    # Gaussian DP composes by mu^2: the site's accountant must count exactly floor(mu_left^2 / mu^2) more
     left = (b["mu_budget"] ** 2 - b["mu_spent"] ** 2) / mu ** 2
-    assert row["validations_left"] == math.floor(left)
-    assert "mu (Gaussian DP)" in text and text.count("mu (Gaussian DP)") == 1
-    assert f"{row['validations_left']:>17}" in text
+    assert row["validations_left"]["paper"] == str(math.floor(left))
+    assert f"paper {math.floor(left)}, histogram " in text and "boyd " in text
     # the summary says what one validation at (5, 0.01) spent in the request's terms: epsilon 5 at delta 0.01
     line = next(x for x in str(res).splitlines() if x.startswith("  s0 "))
     assert "  5.00; " in line and "of 200 at delta 0.05" in line
+
+
+def test_after_histogram_releases_budget_and_describe_count_what_the_site_accepts(tmp_path, pki, helpers, capsys):
+    """Issue 18: after three histogram releases `dsroc budget` said "0 spent, validations left 3" (from the
+    Gaussian-DP mu fields alone) while the site refused every further validation."""
+    path = helpers.write_site(tmp_path / "h", "h", helpers.site_frames(seed=4)[0], pki)
+    path.write_text(path.read_text().replace("budget_epsilon = 200.0", "budget_epsilon = 6.0")
+                    .replace("max_epsilon = 10.0", "max_epsilon = 6.0"))
+    (tmp_path / "t").write_text(helpers.TOKEN)
+    with running_server(path) as server:
+        (tmp_path / "f.toml").write_text(f'[[sites]]\nname = "s0"\naddress = "{server.bound_address}"\n'
+                                         f'token_file = "t"\nca_file = "{pki.ca_cert}"\n')
+        cli = ["--federation", str(tmp_path / "f.toml")]
+        with helpers.federation([server.bound_address], pki) as fed:
+            (before,) = fed.budget("test", epsilon=3.0, delta=0.01).values()
+            fits = int(next(x for x in before["left"] if x["query"]["protocol"] == "histogram")["releases"])
+            assert 3 <= fits <= 6
+            # the site's count is its ledger's: exactly that many more histogram releases are accepted
+            for n_bins in (5, 8, 10, 12, 20, 50)[:fits]:
+                fed.validate("test", "y", protocol="histogram", score="pred", epsilon=3.0, delta=0.01, n_bins=n_bins)
+            with pytest.raises(SiteError) as refused:
+                fed.validate("test", "y", protocol="histogram", score="pred", epsilon=3.0, delta=0.01, n_bins=100)
+            assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            (after,) = fed.budget("test", epsilon=3.0, delta=0.01).values()
+        assert main(["budget", *cli, "--dataset", "test", "--epsilon", "3", "--delta", "0.01"]) == 0
+        budget_text = capsys.readouterr().out
+        assert main(["describe", *cli, "--epsilon", "3", "--delta", "0.01"]) == 0
+        describe_text = capsys.readouterr().out
+    assert after["releases"] == fits and after["epsilon_spent"] > 0 and after["mu_spent"] == 0.0
+    left = {x["query"]["protocol"]: int(x["releases"]) for x in after["left"]}
+    assert left["histogram"] == 0 and left["paper"] == 0 and left["boyd"] == 0
+    row = budget_rows({"s0": after}, epsilon=3.0, delta=0.01)[0]
+    assert row["validations_left"]["histogram"] == "0" and row["epsilon_spent_at_request_delta"] is None
+    assert "paper 0, histogram 0, boyd 0" in budget_text and "paper 0, histogram 0, boyd 0" in describe_text
+    assert f"({fits} releases)" in describe_text
 
 
 def test_recommend_lists_only_what_the_policies_accept(tmp_path, five_sites, pki, helpers, capsys):

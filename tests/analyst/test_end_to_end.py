@@ -303,7 +303,9 @@ def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helper
     for site in sites:
         asked = {method: n for (s, method), n in calls.items() if s == site}
         evaluations = asked.pop("RocGlmParts")
-        assert asked == {"OpenSession": 1, "ReleaseNoisyScores": 2, "UploadSurvivor": 2, "PlacementMoments": 1,
+        # PrepareRelease: every site holds the release's budget before any site releases (all or nothing).
+        assert asked == {"OpenSession": 1, "PrepareRelease": 1, "ReleaseNoisyScores": 2, "UploadSurvivor": 2,
+                         "PlacementMoments": 1,
                          "BrierParts": 1, "CalibrationParts": 1, "Budget": 1, "CloseSession": 1}
         assert evaluations <= res.detail.rocglm.iterations + 2
 

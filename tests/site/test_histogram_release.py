@@ -235,3 +235,24 @@ def test_a_budget_too_small_is_resource_exhausted_and_charges_nothing(make_site_
         c = client_cls(srv.bound_address)
         assert not c.ReleaseHistogram(_request(c.open(), epsilon=1.0, delta=1e-5)).repeated
         c.close()
+
+
+def test_a_huge_budget_does_not_coarsen_the_noise_of_a_small_release(make_site_config, client_cls):
+    """Issue 18: with budget_epsilon = 100 000 the accountant's grid grew to 25 nats and a release at
+    epsilon 1 got sigma 39 894 instead of 3.74 (every answer noise). The sigma must be the smallest
+    the exact Theorem-7 curve allows, within 1e-3."""
+    from scipy.optimize import brentq
+
+    from dsroc.privacy.noise import discrete_gaussian_delta
+
+    config = make_site_config(policy={"max_epsilon": 10.0, "budget_epsilon": 1e5})
+    with running_server(config, insecure=True) as srv:
+        c = client_cls(srv.bound_address)
+        r = c.ReleaseHistogram(_request(c.open(), epsilon=1.0, delta=1e-5))
+        exact = brentq(lambda s: discrete_gaussian_delta(s, 1.0) - 1e-5, 1.0, 20.0, xtol=1e-12)
+        assert exact == pytest.approx(3.74, abs=0.01)
+        assert exact <= r.sigma <= exact * (1 + 1e-3)
+        assert discrete_gaussian_delta(r.sigma, 1.0) <= 1e-5
+        b = c.Budget(pb.BudgetRequest(dataset="test")).budget
+        assert b.releases == 1 and b.delta_spent <= 1e-5 * (1 + 1e-6)
+        c.close()

@@ -39,6 +39,7 @@ def test_stub_exposes_every_call_of_the_spec():
         "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "Budget", "CloseSession",
         "ReleaseHistogram",
         "ReleaseBoydStatistics",
+        "PrepareRelease", "CancelReservation",
         "SecAggAdvertise",
         "SecAggMask",
         "SecAggUnmask",
