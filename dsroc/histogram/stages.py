@@ -48,7 +48,9 @@ def two_stage_plan(epsilon: float, delta: float, *, score_sums: bool = True, sca
     One noise scale ``t`` is calibrated for both releases together (the first's counts at ``t /
     sqrt(STAGE1_SHARE)``, the second's parts as in :func:`release_parts`), so that their composition, as the
     site's ledger charges it, is (epsilon, delta); each stage is then asked for the epsilon its own parts
-    have at ``delta / 2``, which the site calibrates back to (nearly) the same noise.
+    have at ``delta / 2``, which the site calibrates back to (nearly) the same noise, but never more than
+    ``epsilon`` (a site's per-release cap allows the validation's epsilon; at a large delta the second stage's
+    epsilon at ``delta / 2`` can exceed it, and asking for less only adds noise).
     """
     from ..privacy.accounting import Accountant, DiscreteGaussian
     from ..privacy.noise import joint_discrete_gaussian_sigma
@@ -58,6 +60,7 @@ def two_stage_plan(epsilon: float, delta: float, *, score_sums: bool = True, sca
     t = joint_discrete_gaussian_sigma(epsilon, delta, [(1, r1), *second])
 
     def eps(parts):
-        return Accountant([DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts]).epsilon(delta / 2)
+        return min(Accountant([DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts]).epsilon(delta / 2),
+                   epsilon)
 
     return TwoStage(eps([(1, r1)]), delta / 2, eps(second), delta / 2, r1 * t, t)

@@ -67,7 +67,8 @@ def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol)
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(running_server(p)) for p in two_sites]
         with helpers.federation([servers[1].bound_address], pki) as fed:  # spend s1's budget alone
-            fed.validate("test", "y", score="pred", epsilon=3.0, delta=0.05, protocol="histogram", n_bins=10)
+            fed.validate("test", "y", score="pred", epsilon=3.0, delta=0.05, protocol="histogram", n_bins=10,
+                         spacing="equal")
         assert _ledger(two_sites[1]) == (1, 0)
         with helpers.federation([s.bound_address for s in servers], pki) as fed:
             with pytest.raises(SiteError) as err:
