@@ -199,9 +199,11 @@ def test_after_histogram_releases_budget_and_describe_count_what_the_site_accept
             assert 3 <= fits <= 6
             # the site's count is its ledger's: exactly that many more histogram releases are accepted
             for n_bins in (5, 8, 10, 12, 20, 50)[:fits]:
-                fed.validate("test", "y", protocol="histogram", score="pred", epsilon=3.0, delta=0.01, n_bins=n_bins)
+                fed.validate("test", "y", protocol="histogram", score="pred", epsilon=3.0, delta=0.01, n_bins=n_bins,
+                             spacing="equal")
             with pytest.raises(SiteError) as refused:
-                fed.validate("test", "y", protocol="histogram", score="pred", epsilon=3.0, delta=0.01, n_bins=100)
+                fed.validate("test", "y", protocol="histogram", score="pred", epsilon=3.0, delta=0.01, n_bins=100,
+                             spacing="equal")
             assert refused.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
             (after,) = fed.budget("test", epsilon=3.0, delta=0.01).values()
         assert main(["budget", *cli, "--dataset", "test", "--epsilon", "3", "--delta", "0.01"]) == 0
