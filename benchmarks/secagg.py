@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     from analyst import Federation, SiteConfig
     from site_node.auth import hash_token
     from site_node.pki import generate_dev_pki
-    from site_node.signing import link_peers
+    from site_node.init import link_peers
 
     token = "bench-token"
     with tempfile.TemporaryDirectory(prefix="dsroc-secagg-bench-") as tmp:

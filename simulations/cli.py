@@ -32,6 +32,9 @@ by the analytic Gaussian mechanism) plus the noise-free one.
             the analyst's dsroc.histogram_validation estimates (settings: epsilon x delta).
   compare   every protocol at its stated guarantee on a binormal design (n 250, 1 000, 10 000):
             AUC MAE and CI coverage against epsilon (also: python -m simulations compare).
+  stress    the histogram protocol (and a flat 20-bin baseline, and the paper protocol) on an independent
+            generator: 4 score shapes x prevalence x AUC x n x sites x epsilon; bias, MAE, RMSE and CI
+            coverage of AUC, Brier, O/E and calibration slope (python -m simulations stress).
   multicentre  heterogeneity across sites (prediction interval, tau^2), subgroups, decision curves and
             two models compared, each from simulated DP releases against the pooled truth.
 """
@@ -47,6 +50,7 @@ examples:
   python -m simulations mechanisms --reps 200 --workers 2 --out runs/mechanisms
   python -m simulations run --mode protocol --n 100000 --reps 200 --settings noise-free sens=0.1_eps=5_delta=0.01 --out runs/cov-1e5
   python -m simulations coverage runs/cov-1e3 runs/cov-1e4 runs/cov-1e5 --out runs/coverage
+  python -m simulations stress --workers 2 --out runs/stress
   python -m simulations paper-coverage --settings sens=0.1_eps=5_delta=0.01 --out runs/paper-coverage \
       --recommended analyst/data/recommended_protocol.csv
 
@@ -104,6 +108,37 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--check-reps", type=int, default=2000, help="data sets of the Boyd check (default: 2000)")
     mech.add_argument("--quiet", action="store_true", help="no progress lines")
     mech.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
+    st = sub.add_parser(
+        "stress", help="run (or resume) the stress study on an independent generator, then write its tables and figure",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="The histogram protocol as the sites and the analyst run it by default, a flat 20-bin baseline\n"
+                    "and the paper protocol (noise-corrected AUC, recommended settings), on data from\n"
+                    "simulations.stress_designs: score shapes calibrated binormal, skewed logistic, bimodal mixture and\n"
+                    "piecewise uniform, prevalence 0.02-0.5, AUC 0.6-0.99, n 250-100 000, 2/5/50 sites, epsilon\n"
+                    "0.5/1/5 (delta 1e-5). Per cell: bias, MAE, RMSE, CI coverage of the pooled and the population\n"
+                    "value, mean CI width and SE, each with its Monte-Carlo SE, for AUC, Brier, O/E and slope.\n\n"
+                    "grids: default  57 cells around the centre (binormal, prevalence 0.3, AUC 0.76, n 10 000,\n"
+                    "                5 sites, epsilon 1): shape x prevalence, shape x AUC, shape x n,\n"
+                    "                prevalence x n, sites x epsilon; paper protocol on binormal and skewed\n"
+                    "                scores, n 10^3..10^6, 3 recommended settings (~15 min on 2 workers)\n"
+                    "       --full   the full factorial (2 304 cells; all 45 recommended settings): many hours\n"
+                    "       --targets  the 8 histogram cells issue 16 sets targets in (minutes)\n"
+                    "       --smoke  6 cells, seconds (what the test suite runs)\n\n"
+                    "Writes into --out: parts/ (per unit of work, resumable), stress.csv (every cell),\n"
+                    "stress.md (headline cells, FedCurve beside ours, paper protocol, coverage failures), stress.png.")
+    size = st.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true", help="the full factorial instead of the default fractional grid")
+    size.add_argument("--smoke", action="store_true", help="a seconds-long grid of 6 cells")
+    size.add_argument("--targets", action="store_true",
+                      help="only the 8 histogram cells issue 16 sets targets in (minutes)")
+    st.add_argument("--reps", type=int, default=200,
+                    help="replications per cell (default: 200; paper cells at n 10^5 and 10^6 run 1/4 and 1/10 of them)")
+    st.add_argument("--no-score-sums", action="store_true",
+                    help="the default release without per-bin score sums (counts only, as before they existed)")
+    st.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
+    st.add_argument("--seed", type=int, default=1, help="base seed; results depend on it only (default: 1)")
+    st.add_argument("--quiet", action="store_true", help="no progress lines")
+    st.add_argument("--out", required=True, help="output folder (created; resumed if it holds the same run)")
     multi = sub.add_parser("multicentre", help="run the multicentre study and write multicentre.csv",
                            description="Heterogeneity (10 sites from a random-effects model, n 2 000 each, eps 1 and 5), "
                                        "subgroups (AUC 0.70 vs 0.80), decision curves (thresholds 10/20/30 %) and a paired "
@@ -167,12 +202,33 @@ def _mode_of(out) -> str | None:
     return json.loads(config.read_text()).get("mode") if config.exists() else None
 
 
+def _stress(args) -> dict:
+    """Run (or resume) the stress study and write its report."""
+    from .stress_report import write_stress_report
+    from .stress_run import run_stress
+
+    grid = "full" if args.full else "smoke" if args.smoke else "targets" if args.targets else "default"
+    timing = run_stress(args.out, grid=grid, reps=args.reps, seed=args.seed, workers=args.workers,
+                        score_sums=not args.no_score_sums,
+                        progress=None if args.quiet else sys.stderr)
+    print(json.dumps(timing, indent=2))
+    return write_stress_report(args.out)
+
+
 def main(argv=None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "stress":
+            print(json.dumps(_stress(args), indent=2, default=str))
+            return 0
         if args.command == "mechanisms":
             print(json.dumps(_mechanisms(args), indent=2, default=str))
+            return 0
+        if args.command == "report" and _mode_of(args.out) == "stress":
+            from .stress_report import write_stress_report
+
+            print(json.dumps(write_stress_report(args.out), indent=2, default=str))
             return 0
         if args.command == "report" and _mode_of(args.out) == "mechanisms":
             print(json.dumps(write_mechanisms_report(args.out), indent=2, default=str))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import weakref
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -14,6 +15,9 @@ from dsroc.v1 import site_pb2 as pb
 
 __all__ = ["SecAggAborted", "SecAggRound", "SecAggSum", "advertise_round", "mask_round", "verify_masked",
            "unmask_round", "sum_round", "masked_vector", "collect_secagg", "round_colluders"]
+
+
+_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # connection -> the site's own name
 
 
 class SecAggAborted(RuntimeError):
@@ -78,10 +82,17 @@ def round_colluders(session, colluders: int | None) -> int:
     return int(colluders)
 
 
+def _own_name(conn) -> str:
+    """The site's own name (as its peers know it), asked once per connection."""
+    name = _NAMES.get(conn)
+    if name is None:
+        name = _NAMES[conn] = conn.call("Describe", pb.DescribeRequest()).site_name
+    return name
+
+
 def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spacing: str, colluders: int) -> SecAggRound:
     """Step 1: every site checks the request and signs a fresh round key."""
-    names = dict(zip(session.sites, session._each("secagg names", lambda c: c.call(
-        "Describe", pb.DescribeRequest()).site_name, quiet=True)))
+    names = dict(zip(session.sites, session._each("secagg names", _own_name, quiet=True)))
     round_id = secrets.token_bytes(32)
     request = dict(round_id=round_id, epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
                    sites=sorted(names.values()), colluders=int(colluders))

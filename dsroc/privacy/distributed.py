@@ -10,18 +10,19 @@ import numpy as np
 __all__ = ["summed_noise_log_pmf", "summed_noise_pld", "summed_noise_variance"]
 
 # Each share's pmf is tabulated on +-(40 sigma + 40) (all but exp(-800) of its mass, as dsroc's discrete
-# Gaussian); the sum's pmf is cut where its log mass falls below this (mass left out < 1e-300).
-_LOG_MASS_FLOOR = -700.0
-# Below this share sigma the pmf is convolved in log space (its tails underflow in floating point).
-_LOG_SPACE_BELOW = 1.0
+# Gaussian); every partial sum's pmf is cut where its log mass falls below this (mass left out < 1e-260,
+# and every entry kept is far above the underflow of the products that make it up).
+_LOG_MASS_FLOOR = -600.0
+# Below this share sigma the pmf is convolved in log space (its values next to 0 underflow).
+_LOG_SPACE_BELOW = 0.1
 
 
-def _share_log_pmf(sigma: float) -> tuple[int, np.ndarray]:
-    """Lowest integer and log pmf of ``N_Z(0, sigma^2)`` on +-(40 sigma + 40)."""
+def _share_log_pmf(sigma: float) -> np.ndarray:
+    """Log pmf of ``N_Z(0, sigma^2)`` on +-(40 sigma + 40), centred."""
     bound = int(math.ceil(40.0 * sigma)) + 40
     x = np.arange(-bound, bound + 1, dtype=np.float64)
     log_w = -0.5 * (x / sigma) ** 2
-    return -bound, log_w - np.logaddexp.reduce(log_w)
+    return log_w - np.logaddexp.reduce(log_w)
 
 
 def _log_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -32,36 +33,45 @@ def _log_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _trim(log_p: np.ndarray) -> np.ndarray:
+    """A centred symmetric log pmf without its entries below the floor (+-1 always kept)."""
+    centre = log_p.size // 2
+    half = max(int(np.flatnonzero(log_p[centre:] > _LOG_MASS_FLOOR)[-1]), 1)
+    return log_p[centre - half:centre + half + 1]
+
+
+def _convolve(a: np.ndarray, b: np.ndarray, log_space: bool) -> np.ndarray:
+    """The trimmed log pmf of the sum of two independent centred symmetric variables of log pmfs ``a``, ``b``."""
+    if log_space:
+        return _trim(_log_convolve(a, b))
+    with np.errstate(divide="ignore"):
+        return _trim(np.log(np.convolve(np.exp(a), np.exp(b))))
+
+
 @lru_cache(maxsize=64)
 def summed_noise_log_pmf(sigma: float, count: int) -> tuple[int, np.ndarray]:
     """The law of the sum of ``count`` independent ``N_Z(0, sigma^2)`` draws: lowest integer and log pmf.
 
-    The ``count``-fold convolution of the tabulated pmf, summed directly (``np.convolve`` adds
-    non-negative products, so every entry is accurate to a few ulps relative, tails included; an FFT
-    would not be); in log space for sigma below 1, whose tails underflow. Entries of log mass below -700
-    are cut symmetrically (their total is below 1e-300), except that +-1 is always kept.
+    Convolutions of the tabulated pmf by repeated doubling (``log2(count)`` squarings), each summed
+    directly (``np.convolve`` adds non-negative products, so every entry kept is accurate to a few ulps
+    relative, tails included; an FFT would not be); in log space for sigma below 0.1, whose values next
+    to 0 underflow. After each step entries of log mass below -600 are cut symmetrically (in all below
+    1e-258 of the mass), except that +-1 is always kept.
     """
     sigma = float(sigma)
     if not (math.isfinite(sigma) and sigma > 0.0):
         raise ValueError(f"sigma must be a finite positive number, got {sigma}")
     if isinstance(count, bool) or int(count) != count or count < 1:
         raise ValueError(f"count must be a positive integer (the number of summed shares), got {count!r}")
-    lo, log_one = _share_log_pmf(sigma)
-    if sigma < _LOG_SPACE_BELOW:
-        log_p = log_one
-        for _ in range(int(count) - 1):
-            log_p = _log_convolve(log_p, log_one)
-    else:
-        one = np.exp(log_one)
-        total = one
-        for _ in range(int(count) - 1):
-            total = np.convolve(total, one)
-        with np.errstate(divide="ignore"):
-            log_p = np.log(total)
-    centre = log_p.size // 2  # the pmf is symmetric about 0
-    half = max(int(np.flatnonzero(log_p[centre:] > _LOG_MASS_FLOOR)[-1]), 1)
-    log_p = log_p[centre - half:centre + half + 1]
-    return -half, log_p - np.logaddexp.reduce(log_p)
+    log_space = sigma < _LOG_SPACE_BELOW
+    base, total, n = _trim(_share_log_pmf(sigma)), None, int(count)
+    while n:
+        if n & 1:
+            total = base if total is None else _convolve(total, base, log_space)
+        n >>= 1
+        if n:
+            base = _convolve(base, base, log_space)
+    return -(total.size // 2), total - np.logaddexp.reduce(total)
 
 
 def summed_noise_variance(sigma: float, count: int) -> float:

@@ -30,13 +30,13 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
     (:class:`dsroc.privacy.accounting.DiscreteGaussianSum`, the ledger's check).
     """
     from dsroc.privacy.accounting import DiscreteGaussianSum, discretization_for
-    from dsroc.privacy.noise import _calibrate, _check_target, discrete_gaussian_sigma
+    from dsroc.privacy.gaussian import analytic_gaussian_sigma
+    from dsroc.privacy.noise import _calibrate, _check_target
 
     epsilon, delta = _check_target(epsilon, delta)
     honest = honest_shares(honest, 0)
     interval = discretization_for(epsilon) if interval is None else float(interval)
-    central = discrete_gaussian_sigma(epsilon, delta, interval=interval)
-    if honest == 1:
-        return central
-    return _calibrate(lambda s: [DiscreteGaussianSum(s, honest)], epsilon, delta, central / math.sqrt(honest),
-                      interval)
+    # the sum of the shares is within a hair of a discrete Gaussian, itself of the continuous one:
+    # the analytic Gaussian's sigma split over the shares starts the search next to the answer
+    start = analytic_gaussian_sigma(epsilon, delta, 1.0) / math.sqrt(honest)
+    return _calibrate(lambda s: [DiscreteGaussianSum(s, honest)], epsilon, delta, start, interval)

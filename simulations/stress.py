@@ -1,0 +1,312 @@
+"""The stress study: the histogram protocol (and the paper protocol) on an independent generator, per design cell.
+
+Each replication draws ``n`` patients of a :class:`simulations.stress_designs.Design` from its own stream
+``default_rng([seed, design, n, rep])`` and splits them over ``sites`` (patients are i.i.d., so patient
+``i`` goes to site ``i mod sites``). Its pooled truth: empirical AUC (mid-rank), unbinned Brier score,
+O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); its population truth:
+:func:`simulations.stress_designs.population_truth`. Protocols (``PROTOCOLS``):
+
+- ``histogram``: as the sites and the analyst run it by default. Every site counts its negatives and
+  positives on the analyst's default grid (:func:`dsroc.histogram.recommended_n_bins` of the analytic
+  Gaussian sigma, equal bins on [0, 1], as ``analyst.protocols.histogram``) with
+  :func:`dsroc.histogram.bin_index`, and (``SCORE_SUMS``) sums its patients' randomly rounded offsets within
+  their bins; it adds discrete-Gaussian noise (:func:`dsroc.privacy.noise.discrete_gaussian_noise`) whose
+  scale :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma` makes the whole release (epsilon, delta)-DP;
+  the analyst sums the releases and calls :func:`dsroc.histogram_validation`;
+- ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
+- ``paper``: the paper protocol with the noise-corrected AUC (:func:`simulations.protocol.run_protocol_chunk`,
+  five sites) at a recommended setting (AUC only; its other answers are exact, q-protected).
+
+A valid release that ``histogram_validation`` cannot turn into an estimate (it raised before commit de4eb30;
+now its ``unavailable`` map says so) is recorded as a failure of that estimand with its reason: the sites
+were charged all the same.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from itertools import product
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+
+from dsroc import analytic_gaussian_sigma, histogram_edges, histogram_validation
+from dsroc.histogram import bin_index, recommended_n_bins
+from dsroc.roc.batch import grouped_class_placements, grouped_mean
+from dsroc.privacy.noise import (
+    discrete_gaussian_noise,
+    discrete_gaussian_sigma,
+    discrete_gaussian_variance,
+    joint_discrete_gaussian_sigma,
+)
+
+from .dgp import N_SITES, Batch
+from .protocol import run_protocol_chunk
+from .settings import Setting
+from .stress_designs import SHAPES, Design, population_truth, sample_design
+
+__all__ = ["PREVALENCES", "AUCS", "NS", "SITES", "EPSILONS", "DELTA", "CENTRE", "PROTOCOLS", "ESTIMANDS", "RESULT_COLUMNS",
+           "SCORE_SUMS", "SUMS_RESOLUTION", "SUMS_RATIO", "StressCell", "PaperCell", "default_cells", "full_cells",
+           "paper_cells", "DataSet", "generate_data", "Release", "site_sigmas", "histogram_release", "histogram_rows",
+           "paper_rows"]
+
+PREVALENCES = (0.02, 0.1, 0.3, 0.5)
+AUCS = (0.6, 0.76, 0.9, 0.99)
+NS = (250, 1_000, 10_000, 100_000)
+SITES = (2, 5, 50)
+EPSILONS = (0.5, 1.0, 5.0)
+DELTA = 1e-5
+CENTRE = {"shape": "binormal", "prevalence": 0.3, "auc": 0.76, "n": 10_000, "sites": 5, "epsilon": 1.0}
+PROTOCOLS = ("histogram", "flat20", "paper")
+ESTIMANDS = ("auc", "brier", "oe", "slope")
+PAPER_NS = (1_000, 10_000, 100_000, 1_000_000)
+# The analyst asks for per-bin score sums by default (analyst.protocols.histogram); the site rounds each
+# offset to 1/SUMS_RESOLUTION and gives the sums SUMS_RATIO times the counts' noise in bin widths
+# (site_node.histograms, which the study does not import; tests/simulations/test_stress.py checks they agree).
+SCORE_SUMS = True
+SUMS_RESOLUTION, SUMS_RATIO = 2, 3.0
+RESULT_COLUMNS = ["cell", "protocol", "shape", "prevalence", "design_auc", "n", "sites", "epsilon", "delta", "tau",
+                  "rep", "n1", "estimand", "estimate", "lower", "upper", "se", "pooled", "population", "failure"]
+
+
+@dataclass(frozen=True)
+class StressCell:
+    """A histogram-protocol cell: a design, ``n`` patients over ``sites`` sites, each release at (epsilon, delta)."""
+
+    design: Design
+    n: int
+    sites: int
+    epsilon: float
+    delta: float = DELTA
+
+    @property
+    def name(self) -> str:
+        return f"{self.design.name}_n={self.n}_K={self.sites}_eps={self.epsilon:g}"
+
+
+@dataclass(frozen=True)
+class PaperCell:
+    """A paper-protocol cell: a design and ``n`` over five sites at one privacy ``setting``."""
+
+    design: Design
+    n: int
+    setting: Setting
+    sites: int = field(default=N_SITES, init=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.design.name}_n={self.n}_K={self.sites}_paper_{self.setting.name}"
+
+
+def _cell(shape=None, prevalence=None, auc=None, n=None, sites=None, epsilon=None) -> StressCell:
+    """The centre with the given factors changed."""
+    f = dict(CENTRE)
+    f.update({k: v for k, v in dict(shape=shape, prevalence=prevalence, auc=auc, n=n, sites=sites,
+                                    epsilon=epsilon).items() if v is not None})
+    return StressCell(Design(f["shape"], f["prevalence"], f["auc"]), f["n"], f["sites"], f["epsilon"])
+
+
+def default_cells() -> list[StressCell]:
+    """The default fractional design around :data:`CENTRE` (57 cells): shape x prevalence, shape x AUC,
+    shape x n, prevalence x n (binormal) and sites x epsilon (the centre), the other factors at the centre."""
+    cells = [_cell(shape=s, prevalence=p) for s, p in product(SHAPES, PREVALENCES)]
+    cells += [_cell(shape=s, auc=a) for s, a in product(SHAPES, AUCS)]
+    cells += [_cell(shape=s, n=n) for s, n in product(SHAPES, NS)]
+    cells += [_cell(prevalence=p, n=n) for p, n in product(PREVALENCES, NS)]
+    cells += [_cell(sites=k, epsilon=e) for k, e in product(SITES, EPSILONS)]
+    return list(dict.fromkeys(cells))
+
+
+def full_cells() -> list[StressCell]:
+    """The full factorial: 4 shapes x 4 prevalences x 4 AUCs x 4 n x 3 site counts x 3 epsilons (2 304 cells)."""
+    return [StressCell(Design(s, p, a), n, k, e)
+            for s, p, a, n, k, e in product(SHAPES, PREVALENCES, AUCS, NS, SITES, EPSILONS)]
+
+
+def paper_cells(settings, ns=PAPER_NS) -> list[PaperCell]:
+    """Paper-protocol cells: binormal and skewed designs at the centre's prevalence and AUC, ``ns``, ``settings``."""
+    return [PaperCell(Design(s, CENTRE["prevalence"], CENTRE["auc"]), n, st)
+            for s, n, st in product(("binormal", "skewed"), ns, settings)]
+
+
+def _salt(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """Replications of one design and n, stacked (a :class:`simulations.dgp.Batch`), with their pooled truth."""
+
+    batch: Batch
+    logits: np.ndarray
+    pooled: dict
+
+
+def generate_data(design: Design, n: int, reps, seed: int, *, slope: bool = True) -> DataSet:
+    """Replications ``reps`` of ``design`` with ``n`` patients and their pooled truth per replication
+    (``slope=False``: no calibration slope, NaN; the paper protocol's cells need the AUC only)."""
+    reps = [int(r) for r in reps]
+    draws = [sample_design(design, n, np.random.default_rng([seed, _salt(design.name), n, r])) for r in reps]
+    p, y, lp = (np.concatenate([d[i] for d in draws]) for i in range(3))
+    size = len(reps)
+    groups = np.repeat(np.arange(size), n)
+    batch = Batch(reps=np.array(reps, dtype=np.int64), scores=p, labels=y,
+                  sites=(np.tile(np.arange(n) % N_SITES, size)).astype(np.int8), noise=np.zeros(p.size), groups=groups,
+                  n=np.full(size, n, dtype=np.int64), n1=np.bincount(groups, weights=y, minlength=size).astype(np.int64),
+                  auc_population=np.full(size, population_truth(design).auc))
+    # Mann-Whitney AUC = mean placement value of the negatives (mid-ranks); NaN without both classes.
+    both = (batch.n1 > 0) & (batch.n1 < n)
+    auc = np.full(size, np.nan)
+    if both.any():
+        keep = both[groups]
+        g = (np.cumsum(both) - 1)[groups[keep]]
+        placed = grouped_class_placements(p[keep], y[keep], g, n_groups=int(both.sum()), ties="mid")
+        neg = y[keep] == 0
+        auc[both] = grouped_mean(placed.pv[neg], g[neg], n_groups=int(both.sum()))
+    brier = np.bincount(groups, weights=(y - p) ** 2, minlength=size) / n
+    oe = batch.n1 / np.bincount(groups, weights=p, minlength=size)
+    slope = np.array([_logistic_slope(y[g * n:(g + 1) * n], lp[g * n:(g + 1) * n]) if slope else np.nan
+                      for g in range(size)])
+    return DataSet(batch, lp, {"auc": auc, "brier": brier, "oe": oe, "slope": slope})
+
+
+def _logistic_slope(y, lp) -> float:
+    """Slope of the logistic regression of ``y`` on ``logit p`` (statsmodels); NaN if it cannot be fitted."""
+    if y.min() == y.max():
+        return float("nan")
+    try:
+        return float(sm.Logit(y, sm.add_constant(lp, has_constant="add")).fit(disp=0, maxiter=100).params[1])
+    except (np.linalg.LinAlgError, sm.tools.sm_exceptions.PerfectSeparationError, ValueError):
+        return float("nan")
+
+
+def default_grid(epsilon: float, delta: float) -> np.ndarray:
+    """The analyst's default grid for one release (as ``analyst.protocols.histogram`` picks it)."""
+    return histogram_edges(recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0)))
+
+
+class Release(NamedTuple):
+    """Every site's noisy release on one grid, summed over the sites, as the analyst receives it."""
+
+    counts: np.ndarray  # (R, 2, B) noisy counts of negatives and positives
+    sums: np.ndarray | None  # (R, 2, B) noisy per-bin sums of score offsets (bin widths), None without them
+    sigma: float  # per-site discrete-Gaussian parameter of a count
+    total_sd: float  # noise SD of a summed count
+    sums_sd: float  # noise SD of a summed score sum (bin widths)
+
+
+def site_sigmas(cell: StressCell, score_sums: bool) -> tuple[float, float]:
+    """Per-site noise parameters of the counts and (with ``score_sums``) the score sums, jointly (epsilon, delta)."""
+    if not score_sums:
+        return discrete_gaussian_sigma(cell.epsilon, cell.delta), 0.0
+    t = joint_discrete_gaussian_sigma(cell.epsilon, cell.delta, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
+    return t, SUMS_RATIO * SUMS_RESOLUTION * t
+
+
+def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protocol: str, *,
+                      score_sums: bool = False) -> Release:
+    """Every site's noisy release on ``edges`` (as ``site_node.histograms.draw_histogram`` makes it), summed.
+
+    Per replication one stream ``[seed, cell, rep]`` draws the count noise ``(sites, 2, B)``, then with
+    ``score_sums`` the offsets' random rounding and the sums' noise.
+    """
+    b = data.batch
+    m, k, size = edges.size - 1, cell.sites, b.size
+    site = np.tile(np.arange(cell.n) % k, size)
+    scores = np.clip(b.scores, edges[0], edges[-1])
+    bins = bin_index(scores, edges)
+    cell_id = ((b.groups * k + site) * 2 + b.labels) * m + bins
+    counts = np.bincount(cell_id, minlength=size * k * 2 * m).reshape(size, k, 2, m).astype(np.float64)
+    sigma, sums_sigma = site_sigmas(cell, score_sums)
+    offsets = np.clip((scores - edges[bins]) / np.diff(edges)[bins], 0.0, 1.0) * SUMS_RESOLUTION
+    sums = np.zeros_like(counts) if score_sums else None
+    salt = _salt(f"{cell.name}/{protocol}")
+    for i, rep in enumerate(b.reps.tolist()):
+        rng = np.random.default_rng([seed, salt, rep])
+        counts[i] += discrete_gaussian_noise(sigma, (k, 2, m), rng)
+        if score_sums:
+            sl = slice(i * cell.n, (i + 1) * cell.n)
+            low = np.floor(offsets[sl])
+            rounded = low + (rng.random(cell.n) < offsets[sl] - low)
+            sums[i] = np.bincount(cell_id[sl] - i * k * 2 * m, weights=rounded, minlength=k * 2 * m).reshape(k, 2, m)
+            sums[i] += discrete_gaussian_noise(sums_sigma, (k, 2, m), rng)
+    total = float(np.sqrt(k * discrete_gaussian_variance(sigma)))
+    if not score_sums:
+        return Release(counts.sum(axis=1), None, sigma, total, 0.0)
+    sums_sd = float(np.sqrt(k * discrete_gaussian_variance(sums_sigma))) / SUMS_RESOLUTION
+    return Release(counts.sum(axis=1), sums.sum(axis=1) / SUMS_RESOLUTION, sigma, total, sums_sd)
+
+
+def _estimates(v) -> dict:
+    """(estimate, lower, upper, se) of each estimand from a :class:`dsroc.histogram_validation.HistogramValidation`."""
+    nan = (np.nan,) * 4
+    out = {"auc": (v.auc, *v.auc_ci, np.sqrt(v.auc_variance))}
+    for name, e in (("brier", v.brier), ("oe", v.oe)):
+        out[name] = nan if e is None else (e.value, e.lower, e.upper, np.sqrt(max(e.variance, 0.0)))
+    r = v.recalibration
+    if r is None or not r.converged:
+        out["slope"] = nan
+    else:
+        lo, hi = r.ci()["slope"]
+        out["slope"] = (r.slope, lo, hi, float(np.sqrt(r.cov[1, 1])))
+    return out
+
+
+_UNAVAILABLE = {"auc": "auc", "brier": "brier", "oe": "oe", "recalibration": "slope"}
+
+
+def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
+                   score_sums: bool = SCORE_SUMS) -> pd.DataFrame:
+    """One row per replication and estimand of the histogram protocol (``"histogram"`` or ``"flat20"``) in ``cell``;
+    ``score_sums=False``: the default protocol's release without the per-bin score sums (as before commit 736efc1)."""
+    default = protocol == "histogram"
+    edges = default_grid(cell.epsilon, cell.delta) if default else histogram_edges(20)
+    release = histogram_release(data, cell, edges, seed, protocol, score_sums=default and score_sums)
+    estimator = "rocglm" if default else "empirical"
+    est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}
+    failure = {e: np.full(data.batch.size, "", dtype=object) for e in ESTIMANDS}
+    for i, rep in enumerate(data.batch.reps.tolist()):
+        try:
+            sums = {} if release.sums is None else {"sums0": release.sums[i, 0], "sums1": release.sums[i, 1],
+                                                    "sums_sigma": release.sums_sd}
+            v = histogram_validation(release.counts[i, 0], release.counts[i, 1], edges, sigma=release.total_sd,
+                                     estimator=estimator, seed=rep, **sums)
+        except ValueError as exc:  # a valid, charged release without an answer: counted, not hidden
+            for e in ESTIMANDS:
+                failure[e][i] = f"raised: {exc}"
+            continue
+        for e, values in _estimates(v).items():
+            est[e][i] = values
+        for key, why in getattr(v, "unavailable", {}).items():  # what the result says it could not estimate
+            if _UNAVAILABLE.get(key) in failure:
+                failure[_UNAVAILABLE[key]][i] = why
+    return _frame(data, cell, protocol, release.sigma, est, failure)
+
+
+def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure) -> pd.DataFrame:
+    b, d = data.batch, cell.design
+    pop = population_truth(d)
+    frames = []
+    for e, values in est.items():
+        frames.append(pd.DataFrame({
+            "cell": cell.name, "protocol": protocol, "shape": d.shape, "prevalence": d.prevalence, "design_auc": d.auc,
+            "n": cell.n, "sites": cell.sites, "epsilon": getattr(cell, "epsilon", np.nan),
+            "delta": getattr(cell, "delta", np.nan), "tau": tau, "rep": b.reps, "n1": b.n1, "estimand": e,
+            "estimate": values[:, 0], "lower": values[:, 1], "upper": values[:, 2], "se": values[:, 3],
+            "pooled": data.pooled[e], "population": getattr(pop, e), "failure": failure[e],
+        }))
+    return pd.concat(frames, ignore_index=True)[RESULT_COLUMNS]
+
+
+def paper_rows(data: DataSet, cell: PaperCell, seed: int) -> pd.DataFrame:
+    """One row per replication of the paper protocol's noise-corrected AUC and CI in ``cell``."""
+    res = run_protocol_chunk(seed, data.batch.reps, [cell.setting], batch=data.batch)
+    se = np.sqrt(res["var_corr"].to_numpy())
+    values = np.column_stack([res["auc_corr"], res["ci_lower_corr"], res["ci_upper_corr"], se])
+    failure = res["failure"].to_numpy().astype(object)
+    frame = _frame(data, cell, "paper", cell.setting.tau, {"auc": values}, {"auc": failure})
+    frame["epsilon"], frame["delta"] = cell.setting.epsilon, cell.setting.delta
+    return frame

@@ -1,0 +1,194 @@
+"""The stress study's tables and figure: per-cell accuracy and coverage with Monte-Carlo SEs, FedCurve beside ours."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .stress import CENTRE, ESTIMANDS
+from .stress_run import load_stress
+
+__all__ = ["FEDCURVE", "TARGET_COVERAGE", "TARGETS", "summarise", "headline", "targets_table", "fedcurve_table", "coverage_failures",
+           "write_stress_report"]
+
+# FedCurve's published AUC MAE (issue 16; secure aggregation assumed, 5 sites, epsilon = 1): design, n -> MAE.
+# Its skewed design is the issue's, not this generator's (same name, other family).
+FEDCURVE = {("binormal", 1_000): 0.0107, ("binormal", 10_000): 0.0014, ("skewed", 10_000): 0.0015}
+TARGET_COVERAGE = 0.93
+KEYS = ["cell", "protocol", "estimand"]
+DESIGN = ["shape", "prevalence", "design_auc", "n", "sites", "epsilon", "delta", "tau"]
+
+
+def _mean_se(x) -> tuple[float, float]:
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return np.nan, np.nan
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else np.nan
+
+
+def _share_se(hits) -> tuple[float, float]:
+    hits = np.asarray(hits, dtype=bool)
+    if hits.size == 0:
+        return np.nan, np.nan
+    c = hits.mean()
+    return float(c), float(np.sqrt(c * (1 - c) / hits.size))
+
+
+def _metrics(part: pd.DataFrame) -> dict:
+    """Accuracy and coverage of one (cell, protocol, estimand) over its replications, each with its MC SE."""
+    answered = part[np.isfinite(part["estimate"])]
+    ok = answered[np.isfinite(answered["pooled"])]
+    err = (ok["estimate"] - ok["pooled"]).to_numpy()
+    row = {"replications": len(part), "failures": int(len(part) - len(answered)), "mean_events": part["n1"].mean()}
+    row["bias"], row["bias_se"] = _mean_se(err)
+    row["mae"], row["mae_se"] = _mean_se(np.abs(err))
+    mse, mse_se = _mean_se(err**2)
+    row["rmse"] = float(np.sqrt(mse)) if np.isfinite(mse) else np.nan
+    row["rmse_se"] = mse_se / (2 * row["rmse"]) if row["rmse"] > 0 else np.nan
+    ci = answered[np.isfinite(answered["lower"]) & np.isfinite(answered["upper"])]
+    pooled = ci[np.isfinite(ci["pooled"])]
+    row["coverage_pooled"], row["coverage_pooled_se"] = _share_se(
+        (pooled["lower"] <= pooled["pooled"]) & (pooled["pooled"] <= pooled["upper"]))
+    row["coverage_population"], row["coverage_population_se"] = _share_se(
+        (ci["lower"] <= ci["population"]) & (ci["population"] <= ci["upper"]))
+    row["ci_width"], row["ci_width_se"] = _mean_se(ci["upper"] - ci["lower"])
+    row["median_ci_width"] = float((ci["upper"] - ci["lower"]).median()) if len(ci) else np.nan
+    row["mean_se"], row["mean_se_se"] = _mean_se(answered["se"][np.isfinite(answered["se"])])
+    row["population"] = float(part["population"].iat[0])
+    row["mean_pooled"] = float(part["pooled"].mean())
+    row["mean_estimate"] = float(answered["estimate"].mean()) if len(answered) else np.nan
+    return row
+
+
+def summarise(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, protocol, estimand): the design, then :func:`_metrics`."""
+    rows = []
+    for key, part in results.groupby(KEYS, sort=False):
+        first = part.iloc[0]
+        rows.append({**dict(zip(KEYS, key)), **{k: first[k] for k in DESIGN}, **_metrics(part)})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["protocol", "estimand", "shape", "prevalence", "design_auc", "n", "sites", "epsilon", "tau"],
+                           ignore_index=True)
+
+
+def _pick(summary, protocol="histogram", estimand="auc", **factors) -> pd.DataFrame:
+    f = dict(CENTRE)
+    f.update(factors)
+    sel = (summary["protocol"] == protocol) & (summary["estimand"] == estimand)
+    for k, col in (("shape", "shape"), ("prevalence", "prevalence"), ("auc", "design_auc"), ("n", "n"),
+                   ("sites", "sites"), ("epsilon", "epsilon")):
+        if not (protocol == "paper" and k == "epsilon"):
+            sel &= np.isclose(summary[col], f[k]) if k != "shape" else summary[col] == f[k]
+    return summary[sel]
+
+
+def headline(summary: pd.DataFrame) -> pd.DataFrame:
+    """The cells issue 16 names: low prevalence, the tuned binormal design, the skewed design, calibration."""
+    wanted = [("prevalence 0.02, n 10 000", {"prevalence": 0.02}, "auc"),
+              ("binormal, n 1 000", {"n": 1_000}, "auc"),
+              ("binormal, n 10 000 (centre)", {}, "auc"),
+              ("skewed logistic, n 10 000", {"shape": "skewed"}, "auc"),
+              ("calibrated binormal, n 10 000: slope", {}, "slope"),
+              ("calibrated binormal, n 10 000: Brier", {}, "brier"),
+              ("calibrated binormal, n 10 000: O/E", {}, "oe"),
+              ("prevalence 0.02, n 10 000: slope", {"prevalence": 0.02}, "slope"),
+              ("AUC 0.99, n 10 000", {"auc": 0.99}, "auc")]
+    rows = []
+    for label, factors, estimand in wanted:
+        for protocol in ("histogram", "flat20"):
+            hit = _pick(summary, protocol, estimand, **factors)
+            if len(hit):
+                rows.append({**hit.iloc[0].to_dict(), "case": label})
+    return pd.DataFrame(rows)
+
+
+# Issue 16's targets at 5 sites, epsilon 1: (label, factors, estimand, metric, bound, "max" or "min").
+TARGETS = (
+    ("prevalence 0.02, n 10 000: AUC MAE", {"prevalence": 0.02}, "auc", "mae", 0.02, "max"),
+    ("binormal, n 1 000: AUC MAE", {"n": 1_000}, "auc", "mae", 0.013, "max"),
+    ("binormal, n 10 000: AUC MAE", {}, "auc", "mae", 0.0018, "max"),
+    ("skewed, n 10 000: AUC MAE", {"shape": "skewed"}, "auc", "mae", 0.0025, "max"),
+    ("calibrated binormal, n 10 000: slope CI covers 1", {}, "slope", "coverage_population", 0.93, "min"),
+    ("calibrated binormal, n 10 000: Brier CI covers the unbinned", {}, "brier", "coverage_pooled", 0.93, "min"),
+    ("calibrated binormal, n 10 000: O/E CI covers the unbinned", {}, "oe", "coverage_pooled", 0.93, "min"),
+    ("prevalence 0.02, n 10 000: AUC CI covers the pooled", {"prevalence": 0.02}, "auc", "coverage_pooled", 0.93, "min"),
+)
+
+
+def targets_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Issue 16's targets beside the histogram protocol's values (cells absent from the run are left out)."""
+    rows = []
+    for label, factors, estimand, metric, bound, kind in TARGETS:
+        hit = _pick(summary, "histogram", estimand, **factors)
+        if len(hit):
+            value = float(hit[metric].iat[0])
+            rows.append({"target": label, "value": value, "mc_se": float(hit[f"{metric}_se"].iat[0]),
+                         "bound": bound, "met": value <= bound if kind == "max" else value >= bound})
+    return pd.DataFrame(rows, columns=["target", "value", "mc_se", "bound", "met"])
+
+
+def fedcurve_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """FedCurve's published MAE beside this study's histogram and flat-20 rows (5 sites, epsilon 1)."""
+    rows = []
+    for (shape, n), fed in FEDCURVE.items():
+        row = {"shape": shape, "n": n, "fedcurve_mae": fed}
+        for protocol in ("histogram", "flat20"):
+            hit = _pick(summary, protocol, "auc", shape=shape, n=n)
+            row[f"{protocol}_mae"] = hit["mae"].iat[0] if len(hit) else np.nan
+            row[f"{protocol}_mae_se"] = hit["mae_se"].iat[0] if len(hit) else np.nan
+        row["histogram_over_fedcurve"] = row["histogram_mae"] / fed
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def coverage_failures(summary: pd.DataFrame, protocol: str = "histogram") -> pd.DataFrame:
+    """AUC cells with n >= 1 000 and >= 50 events whose CI covers the pooled or population AUC in < 0.93."""
+    s = summary[(summary["protocol"] == protocol) & (summary["estimand"] == "auc") & (summary["n"] >= 1_000)
+                & (summary["mean_events"] >= 50)]
+    bad = s[(s["coverage_pooled"] < TARGET_COVERAGE) | (s["coverage_population"] < TARGET_COVERAGE)]
+    return bad.sort_values("coverage_pooled", ignore_index=True)
+
+
+def _md(frame: pd.DataFrame, columns, digits=4) -> str:
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    body = []
+    for _, r in frame.iterrows():
+        cells = []
+        for c in columns:
+            v = r[c]
+            cells.append(f"{v:.{digits}g}" if isinstance(v, (float, np.floating)) else str(v))
+        body.append("| " + " | ".join(cells) + " |")
+    return head + "\n".join(body) + "\n"
+
+
+def write_stress_report(out) -> dict:
+    """Write ``stress.csv`` (every cell), ``stress.md`` (headline, FedCurve, paper protocol, coverage failures)
+    and ``stress.png`` into ``out``; returns a short summary."""
+    from .stress_figure import stress_figure
+
+    out = Path(out)
+    summary = summarise(load_stress(out))
+    summary.to_csv(out / "stress.csv", index=False)
+    head, fed = headline(summary), fedcurve_table(summary)
+    paper = summary[summary["protocol"] == "paper"].sort_values(["shape", "tau", "n"])
+    bad = coverage_failures(summary)
+    cols = ["case", "protocol", "mean_estimate", "mean_pooled", "population", "bias", "mae", "mae_se", "rmse",
+            "coverage_pooled", "coverage_population", "median_ci_width", "mean_se", "failures", "replications"]
+    targets = targets_table(summary)
+    text = ["# Stress study", "", f"Run: {json.loads((out / 'config.json').read_text())}", "",
+            "## Issue 16's targets (histogram protocol)", "", _md(targets, list(targets.columns)),
+            "## Headline cells (5 sites, epsilon 1, delta 1e-5 unless stated)", "", _md(head, cols),
+            "## FedCurve beside ours (AUC MAE against the pooled empirical AUC)", "",
+            _md(fed, list(fed.columns)), "## Paper protocol, noise-corrected AUC", "",
+            _md(paper, ["shape", "n", "tau", "epsilon", "delta", "bias", "mae", "coverage_pooled",
+                        "coverage_pooled_se", "coverage_population", "ci_width", "replications"]),
+            f"## Histogram AUC cells with n >= 1 000, >= 50 events and coverage < {TARGET_COVERAGE}", "",
+            f"{len(bad)} of {int(((summary['protocol'] == 'histogram') & (summary['estimand'] == 'auc') & (summary['n'] >= 1000) & (summary['mean_events'] >= 50)).sum())} cells", "",
+            _md(bad.head(15), ["cell", "bias", "mae", "coverage_pooled", "coverage_population", "mean_se"])]
+    (out / "stress.md").write_text("\n".join(text))
+    stress_figure(summary, fed, out / "stress.png")
+    return {"cells": int(summary["cell"].nunique()), "coverage_failures": len(bad),
+            "files": [str(out / f) for f in ("stress.csv", "stress.md", "stress.png")]}

@@ -1,0 +1,204 @@
+"""The stress study: its generator's truth against independent computations, the release, the metrics, the smoke run."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import integrate
+from scipy.special import expit
+from scipy.stats import mannwhitneyu, norm
+
+from dsroc import bin_scores, histogram_edges, histogram_validation
+from simulations.cli import main
+from simulations.stress import (
+    DELTA,
+    SUMS_RATIO,
+    SUMS_RESOLUTION,
+    StressCell,
+    default_cells,
+    full_cells,
+    generate_data,
+    histogram_release,
+    site_sigmas,
+)
+from simulations.stress_designs import MODE, SKEW, SPREAD, Design, _parameters, population_truth, sample_design
+from simulations.stress_report import summarise
+from simulations.stress_run import load_stress, plan_tasks
+
+
+def _gl_pdf(x):
+    return SKEW * np.exp(-x) / (1 + np.exp(-x)) ** (SKEW + 1)
+
+
+@pytest.mark.parametrize("auc", [0.6, 0.9, 0.99])
+def test_population_auc_matches_closed_forms_and_quadrature(auc):
+    """Each shape's population AUC, from the module's quantile midpoint rule, against an independent formula."""
+    s, _, _ = _parameters(Design("binormal", 0.1, auc))
+    assert norm.cdf(s / np.sqrt(2)) == pytest.approx(auc, abs=1e-12)
+    assert population_truth(Design("binormal", 0.1, auc)).auc == pytest.approx(auc, abs=1e-6)
+    d = _parameters(Design("bimodal", 0.1, auc))[0]
+    sd = SPREAD * np.sqrt(2)  # X1 - X0: a four-normal mixture with means d + {-2 MODE, 0, 0, 2 MODE}
+    closed = 0.25 * norm.cdf((d - 2 * MODE) / sd) + 0.5 * norm.cdf(d / sd) + 0.25 * norm.cdf((d + 2 * MODE) / sd)
+    assert closed == pytest.approx(auc, abs=1e-6)
+    d = _parameters(Design("skewed", 0.1, auc))[0]
+    gl_cdf = lambda x: (1 + np.exp(-x)) ** -SKEW  # noqa: E731
+    quad, _ = integrate.quad(lambda x: gl_cdf(x) * _gl_pdf(x - d), -200, 200, limit=500, points=[d])
+    assert quad == pytest.approx(auc, abs=1e-6)
+    u = _parameters(Design("uniform", 0.1, auc))[0]
+    v = (1 - u) / 2
+    assert u * u + 3 * u * v + 2 * v * v == pytest.approx(auc, abs=1e-12)
+    assert population_truth(Design("uniform", 0.1, auc)).auc == pytest.approx(auc, abs=1e-6)
+
+
+@pytest.mark.parametrize("shape", ["binormal", "skewed", "bimodal", "uniform"])
+def test_samples_agree_with_the_population_truth(shape):
+    """A large sample's AUC (Mann-Whitney), Brier, O/E and statsmodels calibration slope match the population values."""
+    design = Design(shape, 0.2, 0.8)
+    truth = population_truth(design)
+    p, y, lp = sample_design(design, 300_000, np.random.default_rng(7))
+    assert np.allclose(expit(lp), p)
+    n1 = y.sum()
+    auc = mannwhitneyu(p[y == 1], p[y == 0]).statistic / (n1 * (y.size - n1))
+    assert abs(auc - truth.auc) < 4 * np.sqrt(truth.auc * (1 - truth.auc) / min(n1, y.size - n1))
+    brier = (y - p) ** 2
+    assert abs(brier.mean() - truth.brier) < 4 * brier.std() / np.sqrt(y.size)
+    assert y.mean() / p.mean() == pytest.approx(truth.oe, rel=0.03)
+    fit = sm.Logit(y, sm.add_constant(lp)).fit(disp=0)
+    assert abs(fit.params[1] - truth.slope) < 4 * fit.bse[1]
+    assert abs(fit.params[0] - truth.intercept) < 4 * fit.bse[0] + 1e-9
+    if shape != "uniform":  # calibrated (binormal) or weakly calibrated by construction
+        assert truth.slope == pytest.approx(1.0, abs=1e-4) and truth.intercept == pytest.approx(0.0, abs=1e-3)
+        assert truth.oe == pytest.approx(1.0, abs=1e-4)
+
+
+def test_pooled_truth_per_replication_is_the_brute_force_one():
+    data = generate_data(Design("bimodal", 0.1, 0.9), 400, range(3), seed=5)
+    b = data.batch
+    for g in range(3):
+        sl = slice(400 * g, 400 * (g + 1))
+        p, y = b.scores[sl], b.labels[sl]
+        pairs = (p[y == 1][:, None] > p[y == 0][None, :]).mean() + 0.5 * (p[y == 1][:, None] == p[y == 0][None, :]).mean()
+        assert data.pooled["auc"][g] == pytest.approx(pairs, abs=1e-12)
+        assert data.pooled["brier"][g] == pytest.approx(np.mean((y - p) ** 2), abs=1e-14)
+        assert data.pooled["oe"][g] == pytest.approx(y.sum() / p.sum(), abs=1e-12)
+        slope = sm.GLM(y, sm.add_constant(data.logits[sl]), family=sm.families.Binomial()).fit().params[1]
+        assert data.pooled["slope"][g] == pytest.approx(slope, rel=1e-6)
+
+
+def test_pooled_truth_survives_replications_with_almost_no_events():
+    """Prevalence 0.02 at n = 60: some replications hold 0 or 1 events; no error, NaN only without a class."""
+    data = generate_data(Design("binormal", 0.02, 0.76), 60, range(40), seed=1)
+    n1 = data.batch.n1
+    assert (n1 == 0).any() and (n1 == 1).any()
+    assert np.array_equal(np.isnan(data.pooled["auc"]), n1 == 0)
+    for g in np.flatnonzero(n1 >= 1):
+        p, y = data.batch.scores[60 * g:60 * (g + 1)], data.batch.labels[60 * g:60 * (g + 1)]
+        brute = (p[y == 0][:, None] < p[y == 1][None, :]).mean()
+        assert data.pooled["auc"][g] == pytest.approx(brute, abs=1e-12)
+
+
+def test_release_is_what_the_sites_count_and_noise_free_estimate_recovers_the_pooled_auc():
+    """At a tiny noise the summed release equals every site's own bin_scores and its score sums the sites' offset
+    sums up to the random rounding; on a fine grid the binned AUC then lies within half the share of within-bin
+    pairs of the pooled AUC (the binning bound), and close to it."""
+    cell = StressCell(Design("skewed", 0.3, 0.85), 2_000, 5, 1e4)
+    data = generate_data(cell.design, cell.n, range(2), seed=3, slope=False)
+    edges = histogram_edges(1000)
+    release = histogram_release(data, cell, edges, seed=3, protocol="histogram", score_sums=True)
+    assert release.sigma < 0.05 and release.sums_sd < 0.1
+    b = data.batch
+    for g in range(2):
+        sl = slice(cell.n * g, cell.n * (g + 1))
+        p, y, site = b.scores[sl], b.labels[sl], np.arange(cell.n) % cell.sites
+        sums = np.sum([bin_scores(p[site == k], y[site == k], edges) for k in range(cell.sites)], axis=0)
+        assert np.array_equal(release.counts[g], sums)
+        idx = np.searchsorted(edges, p, side="right") - 1
+        exact = [np.bincount(idx[y == c], weights=(p[y == c] - edges[idx[y == c]]) * 1000, minlength=1000) for c in (0, 1)]
+        assert np.abs(release.sums[g] - exact).max() <= 4 * np.sqrt(sums.max() / 16) + 0.5
+        assert abs(release.sums[g].sum() - np.sum(exact)) < 5 * np.sqrt(cell.n / 16)
+        v = histogram_validation(release.counts[g, 0], release.counts[g, 1], edges, sigma=0.0, estimator="empirical")
+        within = 0.5 * (sums[0] * sums[1]).sum() / (sums[0].sum() * sums[1].sum())
+        assert abs(v.auc - data.pooled["auc"][g]) <= within + 1e-12
+        assert abs(v.auc - data.pooled["auc"][g]) < 1e-3
+
+
+def test_score_sum_constants_and_noise_are_the_sites():
+    """The study mirrors site_node.histograms without importing it: same constants, same noise scales."""
+    from site_node.config import Policy
+    from site_node.histograms import SUMS_RATIO as ratio, SUMS_RESOLUTION as resolution, plan_histogram
+
+    assert (SUMS_RATIO, SUMS_RESOLUTION) == (ratio, resolution)
+    cell = StressCell(Design("binormal", 0.3, 0.76), 1_000, 5, 1.0)
+    plan = plan_histogram(Policy(), (0.0, 1.0), epsilon=1.0, delta=DELTA, n_bins=5, spacing="equal", scalars=(),
+                          interval=None, score_sums=True)
+    assert site_sigmas(cell, True) == pytest.approx((plan.sigma, plan.sums_sigma), rel=1e-9)
+    assert site_sigmas(cell, False)[0] < plan.sigma  # the sums take a share of the budget
+
+
+def _brute_force(part):
+    covered = sum(1 for lo, hi, t in zip(part["lower"], part["upper"], part["pooled"]) if lo <= t <= hi)
+    return covered / len(part)
+
+
+def test_summary_metrics_are_the_brute_force_ones():
+    rng = np.random.default_rng(0)
+    rows = 300
+    est = rng.normal(0.7, 0.02, rows)
+    frame = pd.DataFrame({
+        "cell": "c", "protocol": "histogram", "estimand": "auc", "shape": "binormal", "prevalence": 0.3,
+        "design_auc": 0.76, "n": 1000, "sites": 5, "epsilon": 1.0, "delta": 1e-5, "tau": 3.7, "rep": np.arange(rows),
+        "n1": 300, "estimate": est, "lower": est - rng.uniform(0, 0.05, rows), "upper": est + rng.uniform(0, 0.05, rows),
+        "se": rng.uniform(0.01, 0.02, rows), "pooled": rng.normal(0.7, 0.02, rows), "population": 0.7, "failure": ""})
+    frame.loc[:9, ["estimate", "lower", "upper", "se"]] = np.nan  # ten failed replications
+    s = summarise(frame).iloc[0]
+    ok = frame.iloc[10:]
+    err = ok["estimate"] - ok["pooled"]
+    assert s["failures"] == 10 and s["replications"] == rows
+    assert s["coverage_pooled"] == pytest.approx(_brute_force(ok), abs=1e-15)
+    pop = sum(1 for lo, hi in zip(ok["lower"], ok["upper"]) if lo <= 0.7 <= hi) / len(ok)
+    assert s["coverage_population"] == pytest.approx(pop, abs=1e-15)
+    c = s["coverage_pooled"]
+    assert s["coverage_pooled_se"] == pytest.approx(np.sqrt(c * (1 - c) / len(ok)))
+    assert s["bias"] == pytest.approx(err.mean()) and s["mae"] == pytest.approx(err.abs().mean())
+    assert s["rmse"] == pytest.approx(np.sqrt((err**2).mean()))
+    assert s["mae_se"] == pytest.approx(err.abs().std(ddof=1) / np.sqrt(len(ok)))
+    assert s["ci_width"] == pytest.approx((ok["upper"] - ok["lower"]).mean())
+
+
+def test_grids_cover_the_factors_and_tasks_cover_every_replication():
+    cells = default_cells()
+    assert len(cells) == len(set(cells)) == 57
+    for attr, levels in (("n", {250, 1000, 10000, 100000}), ("sites", {2, 5, 50}), ("epsilon", {0.5, 1.0, 5.0})):
+        assert {getattr(c, attr) for c in cells} == levels
+    assert {(c.design.shape, c.design.prevalence, c.design.auc) for c in cells} >= {
+        (s, p, 0.76) for s in ("binormal", "skewed", "bimodal", "uniform") for p in (0.02, 0.1, 0.3, 0.5)}
+    assert len(full_cells()) == 4 * 4 * 4 * 4 * 3 * 3
+    tasks = plan_tasks(cells, [], reps=120)
+    covered = {}
+    for t in tasks:
+        assert t.n * len(t.reps) <= 2_000_000 and all(c.design == t.design and c.n == t.n for c in t.cells)
+        for c in t.cells:
+            covered.setdefault(c.name, []).extend(t.reps)
+    assert all(sorted(r) == list(range(120)) for r in covered.values()) and len(covered) == 57
+
+
+def test_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
+    out = tmp_path / "stress"
+    assert main(["stress", "--smoke", "--reps", "6", "--quiet", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "stress.csv")
+    results = load_stress(out)
+    assert set(summary["protocol"]) == {"histogram", "flat20", "paper"}
+    histogram = summary["protocol"] != "paper"
+    assert (summary.loc[histogram, "replications"] == 6).all() and len(results) == 4 * 2 * 4 * 6 + 2 * 10
+    assert (summary.loc[~histogram, "replications"] == 10).all()  # a paper cell runs at least 10
+    assert summary[["coverage_pooled", "coverage_population"]].stack().between(0, 1).all()
+    centre = summary[(summary["protocol"] == "histogram") & (summary["estimand"] == "auc") & (summary["n"] == 1000)
+                     & (summary["prevalence"] == 0.3)]
+    assert centre["mae"].iat[0] < 0.05  # the binormal design the protocol was tuned on
+    assert (out / "stress.png").stat().st_size > 10_000 and "FedCurve" in (out / "stress.md").read_text()
+    capsys.readouterr()
+    assert main(["stress", "--smoke", "--reps", "6", "--quiet", "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out.split("\n}\n")[0] + "}")["units_run"] == 0
+    assert main(["stress", "--smoke", "--reps", "7", "--quiet", "--out", str(out)]) == 2  # another run: refused
