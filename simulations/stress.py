@@ -14,6 +14,9 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
   scale :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma` makes the whole release (epsilon, delta)-DP;
   the analyst sums the releases and calls :func:`dsroc.histogram_validation`;
 - ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
+- ``secagg``: the secagg protocol: counts only, each site adding its share of a distributed discrete
+  Gaussian (:func:`dsroc.secagg.share_sigma` for all ``sites`` shares, no coalition), summed; the grid is
+  the analyst's default for one share (``analyst.protocols.secagg``);
 - ``paper``: the paper protocol with the noise-corrected AUC (:func:`simulations.protocol.run_protocol_chunk`,
   five sites) at a recommended setting (AUC only; its other answers are exact, q-protected).
 
@@ -35,6 +38,7 @@ import statsmodels.api as sm
 
 from dsroc import analytic_gaussian_sigma, histogram_edges, histogram_validation
 from dsroc.histogram import bin_index, recommended_n_bins
+from dsroc.secagg import share_sigma
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
 from dsroc.privacy.noise import (
     discrete_gaussian_noise,
@@ -60,7 +64,7 @@ SITES = (2, 5, 50)
 EPSILONS = (0.5, 1.0, 5.0)
 DELTA = 1e-5
 CENTRE = {"shape": "binormal", "prevalence": 0.3, "auc": 0.76, "n": 10_000, "sites": 5, "epsilon": 1.0}
-PROTOCOLS = ("histogram", "flat20", "paper")
+PROTOCOLS = ("histogram", "flat20", "secagg", "paper")
 ESTIMANDS = ("auc", "brier", "oe", "slope")
 PAPER_NS = (1_000, 10_000, 100_000, 1_000_000)
 # The analyst asks for per-bin score sums by default (analyst.protocols.histogram); the site rounds each
@@ -183,9 +187,10 @@ def _logistic_slope(y, lp) -> float:
         return float("nan")
 
 
-def default_grid(epsilon: float, delta: float) -> np.ndarray:
-    """The analyst's default grid for one release (as ``analyst.protocols.histogram`` picks it)."""
-    return histogram_edges(recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0)))
+def default_grid(epsilon: float, delta: float, shares: int = 1) -> np.ndarray:
+    """The analyst's default grid for one release, or one of ``shares`` noise shares (secagg), as
+    ``analyst.protocols.histogram.allowed_n_bins`` picks it."""
+    return histogram_edges(recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0) / np.sqrt(shares)))
 
 
 class Release(NamedTuple):
@@ -220,7 +225,8 @@ def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protoco
     bins = bin_index(scores, edges)
     cell_id = ((b.groups * k + site) * 2 + b.labels) * m + bins
     counts = np.bincount(cell_id, minlength=size * k * 2 * m).reshape(size, k, 2, m).astype(np.float64)
-    sigma, sums_sigma = site_sigmas(cell, score_sums)
+    sigma, sums_sigma = (share_sigma(cell.epsilon, cell.delta, k), 0.0) if protocol == "secagg" else \
+        site_sigmas(cell, score_sums)
     offsets = np.clip((scores - edges[bins]) / np.diff(edges)[bins], 0.0, 1.0) * SUMS_RESOLUTION
     sums = np.zeros_like(counts) if score_sums else None
     salt = _salt(f"{cell.name}/{protocol}")
@@ -260,11 +266,13 @@ _UNAVAILABLE = {"auc": "auc", "brier": "brier", "oe": "oe", "recalibration": "sl
 
 def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
                    score_sums: bool = SCORE_SUMS) -> pd.DataFrame:
-    """One row per replication and estimand of the histogram protocol (``"histogram"`` or ``"flat20"``) in ``cell``;
-    ``score_sums=False``: the default protocol's release without the per-bin score sums (as before commit 736efc1)."""
-    default = protocol == "histogram"
-    edges = default_grid(cell.epsilon, cell.delta) if default else histogram_edges(20)
-    release = histogram_release(data, cell, edges, seed, protocol, score_sums=default and score_sums)
+    """One row per replication and estimand of the histogram protocol (``"histogram"``, ``"flat20"`` or ``"secagg"``)
+    in ``cell``; ``score_sums=False``: the default protocol's release without the per-bin score sums (as before
+    commit 736efc1)."""
+    default = protocol in ("histogram", "secagg")
+    shares = cell.sites if protocol == "secagg" else 1
+    edges = default_grid(cell.epsilon, cell.delta, shares) if default else histogram_edges(20)
+    release = histogram_release(data, cell, edges, seed, protocol, score_sums=protocol == "histogram" and score_sums)
     estimator = "rocglm" if default else "empirical"
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}
     failure = {e: np.full(data.batch.size, "", dtype=object) for e in ESTIMANDS}

@@ -135,7 +135,7 @@ def fedcurve_table(summary: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (shape, n), fed in FEDCURVE.items():
         row = {"shape": shape, "n": n, "fedcurve_mae": fed}
-        for protocol in ("histogram", "flat20"):
+        for protocol in ("histogram", "flat20", "secagg"):
             hit = _pick(summary, protocol, "auc", shape=shape, n=n)
             row[f"{protocol}_mae"] = hit["mae"].iat[0] if len(hit) else np.nan
             row[f"{protocol}_mae_se"] = hit["mae_se"].iat[0] if len(hit) else np.nan

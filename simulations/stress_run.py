@@ -119,7 +119,7 @@ def run_task(task: Task, seed: int, score_sums: bool = True) -> tuple[pd.DataFra
         frames = [paper_rows(data, cell, seed) for cell in task.cells]
     else:
         frames = [histogram_rows(data, cell, seed, protocol, score_sums=score_sums) for cell in task.cells
-                  for protocol in ("histogram", "flat20")]
+                  for protocol in ("histogram", "flat20", "secagg")]
     return pd.concat(frames, ignore_index=True), time.process_time() - cpu
 
 

@@ -189,9 +189,9 @@ def test_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["stress", "--smoke", "--reps", "6", "--quiet", "--out", str(out)]) == 0
     summary = pd.read_csv(out / "stress.csv")
     results = load_stress(out)
-    assert set(summary["protocol"]) == {"histogram", "flat20", "paper"}
+    assert set(summary["protocol"]) == {"histogram", "flat20", "secagg", "paper"}
     histogram = summary["protocol"] != "paper"
-    assert (summary.loc[histogram, "replications"] == 6).all() and len(results) == 4 * 2 * 4 * 6 + 2 * 10
+    assert (summary.loc[histogram, "replications"] == 6).all() and len(results) == 4 * 3 * 4 * 6 + 2 * 10
     assert (summary.loc[~histogram, "replications"] == 10).all()  # a paper cell runs at least 10
     assert summary[["coverage_pooled", "coverage_population"]].stack().between(0, 1).all()
     centre = summary[(summary["protocol"] == "histogram") & (summary["estimand"] == "auc") & (summary["n"] == 1000)
