@@ -25,6 +25,11 @@ __all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "re
            "decision_curve_dict", "forest_figure", "decision_curve_figure"]
 
 
+def _plain(record) -> dict[str, Any]:
+    """A record of names and numbers as JSON-ready values (NaN and inf as null)."""
+    return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items()}
+
+
 @dataclass(frozen=True)
 class SiteEstimates:
     """One site's own AUC and O/E from its own release, intervals including that site's noise."""
@@ -42,7 +47,7 @@ class SiteEstimates:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {k: (v if isinstance(v, str) else num(v)) for k, v in self.__dict__.items()}
+        return _plain(self)
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class Pooled:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {k: (v if isinstance(v, str) else num(v)) for k, v in self.__dict__.items()}
+        return _plain(self)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit, logit
 
-from dsroc import delong_variance, empirical_auc
+from dsroc import bin_scores, delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects
@@ -40,9 +40,8 @@ def _release(rng, h, sigma):
 
 
 def _counts(scores, y, edges):
-    idx = bin_index(scores, edges)
-    m = edges.size - 1
-    return np.bincount(idx[~y], minlength=m), np.bincount(idx[y], minlength=m)
+    """The site's exact per-class counts, as it bins them (:func:`dsroc.bin_scores`); ``y`` boolean."""
+    return bin_scores(scores, y.astype(np.int8), edges)
 
 
 def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: float = 1.0, tau2: float = 0.04,
