@@ -16,6 +16,7 @@ import pandas as pd
 
 from .settings import Setting
 from .stress import (
+    HISTOGRAM_PROTOCOLS,
     PAPER_NS,
     PaperCell,
     StressCell,
@@ -119,7 +120,7 @@ def run_task(task: Task, seed: int, score_sums: bool = True) -> tuple[pd.DataFra
         frames = [paper_rows(data, cell, seed) for cell in task.cells]
     else:
         frames = [histogram_rows(data, cell, seed, protocol, score_sums=score_sums) for cell in task.cells
-                  for protocol in ("histogram", "flat20", "secagg")]
+                  for protocol in HISTOGRAM_PROTOCOLS]
     return pd.concat(frames, ignore_index=True), time.process_time() - cpu
 
 
