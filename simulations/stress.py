@@ -82,7 +82,8 @@ PAPER_NS = (1_000, 10_000, 100_000, 1_000_000)
 # The analyst asks for per-bin score sums by default (analyst.protocols.histogram).
 SCORE_SUMS = True
 RESULT_COLUMNS = ["cell", "protocol", "shape", "prevalence", "design_auc", "n", "sites", "epsilon", "delta", "tau",
-                  "rep", "n1", "estimand", "estimate", "lower", "upper", "se", "pooled", "population", "failure"]
+                  "rep", "n1", "estimand", "estimate", "lower", "upper", "se", "pooled", "population", "failure",
+                  "estimator"]
 
 
 @dataclass(frozen=True)
@@ -361,6 +362,7 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
     estimator = "empirical" if protocol == "flat20" else DEFAULT_ESTIMATOR
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}
     failure = {e: np.full(data.batch.size, "", dtype=object) for e in ESTIMANDS}
+    reported = np.full(data.batch.size, "", dtype=object)  # the AUC estimator the result says it reports
     for i in range(data.batch.size):
         try:
             extra = {} if release.sums is None else {"sums0": release.sums[i][0], "sums1": release.sums[i][1],
@@ -373,13 +375,14 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
             continue
         for e, values in _estimates(v).items():
             est[e][i] = values
+        reported[i] = v.estimator
         for key, why in getattr(v, "unavailable", {}).items():  # what the result says it could not estimate
             if _UNAVAILABLE.get(key) in failure:
                 failure[_UNAVAILABLE[key]][i] = why
-    return _frame(data, cell, protocol, release.sigma, est, failure)
+    return _frame(data, cell, protocol, release.sigma, est, failure, reported)
 
 
-def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure) -> pd.DataFrame:
+def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure, estimator) -> pd.DataFrame:
     b, d = data.batch, cell.design
     pop = population_truth(d)
     frames = []
@@ -389,7 +392,7 @@ def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure) -
             "n": cell.n, "sites": cell.sites, "epsilon": getattr(cell, "epsilon", np.nan),
             "delta": getattr(cell, "delta", np.nan), "tau": tau, "rep": b.reps, "n1": b.n1, "estimand": e,
             "estimate": values[:, 0], "lower": values[:, 1], "upper": values[:, 2], "se": values[:, 3],
-            "pooled": data.pooled[e], "population": getattr(pop, e), "failure": failure[e],
+            "pooled": data.pooled[e], "population": getattr(pop, e), "failure": failure[e], "estimator": estimator,
         }))
     return pd.concat(frames, ignore_index=True)[RESULT_COLUMNS]
 
@@ -400,6 +403,7 @@ def paper_rows(data: DataSet, cell: PaperCell, seed: int) -> pd.DataFrame:
     se = np.sqrt(res["var_corr"].to_numpy())
     values = np.column_stack([res["auc_corr"], res["ci_lower_corr"], res["ci_upper_corr"], se])
     failure = res["failure"].to_numpy().astype(object)
-    frame = _frame(data, cell, "paper", cell.setting.tau, {"auc": values}, {"auc": failure})
+    frame = _frame(data, cell, "paper", cell.setting.tau, {"auc": values}, {"auc": failure},
+                   np.where(np.isfinite(values[:, 0]), "noise-corrected", ""))
     frame["epsilon"], frame["delta"] = cell.setting.epsilon, cell.setting.delta
     return frame

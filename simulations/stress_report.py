@@ -60,6 +60,8 @@ def _metrics(part: pd.DataFrame) -> dict:
     row["population"] = float(part["population"].iat[0])
     row["mean_pooled"] = float(part["pooled"].mean())
     row["mean_estimate"] = float(answered["estimate"].mean()) if len(answered) else np.nan
+    used = answered["estimator"].replace("", "?").value_counts() if "estimator" in answered else pd.Series(dtype=int)
+    row["reported"] = ", ".join(f"{name} {count}" for name, count in used.items())  # how often each AUC estimator
     return row
 
 
@@ -189,7 +191,8 @@ def write_stress_report(out) -> dict:
     paper = summary[summary["protocol"] == "paper"].sort_values(["shape", "tau", "n"])
     bad = target_misses(summary)
     cols = ["case", "protocol", "mean_estimate", "mean_pooled", "population", "bias", "mae", "mae_se", "rmse",
-            "coverage_pooled", "coverage_population", "median_ci_width", "mean_se", "failures", "replications"]
+            "coverage_pooled", "coverage_population", "median_ci_width", "mean_se", "failures", "replications",
+            "reported"]
     targets = targets_table(summary)
     misses = {p: len(target_misses(summary, p)) for p in ("histogram", "histogram_equal", "secagg")}
     text = ["# Stress study", "", f"Run: {json.loads((out / 'config.json').read_text())}", "",
@@ -204,7 +207,7 @@ def write_stress_report(out) -> dict:
             "(pooled or population) or |bias| <= mean SE / 2", "",
             f"{len(bad)} of {len(_target_cells(summary, 'histogram'))} cells (equal grid: "
             f"{misses['histogram_equal']}, secagg: {misses['secagg']})", "",
-            _md(bad, ["cell", "misses", "bias", "mae", "mean_se", "coverage_pooled", "coverage_population"])]
+            _md(bad, ["cell", "misses", "bias", "mae", "mean_se", "coverage_pooled", "coverage_population", "reported"])]
     (out / "stress.md").write_text("\n".join(text))
     stress_figure(summary, fed, out / "stress.png")
     return {"cells": int(summary["cell"].nunique()), "target_misses": misses,

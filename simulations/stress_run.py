@@ -192,4 +192,5 @@ def load_stress(out) -> pd.DataFrame:
         raise FileNotFoundError(f"no results in {out}/parts; run python -m simulations stress --out {out} first")
     frame = pd.concat([pd.read_csv(f, keep_default_na=False, na_values=[""]) for f in files], ignore_index=True)
     frame["failure"] = frame["failure"].fillna("")
+    frame["estimator"] = frame["estimator"].fillna("") if "estimator" in frame else ""  # parts from before the column
     return frame

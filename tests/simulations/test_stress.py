@@ -205,12 +205,14 @@ def test_summary_metrics_are_the_brute_force_ones():
         "cell": "c", "protocol": "histogram", "estimand": "auc", "shape": "binormal", "prevalence": 0.3,
         "design_auc": 0.76, "n": 1000, "sites": 5, "epsilon": 1.0, "delta": 1e-5, "tau": 3.7, "rep": np.arange(rows),
         "n1": 300, "estimate": est, "lower": est - rng.uniform(0, 0.05, rows), "upper": est + rng.uniform(0, 0.05, rows),
-        "se": rng.uniform(0.01, 0.02, rows), "pooled": rng.normal(0.7, 0.02, rows), "population": 0.7, "failure": ""})
+        "se": rng.uniform(0.01, 0.02, rows), "pooled": rng.normal(0.7, 0.02, rows), "population": 0.7, "failure": "",
+        "estimator": np.where(np.arange(rows) % 3 == 0, "empirical", "rocglm")})
     frame.loc[:9, ["estimate", "lower", "upper", "se"]] = np.nan  # ten failed replications
     s = summarise(frame).iloc[0]
     ok = frame.iloc[10:]
     err = ok["estimate"] - ok["pooled"]
     assert s["failures"] == 10 and s["replications"] == rows
+    assert s["reported"] == "rocglm 194, empirical 96"  # among the 290 answered: rep % 3 == 0 from 10 to 299
     assert s["coverage_pooled"] == pytest.approx(_brute_force(ok), abs=1e-15)
     pop = sum(1 for lo, hi in zip(ok["lower"], ok["upper"]) if lo <= 0.7 <= hi) / len(ok)
     assert s["coverage_population"] == pytest.approx(pop, abs=1e-15)
@@ -248,6 +250,10 @@ def test_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
     histogram = summary["protocol"] != "paper"
     assert (summary.loc[histogram, "replications"] == 6).all() and len(results) == 4 * 4 * 4 * 6 + 2 * 10
     assert (summary.loc[~histogram, "replications"] == 10).all()  # a paper cell runs at least 10
+    answered = results[np.isfinite(results["estimate"]) & (results["estimand"] == "auc")]
+    assert set(answered.loc[answered["protocol"] == "flat20", "estimator"]) == {"empirical"}
+    assert set(answered.loc[answered["protocol"] == "paper", "estimator"]) == {"noise-corrected"}
+    assert (answered["estimator"] != "").all()
     assert summary[["coverage_pooled", "coverage_population"]].stack().between(0, 1).all()
     centre = summary[(summary["protocol"] == "histogram") & (summary["estimand"] == "auc") & (summary["n"] == 1000)
                      & (summary["prevalence"] == 0.3)]
