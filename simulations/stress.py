@@ -15,10 +15,10 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
   (:func:`dsroc.histogram.stages.second_stage_interior`, the site's explicit grid around them). Stage 2: every
   site counts per class on those edges and sums its patients' randomly rounded offsets within their bins,
   with noise at the second stage's (epsilon2, delta2); the analyst sums the releases and calls
-  :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). Grid choices
-  and noise scales come from the analyst's and the site's own functions
-  (:func:`analyst.protocols.histogram.allowed_n_bins`, :func:`site_node.histograms.histogram_grid`,
-  :func:`site_node.histograms.plan_histogram`);
+  :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). Bin counts
+  come from :func:`analyst.protocols.histogram.allowed_n_bins` under a default site policy (``POLICY_BINS``,
+  ``POLICY_LOGIT_RANGE``) and each noise scale from the parts the site composes (:func:`site_sigmas`); the
+  study does not import ``site_node``: a test asks a real site for the same two stages and compares;
 - ``histogram_equal``: the analyst's one-release grid (``spacing="equal"``: ``allowed_n_bins`` equal bins on
   [0, 1]) with score sums at the whole (epsilon, delta): the default before the quantile grid;
 - ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
@@ -49,13 +49,12 @@ from analyst.protocols.histogram import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
-from dsroc.histogram.stages import SUMS_RESOLUTION, first_stage_bins, second_stage_interior, two_stage_plan
+from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, release_parts,
+                                   second_stage_interior, two_stage_plan)
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
-from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance
+from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance, joint_discrete_gaussian_sigma
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
 from dsroc.secagg import share_sigma
-from site_node.config import Policy
-from site_node.histograms import histogram_grid, plan_histogram
 
 from .dgp import N_SITES, Batch
 from .protocol import run_protocol_chunk
@@ -63,7 +62,7 @@ from .settings import Setting
 from .stress_designs import SHAPES, Design, population_truth, sample_design
 
 __all__ = ["PREVALENCES", "AUCS", "NS", "SITES", "EPSILONS", "DELTA", "LEVEL", "CENTRE", "PROTOCOLS", "ESTIMANDS",
-           "RESULT_COLUMNS", "HISTOGRAM_PROTOCOLS", "SCORE_SUMS", "POLICY", "StressCell", "PaperCell", "default_cells", "full_cells",
+           "RESULT_COLUMNS", "HISTOGRAM_PROTOCOLS", "SCORE_SUMS", "POLICY_BINS", "POLICY_LOGIT_RANGE", "StressCell", "PaperCell", "default_cells", "full_cells",
            "paper_cells", "DataSet", "generate_data", "default_grid", "Release", "site_sigmas", "QuantilePlan",
            "quantile_plan", "histogram_release", "quantile_release", "histogram_rows", "paper_rows"]
 
@@ -197,14 +196,16 @@ def _logistic_slope(y, lp) -> float:
         return float("nan")
 
 
-# The site's default policy (every score source: range [0, 1], the default bin counts, spacings and logit range).
-POLICY = Policy()
+# A site's default policy (site_node.config.Policy, which the study does not import; a test checks they agree):
+# the bin counts it allows and the range of its logit grids. Every score source has range [0, 1].
+POLICY_BINS = (5, 8, 10, 12, 20, 50, 100)
+POLICY_LOGIT_RANGE = (0.005, 0.995)
 
 
 def default_grid(epsilon: float, delta: float, shares: int = 1) -> np.ndarray:
     """The analyst's one-release grid (``spacing="equal"``) at (epsilon, delta), or for one of ``shares`` noise
     shares (secagg): :func:`analyst.protocols.histogram.allowed_n_bins` under the default policy, equal bins."""
-    return histogram_edges(allowed_n_bins([POLICY.histogram_bins], epsilon=epsilon, delta=delta, shares=shares))
+    return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta, shares=shares))
 
 
 class Release(NamedTuple):
@@ -221,16 +222,17 @@ class Release(NamedTuple):
 @lru_cache(maxsize=None)
 def site_sigmas(epsilon: float, delta: float, score_sums: bool) -> tuple[float, float]:
     """Per-site noise parameters of the counts and (with ``score_sums``) the score sums of one release asked for
-    at (epsilon, delta), as the site plans it (:func:`site_node.histograms.plan_histogram`, the ledger's interval)."""
-    plan = plan_histogram(POLICY, (0.0, 1.0), epsilon=epsilon, delta=delta, n_bins=POLICY.histogram_bins[0],
-                          spacing="equal", scalars=(), interval=VALUE_DISCRETIZATION, score_sums=score_sums)
-    return plan.sigma, plan.sums_sigma
+    at (epsilon, delta), as ``site_node.histograms.plan_histogram`` calibrates them (one scale ``t`` for the parts
+    :func:`dsroc.histogram.stages.release_parts`, at the ledger's default discretisation)."""
+    t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums),
+                                      interval=VALUE_DISCRETIZATION)
+    return t, SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
 
 
 class QuantilePlan(NamedTuple):
     """The default two-stage release of one cell: what the analyst asks for and the sites' noise."""
 
-    fine_edges: np.ndarray  # the first stage's grid (the site's logit grid of STAGE1_BINS bins)
+    fine_edges: np.ndarray  # the first stage's grid (the site's logit grid of first_stage_bins bins)
     sigma1: float  # per-site noise of a first-stage count
     n_bins: int  # bins asked of the second stage
     sigma2: float  # per-site noise of a second-stage count
@@ -242,9 +244,9 @@ def quantile_plan(epsilon: float, delta: float, score_sums: bool = True) -> Quan
     (:func:`dsroc.histogram.stages.two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`,
     :func:`analyst.protocols.histogram.allowed_n_bins`) and the noise those sites calibrate for each stage."""
     stages = two_stage_plan(epsilon, delta, score_sums=score_sums)
-    fine = first_stage_bins([POLICY.histogram_bins])
-    edges = histogram_grid(POLICY, (0.0, 1.0), n_bins=fine, spacing="logit")[0]
-    n_bins = allowed_n_bins([POLICY.histogram_bins], epsilon=stages.epsilon2, delta=stages.delta2)
+    fine = first_stage_bins([POLICY_BINS])
+    edges = histogram_edges(fine, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
+    n_bins = allowed_n_bins([POLICY_BINS], epsilon=stages.epsilon2, delta=stages.delta2)
     sigma1 = site_sigmas(stages.epsilon1, stages.delta1, False)[0]
     return QuantilePlan(edges, sigma1, n_bins, *site_sigmas(stages.epsilon2, stages.delta2, score_sums))
 
@@ -299,8 +301,8 @@ def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protoco
 def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: bool = True) -> Release:
     """The default two-stage release, summed: every site's noisy counts of its negatives and positives on the fine
     grid (the analyst sums them over sites and classes); the analyst's second-stage edges at their quantiles
-    (:func:`dsroc.histogram.stages.second_stage_interior`; the site's explicit grid around them,
-    :func:`site_node.histograms.histogram_grid`); then every site's per-class release on those edges.
+    (:func:`dsroc.histogram.stages.second_stage_interior`; the site's explicit grid is its score range around
+    them); then every site's per-class release on those edges.
 
     Per replication one stream ``[seed, cell, rep]`` draws the first stage's noise ``(sites, 2, B1)``, then the
     second stage's as :func:`histogram_release`.
@@ -317,7 +319,7 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         rng = np.random.default_rng([seed, salt, rep])
         total = first[i] + discrete_gaussian_noise(plan.sigma1, (k, 2, fine), rng).sum(axis=(0, 1))
         interior = second_stage_interior(total, plan.fine_edges, plan.n_bins)
-        edges = histogram_grid(POLICY, (0.0, 1.0), n_bins=0, spacing="", interior=interior)[0]
+        edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,
                                score_sums)

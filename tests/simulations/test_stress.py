@@ -15,6 +15,8 @@ from dsroc.histogram.stages import two_stage_plan
 from simulations.cli import main
 from simulations.stress import (
     DELTA,
+    POLICY_BINS,
+    POLICY_LOGIT_RANGE,
     StressCell,
     default_cells,
     full_cells,
@@ -172,6 +174,7 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
         "analysts": {"alice": {"token_sha256": hashlib.sha256(b"t").hexdigest(), "datasets": ["*"]}},
         "datasets": {"test": {"path": "data.parquet", "outcomes": ["y"], "scores": ["pred"]}},
     }, source=tmp_path / "site.toml")
+    assert (POLICY_BINS, POLICY_LOGIT_RANGE) == (config.policy.histogram_bins, config.policy.histogram_logit_range)
     site = Site(config, SqliteLedger(tmp_path / "ledger.sqlite"))
     try:
         session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
