@@ -246,11 +246,11 @@ def _reason(asked, with_sums, used, points, auc_glm, diff, diff_sd, resolution, 
                 "misfit (the disagreement beyond one noise SD)")
     if asked == "rocglm":
         if not np.isfinite(auc_glm):
-            glm = f"no ROC-GLM fit ({int(points)} usable edge(s), or not converged or not increasing)"
+            glm = f"no plausible ROC-GLM fit ({int(points)} usable edge(s); or not converged, or not increasing)"
         elif with_sums and np.isfinite(diff):
             glm = f"the ROC-GLM does not fit: {agreement}"
         else:
-            glm = "the ROC-GLM is not plausible (outside the binning bound of the binned AUC)"
+            glm = "no plausible ROC-GLM fit (outside the binning bound of the binned AUC)"
     else:
         glm = "asked for"
     if used == "resolved":

@@ -178,6 +178,16 @@ def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives):
             "sigma": k, "edges": e}
 
 
+def _logit_mean_variance(counts, means):
+    """Noise variance of ``logit r_b`` for the bins' mean scores ``r_b = e_b + w_b u_b`` from the summed score sums
+    (``u = (T + k/2) / (h + k)``, ``T`` the two classes' sums, noise variance ``2 sigma^2``; delta method)."""
+    k = means["sigma"] * np.sqrt(2.0)
+    r = means["r"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_u = 2.0 * means["sigma"] ** 2 / (counts + k) ** 2
+        return np.where(counts + k > 0, np.diff(means["edges"]) ** 2 * var_u / (r * (1 - r)) ** 2, 0.0)
+
+
 def _brier_with_sums(c0, c1, means, *, sigma, level):
     """Brier score from the classes' within-bin mean scores plus the estimated within-bin variance, its interval
     widened by what that variance can hide: between 0 and ``w^2 u (1 - u)`` (the largest of a bin's scores
@@ -296,7 +306,8 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
             missing["recalibration"] = ("every patient falls in one bin after the noise: a slope needs patients in at "
                                         "least two bins")
         else:
-            recal = histogram_recalibration(c0, c1, r, sigma=sigma)
+            recal = histogram_recalibration(c0, c1, r, sigma=sigma, regressor_variance=(
+                None if means is None else _logit_mean_variance(c0 + c1, means)))
             if not recal.converged:
                 missing["recalibration"] = "the bins' event rates separate (no finite logistic fit)"
         n_hat, var_n = n0 + n1, 2 * m * sigma**2
