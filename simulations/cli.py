@@ -138,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replications per cell (default: 200; paper cells at n 10^5 and 10^6 run 1/4 and 1/10 of them)")
     st.add_argument("--no-score-sums", action="store_true",
                     help="the default releases (histogram, histogram_equal) without per-bin score sums (counts only)")
+    st.add_argument("--protocols", nargs="+", metavar="P", default=None,
+                    help="only these of histogram, histogram_equal, flat20, secagg, paper (default: all)")
     st.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
     st.add_argument("--seed", type=int, default=1, help="base seed; results depend on it only (default: 1)")
     st.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -212,7 +214,7 @@ def _stress(args) -> dict:
 
     grid = "full" if args.full else "smoke" if args.smoke else "targets" if args.targets else "default"
     timing = run_stress(args.out, grid=grid, reps=args.reps, seed=args.seed, workers=args.workers,
-                        score_sums=not args.no_score_sums,
+                        score_sums=not args.no_score_sums, **({"protocols": args.protocols} if args.protocols else {}),
                         progress=None if args.quiet else sys.stderr)
     print(json.dumps(timing, indent=2))
     return write_stress_report(args.out)

@@ -266,3 +266,15 @@ def test_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["stress", "--smoke", "--reps", "6", "--quiet", "--out", str(out)]) == 0
     assert json.loads(capsys.readouterr().out.split("\n}\n")[0] + "}")["units_run"] == 0
     assert main(["stress", "--smoke", "--reps", "7", "--quiet", "--out", str(out)]) == 2  # another run: refused
+
+
+def test_a_run_of_some_protocols_runs_only_those(tmp_path, capsys):
+    out = tmp_path / "one"
+    assert main(["stress", "--smoke", "--reps", "2", "--quiet", "--protocols", "histogram", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "stress.csv")
+    assert set(summary["protocol"]) == {"histogram"} and (summary["replications"] == 2).all()
+    assert len(load_stress(out)) == 4 * 4 * 2  # 4 cells x 4 estimands x 2 replications, no paper cells
+    assert "histogram" in (out / "stress.md").read_text()
+    capsys.readouterr()
+    assert main(["stress", "--smoke", "--reps", "2", "--quiet", "--protocols", "fedcurve", "--out", str(tmp_path / "x")]) == 2
+    assert "protocols must be" in capsys.readouterr().err
