@@ -300,7 +300,7 @@ def minimal_replication(s, y, z, taus, grid):
     """One replication of the paper-mode study in plain numpy, all settings at once (a row per setting).
 
     The anchor of the study's batched code: noise ``tau * z`` on every score, truncated to [0, 1]; the
-    strict placement values by one sort per row (the class counts at the end of each tie block); the
+    strict placement values by one integer sort per row (the class counts at the end of each tie block); the
     ROC-GLM counts, fit and the noisy DeLong variance with its logit CI around the empirical AUC, and the
     area between the empirical and the fitted curve without noise (the first setting). Returns the AUC,
     gamma, CI ends and the noisy variance per setting.
@@ -308,22 +308,21 @@ def minimal_replication(s, y, z, taus, grid):
     from dsroc import auc_ci_batch, delong_variance, empirical_auc, fit_rocglm_batch
     from simulations.curves import roc_area_between
 
-    neg = y == 0
-    n0, n1 = int(neg.sum()), int((~neg).sum())
-    x = np.concatenate([s[neg], s[~neg]])
-    noise = np.concatenate([z[neg], z[~neg]])
-    noisy = np.where(taus[:, None] == 0.0, x, np.clip(x + taus[:, None] * noise, 0.0, 1.0))
-    order = np.argsort(noisy, axis=1)
-    v = np.take_along_axis(noisy, order, axis=1)
-    is_pos = order >= n0
-    c_neg, c_pos = np.cumsum(~is_pos, axis=1), np.cumsum(is_pos, axis=1)
-    # The last index of every tie block: the counts there are #{class <= value}.
+    n = y.size
+    n1 = int(y.sum())
+    n0 = n - n1
+    noisy = np.where(taus[:, None] == 0.0, s, np.clip(s + taus[:, None] * z, 0.0, 1.0))
+    # One integer sort per row: the bits of a non-negative double order like its value; the label in the
+    # lowest bit puts the negatives first within ties.
+    keys = np.sort((noisy.view(np.int64) << 1) | y, axis=1)
+    pos = (keys & 1).astype(bool)
+    c1 = np.cumsum(pos, axis=1)
+    pv0 = ((n0 - (np.arange(1, n + 1) - c1)) / n0)[pos].reshape(-1, n1)  # positives: #{negatives > s} / n0
+    v = keys >> 1
     last = np.ones(v.shape, dtype=bool)
     np.not_equal(v[:, 1:], v[:, :-1], out=last[:, :-1])
-    end = np.where(last, np.arange(v.shape[1]), v.shape[1])
-    end = np.minimum.accumulate(end[:, ::-1], axis=1)[:, ::-1]
-    pv0 = ((n0 - np.take_along_axis(c_neg, end, axis=1)) / n0)[is_pos].reshape(-1, n1)  # positives: S0
-    pv1 = ((n1 - np.take_along_axis(c_pos, end, axis=1)) / n1)[~is_pos].reshape(-1, n0)  # negatives: S1
+    end = np.minimum.accumulate(np.where(last, np.arange(n), n)[:, ::-1], axis=1)[:, ::-1]
+    pv1 = ((n1 - np.take_along_axis(c1, end, axis=1)) / n1)[~pos].reshape(-1, n0)  # negatives: #{positives > s}
     nt = grid.size
     first = np.searchsorted(grid, pv0) + (nt + 1) * np.arange(taus.size)[:, None]
     counts = np.cumsum(np.bincount(first.ravel(), minlength=taus.size * (nt + 1)).reshape(-1, nt + 1)[:, :nt], axis=1)
