@@ -296,7 +296,8 @@ class SqliteLedger(Ledger):
                 db.execute(
                     "INSERT INTO releases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (release_id, created, analyst, key.population, dataset, key.source, key.outcome, key.kind,
-                     key.request, _events_json(events), float(epsilon), float(delta), rule, fingerprint, seed,
+                     key.request, _events_json(events), float(epsilon), float(delta), rule, fingerprint,
+                     b"" if store else seed,  # a stored payload needs no seed: none is kept that regenerates noise
                      _digest(payload), payload if store else None, int(n0), int(n1)),
                 )
                 db.execute("COMMIT")
