@@ -1,11 +1,12 @@
-"""An exact, vectorised discrete Gaussian sampler on the operating system's CSPRNG (integer arithmetic only).
+"""An exact, vectorised discrete Gaussian sampler on a CSPRNG (integer arithmetic only).
 
 The sampler of Canonne, Kamath and Steinke 2020 ("The Discrete Gaussian for Differential Privacy",
 Algorithms 1-3), run on whole numpy arrays at once: every random decision is a comparison of a
-uniform integer (unbiased rejection from 64-bit words of ``os.urandom``) with an integer, so the
-output follows ``N_Z(0, sigma^2)`` exactly, with no floating-point step an attacker could exploit
+uniform integer (unbiased rejection from 64-bit words of a CSPRNG: AES-256-CTR keyed from
+``os.urandom``) with an integer, so the output follows ``N_Z(0, sigma^2)`` exactly, with no floating-point step an attacker could exploit
 (Mironov 2012; Jin et al. 2022). OpenDP's ``make_gaussian`` runs the same algorithm one draw at a
 time (about 40 us a draw here, 40 s for a million scores); this one draws a million in about a second.
+Only the rare draws whose integers would pass 64 bits are finished in Python integers (``secrets``).
 
 The variance is ``t * r`` for integers ``t, r`` (:func:`exact_variance`): then ``sigma^2 / t = r``
 and every Bernoulli parameter of the algorithm is a ratio of integers that fit in 64 bits.
@@ -18,6 +19,7 @@ import os
 import secrets
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 __all__ = ["exact_variance", "sample_exact_discrete_gaussian"]
 
@@ -56,16 +58,23 @@ def exact_variance(sigma: float) -> tuple[int, int]:
 
 
 def _words(count: int) -> np.ndarray:
-    return np.frombuffer(os.urandom(8 * count), dtype=_U64).copy()
+    """``count`` uniform 64-bit words: the AES-256-CTR keystream under a fresh key from ``os.urandom``.
+
+    A block cipher in counter mode under a uniformly random key is a CSPRNG (the construction of NIST SP
+    800-90A's CTR_DRBG); it is three times faster than ``os.urandom`` here.
+    """
+    encryptor = Cipher(algorithms.AES(os.urandom(32)), modes.CTR(bytes(16))).encryptor()
+    return np.frombuffer(encryptor.update(bytes(8 * count)), dtype=_U64).copy()
 
 
 def _uniform_below(n: np.ndarray) -> np.ndarray:
     """Independent uniform integers in ``[0, n_i)`` (``1 <= n_i < 2^63``), exactly (rejection of 64-bit words)."""
-    n = n.astype(_U64)
-    out = np.empty(n.size, dtype=_U64)
-    todo = np.arange(n.size)
-    # Words below 2^64 mod n would make small residues more likely; they are drawn again.
+    n = np.asarray(n).astype(_U64)
+    # Words below 2^64 mod n would make small residues more likely; they are drawn again (probability < n / 2^64).
     floor = (_U64(0) - n) % n
+    x = _words(n.size)
+    out = x % n
+    todo = np.flatnonzero(x < floor)
     while todo.size:
         x = _words(todo.size)
         ok = x >= floor[todo]
@@ -83,22 +92,23 @@ def _bernoulli_exp_at_most_one(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """Bernoulli(exp(-num / den)) for ``0 <= num <= den`` (CKS 2020, Algorithm 1, gamma <= 1).
 
     Draw Bernoulli(gamma / k) for k = 1, 2, ... until the first failure; the result is 1 when that k is odd.
+    All draws still going are at the same k.
     """
-    k = np.ones(num.size, dtype=np.int64)
     out = np.zeros(num.size, dtype=bool)
     active = np.arange(num.size)
+    k = 1
     while active.size:
-        wide = den[active] > _SAFE // k[active]
-        for i in active[wide]:  # k beyond 2^19 (never in practice): Python integers (the same algorithm from this k)
-            kk = int(k[i])
-            while secrets.randbelow(int(den[i]) * kk) < int(num[i]):
-                kk += 1
-            out[i] = kk % 2 == 1
-        active = active[~wide]
-        go_on = _bernoulli(num[active], den[active] * k[active])
-        out[active[~go_on]] = (k[active[~go_on]] % 2) == 1
-        k[active[go_on]] += 1
+        if int(den[active].max()) > _SAFE // k:  # k beyond 2^19 (never in practice): Python integers
+            for i in active:
+                kk = k
+                while secrets.randbelow(int(den[i]) * kk) < int(num[i]):
+                    kk += 1
+                out[i] = kk % 2 == 1
+            break
+        go_on = _bernoulli(num[active], den[active] * k)
+        out[active[~go_on]] = k % 2 == 1
         active = active[go_on]
+        k += 1
     return out
 
 
@@ -147,7 +157,7 @@ def sample_exact_discrete_gaussian(t: int, r: int, size: int) -> np.ndarray:
     """``size`` independent draws of ``N_Z(0, t r)`` (``P[y] ∝ exp(-y^2 / (2 t r))``), exactly (CKS 2020, Algorithm 3).
 
     A discrete Laplace proposal of scale ``t``, accepted with probability
-    ``exp(-(|y| - sigma^2 / t)^2 / (2 sigma^2)) = exp(-(|y| - r)^2 / (2 t r))``. Randomness: ``os.urandom``.
+    ``exp(-(|y| - sigma^2 / t)^2 / (2 sigma^2)) = exp(-(|y| - r)^2 / (2 t r))``. Randomness: :func:`_words`.
 
     Parameters
     ----------
