@@ -5,11 +5,11 @@ mechanism; a release is refused unless the composed history stays (epsilon, delt
 site's budget, compared exactly (no slack). Budgets, histories, caps and answered cuts are kept per
 population (the patients behind one or more dataset entries), never per dataset name.
 
-A release is stored compactly: the noise of a score release is regenerated from a 256-bit seed
-drawn from the operating system's CSPRNG, checked against the stored digest of the released values
-and the data's fingerprint (a replay is refused when either changed); a histogram release stores
-its few noisy counts. The same request returns the identical values, after a restart too, at no
-further cost: averaging repeated releases is impossible.
+A release stores what it released (a histogram's few noisy counts; a score release's noisy lattice
+points, compressed and sealed with the site's noise key by the paper protocol) with its digest and
+the data's fingerprint (a replay is refused when the data changed); a plan that stores nothing gets a
+256-bit seed from the operating system's CSPRNG and is regenerated from it. The same request returns
+the identical values, after a restart too, at no further cost: averaging repeated releases is impossible.
 """
 
 from __future__ import annotations
