@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import logsumexp, ndtri_exp
 
 from .exact import exact_variance, sample_exact_discrete_gaussian
 from .gaussian import analytic_gaussian_sigma
@@ -54,6 +53,8 @@ def discrete_gaussian_gdp_mu(t: int, r: int, shift: int) -> float:
     above ``exp(-700)``, plus a margin of 1e-8 (module docstring). For large sigma it is
     ``shift / sigma`` to many digits.
     """
+    from scipy.special import logsumexp, ndtri_exp  # at first use: a daemon starts without scipy
+
     variance = int(t) * int(r)
     sigma = math.sqrt(variance)
     shift = int(shift)
