@@ -22,12 +22,18 @@ def honest_shares(n_sites: int, colluders: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | None = None) -> float:
-    """The smallest share parameter whose ``honest`` shares summed make a sensitivity-1 release (epsilon, delta)-DP.
+def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | None = None,
+                parts: tuple = ((1, 1.0),)) -> float:
+    """The smallest share parameter whose ``honest`` shares summed make a release (epsilon, delta)-DP.
 
     Each site adds ``N_Z(0, sigma^2)`` with this sigma; whatever the coalition, the ``honest`` shares it does
     not know stay in the sum, and their sum alone meets the target by the site's accountant
     (:class:`dsroc.privacy.accounting.DiscreteGaussianSum`, the ledger's check).
+
+    ``parts``: ``(sensitivity, ratio)`` of each part of the release (as
+    :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): part ``i`` gets shares of parameter
+    ``ratio_i sensitivity_i sigma``, and the composition of all parts' sums meets the target. The
+    default is one sensitivity-1 part (counts only).
     """
     from dsroc.privacy.accounting import DiscreteGaussianSum, discretization_for
     from dsroc.privacy.gaussian import analytic_gaussian_sigma
@@ -38,5 +44,14 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
     interval = discretization_for(epsilon) if interval is None else float(interval)
     # the sum of the shares is within a hair of a discrete Gaussian, itself of the continuous one:
     # the analytic Gaussian's sigma split over the shares starts the search next to the answer
-    start = analytic_gaussian_sigma(epsilon, delta, 1.0) / math.sqrt(honest)
-    return _calibrate(lambda s: [DiscreteGaussianSum(s, honest)], epsilon, delta, start, interval)
+    parts = tuple((int(k), float(r)) for k, r in parts)
+    if not parts or any(k < 1 or not (math.isfinite(r) and r > 0.0) for k, r in parts):
+        raise ValueError(f"parts must be a non-empty tuple of (sensitivity >= 1, ratio > 0), got {parts!r}")
+    # in noise units a patient moves the parts by sqrt(sum 1 / ratio^2) in all
+    start = analytic_gaussian_sigma(epsilon, delta, 1.0) * math.sqrt(sum(r**-2 for _, r in parts) / honest)
+    try:
+        return _calibrate(lambda s: [DiscreteGaussianSum(r * k * s, honest, k) for k, r in parts], epsilon, delta,
+                          start, interval)
+    except IndexError:  # dp-accounting cannot compose the loss distributions of near-noiseless parts
+        raise ValueError(f"epsilon {epsilon} is too large: the accountant cannot calibrate shares that small for a "
+                         f"release of {len(parts)} parts (ask for a smaller epsilon)") from None
