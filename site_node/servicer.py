@@ -165,7 +165,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         ad = self.secagg.advertise(self._session(request.session_id), round_id=request.round_id,
                                    epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
                                    spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
-                                   interior=list(request.edges), score_sums=request.score_sums)
+                                   interior=list(request.edges), score_sums=request.score_sums,
+                                   proposed_sigma=request.share_sigma)
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),

@@ -13,9 +13,10 @@ from typing import Mapping
 
 import numpy as np
 
-from dsroc.histogram.stages import SUMS_RESOLUTION
+from dsroc.histogram.stages import SUMS_RESOLUTION, release_parts
 from dsroc.privacy.distributed import summed_noise_variance
-from dsroc.secagg import check_plausible, masked_digest, round_transcript, seed_commitment, unmask_sum
+from dsroc.secagg import (check_plausible, honest_shares, masked_digest, round_transcript, seed_commitment,
+                          share_sigma, unmask_sum)
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError, fan_out_partial
@@ -116,9 +117,12 @@ def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spaci
     round_id = secrets.token_bytes(32)
     if interior is not None:
         n_bins, spacing = 0, ""
+    # the share every site adds, calibrated once here; each site checks it by one accountant evaluation
+    sigma = share_sigma(float(epsilon), float(delta), honest_shares(len(names), int(colluders)),
+                        parts=tuple(release_parts(score_sums=bool(score_sums))))
     request = dict(round_id=round_id, epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
                    sites=sorted(names.values()), colluders=int(colluders), score_sums=bool(score_sums),
-                   edges=[] if interior is None else [float(v) for v in interior])
+                   edges=[] if interior is None else [float(v) for v in interior], share_sigma=sigma)
     ads = session._each("secagg keys", lambda c: c.call("SecAggAdvertise", pb.SecAggAdvertiseRequest(
         session_id=session.session_ids[c.name], **request)))
     ads = dict(zip(session.sites, ads))

@@ -666,7 +666,7 @@ class BoydResponse(_message.Message):
     def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class SecAggAdvertiseRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums")
+    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -677,6 +677,7 @@ class SecAggAdvertiseRequest(_message.Message):
     COLLUDERS_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     epsilon: float
@@ -687,7 +688,8 @@ class SecAggAdvertiseRequest(_message.Message):
     colluders: int
     edges: _containers.RepeatedScalarFieldContainer[float]
     score_sums: bool
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ...) -> None: ...
+    share_sigma: float
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggAdvertisement(_message.Message):
     __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders", "sums_share_sigma")

@@ -19,6 +19,7 @@ A round has three steps, all relayed by the analyst (sites never reach each othe
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 from collections import OrderedDict
@@ -31,11 +32,11 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from dsroc.histogram.stages import SUMS_RATIO, SUMS_RESOLUTION, release_parts
 from dsroc.privacy.accounting import DiscreteGaussianSum
 from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, receipt_message,
-                          request_digest, round_transcript, seed_commitment, share_sigma)
+                          request_digest, round_transcript, seed_commitment, share_sigma, shares_meet)
 
 from ..errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from ..guard import analyst_input, check_release_parameters
-from ..histograms import HistogramPlan, check_noise_size, draw_histogram, histogram_grid
+from ..histograms import MAX_SIGMA, HistogramPlan, check_noise_size, draw_histogram, histogram_grid
 from ..ledger import ReleaseKey
 from .base import SiteProtocol
 
@@ -127,12 +128,15 @@ class SecAggProtocol(SiteProtocol):
 
     # ------------------------------------------------------------------ step 1: advertise
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
-                  sites, colluders: int, interior=(), score_sums: bool = False) -> Advertisement:
+                  sites, colluders: int, interior=(), score_sums: bool = False,
+                  proposed_sigma: float = 0.0) -> Advertisement:
         """Check a round's request and sign a fresh round key bound to it (nothing is released or charged).
 
         ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each an edge of a grid
         the policy allows); ``score_sums``: also each bin's sum of score offsets per class, the counts and
-        sums sharing one noise scale so that the whole release is (epsilon, delta)-DP.
+        sums sharing one noise scale so that the whole release is (epsilon, delta)-DP; ``proposed_sigma``: the
+        analyst's share parameter, checked by one evaluation of the accountant instead of a calibration here
+        (0: calibrate).
         """
         site, policy = self.site, self.policy
         self.require()
@@ -152,9 +156,10 @@ class SecAggProtocol(SiteProtocol):
                                             interior=list(interior) or None)
             check_noise_size(epsilon, delta)
             # sized on the request's own grid (not the ledger's), so every site computes the same share
-            score_sums = bool(score_sums)
-            sigma = share_sigma(epsilon, delta, honest_shares(len(sites), int(colluders)),
-                                parts=tuple(release_parts(score_sums=score_sums)))
+            score_sums, honest = bool(score_sums), honest_shares(len(sites), int(colluders))
+            parts = tuple(release_parts(score_sums=score_sums))
+            sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed_sigma else \
+                self._check_proposed(float(proposed_sigma), epsilon, delta, honest, parts)
         sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
         plan = HistogramPlan(edges, edges.size - 1, grid, (), epsilon, delta, sigma, 0.0, score_sums, sums_sigma)
         request = {"protocol": "secagg", "edges": edges.tolist(), "epsilon": epsilon, "delta": delta,
@@ -183,6 +188,15 @@ class SecAggProtocol(SiteProtocol):
             while len(self._rounds) > _MAX_ROUNDS:
                 self._rounds.popitem(last=False)
         return ad
+
+    @staticmethod
+    def _check_proposed(sigma: float, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
+        if not (math.isfinite(sigma) and 0.0 < sigma <= MAX_SIGMA):
+            raise InvalidArgument(f"share_sigma must be a positive number of at most {MAX_SIGMA:g}, got {sigma!r}")
+        if not shares_meet(sigma, epsilon, delta, honest, parts=parts):
+            raise InvalidArgument(f"share_sigma {sigma!r} is too small: {honest} honest shares of it do not make the "
+                                  f"release ({epsilon}, {delta})-DP (propose 0 and each site calibrates its share)")
+        return sigma
 
     def _check_sites(self, sites: list[str]) -> None:
         policy, signer, name = self.site.policy, self.site.signer, self.site.config.name
