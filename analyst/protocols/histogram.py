@@ -12,9 +12,8 @@ import numpy as np
 from scipy.stats import norm
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.histogram import quantile_edges
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.stages import STAGE1_BINS, two_stage_plan
+from dsroc.histogram.stages import STAGE1_BINS, first_stage_bins, second_stage_interior, two_stage_plan
 from dsroc.histogram.grid import recommended_n_bins
 from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
@@ -29,8 +28,7 @@ from analyst.result import ValidationResult
 from analyst.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "HistogramSite",
-           "citl_with_noise", "collect_histograms", "default_n_bins", "fine_release", "interior_at_quantiles",
-           "quantile_grid",
+           "citl_with_noise", "collect_histograms", "default_n_bins", "fine_release", "quantile_grid",
            "histogram_result", "summed_result"]
 
 HISTOGRAM_GUARANTEE = (
@@ -171,9 +169,10 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
 
 def fine_release(allowed, release):
     """The quantile grid's first release, ``release(n_bins, spacing)``: on the finest grid every site allows up to
-    ``STAGE1_BINS`` bins, logit-spaced for probabilities, else (a site refused logit spacing before holding or
-    charging anything: not probabilities, or not in its policy) equal-width."""
-    fine = max((b for b in set.intersection(*map(set, allowed)) if b <= STAGE1_BINS), default=None)
+    ``STAGE1_BINS`` bins (:func:`dsroc.histogram.stages.first_stage_bins`), logit-spaced for probabilities, else
+    (a site refused logit spacing before holding or charging anything: not probabilities, or not in its policy)
+    equal-width."""
+    fine = first_stage_bins(allowed)
     if fine is None:
         raise ValueError(f"the quantile grid needs a fine first release; no bin count up to {STAGE1_BINS} is allowed "
                          "by every site (policy: histogram_bins)")
@@ -185,21 +184,14 @@ def fine_release(allowed, release):
         return release(fine, "equal")
 
 
-def interior_at_quantiles(total, edges, n_bins: int) -> np.ndarray:
-    """Interior edges at the quantiles of the first release's summed counts ``total`` for ``n_bins`` bins
-    (:func:`dsroc.histogram.quantile_edges`); the middle edge when nobody is left after the noise."""
-    interior = quantile_edges(total, edges, n_bins)
-    return edges[[edges.size // 2]] if interior.size == 0 else interior
-
-
 def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite]]:
     """First stage of the quantile grid: every site's release of its scores on a fine grid (:func:`fine_release`;
     classes summed by the analyst) at ``stages.epsilon1``, and the interior edges at its quantiles for
-    ``n_bins`` bins (:func:`interior_at_quantiles`)."""
+    ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`)."""
     edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
         session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=()))
     total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
-    return interior_at_quantiles(total, edges, n_bins), releases
+    return second_stage_interior(total, edges, n_bins), releases
 
 
 def default_n_bins(federation, *, epsilon: float, delta: float) -> int:

@@ -11,14 +11,14 @@ import numpy as np
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
 from dsroc.histogram.grid import consistent_counts
-from dsroc.histogram.stages import two_stage_plan
+from dsroc.histogram.stages import second_stage_interior, two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 from dsroc.secagg import secagg_n_bins
 
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
-from analyst.protocols.histogram import allowed_n_bins, fine_release, interior_at_quantiles, summed_result
+from analyst.protocols.histogram import allowed_n_bins, fine_release, summed_result
 from analyst.protocols.secagg_rounds import SecAggSum, collect_secagg, round_colluders
 from analyst.result import ValidationResult
 from analyst.summary import fmt
@@ -196,7 +196,7 @@ class SecAggProtocol(Protocol):
             k = len(s.sites)
             n_bins = min(secagg_n_bins(float(total.sum()), stages.sigma2 * math.sqrt(k / (k - t))),
                          min(max(a) for a in allowed))
-        interior = interior_at_quantiles(np.asarray(total, dtype=np.float64), first.edges, n_bins)
+        interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
         second = collect_secagg(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=t, interior=interior,
                                 score_sums=o.score_sums)
         return second, first, n_bins
