@@ -189,7 +189,8 @@ class SecAggProtocol(Protocol):
         round with the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split."""
         stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums)
         first = fine_release(allowed, lambda fine, spacing: collect_secagg(
-            s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t))
+            s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
+            summed_sigma=stages.sigma1))
         total = consistent_counts(first.counts0 + first.counts1)
         n_bins = o.n_bins
         if n_bins is None:  # the second round's summed noise: the plan's, the shares sized for k - t honest sites
@@ -198,5 +199,5 @@ class SecAggProtocol(Protocol):
                          min(max(a) for a in allowed))
         interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
         second = collect_secagg(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=t, interior=interior,
-                                score_sums=o.score_sums)
+                                score_sums=o.score_sums, summed_sigma=stages.sigma2)
         return second, first, n_bins

@@ -107,19 +107,21 @@ def _own_name(conn) -> str:
 
 
 def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spacing: str, colluders: int,
-                    interior=None, score_sums: bool = False) -> SecAggRound:
+                    interior=None, score_sums: bool = False, summed_sigma: float | None = None) -> SecAggRound:
     """Step 1: every site checks the request and signs a fresh round key (nothing is held or charged).
 
     ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing``; ``score_sums``: also the
-    per-bin score sums of each class.
+    per-bin score sums of each class; ``summed_sigma``: a central calibration's noise for the round (the
+    share's calibration starts from it, :func:`dsroc.secagg.share_sigma`'s ``hint``).
     """
     names = dict(zip(session.sites, session._each("secagg names", _own_name, quiet=True)))
     round_id = secrets.token_bytes(32)
     if interior is not None:
         n_bins, spacing = 0, ""
     # the share every site adds, calibrated once here; each site checks it by one accountant evaluation
-    sigma = share_sigma(float(epsilon), float(delta), honest_shares(len(names), int(colluders)),
-                        parts=tuple(release_parts(score_sums=bool(score_sums))))
+    honest = honest_shares(len(names), int(colluders))
+    sigma = share_sigma(float(epsilon), float(delta), honest, parts=tuple(release_parts(score_sums=bool(score_sums))),
+                        hint=None if summed_sigma is None else float(summed_sigma) / honest**0.5)
     request = dict(round_id=round_id, epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
                    sites=sorted(names.values()), colluders=int(colluders), score_sums=bool(score_sums),
                    edges=[] if interior is None else [float(v) for v in interior], share_sigma=sigma)
@@ -213,10 +215,11 @@ def masked_vector(masked: pb.SecAggMaskResponse) -> np.ndarray:
 
 
 def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int = 0, spacing: str = "equal",
-                   colluders: int | None = None, interior=None, score_sums: bool = False) -> SecAggSum:
+                   colluders: int | None = None, interior=None, score_sums: bool = False,
+                   summed_sigma: float | None = None) -> SecAggSum:
     """One secure-aggregation round over an open :class:`analyst.session.ValidationSession` (see
     :func:`advertise_round` for ``interior`` and ``score_sums``)."""
     t = round_colluders(session, colluders)
     r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing, colluders=t,
-                        interior=interior, score_sums=score_sums)
+                        interior=interior, score_sums=score_sums, summed_sigma=summed_sigma)
     return sum_round(unmask_round(session, mask_round(session, r)))

@@ -21,9 +21,13 @@ def honest_shares(n_sites: int, colluders: int) -> int:
     return int(n_sites) - int(colluders)
 
 
+# A hinted share is taken when 0.1 % less would not meet the target.
+_HINT_TOLERANCE = 1e-3
+
+
 @lru_cache(maxsize=256)
 def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | None = None,
-                parts: tuple = ((1, 1.0),)) -> float:
+                parts: tuple = ((1, 1.0),), hint: float | None = None) -> float:
     """The smallest share parameter whose ``honest`` shares summed make a release (epsilon, delta)-DP.
 
     Each site adds ``N_Z(0, sigma^2)`` with this sigma; whatever the coalition, the ``honest`` shares it does
@@ -34,6 +38,10 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
     :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): part ``i`` gets shares of parameter
     ``ratio_i sensitivity_i sigma``, and the composition of all parts' sums meets the target. The
     default is one sensitivity-1 part (counts only).
+
+    ``hint``: a guess (e.g. a central calibration's sigma over ``sqrt(honest)``); returned as it is when two
+    evaluations of the accountant show it meets the target and 0.1 % less does not (within 0.1 % of the
+    smallest), instead of a search of about ten evaluations.
     """
     from dsroc.privacy.accounting import discretization_for
     from dsroc.privacy.gaussian import analytic_gaussian_sigma
@@ -43,6 +51,9 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
     honest = honest_shares(honest, 0)
     interval = discretization_for(epsilon) if interval is None else float(interval)
     parts = _check_parts(parts)
+    if hint is not None and shares_meet(hint, epsilon, delta, honest, interval=interval, parts=parts) and \
+            not shares_meet(hint * (1 - _HINT_TOLERANCE), epsilon, delta, honest, interval=interval, parts=parts):
+        return float(hint)
     # the sum of the shares is within a hair of a discrete Gaussian, itself of the continuous one: the analytic
     # Gaussian's sigma split over the shares (in noise units a patient moves the parts by sqrt(sum 1 / ratio^2))
     # starts the search next to the answer

@@ -184,3 +184,10 @@ def test_the_bin_count_grows_with_n_against_the_summed_noise():
     assert secagg_n_bins(float("nan"), sigma) == 5
     with pytest.raises(ValueError, match="sigma"):
         secagg_n_bins(1000, -1.0)
+
+
+def test_a_hint_is_taken_only_within_a_tenth_of_a_percent_of_the_smallest_share():
+    exact = share_sigma(1.0, 1e-5, 5)
+    assert share_sigma(1.0, 1e-5, 5, hint=exact * 1.0005) == exact * 1.0005  # meets, and 0.1 % less does not
+    for wrong in (exact * 1.01, exact * 0.99, 50.0):  # wasteful or unsafe: the search's answer instead
+        assert share_sigma(1.0, 1e-5, 5, hint=wrong) == pytest.approx(exact, rel=1e-9)
