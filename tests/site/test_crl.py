@@ -64,7 +64,7 @@ def test_a_revoked_certificate_is_refused_even_with_another_analyst_s_token(tmp_
     assert code == 0
     bob = tmp_path / "site-bob"
     serial = x509.load_pem_x509_certificate((bob / "client.crt").read_bytes()).serial_number
-    assert f'client_cert_serial = "{serial:x}"' in site.config.read_text()
+    config_text = site.config.read_text()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     daemon = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -85,6 +85,7 @@ def test_a_revoked_certificate_is_refused_even_with_another_analyst_s_token(tmp_
         daemon.terminate()
         _, err = daemon.communicate(timeout=60)
     assert daemon.returncode == 0, err
+    assert f'client_cert_serial = "{serial:x}"' in config_text  # recorded by analyst add
     config = load_config(site.config)
     assert revoked_serials(config.crl_path, config.tls.client_ca) == {serial}
     assert not config.crl_path.is_relative_to(config.state_dir)
