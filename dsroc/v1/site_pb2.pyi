@@ -557,6 +557,26 @@ class ConfusionPartsResponse(_message.Message):
     tn: int
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
+class PaperAggregatesRequest(_message.Message):
+    __slots__ = ("session_id", "calibration")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CALIBRATION_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    calibration: CalibrationPartsRequest
+    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ...) -> None: ...
+
+class PaperAggregatesResponse(_message.Message):
+    __slots__ = ("moments", "brier", "calibration", "budget")
+    MOMENTS_FIELD_NUMBER: _ClassVar[int]
+    BRIER_FIELD_NUMBER: _ClassVar[int]
+    CALIBRATION_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    moments: PlacementMomentsResponse
+    brier: BrierPartsResponse
+    calibration: CalibrationPartsResponse
+    budget: BudgetStatus
+    def __init__(self, moments: _Optional[_Union[PlacementMomentsResponse, _Mapping]] = ..., brier: _Optional[_Union[BrierPartsResponse, _Mapping]] = ..., calibration: _Optional[_Union[CalibrationPartsResponse, _Mapping]] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+
 class HistogramRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id", "edges")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
