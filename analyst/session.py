@@ -24,10 +24,17 @@ __all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", 
 Progress = Callable[[str, "str | None", str], None]
 
 _UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the site's policy cap
+_UPLOADS_IN_FLIGHT = 4  # survivor upload streams sent at once, whatever the number of sites
 
 
 def _quiet(step: str, site: str | None, message: str) -> None:
     return None
+
+
+def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> list[pb.SurvivorChunk]:
+    """The scores of ``arrays`` (little-endian float64, one after another) as upload messages of at most
+    ``size`` scores each, without a header: built once and sent to every site."""
+    return [pb.SurvivorChunk(scores=a[start:start + size].tobytes()) for a in arrays for start in range(0, a.size, size)]
 
 
 def concurrently(*steps: Callable[[], object]) -> list:
@@ -152,6 +159,31 @@ class RemoteRocGlmParts:
         s.progress("ROC-GLM fit", None, f"evaluation {self.evaluations}: theta = ({theta[0]:.5g}, {theta[1]:.5g}), "
                    f"deviance {total.deviance:.8g}")
         return total
+
+
+def _pooled_brier(replies) -> tuple[float, int]:
+    parts = [dsroc.BrierParts(r.sum_sq, r.n) for r in replies]
+    return dsroc.aggregate_brier(parts), sum(p.n for p in parts)
+
+
+def _calibration_request(n_bins: int, edges) -> pb.CalibrationPartsRequest:
+    return pb.CalibrationPartsRequest(edges=pb.Values(values=dsroc.calibration_edges(n_bins, edges=edges).tolist()))
+
+
+def _with_session(request: pb.CalibrationPartsRequest, session_id: str) -> pb.CalibrationPartsRequest:
+    out = pb.CalibrationPartsRequest()
+    out.CopyFrom(request)
+    out.session_id = session_id
+    return out
+
+
+def _calibration_parts(r: pb.CalibrationPartsResponse) -> dsroc.CalibrationParts:
+    return dsroc.CalibrationParts(
+        edges=np.asarray(r.edges, dtype=np.float64), bins=np.array([b.index for b in r.bins], dtype=np.int64),
+        count=np.array([b.count for b in r.bins], dtype=np.int64),
+        sum_score=np.array([b.sum_scores for b in r.bins], dtype=np.float64),
+        sum_label=np.array([b.sum_labels for b in r.bins], dtype=np.float64),
+        suppressed=np.asarray(r.suppressed, dtype=np.int64))
 
 
 def _explain(failed: Sequence[SiteError], what: str):
@@ -294,16 +326,28 @@ class ValidationSession:
                                      delta=float(delta), sensitivity=float(sensitivity or 0.0), reservation_id=held)
 
         def one_class(conn, cls, held):
-            chunks = conn.call("ReleaseNoisyScores", request(conn, cls, held), stream=True, timeout=timeout)
-            if not chunks or not chunks[0].HasField("info"):
+            # Each chunk is copied into the class's array as it arrives: no list of chunks, no joined copy.
+            got: dict = {}
+
+            def take(chunk):
+                if not got:
+                    if not chunk.HasField("info"):
+                        raise ValueError("the release stream did not start with its ReleaseInfo")
+                    got.update(info=chunk.info, scores=np.empty(chunk.info.n), filled=0)
+                if len(chunk.scores) % 8:
+                    raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
+                part, filled = np.frombuffer(chunk.scores, dtype="<f8"), got["filled"]
+                if filled + part.size > got["scores"].size:
+                    raise ValueError(f"the release announced {got['info'].n} scores but sent more")
+                got["scores"][filled:filled + part.size] = part
+                got["filled"] = filled + part.size
+
+            conn.call("ReleaseNoisyScores", request(conn, cls, held), stream=True, timeout=timeout, on_message=take)
+            if not got:
                 raise ValueError("the release stream did not start with its ReleaseInfo")
-            info = chunks[0].info
-            if any(len(c.scores) % 8 for c in chunks):
-                raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
-            scores = np.frombuffer(b"".join(c.scores for c in chunks), dtype="<f8").astype(np.float64)
-            if scores.size != info.n:
-                raise ValueError(f"the release announced {info.n} scores but sent {scores.size}")
-            return scores, info
+            if got["filled"] != got["info"].n:
+                raise ValueError(f"the release announced {got['info'].n} scores but sent {got['filled']}")
+            return got["scores"], got["info"]
 
         def release_site(conn, held):
             (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES, held),
@@ -330,35 +374,40 @@ class ValidationSession:
         Each site's released values go unchanged, site after site, with the sites' signed ReleaseInfo
         as the upload's segments: a site accepts a survivor function only as such a union.
         """
-        arrays, segments = {}, {}
+        parts, segments = {}, {}
         for cls, values, info in ((pb.SCORE_CLASS_NEGATIVES, "negatives", "info_negatives"),
                                   (pb.SCORE_CLASS_POSITIVES, "positives", "info_positives")):
-            arrays[cls] = np.ascontiguousarray(np.concatenate([getattr(r, values) for r in releases.values()]),
-                                               dtype="<f8")
+            parts[cls] = [np.ascontiguousarray(getattr(r, values), dtype="<f8") for r in releases.values()]
             segments[cls] = [getattr(r, info) for r in releases.values()]
-        for cls, a in arrays.items():
-            if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
+        for cls, arrays in parts.items():
+            if (any(a.ndim != 1 for a in arrays) or not sum(a.size for a in arrays)
+                    or not all(np.isfinite(a).all() for a in arrays)):
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
+        # The chunks are built once for every site (one list per chunk size the sites' policies allow) and
+        # only a few streams are in flight at once, whatever the number of sites.
+        sizes = {min(_UPLOAD_CHUNK, self.policies[c.name].max_chunk_scores or _UPLOAD_CHUNK) for c in self.connections}
+        chunks = {(cls, size): _survivor_chunks(arrays, size) for cls, arrays in parts.items() for size in sizes}
+        totals = {cls: sum(a.size for a in arrays) for cls, arrays in parts.items()}
+        in_flight = threading.BoundedSemaphore(_UPLOADS_IN_FLIGHT)
 
         def upload(conn):
-            cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
-            size = min(_UPLOAD_CHUNK, cap)
+            size = min(_UPLOAD_CHUNK, self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK)
 
             def one_class(cls):
-                a = arrays[cls]
+                n = totals[cls]
 
                 def messages():
-                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size,
-                                               segments=segments[cls])
-                    for start in range(0, a.size, size):
-                        yield pb.SurvivorChunk(header=header if start == 0 else None,
-                                               scores=a[start:start + size].tobytes())
-                r = conn.call("UploadSurvivor", messages, timeout=300.0)
-                if r.n_received != a.size:
-                    raise ValueError(f"the site received {r.n_received} of {a.size} survivor scores")
+                    yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=n,
+                                                                    segments=segments[cls]))
+                    yield from chunks[cls, size]
+
+                with in_flight:
+                    r = conn.call("UploadSurvivor", messages, timeout=300.0)
+                if r.n_received != n:
+                    raise ValueError(f"the site received {r.n_received} of {n} survivor scores")
                 return r.evaluations_left
 
-            # Both classes at once (two streams per site).
+            # Both classes at once (two streams per site), within the streams in flight.
             left, _ = concurrently(lambda: one_class(pb.SCORE_CLASS_NEGATIVES),
                                    lambda: one_class(pb.SCORE_CLASS_POSITIVES))
             self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")
@@ -394,6 +443,10 @@ class ValidationSession:
         """
         first = self._each("placement moments", lambda c: c.call(
             "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c))))
+        return self._pooled_moments(first)
+
+    def _pooled_moments(self, first) -> "PlacementSummary":
+        """The pooled means and DeLong variance from every site's pass-1 reply (and a pass 2 if needed)."""
         parts0 = [dsroc.MeanParts(r.pv0.total, r.pv0.n) for r in first]
         parts1 = [dsroc.MeanParts(r.pv1.total, r.pv1.n) for r in first]
         mean0, n1 = dsroc.pooled_mean(parts0)
@@ -459,25 +512,35 @@ class ValidationSession:
     def brier(self) -> tuple[float, int]:
         """Brier score over all sites and the number of patients."""
         replies = self._each("Brier score", lambda c: c.call("BrierParts", pb.BrierPartsRequest(session_id=self._sid(c))))
-        parts = [dsroc.BrierParts(r.sum_sq, r.n) for r in replies]
-        return dsroc.aggregate_brier(parts), sum(p.n for p in parts)
+        return _pooled_brier(replies)
 
     def calibration(self, *, n_bins: int = 10, edges=None) -> dsroc.CalibrationCurve:
         """Calibration curve from the cells the sites released (cells below q stay at the site)."""
-        edges = dsroc.calibration_edges(n_bins, edges=edges)
-        req = dict(edges=pb.Values(values=edges.tolist()))
+        request = _calibration_request(n_bins, edges)
+        replies = self._each("calibration", lambda c: c.call("CalibrationParts", _with_session(request, self._sid(c))))
+        return dsroc.aggregate_calibration([_calibration_parts(r) for r in replies], site_names=self.sites)
+
+    def aggregates(self, *, n_bins: int = 10, edges=None) -> tuple["PlacementSummary", tuple[float, int],
+                                                                     dsroc.CalibrationCurve, dict[str, pb.BudgetStatus]]:
+        """:meth:`placement_moments`, :meth:`brier`, :meth:`calibration` and :meth:`budget` in one round trip
+        to every site (``PaperAggregates``); separately from sites that predate that call."""
+        request = _calibration_request(n_bins, edges)
 
         def ask(conn):
-            r = conn.call("CalibrationParts", pb.CalibrationPartsRequest(session_id=self._sid(conn), **req))
-            return dsroc.CalibrationParts(
-                edges=np.asarray(r.edges, dtype=np.float64),
-                bins=np.array([b.index for b in r.bins], dtype=np.int64),
-                count=np.array([b.count for b in r.bins], dtype=np.int64),
-                sum_score=np.array([b.sum_scores for b in r.bins], dtype=np.float64),
-                sum_label=np.array([b.sum_labels for b in r.bins], dtype=np.float64),
-                suppressed=np.asarray(r.suppressed, dtype=np.int64))
+            try:
+                return conn.call("PaperAggregates", pb.PaperAggregatesRequest(session_id=self._sid(conn),
+                                                                              calibration=request))
+            except SiteError as exc:
+                if exc.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                return None
 
-        return dsroc.aggregate_calibration(self._each("calibration", ask), site_names=self.sites)
+        replies = self._each("moments, Brier, calibration and budget", ask)
+        if any(r is None for r in replies):
+            return self.placement_moments(), self.brier(), self.calibration(n_bins=n_bins, edges=edges), self.budget()
+        curve = dsroc.aggregate_calibration([_calibration_parts(r.calibration) for r in replies], site_names=self.sites)
+        return (self._pooled_moments([r.moments for r in replies]), _pooled_brier([r.brier for r in replies]), curve,
+                {name: r.budget for name, r in zip(self.sites, replies)})
 
     def confusion(self, threshold: float) -> ConfusionResult:
         """Confusion matrix at ``threshold`` summed over the sites (each cell at least q at every site)."""

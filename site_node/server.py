@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import threading
+import time
 from concurrent import futures
 from dataclasses import fields, replace
 from pathlib import Path
@@ -16,6 +18,7 @@ from dsroc.v1 import site_pb2, site_pb2_grpc
 
 from .audit import AuditLog
 from .auth import AuthAuditInterceptor
+from .crl import RevokedCertificates, revoked_serials
 from .config import ConfigError, SiteConfig, load_config
 from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
@@ -26,7 +29,8 @@ from .slots import CallSlots
 from .state import mark_served, open_state
 from .table_reader import read_table_in_helper
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback", "return_freed_memory"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback",
+           "return_freed_memory"]
 
 log = logging.getLogger("dsroc.site")
 
@@ -75,6 +79,16 @@ def server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
     return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=ca is not None)
 
 
+def crl_serials(config: SiteConfig) -> frozenset[int]:
+    """The client certificates the site's CRL revokes (:mod:`site_node.crl`); ConfigError if it is not the client CA's."""
+    if config.tls is None or config.tls.client_ca is None:
+        return frozenset()
+    try:
+        return revoked_serials(config.crl_path, config.tls.client_ca)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{config.source or '<config>'}: site.crl: {exc}") from None
+
+
 def is_loopback(address: str) -> bool:
     """Whether a listen address ``host:port`` binds to the loopback interface only."""
     host = address.rsplit(":", 1)[0].strip("[]")
@@ -106,12 +120,17 @@ class SiteServer:
     reset_state : bool, default False
         Move a lost or damaged state aside and start a new one (audited); without it such a state is
         refused with :class:`~site_node.state.StateError` (:mod:`site_node.state`).
+    warm_up : bool, default False
+        Once serving, read the datasets and prepare their scores in the background
+        (:meth:`site_node.site.Site.warm_up`), so that the first validation costs what the next ones do;
+        calls that arrive meanwhile wait for the dataset they need. ``dsroc-site serve`` does.
     """
 
     def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
                  max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False,
-                 reset_state: bool = False):
+                 reset_state: bool = False, warm_up: bool = False):
         self.config = config
+        self.warm_up = warm_up
         self.insecure = insecure
         self.address = address or config.listen
         if insecure and not is_loopback(self.address):
@@ -121,6 +140,7 @@ class SiteServer:
                 f"(127.0.0.1, ::1, localhost), not {self.address}; configure [tls] to serve on the network"
             )
         credentials = None if insecure else server_credentials(config)
+        revoked = RevokedCertificates(() if insecure else crl_serials(config))
         require_declared_populations(config)
         self._state_lock = open_state(config, reset=reset_state)
         try:
@@ -136,7 +156,7 @@ class SiteServer:
             log.warning("site %s: state reset (--reset-state): every population starts from a full budget", config.name)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2))
-        self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots)
+        self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots, revoked)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
             interceptors=[self.interceptor],
@@ -174,7 +194,19 @@ class SiteServer:
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("site %s serving on %s (%s)", self.config.name, self.bound_address,
                  "INSECURE plain text" if self.insecure else "TLS")
+        if self.warm_up:
+            threading.Thread(target=self._warm_up, name="dsroc-warm-up", daemon=True).start()
         return self
+
+    def _warm_up(self) -> None:
+        started = time.perf_counter()
+        try:
+            prepared = self.site.warm_up()
+        except Exception:  # noqa: BLE001 - a request reads what the warm-up could not, and says why
+            log.exception("site %s: warming up the datasets failed; they are read on first use", self.config.name)
+            return
+        log.info("site %s: datasets ready: %d score columns prepared in %.2f s", self.config.name, prepared,
+                 time.perf_counter() - started)
 
     def stop(self, grace: float | None = 5.0) -> None:
         """Report NOT_SERVING, finish running calls (up to ``grace`` seconds) and close the ledger."""
@@ -187,10 +219,11 @@ class SiteServer:
         log.info("site %s stopped", self.config.name)
 
     def reload(self) -> None:
-        """Re-read the config file and apply its analysts (names, token hashes, datasets allowed); ``SIGHUP`` does this.
+        """Re-read the config file and apply its analysts (names, token hashes, datasets allowed) and its CRL; ``SIGHUP`` does this.
 
         The next call of every analyst is checked against the new table, so removing an analyst (or
-        their token hash) revokes them at once. Other changes need a restart and are logged as
+        their token hash) revokes them at once, and so is every call's client certificate against the
+        CRL (:mod:`site_node.crl`). Other changes need a restart and are logged as
         ignored; a config that does not load is logged and changes nothing. Model approvals need no
         reload (each call reads them). Written to the log and the audit log.
         """
@@ -198,6 +231,7 @@ class SiteServer:
 
         try:
             new = load_config(self.config.source)
+            serials = () if self.insecure else crl_serials(new)
         except ConfigError as exc:
             log.error("site %s: reload refused, the config does not load (nothing changed): %s", self.config.name, exc)
             return
@@ -209,6 +243,8 @@ class SiteServer:
         self.config = replace(self.config, analysts=new.analysts)
         self.site.config = replace(self.site.config, analysts=new.analysts)
         self.interceptor.set_analysts(new.analysts.values())
+        self.interceptor.revoked.replace(serials)
+        changes["revoked_certificates"] = len(serials)
         log.info("site %s reloaded its analysts from %s: added %s, removed %s, changed %s", self.config.name,
                  self.config.source, changes["added"], changes["removed"], changes["changed"])
         if ignored:

@@ -21,6 +21,7 @@ from .disclosure import DisclosureStore
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
 from .noise_key import NoiseKey
+from .release_cache import ReleaseCache
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore
 from .signing import ReleaseSigner
@@ -28,6 +29,7 @@ from .signing import ReleaseSigner
 __all__ = ["DatasetSummary", "Site"]
 
 _SCORED_CACHE = 8  # (dataset, source, outcome) score vectors kept for new sessions
+_RELEASE_CACHE_BYTES = 32 * 2**20  # opened score releases kept: both classes of 2 million patients
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Site:
         self.disclosure = DisclosureStore(config.disclosure_path)
         self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
         self.noise_key = NoiseKey(config.noise_key_path)
+        self.releases = ReleaseCache(_RELEASE_CACHE_BYTES)  # opened score releases (paper protocol)
         self.datasets = datasets if datasets is not None else DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
@@ -161,6 +164,36 @@ class Site:
             while len(self._scored) > _SCORED_CACHE:
                 self._scored.popitem(last=False)  # sessions still using it keep it alive
         return data
+
+    def warm_up(self) -> int:
+        """Read every dataset and prepare what a validation of each (score column, outcome) needs first: the
+        scores split by class, sorted, and their fingerprint (at most as many as the site keeps), and import
+        the statistics modules a validation uses, so that the first validation after start-up costs what the
+        next ones do. Datasets that cannot be read are skipped (the store logs why; a request names them).
+
+        Returns
+        -------
+        int
+            The (dataset, score column, outcome) combinations prepared.
+        """
+        import dsroc
+
+        for name in ("SurvivorFunction", "RocGlmParts", "calibration_parts"):  # their modules import scipy
+            getattr(dsroc, name)
+        prepared = 0
+        for name in self.datasets.names():
+            config = self.datasets.config(name)
+            for column in config.scores:
+                for outcome in config.outcomes:
+                    if prepared >= _SCORED_CACHE:
+                        return prepared
+                    try:
+                        data = self._scored_data(name, outcome, ScoreSpec(column=column), config)
+                    except InvalidArgument:  # unreadable, or a column that fails its checks
+                        continue
+                    data.fingerprint  # sorts both classes once  # noqa: B018
+                    prepared += 1
+        return prepared
 
     def session(self, analyst: str, session_id: str) -> Session:
         """The analyst's open session."""
