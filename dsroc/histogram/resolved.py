@@ -97,7 +97,7 @@ def concordance_auc(h0, h1, concordance) -> np.ndarray | float:
         value = (c0 * pv1).sum(-1) / c0.sum(-1)
     return float(value) if np.ndim(value) == 0 else value
 # Sub-points per bin at which a first-stage histogram's shape is evaluated (midpoints of equal steps in the offset).
-SUBPOINTS = 256
+SUBPOINTS = 128
 _STEPS = (np.arange(SUBPOINTS) + 0.5) / SUBPOINTS
 _NEWTON = 40
 
@@ -145,8 +145,11 @@ def logistic_concordance(z, base, share, du) -> np.ndarray:
         det = sa * db_ - sb * da_
         ok = np.abs(det) > 1e-14
         det = np.where(ok, det, 1.0)
-        a = a + np.where(ok, np.clip((db_ * r1 - sb * r2) / det, -2, 2), 0.0)
-        b = np.clip(b + np.where(ok, np.clip((-da_ * r1 + sa * r2) / det, -2, 2), 0.0), -30.0, 30.0)
+        step_a = np.where(ok, np.clip((db_ * r1 - sb * r2) / det, -2, 2), 0.0)
+        step_b = np.where(ok, np.clip((-da_ * r1 + sa * r2) / det, -2, 2), 0.0)
+        a, b = a + step_a, np.clip(b + step_b, -30.0, 30.0)
+        if max(np.abs(step_a).max(initial=0.0), np.abs(step_b).max(initial=0.0)) < 1e-10:
+            break
     p = 1.0 / (1.0 + np.exp(-(a[..., None] + b[..., None] * zs)))
     f1, f0 = w * p, w * (1 - p)
     f1, f0 = f1 / f1.sum(-1, keepdims=True), f0 / f0.sum(-1, keepdims=True)
