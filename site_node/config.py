@@ -73,6 +73,15 @@ class Policy:
     # guarantee still holds, and the fewest sites a round may have.
     secagg_colluders: int = 0
     secagg_min_sites: int = 3
+    # Subgroups (policy.strata): the columns a histogram release may be stratified by, each with its public cut
+    # points, as ((column, (cut, ...)), ...); and the most cells per class of one histogram release (bins x
+    # strata, or bins x bins of a joint release of two models).
+    strata: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    histogram_max_cells: int = 400
+
+    def strata_cuts(self, column: str) -> tuple[float, ...] | None:
+        """The cut points of a stratifiable column (None when the policy does not list it)."""
+        return dict(self.strata).get(column)
 
 
 @dataclass(frozen=True)
@@ -394,6 +403,8 @@ def _parse_policy(p: _Reader) -> Policy:
         histogram_logit_range=_logit_range(p, d.histogram_logit_range),
         secagg_colluders=_count(p, "secagg_colluders", d.secagg_colluders, 0),
         secagg_min_sites=_count(p, "secagg_min_sites", d.secagg_min_sites, 2),
+        strata=_strata(p),
+        histogram_max_cells=p.positive("histogram_max_cells", int, d.histogram_max_cells),
         **values,
     )
     if policy.secagg_min_sites < policy.secagg_colluders + 1:
@@ -407,6 +418,19 @@ def _parse_policy(p: _Reader) -> Policy:
         p.fail("max_chunk_scores", "must be at most 1000000 (8 MB per message)")
     p.done()
     return policy
+
+
+def _strata(p: _Reader) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """``[policy.strata]``: column = [cut points], each list non-empty, finite and strictly increasing."""
+    table = p.sub("strata", {})
+    out = []
+    for column in table.table:
+        cuts = table.get(column, list, rule="a list of cut points")
+        if (not cuts or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in cuts)
+                or any(b <= a for a, b in zip(cuts, cuts[1:]))):
+            table.fail(column, f"must be a non-empty list of finite, strictly increasing cut points, got {cuts!r}")
+        out.append((column, tuple(float(v) for v in cuts)))
+    return tuple(sorted(out))
 
 
 def _count(p: _Reader, name: str, default: int, least: int) -> int:

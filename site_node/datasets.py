@@ -28,6 +28,7 @@ __all__ = [
     "outcome_values",
     "score_values",
     "feature_values",
+    "strata_values",
     "column_dtype",
 ]
 
@@ -237,6 +238,11 @@ def score_values(table: Table, dataset: str, column: str, score_range: tuple[flo
             f"dataset {dataset!r}, score column {column!r}: has scores outside the declared range [{lo}, {hi}]"
         )
     return values
+
+
+def strata_values(table: Table, dataset: str, column: str) -> np.ndarray:
+    """A strata column as float64, checked for missing and non-numeric values."""
+    return _numeric(table, dataset, column, "strata")
 
 
 def feature_values(table: Table, dataset: str, columns) -> dict[str, np.ndarray]:
