@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,7 @@ class DatasetConfig:
     sensitivity: str | None = None
     description: str = ""
     population: str | None = None
+    strata_columns: tuple[str, ...] = ()  # the policy's stratifiable columns, kept in memory with the others
 
     def __post_init__(self):
         if self.population is None:
@@ -327,7 +328,8 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
 
     datasets = {}
     for ds_name, table in top.get("datasets", dict, {}, rule="a table of datasets").items():
-        datasets[ds_name] = _parse_dataset(_Reader(table, f"datasets.{ds_name}", src), ds_name, base)
+        datasets[ds_name] = replace(_parse_dataset(_Reader(table, f"datasets.{ds_name}", src), ds_name, base),
+                                    strata_columns=tuple(c for c, _ in policy.strata))
     peers = {}
     for peer_name, table in top.get("peers", dict, {}, rule="a table of peer sites").items():
         r = _Reader(table, f"peers.{peer_name}", src)

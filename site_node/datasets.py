@@ -92,7 +92,7 @@ class Table:
     """A dataset as the site keeps it: no DataFrame, only what the site reads.
 
     ``kinds`` names every column (in the table's order) with its dtype name for Describe; ``values``
-    holds, as read-only numpy arrays, the numeric columns a request may read (outcomes, scores and
+    holds, as read-only numpy arrays, the numeric columns a request may read (outcomes, scores, strata and
     model columns: every column when the config lists no model columns; missing values as NaN);
     ``missing`` names those of the readable columns, numeric or not, with missing values.
     """
@@ -105,7 +105,7 @@ class Table:
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, config: DatasetConfig) -> "Table":
         """The columns of ``frame`` the dataset ``config`` lets the site read (numpy columns are not copied)."""
-        readable = set(config.outcomes) | set(config.scores)
+        readable = set(config.outcomes) | set(config.scores) | set(config.strata_columns)
         readable |= set(config.model_columns) if config.model_columns is not None else {str(c) for c in frame.columns}
         kinds, values, missing = {}, {}, set()
         for column in frame.columns:
