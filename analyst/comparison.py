@@ -18,7 +18,7 @@ from scipy.stats import norm
 from dsroc.histogram.validation import histogram_validation
 from dsroc.multicentre import paired_auc_difference
 
-from analyst.parts import num
+from analyst.multicentre import plain_record
 
 __all__ = ["Comparison", "comparison_from_release", "comparison_figure"]
 
@@ -54,9 +54,7 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        plain = {k: (v if isinstance(v, str) else num(v)) for k, v in self.__dict__.items()
-                 if k not in ("releases", "notes", "n_bins")}
-        return {**plain, "n_bins": int(self.n_bins), "notes": list(self.notes),
+        return {**plain_record(self, skip=("releases", "notes", "n_bins")), "n_bins": int(self.n_bins), "notes": list(self.notes),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()}}
 
     def summary_lines(self, pct: int) -> list[str]:

@@ -23,12 +23,12 @@ from dsroc.multicentre import decision_curve, log_oe, logit_auc, random_effects
 from analyst.parts import num
 
 __all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
-           "decision_curve_dict", "forest_figure", "decision_curve_figure", "PartitionedAnalyses"]
+           "decision_curve_dict", "forest_figure", "decision_curve_figure", "PartitionedAnalyses", "plain_record"]
 
 
-def _plain(record) -> dict[str, Any]:
-    """A record of names and numbers as JSON-ready values (NaN and inf as null)."""
-    return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items()}
+def plain_record(record, skip=()) -> dict[str, Any]:
+    """A record of names and numbers as JSON-ready values (NaN and inf as null), without the fields ``skip``."""
+    return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items() if k not in skip}
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class SiteEstimates:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return _plain(self)
+        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Pooled:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return _plain(self)
+        return plain_record(self)
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,10 @@ import numpy as np
 
 from dsroc.multicentre import subgroup_analysis
 
+from analyst.multicentre import plain_record
 from analyst.parts import num
 
 __all__ = ["Stratum", "StratumContrast", "Subgroups", "stratum_labels", "subgroups_from_release", "subgroups_figure"]
-
-
-def _plain(record) -> dict[str, Any]:
-    return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items()}
 
 
 @dataclass(frozen=True)
@@ -45,7 +42,7 @@ class Stratum:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return _plain(self)
+        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -63,7 +60,7 @@ class StratumContrast:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return _plain(self)
+        return plain_record(self)
 
 
 @dataclass(frozen=True)
