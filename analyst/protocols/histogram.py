@@ -12,9 +12,8 @@ import numpy as np
 from scipy.stats import norm
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.histogram import quantile_edges
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.stages import STAGE1_BINS, two_stage_plan
+from dsroc.histogram.stages import STAGE1_BINS, first_stage_bins, second_stage_interior, two_stage_plan
 from dsroc.histogram.grid import recommended_n_bins
 from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
@@ -185,8 +184,8 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
 def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite]]:
     """First stage of the quantile grid: every site's release of its scores on a fine grid (logit-spaced for
     probabilities, else equal-width; classes summed by the analyst) at ``stages.epsilon1``, and the interior
-    edges at its quantiles for ``n_bins`` bins (:func:`dsroc.histogram.quantile_edges`)."""
-    fine = max((b for b in set.intersection(*map(set, allowed)) if b <= STAGE1_BINS), default=None)
+    edges at its quantiles for ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`)."""
+    fine = first_stage_bins(allowed)
     if fine is None:
         raise ValueError(f"the quantile grid needs a fine first release; no bin count up to {STAGE1_BINS} is allowed "
                          "by every site (policy: histogram_bins)")
@@ -199,10 +198,7 @@ def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, di
         edges, releases = collect_histograms(session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine,
                                              spacing="equal", scalars=())
     total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
-    interior = quantile_edges(total, edges, n_bins)
-    if interior.size == 0:  # nobody left after the noise: the middle edge
-        interior = edges[[edges.size // 2]]
-    return interior, releases
+    return second_stage_interior(total, edges, n_bins), releases
 
 
 def default_n_bins(federation, *, epsilon: float, delta: float) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", "STAGE1_SHARE", "release_parts",
-           "TwoStage", "two_stage_plan"]
+           "TwoStage", "two_stage_plan", "first_stage_bins", "second_stage_interior"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.
@@ -64,3 +66,19 @@ def two_stage_plan(epsilon: float, delta: float, *, score_sums: bool = True, sca
                    epsilon)
 
     return TwoStage(eps([(1, r1)]), delta / 2, eps(second), delta / 2, r1 * t, t)
+
+
+def first_stage_bins(allowed_per_site) -> int | None:
+    """Bins of the first stage's fine release: the largest count up to :data:`STAGE1_BINS` that every site allows
+    (each site's policy ``histogram_bins`` in ``allowed_per_site``); None when there is none."""
+    return max((b for b in set.intersection(*map(set, allowed_per_site)) if b <= STAGE1_BINS), default=None)
+
+
+def second_stage_interior(counts, edges, n_bins: int) -> np.ndarray:
+    """Interior edges of the second stage from the first stage's summed noisy counts of all scores on ``edges``:
+    :func:`dsroc.histogram.quantile_edges` for ``n_bins`` bins, or the middle fine edge when the counts hold
+    nobody after the noise (pure post-processing of the first release)."""
+    from .grid import quantile_edges
+
+    interior = quantile_edges(counts, edges, n_bins)
+    return interior if interior.size else np.asarray(edges, dtype=np.float64)[[len(edges) // 2]]

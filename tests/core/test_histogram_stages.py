@@ -7,7 +7,8 @@ import pytest
 from scipy.special import expit
 
 from dsroc.histogram import bin_scores, histogram_edges, quantile_edges
-from dsroc.histogram.stages import SUMS_RATIO, SUMS_RESOLUTION, two_stage_plan
+from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, second_stage_interior,
+                                   two_stage_plan)
 from dsroc.privacy.accounting import Accountant, DiscreteGaussian
 from dsroc.privacy.noise import discrete_gaussian_sigma, joint_discrete_gaussian_sigma
 
@@ -31,6 +32,18 @@ def test_quantile_edges_are_the_fine_edges_nearest_the_scores_quantiles():
     one = np.zeros(50)
     one[20] = 100
     assert quantile_edges(one, fine, 5).size <= 2
+
+
+def test_the_analysts_stage_choices_are_the_finest_common_count_and_the_quantiles_or_the_middle_edge():
+    """The pure choices the analyst (and the stress study) make between the stages."""
+    assert first_stage_bins([(5, 8, 12, 50, 100), (5, 20, 50)]) == 50
+    assert first_stage_bins([(5, 8, 20), (8, 20, 100)]) == 20 and first_stage_bins([(5, 8), (100,)]) is None
+    fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
+    counts = np.random.default_rng(4).poisson(40.0, 50) + np.arange(50)
+    cum = np.cumsum(counts)[:-1] / counts.sum()  # already consistent: the nearest fine edge to each fifth
+    expected = fine[1:-1][sorted({int(np.argmin(np.abs(cum - q))) for q in (0.2, 0.4, 0.6, 0.8)})]
+    np.testing.assert_array_equal(second_stage_interior(counts, fine, 5), expected)
+    np.testing.assert_array_equal(second_stage_interior(np.full(50, -3.0), fine, 5), [fine[25]])  # nobody left
 
 
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-5), (5.0, 1e-6)])
