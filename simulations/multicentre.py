@@ -17,8 +17,8 @@ from scipy.special import expit, logit
 
 from dsroc import analytic_gaussian_sigma, bin_scores, delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
-from dsroc.histogram.grid import bin_index, histogram_edges, quantile_edges, recommended_n_bins
-from dsroc.histogram.stages import STAGE1_BINS, release_parts, two_stage_plan
+from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
+from dsroc.histogram.stages import STAGE1_BINS, release_parts, second_stage_interior, two_stage_plan
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
 from dsroc.privacy.noise import (discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance,
                                  joint_discrete_gaussian_sigma)
@@ -88,7 +88,7 @@ def _validation_grid(rng, scores, site, sites, epsilon):
     total = sum(_release(rng, np.bincount(idx[site == k], minlength=STAGE1_BINS).astype(np.float64), stages.sigma1)
                 for k in range(sites))
     n_bins = recommended_n_bins(analytic_gaussian_sigma(stages.epsilon2, stages.delta2, 1.0))
-    return np.concatenate([[0.0], quantile_edges(total, fine, n_bins), [1.0]])
+    return np.concatenate([[0.0], second_stage_interior(total, fine, n_bins), [1.0]])
 
 
 def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0, aucs=(0.70, 0.80),
