@@ -12,13 +12,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import numpy as np
 from scipy.stats import norm
 
 from dsroc.histogram.validation import histogram_validation
 from dsroc.multicentre import paired_auc_difference
 
-from analyst.multicentre import plain_record
+from analyst.parts import plain_record
+
 
 __all__ = ["Comparison", "comparison_from_release", "comparison_figure"]
 
@@ -54,7 +54,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {**plain_record(self, skip=("releases", "notes", "n_bins")), "n_bins": int(self.n_bins), "notes": list(self.notes),
+        return {**plain_record(self, skip=("releases", "notes", "n_bins")), "n_bins": int(self.n_bins),
+                "notes": list(self.notes),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()}}
 
     def summary_lines(self, pct: int) -> list[str]:

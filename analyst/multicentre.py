@@ -20,15 +20,10 @@ from scipy.special import expit
 from dsroc.histogram.validation import histogram_validation
 from dsroc.multicentre import decision_curve, log_oe, logit_auc, random_effects
 
-from analyst.parts import num
+from analyst.parts import num, plain_record
 
 __all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
-           "decision_curve_dict", "forest_figure", "decision_curve_figure", "PartitionedAnalyses", "plain_record"]
-
-
-def plain_record(record, skip=()) -> dict[str, Any]:
-    """A record of names and numbers as JSON-ready values (NaN and inf as null), without the fields ``skip``."""
-    return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items() if k not in skip}
+           "decision_curve_dict", "forest_figure", "decision_curve_figure", "PartitionedAnalyses"]
 
 
 @dataclass(frozen=True)
@@ -227,9 +222,10 @@ def decision_curve_figure(result, *, figure=None):
 class PartitionedAnalyses:
     """The validation's subgroups (``strata``) and model comparison (``compare``): one more release each per site.
 
-    Made before any release (a context manager: it closes the second model's sessions): the second model's sessions open at once, refused as
-    the first model's would be, and :meth:`check` refuses a partition some site's policy does not allow; only
-    then does the validation release. :meth:`collect` makes the partitioned releases on the validation's grid.
+    Made before any release (a context manager: it closes the second model's sessions): the second model's
+    sessions open at once, refused as the first model's would be, and :meth:`check` refuses a partition some
+    site's policy does not allow; only then does the validation release. :meth:`collect` makes the partitioned
+    releases on the validation's grid.
     """
 
     def __init__(self, session, request, options):

@@ -42,9 +42,10 @@ class PartitionedSite:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (cells as nested lists: bins x parts)."""
-        sums = {} if self.negative_sums is None else {
-            "negative_sums": np.vectorize(num, otypes=[object])(self.negative_sums).tolist(),
-            "positive_sums": np.vectorize(num, otypes=[object])(self.positive_sums).tolist(), "sums_sd": num(self.sums_sd)}
+        cells = np.vectorize(num, otypes=[object])
+        sums = {} if self.negative_sums is None else {"negative_sums": cells(self.negative_sums).tolist(),
+                                                      "positive_sums": cells(self.positive_sums).tolist(),
+                                                      "sums_sd": num(self.sums_sd)}
         return {**sums, "negatives": self.negatives.tolist(), "positives": self.positives.tolist(),
                 "noise_sd": num(self.noise_sd), "epsilon": num(self.epsilon), "delta": num(self.delta),
                 "release_id": self.release_id, "repeated": self.repeated, "epsilon_spent": num(self.epsilon_spent)}
@@ -117,7 +118,8 @@ def collect_partitioned(session: ValidationSession, step: str, *, epsilon: float
     def ask(conn, held):
         r = conn.call("ReleaseHistogram", request(conn, held))
         shape = (len(r.edges) - 1, r.parts)
-        if r.parts < 2 or len(r.negatives) != shape[0] * shape[1] or (score_sums and len(r.negative_sums) != len(r.negatives)):
+        if (r.parts < 2 or len(r.negatives) != shape[0] * shape[1]
+                or (score_sums and len(r.negative_sums) != len(r.negatives))):
             raise ValueError(f"site {conn.name} did not release the partitioned histogram asked for (an older site?)")
         sums = ((np.reshape(r.negative_sums, shape), np.reshape(r.positive_sums, shape), r.sums_noise_sd)
                 if score_sums else (None, None, 0.0))

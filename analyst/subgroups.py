@@ -14,8 +14,7 @@ import numpy as np
 
 from dsroc.multicentre import subgroup_analysis
 
-from analyst.multicentre import plain_record
-from analyst.parts import num
+from analyst.parts import num, plain_record
 
 __all__ = ["Stratum", "StratumContrast", "Subgroups", "stratum_labels", "subgroups_from_release", "subgroups_figure"]
 
@@ -90,7 +89,8 @@ class Subgroups:
                      f"{len(self.strata)} strata; {pct}% CIs include sampling and the privacy noise)"]
         for s in self.strata:
             lines.append(f"  {s.label:<22} n ~ {s.n:>7.0f}   AUC {_est(s.auc, s.auc_lower, s.auc_upper)}   "
-                         f"O/E {_est(s.oe, s.oe_lower, s.oe_upper)}   Brier {_est(s.brier, s.brier_lower, s.brier_upper)}")
+                         f"O/E {_est(s.oe, s.oe_lower, s.oe_upper)}   "
+                         f"Brier {_est(s.brier, s.brier_lower, s.brier_upper)}")
         for d in self.differences:
             lines.append(f"  {d.statistic} {d.stratum} minus {d.reference}: {d.difference:+.3f} "
                          f"[{d.lower:+.3f}, {d.upper:+.3f}], p = {d.p_value:.3g}")
