@@ -127,11 +127,13 @@ class SiteConnection:
         if limit and (self._slots is None or self._slots_limit != limit):
             self._slots, self._slots_limit = threading.BoundedSemaphore(limit), limit
 
-    def call(self, method: str, request, *, timeout: float | None = None, stream: bool = False):
+    def call(self, method: str, request, *, timeout: float | None = None, stream: bool = False,
+             on_message: Callable[[object], None] | None = None):
         """Call ``method`` with ``request`` (a message, or a zero-argument factory of a request iterator
         for client-streaming calls).
 
-        Server-streaming replies (``stream=True``) are read completely and returned as a list.
+        Server-streaming replies (``stream=True``) are read completely and returned as a list, or, with
+        ``on_message``, handed to it one by one as they arrive (nothing is kept; returns None).
         UNAVAILABLE is retried by gRPC's retry policy (see :func:`retry_service_config`); a failure
         raises :class:`SiteError` with what to check (:func:`explain`).
         """
@@ -144,7 +146,13 @@ class SiteConnection:
                 slots.acquire()
             try:
                 reply = fn(req, timeout=timeout, metadata=self._token_metadata)
-                return list(reply) if stream else reply
+                if not stream:
+                    return reply
+                if on_message is None:
+                    return list(reply)
+                for message in reply:
+                    on_message(message)
+                return None
             finally:
                 if slots is not None:
                     slots.release()

@@ -19,7 +19,10 @@ from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
 from analyst.result import ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
-__all__ = ["Federation", "SiteAnswers", "release_queries"]
+__all__ = ["MAX_THREADS", "Federation", "SiteAnswers", "release_queries"]
+
+#: Threads of a federation's pool at most (calls to sites beyond them wait for a free one).
+MAX_THREADS = 32
 
 
 def release_queries(epsilon: float, delta: float) -> list[pb.ReleaseQuery]:
@@ -87,8 +90,10 @@ class Federation:
         self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
         # One pool for every fan-out of this federation's steps (a validation makes about twenty).
         # Up to five steps run at once (the fit beside the moments, Brier, calibration and budget), so five
-        # workers per site, and two for the analyst's own post-processing that runs meanwhile.
-        self.executor = ThreadPoolExecutor(max_workers=5 * len(sites) + 2, thread_name_prefix="dsroc-site")
+        # workers per site, and two for the analyst's own post-processing that runs meanwhile -- but never
+        # more than MAX_THREADS: each call holds a thread only while it waits, and beyond that many a
+        # federation of 50 sites gains nothing but memory and switching.
+        self.executor = ThreadPoolExecutor(max_workers=min(5 * len(sites) + 2, MAX_THREADS), thread_name_prefix="dsroc-site")
         self._closing: list[Future] = []  # sessions closing in the background (see close_later)
 
     @classmethod

@@ -24,10 +24,17 @@ __all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", 
 Progress = Callable[[str, "str | None", str], None]
 
 _UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the site's policy cap
+_UPLOADS_IN_FLIGHT = 4  # survivor upload streams sent at once, whatever the number of sites
 
 
 def _quiet(step: str, site: str | None, message: str) -> None:
     return None
+
+
+def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> list[pb.SurvivorChunk]:
+    """The scores of ``arrays`` (little-endian float64, one after another) as upload messages of at most
+    ``size`` scores each, without a header: built once and sent to every site."""
+    return [pb.SurvivorChunk(scores=a[start:start + size].tobytes()) for a in arrays for start in range(0, a.size, size)]
 
 
 def concurrently(*steps: Callable[[], object]) -> list:
@@ -294,16 +301,28 @@ class ValidationSession:
                                      delta=float(delta), sensitivity=float(sensitivity or 0.0), reservation_id=held)
 
         def one_class(conn, cls, held):
-            chunks = conn.call("ReleaseNoisyScores", request(conn, cls, held), stream=True, timeout=timeout)
-            if not chunks or not chunks[0].HasField("info"):
+            # Each chunk is copied into the class's array as it arrives: no list of chunks, no joined copy.
+            got: dict = {}
+
+            def take(chunk):
+                if not got:
+                    if not chunk.HasField("info"):
+                        raise ValueError("the release stream did not start with its ReleaseInfo")
+                    got.update(info=chunk.info, scores=np.empty(chunk.info.n), filled=0)
+                if len(chunk.scores) % 8:
+                    raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
+                part, filled = np.frombuffer(chunk.scores, dtype="<f8"), got["filled"]
+                if filled + part.size > got["scores"].size:
+                    raise ValueError(f"the release announced {got['info'].n} scores but sent more")
+                got["scores"][filled:filled + part.size] = part
+                got["filled"] = filled + part.size
+
+            conn.call("ReleaseNoisyScores", request(conn, cls, held), stream=True, timeout=timeout, on_message=take)
+            if not got:
                 raise ValueError("the release stream did not start with its ReleaseInfo")
-            info = chunks[0].info
-            if any(len(c.scores) % 8 for c in chunks):
-                raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
-            scores = np.frombuffer(b"".join(c.scores for c in chunks), dtype="<f8").astype(np.float64)
-            if scores.size != info.n:
-                raise ValueError(f"the release announced {info.n} scores but sent {scores.size}")
-            return scores, info
+            if got["filled"] != got["info"].n:
+                raise ValueError(f"the release announced {got['info'].n} scores but sent {got['filled']}")
+            return got["scores"], got["info"]
 
         def release_site(conn, held):
             (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES, held),
@@ -330,35 +349,40 @@ class ValidationSession:
         Each site's released values go unchanged, site after site, with the sites' signed ReleaseInfo
         as the upload's segments: a site accepts a survivor function only as such a union.
         """
-        arrays, segments = {}, {}
+        parts, segments = {}, {}
         for cls, values, info in ((pb.SCORE_CLASS_NEGATIVES, "negatives", "info_negatives"),
                                   (pb.SCORE_CLASS_POSITIVES, "positives", "info_positives")):
-            arrays[cls] = np.ascontiguousarray(np.concatenate([getattr(r, values) for r in releases.values()]),
-                                               dtype="<f8")
+            parts[cls] = [np.ascontiguousarray(getattr(r, values), dtype="<f8") for r in releases.values()]
             segments[cls] = [getattr(r, info) for r in releases.values()]
-        for cls, a in arrays.items():
-            if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all():
+        for cls, arrays in parts.items():
+            if (any(a.ndim != 1 for a in arrays) or not sum(a.size for a in arrays)
+                    or not all(np.isfinite(a).all() for a in arrays)):
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
+        # The chunks are built once for every site (one list per chunk size the sites' policies allow) and
+        # only a few streams are in flight at once, whatever the number of sites.
+        sizes = {min(_UPLOAD_CHUNK, self.policies[c.name].max_chunk_scores or _UPLOAD_CHUNK) for c in self.connections}
+        chunks = {(cls, size): _survivor_chunks(arrays, size) for cls, arrays in parts.items() for size in sizes}
+        totals = {cls: sum(a.size for a in arrays) for cls, arrays in parts.items()}
+        in_flight = threading.BoundedSemaphore(_UPLOADS_IN_FLIGHT)
 
         def upload(conn):
-            cap = self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK
-            size = min(_UPLOAD_CHUNK, cap)
+            size = min(_UPLOAD_CHUNK, self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK)
 
             def one_class(cls):
-                a = arrays[cls]
+                n = totals[cls]
 
                 def messages():
-                    header = pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=a.size,
-                                               segments=segments[cls])
-                    for start in range(0, a.size, size):
-                        yield pb.SurvivorChunk(header=header if start == 0 else None,
-                                               scores=a[start:start + size].tobytes())
-                r = conn.call("UploadSurvivor", messages, timeout=300.0)
-                if r.n_received != a.size:
-                    raise ValueError(f"the site received {r.n_received} of {a.size} survivor scores")
+                    yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=n,
+                                                                    segments=segments[cls]))
+                    yield from chunks[cls, size]
+
+                with in_flight:
+                    r = conn.call("UploadSurvivor", messages, timeout=300.0)
+                if r.n_received != n:
+                    raise ValueError(f"the site received {r.n_received} of {n} survivor scores")
                 return r.evaluations_left
 
-            # Both classes at once (two streams per site).
+            # Both classes at once (two streams per site), within the streams in flight.
             left, _ = concurrently(lambda: one_class(pb.SCORE_CLASS_NEGATIVES),
                                    lambda: one_class(pb.SCORE_CLASS_POSITIVES))
             self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")

@@ -1,48 +1,76 @@
-"""Scale benchmark: K TLS site daemons on loopback, n patients split over them, a full validation per protocol.
+"""Scale benchmark: K TLS site daemons on loopback, n patients split over them, the issue's targets beside their anchors.
 
 For each number of sites K the daemons are started one after another (``python -m site_node serve``,
-mutual TLS, each with one dataset per size n, n/K patients each); then for each n the analyst runs
-``Federation.validate`` and the same statistics are computed in process on the same data (releases,
-pooled survivor functions, placement values, distributed Fisher scoring, moments, Brier, calibration:
-the daemons' work without the network, and the analyst's own noise-corrected AUC and PR summary). Prints per (K, n): wall time of the validation, the in-process
-time, their ratio, the daemons' largest RSS; per K: start-up time to SERVING (median and largest) and
-idle RSS. Run from the repository root:
+mutual TLS, each with one dataset per size n, n/K patients each), and the analyst runs
+``Federation.validate`` (paper protocol, a new release each time) on every size; the same statistics
+are computed in process on the same data (the daemons' work without the network: the anchor of the
+network's cost). Per (K, n) it prints the fastest validation, the first one after start-up, the
+in-process time, the analyst's peak memory (VmHWM of its process during one validation), the daemons'
+CPU per validation and their memory. Then the simulation study's batched paper-mode replication against
+a minimal numpy implementation of the same replication (and R's, when Rscript and pROC are installed),
+and at the end every target of issue 21 with the anchor it is measured against, all from this run.
 
-    python -m benchmarks.scale                        # K = 5, 20, 50; n = 1e4, 1e5 (1e6 for K = 5): minutes
-    python -m benchmarks.scale --large                # adds n = 1e6 for every K and n = 1e7 for K = 5
-    python -m benchmarks.scale --sites 5 --n 10000000
+Every measurement runs in a worker process with the tree under test first on PYTHONPATH (its daemons
+too), so ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base COMMIT``) runs the same
+measurements on that tree, interleaved with this one (A, B, then B, A for the next K), and the targets
+get a "before" column. Run from the repository root:
 
-The histogram protocol (issue 8) is benchmarked once ``Federation.validate`` takes ``protocol=``.
+    python -m benchmarks.scale                         # K = 5 (n = 1e4 ... 1e7) and K = 50 (n = 1e5): minutes
+    python -m benchmarks.scale --baseline /tmp/base    # before / after, interleaved
+    python -m benchmarks.scale --sites 5 --n 10000 100000 --study-reps 20
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # run as a worker script: benchmarks/simulations.py must not hide the tree's simulations
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-DEFAULT_SITES = (5, 20, 50)
-DEFAULT_N = (10_000, 100_000)
+DEFAULT_SITES = (5, 50)
 EPSILON, DELTA = 5.0, 0.01
+READY = "datasets ready"  # the daemon's log message once its warm-up has read every dataset
 
 
 def memory_mb(pid: int) -> float:
     """Resident set size (VmRSS) of a process in MB."""
+    return _status(pid, "VmRSS")
+
+
+def peak_mb(pid: int) -> float:
+    """Peak resident set size (VmHWM) of a process in MB, since start or the last :func:`reset_peak`."""
+    return _status(pid, "VmHWM")
+
+
+def reset_peak(pid: int) -> None:
+    """Reset a process's VmHWM to its current RSS (Linux: 5 to /proc/PID/clear_refs)."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def _status(pid: int, field: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + sys) a process has used so far, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def site_data(n: int, k_sites: int, seed: int = 0):
@@ -54,21 +82,31 @@ def site_data(n: int, k_sites: int, seed: int = 0):
     return pred, y, site
 
 
-def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str) -> list[Path]:
-    """One folder per site: its config (TLS, generous budget, one dataset per n) and Parquet files."""
+def write_data(data_dir: Path, k_sites: int, sizes) -> None:
+    """Each site's Parquet file per size n, ``data_dir/site{k}/n{n}.parquet`` (kept when already there)."""
     import pandas as pd
 
+    for n in sizes:
+        if all((data_dir / f"site{k}" / f"n{n}.parquet").exists() for k in range(k_sites)):
+            continue
+        pred, y, site = site_data(n, k_sites)
+        for k in range(k_sites):
+            (data_dir / f"site{k}").mkdir(parents=True, exist_ok=True)
+            mine = site == k
+            pd.DataFrame({"pred": pred[mine], "y": y[mine]}).to_parquet(data_dir / f"site{k}" / f"n{n}.parquet")
+
+
+def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str, data_dir: Path | None = None) -> list[Path]:
+    """One folder per site: its config (TLS, generous budget, one dataset per n) and Parquet files (written
+    under ``data_dir`` once and shared, or under each site's folder)."""
+    data_dir = Path(data_dir) if data_dir is not None else root / "data"
+    write_data(data_dir, k_sites, sizes)
     configs = []
     for k in range(k_sites):
         d = root / f"site{k}"
-        (d / "data").mkdir(parents=True)
-        datasets = []
-        for n in sizes:
-            pred, y, site = site_data(n, k_sites)
-            mine = site == k
-            pd.DataFrame({"pred": pred[mine], "y": y[mine]}).to_parquet(d / "data" / f"n{n}.parquet")
-            datasets.append(f'[datasets.n{n}]\npath = "data/n{n}.parquet"\noutcomes = ["y"]\nscores = ["pred"]\n'
-                            f'score_range = [0.0, 1.0]\n')
+        d.mkdir(parents=True)
+        datasets = [f'[datasets.n{n}]\npath = "{data_dir / f"site{k}" / f"n{n}.parquet"}"\noutcomes = ["y"]\n'
+                    f'scores = ["pred"]\nscore_range = [0.0, 1.0]\n' for n in sizes]
         (d / "site.toml").write_text(f"""
 [site]
 name = "site{k}"
@@ -99,14 +137,22 @@ datasets = ["*"]
     return configs
 
 
-def start_daemons(configs):
-    """Start the daemons one after another; returns (processes, addresses, start-up seconds)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def start_daemons(configs, *, tree: Path = ROOT, wait_ready: bool = False, ready_timeout: float = 900.0):
+    """Start the daemons one after another; returns (processes, addresses, seconds to SERVING).
+
+    ``wait_ready``: then wait until every daemon logged that its datasets are read (a tree whose daemon
+    does not warm up never logs it: pass False); the seconds from the first start to that moment are
+    the processes' attribute ``ready_s``.
+    """
+    env = dict(os.environ, PYTHONPATH=str(tree))
     procs, addresses, startup = [], [], []
+    began = time.perf_counter()
     for config in configs:
         t = time.perf_counter()
         p = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(config)],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        p.ready = threading.Event()
+        threading.Thread(target=_drain, args=(p,), daemon=True).start()
         line = p.stdout.readline()
         startup.append(time.perf_counter() - t)
         procs.append(p)
@@ -115,7 +161,21 @@ def start_daemons(configs):
         except (ValueError, KeyError):
             stop(procs)
             raise RuntimeError(f"daemon for {config} did not start: {line!r}") from None
+    if wait_ready:
+        for p in procs:
+            if not p.ready.wait(ready_timeout):
+                stop(procs)
+                raise RuntimeError(f"a daemon did not report '{READY}' within {ready_timeout:g} s")
+    for p in procs:
+        p.ready_s = time.perf_counter() - began
     return procs, addresses, startup
+
+
+def _drain(proc) -> None:
+    """Read a daemon's log (so its pipe never fills) and note when its datasets are ready."""
+    for line in proc.stderr:
+        if READY in line:
+            proc.ready.set()
 
 
 def stop(procs) -> None:
@@ -139,9 +199,10 @@ def in_process(n: int, k_sites: int) -> float:
     tau = dsroc.analytic_gaussian_sigma(EPSILON, DELTA, 0.1)
     rng = np.random.default_rng(1)
     classes = [(pred[(site == k) & (y == 0)], pred[(site == k) & (y == 1)]) for k in range(k_sites)]
-    released = [(dsroc.add_gaussian_noise(s0, tau, rng), dsroc.add_gaussian_noise(s1, tau, rng)) for s0, s1 in classes]
-    pooled0 = np.sort(np.concatenate([r[0] for r in released]))
-    pooled1 = np.sort(np.concatenate([r[1] for r in released]))
+    released = [(np.sort(dsroc.add_gaussian_noise(s0, tau, rng)), np.sort(dsroc.add_gaussian_noise(s1, tau, rng)))
+                for s0, s1 in classes]
+    pooled0 = np.sort(np.concatenate([r[0] for r in released]), kind="stable")
+    pooled1 = np.sort(np.concatenate([r[1] for r in released]), kind="stable")
     surv0, surv1 = dsroc.SurvivorFunction(pooled0), dsroc.SurvivorFunction(pooled1)
     pv0 = [np.sort(surv0(s1)) for _, s1 in classes]
     pv1 = [np.sort(surv1(s0)) for s0, _ in classes]
@@ -165,108 +226,311 @@ def in_process(n: int, k_sites: int) -> float:
     return time.perf_counter() - t
 
 
-def protocols() -> list[str]:
-    """The protocols ``Federation.validate`` offers (the paper's and the histogram one)."""
-    from analyst import Federation
+# ---------------------------------------------------------------------------------------------- workers
+def sites_worker(tree: str, k_sites: int, sizes, repeat: int, data_dir: str) -> list[dict]:
+    """Daemons and analyst of the tree on PYTHONPATH: the rows of one K (run in a worker process)."""
+    import inspect
 
-    return ["paper", "histogram"] if "protocol" in inspect.signature(Federation.validate).parameters else ["paper"]
-
-
-def run(k_sites: int, sizes, *, repeat: int, out) -> list[dict]:
     from analyst import Federation, SiteConfig
     from site_node.auth import hash_token
     from site_node.pki import generate_dev_pki
+    from site_node.server import SiteServer
 
-    token = "bench-token"
-    rows = []
+    warms = "warm_up" in inspect.signature(SiteServer).parameters
+    token, me, rows = "bench-token", os.getpid(), []
     with tempfile.TemporaryDirectory(prefix=f"dsroc-scale-{k_sites}-") as tmp:
         root = Path(tmp)
         pki = generate_dev_pki(root / "pki")
-        configs = write_sites(root, k_sites, sizes, pki, hash_token(token))
+        configs = write_sites(root, k_sites, sizes, pki, hash_token(token), Path(data_dir))
         try:  # signed releases: every site must know the others' release-signing keys
             from site_node.init import link_peers
-        except ImportError:  # a tree from before signed releases (for before/after runs)
+        except ImportError:  # a tree from before signed releases
             link_peers = None
         if link_peers is not None:
             link_peers(configs)
-        procs, addresses, startup = start_daemons(configs)
+        procs, addresses, startup = start_daemons(configs, tree=Path(tree), wait_ready=warms)
         try:
             idle = max(memory_mb(p.pid) for p in procs)
-            print(f"K = {k_sites}: start-up to SERVING median {np.median(startup):.2f} s, largest {max(startup):.2f} s; "
-                  f"idle RSS up to {idle:.0f} MB", file=out, flush=True)
             sites = [SiteConfig(name=f"site{k}", address=a, token=token, ca_file=pki.ca_cert,
                                 client_cert=pki.client_cert, client_key=pki.client_key)
                      for k, a in enumerate(addresses)]
             with Federation(sites, timeout=600.0) as fed:
-                for n in sizes:
-                    for protocol in protocols():
-                        options = {"protocol": protocol}
-                        walls = []
-                        for _ in range(repeat):
-                            t = time.perf_counter()
-                            fed.validate(f"n{n}", "y", score="pred", epsilon=EPSILON, delta=DELTA, **options)
-                            walls.append(time.perf_counter() - t)
-                        local = min(in_process(n, k_sites) for _ in range(repeat)) if protocol == "paper" else float("nan")
-                        wall = min(walls)
-                        rss = max(memory_mb(p.pid) for p in procs)
-                        row = {"sites": k_sites, "n": n, "protocol": protocol, "wall_s": wall, "in_process_s": local,
-                               "ratio": wall / local, "first_s": walls[0], "rss_mb": rss,
-                               "startup_median_s": float(np.median(startup)), "startup_max_s": max(startup)}
-                        rows.append(row)
-                        print(f"  n = {n:>10,}  {protocol:<9}  validate {wall:8.3f} s (first {walls[0]:.3f} s)  "
-                              f"in process {local:8.3f} s  network/in-process {wall / local:5.2f}x  "
-                              f"daemon RSS up to {rss:6.0f} MB", file=out, flush=True)
+                # The analyst's own first use (imports, TLS handshakes) is not the daemons' cold start.
+                import grpc
+
+                in_process(1000, k_sites)
+                for conn in fed.connections:
+                    grpc.channel_ready_future(conn.channel).result(timeout=60)
+                for i, n in enumerate(sizes):
+                    walls, peaks, cpus = [], [], []
+                    for j in range(repeat + 1):  # the first is the first validation after start-up
+                        # A new release every time (epsilon moves a little), as a new validation makes.
+                        eps = EPSILON - 1e-3 * (i * (repeat + 1) + j)
+                        before = [cpu_seconds(p.pid) for p in procs]
+                        reset_peak(me)
+                        t = time.perf_counter()
+                        fed.validate(f"n{n}", "y", score="pred", epsilon=eps, delta=DELTA, protocol="paper")
+                        walls.append(time.perf_counter() - t)
+                        peaks.append(peak_mb(me))
+                        cpus.append(sum(cpu_seconds(p.pid) - b for p, b in zip(procs, before)) / k_sites)
+                    rss = max(memory_mb(p.pid) for p in procs)
+                    local = min(in_process(n, k_sites) for _ in range(1 if n >= 10_000_000 else 2))
+                    warm = min(walls[1:])
+                    rows.append({"sites": k_sites, "n": n, "wall_s": warm, "first_s": walls[0],
+                                 "warm_median_s": float(np.median(walls[1:])), "in_process_s": local,
+                                 "analyst_peak_mb": max(peaks[1:]), "daemon_cpu_ms": 1e3 * float(np.median(cpus[1:])),
+                                 "rss_mb": rss, "idle_mb": idle, "startup_max_s": max(startup),
+                                 "ready_s": procs[0].ready_s, "warm_up": warms})
+                    print(f"    K = {k_sites:>2} n = {n:>10,}: validate {warm:7.3f} s (first {walls[0]:.3f} s), "
+                          f"in process {local:7.3f} s, analyst peak {max(peaks[1:]):5.0f} MB, daemon CPU "
+                          f"{rows[-1]['daemon_cpu_ms']:7.1f} ms per site, daemon RSS up to {rss:5.0f} MB",
+                          file=sys.stderr, flush=True)
         finally:
             stop(procs)
     return rows
 
 
+def daemon_worker(tree: str, n: int, data_dir: str) -> dict:
+    """One daemon with n rows: RSS when ready (idle), after a validation, and its peak."""
+    rows = sites_worker(tree, 1, [n], 1, data_dir)
+    return {"rows": n, "idle_mb": rows[0]["idle_mb"], "after_mb": rows[0]["rss_mb"]}
+
+
+def minimal_replication(s, y, z, taus, grid):
+    """One replication of the paper-mode study in plain numpy, all settings at once (a row per setting).
+
+    The anchor of the study's batched code: noise ``tau * z`` on every score, truncated to [0, 1]; the
+    strict placement values by one integer sort per row (the class counts at the end of each tie block); the
+    ROC-GLM counts, fit and the noisy DeLong variance with its logit CI around the empirical AUC, and the
+    area between the empirical and the fitted curve without noise (the first setting). Returns the AUC,
+    gamma, CI ends and the noisy variance per setting.
+    """
+    from dsroc import auc_ci_batch, delong_variance, empirical_auc, fit_rocglm_batch
+    from simulations.curves import roc_area_between
+
+    n = y.size
+    n1 = int(y.sum())
+    n0 = n - n1
+    noisy = np.where(taus[:, None] == 0.0, s, np.clip(s + taus[:, None] * z, 0.0, 1.0))
+    # One integer sort per row: the bits of a non-negative double order like its value; the label in the
+    # lowest bit puts the negatives first within ties.
+    keys = np.sort((noisy.view(np.int64) << 1) | y, axis=1)
+    pos = (keys & 1).astype(bool)
+    c1 = np.cumsum(pos, axis=1)
+    pv0 = ((n0 - (np.arange(1, n + 1) - c1)) / n0)[pos].reshape(-1, n1)  # positives: #{negatives > s} / n0
+    v = keys >> 1
+    last = np.ones(v.shape, dtype=bool)
+    np.not_equal(v[:, 1:], v[:, :-1], out=last[:, :-1])
+    end = np.minimum.accumulate(np.where(last, np.arange(n), n)[:, ::-1], axis=1)[:, ::-1]
+    pv1 = ((n1 - np.take_along_axis(c1, end, axis=1)) / n1)[~pos].reshape(-1, n0)  # negatives: #{positives > s}
+    nt = grid.size
+    first = np.searchsorted(grid, pv0) + (nt + 1) * np.arange(taus.size)[:, None]
+    counts = np.cumsum(np.bincount(first.ravel(), minlength=taus.size * (nt + 1)).reshape(-1, nt + 1)[:, :nt], axis=1)
+    fit = fit_rocglm_batch(counts, np.full(taus.size, n1), grid)
+    var = np.var(pv1, axis=1, ddof=1) / n0 + np.var(pv0, axis=1, ddof=1) / n1
+    auc = empirical_auc(s, y)
+    delong_variance(s, y)  # the reference CI of the true scores, as every replication computes it
+    ci = auc_ci_batch(np.full(taus.size, auc), var)
+    if np.isfinite(fit.params[0]).all():
+        roc_area_between(s, y, fit.params[0])
+    return fit.auc, fit.params, ci.lower, ci.upper, var
+
+
+def study_worker(reps: int, rounds: int) -> dict:
+    """Milliseconds per replication (all settings) of the study's batched paper mode and of
+    :func:`minimal_replication` on the same replications, interleaved; and their largest difference."""
+    from dsroc import rocglm_grid
+    from simulations.dgp import generate_batch
+    from simulations.paper import run_paper_chunk
+    from simulations.records import tau_of
+    from simulations.settings import all_settings
+
+    settings = all_settings("paper")
+    taus = np.array([tau_of(s) for s in settings])
+    grid = rocglm_grid(None)
+    run_paper_chunk(1, range(1), settings)  # warm-up: imports, tau root finding
+    batch = generate_batch(1, range(reps))
+    bounds = np.concatenate(([0], np.cumsum(batch.n)))
+
+    def minimal():
+        return [minimal_replication(batch.scores[a:b], batch.labels[a:b], batch.noise[a:b], taus, grid)
+                for a, b in zip(bounds[:-1], bounds[1:])]
+
+    batched_ms, minimal_ms = [], []
+    for r in range(rounds):
+        for name in (("batched", "minimal") if r % 2 == 0 else ("minimal", "batched")):
+            t = time.perf_counter()
+            out = run_paper_chunk(1, range(reps), settings) if name == "batched" else minimal()
+            ms = 1e3 * (time.perf_counter() - t) / reps
+            (batched_ms if name == "batched" else minimal_ms).append(ms)
+            if name == "batched":
+                frame = out
+            else:
+                mine = out
+    # The two must compute the same numbers.
+    worst = 0.0
+    for j, setting in enumerate(settings):
+        rows = frame[frame["setting"] == setting.name].sort_values("rep")
+        ours = np.array([m[0][j] for m in mine])
+        theirs = rows["auc_rocglm"].to_numpy()
+        ok = np.isfinite(ours) & np.isfinite(theirs)
+        worst = max(worst, float(np.abs(ours[ok] - theirs[ok]).max(initial=0.0)),
+                    float(np.abs(np.array([m[4][j] for m in mine]) - rows["var_dist"].to_numpy()).max()))
+    return {"batched_ms": float(np.median(batched_ms)), "minimal_ms": float(np.median(minimal_ms)),
+            "max_difference": worst, "reps": reps, "settings": len(settings)}
+
+
+def r_study_ms(reps: int) -> float | None:
+    """R's (pROC + glm) milliseconds per replication of the paper-mode study, or None without Rscript and pROC."""
+    try:
+        from benchmarks.r_reference import check_r, export_replications, run_r
+        from simulations.settings import all_settings
+        rscript = check_r()
+    except (ImportError, RuntimeError):
+        return None
+    settings = all_settings("paper")
+    with tempfile.TemporaryDirectory(prefix="dsroc-scale-r-") as tmp:
+        export_replications(tmp, seed=1, reps=range(reps), settings=settings)
+        out = run_r(rscript, tmp, n_reps=reps, n_settings=len(settings))
+    return 1e3 * out["timing"]["study_wall"] / reps
+
+
+def _worker(tree: Path, job: dict):
+    """Run ``job`` in a worker process on ``tree`` and return its JSON answer."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)],
+                         env=env, stdout=subprocess.PIPE, text=True, cwd=tree)
+    if out.returncode != 0:
+        raise RuntimeError(f"the worker for {job} on {tree} failed (exit {out.returncode})")
+    return json.loads(out.stdout)
+
+
+def _run_worker(job: dict):
+    tree = os.environ["PYTHONPATH"]
+    if job["kind"] == "sites":
+        return sites_worker(tree, job["sites"], job["sizes"], job["repeat"], job["data_dir"])
+    if job["kind"] == "daemon":
+        return daemon_worker(tree, job["n"], job["data_dir"])
+    return study_worker(job["reps"], job["rounds"])
+
+
+# ---------------------------------------------------------------------------------------------- report
+def targets(results: dict) -> list[tuple[str, float, str, str, str]]:
+    """(name, value, unit, target, anchor) of every target of issue 21 that ``results`` (one tree) has."""
+    rows = {(r["sites"], r["n"]): r for r in results.get("sites", [])}
+    out = []
+    if (5, 10_000_000) in rows:
+        r = rows[5, 10_000_000]
+        out.append(("10^7 patients over 5 TLS sites, paper", r["wall_s"], "s", "<= 5 s",
+                    f"in process {r['in_process_s']:.2f} s"))
+        out.append(("analyst peak memory at 10^7", r["analyst_peak_mb"], "MB", "<= 600 MB",
+                    f"the pooled scores {8 * 10_000_000 / 2**20:.0f} MB"))
+    if (5, 1_000_000) in rows:
+        r = rows[5, 1_000_000]
+        out.append(("network / in-process at 10^6 (5 sites)", r["wall_s"] / r["in_process_s"], "x", "<= 1.1x",
+                    f"{r['wall_s']:.3f} s / {r['in_process_s']:.3f} s"))
+    if "daemon" in results:
+        d = results["daemon"]
+        out.append((f"daemon RSS at {d['rows']:,} rows (ready / after a validation)", d["after_mb"], "MB",
+                    "<= 200 MB", f"idle when ready {d['idle_mb']:.0f} MB"))
+    if (5, 100_000) in rows and (50, 100_000) in rows:
+        a, b = rows[5, 100_000], rows[50, 100_000]
+        out.append(("n = 10^5: 50 sites / 5 sites", b["wall_s"] / a["wall_s"], "x", "<= 4x",
+                    f"{b['wall_s']:.3f} s / {a['wall_s']:.3f} s"))
+        out.append(("daemon CPU per validation per site (50 sites, 10^5)", b["daemon_cpu_ms"], "ms", "<= 15 ms",
+                    f"5 sites: {a['daemon_cpu_ms']:.1f} ms"))
+    if (5, 10_000) in rows:
+        r = rows[5, 10_000]
+        out.append(("first validation after start-up / warm (5 sites, 10^4)", r["first_s"] / r["warm_median_s"], "x",
+                    "<= 1.5x", f"{r['first_s']:.3f} s / {r['warm_median_s']:.3f} s"
+                    + (f"; ready {r['ready_s']:.1f} s after the first start" if r["warm_up"] else "; no warm-up")))
+    if "study" in results:
+        st = results["study"]
+        out.append(("study per replication / minimal numpy", st["batched_ms"] / st["minimal_ms"], "x", "<= 1.2x",
+                    f"{st['batched_ms']:.1f} ms / {st['minimal_ms']:.1f} ms ({st['settings']} settings; "
+                    f"max |difference| {st['max_difference']:.1e})"))
+        if results.get("r_ms"):
+            out.append(("R (pROC + glm) / study per replication", results["r_ms"] / st["batched_ms"], "x", ">= 25x",
+                        f"R {results['r_ms']:.0f} ms / {st['batched_ms']:.1f} ms"))
+    return out
+
+
+def print_targets(results: dict, baseline: dict | None, out) -> None:
+    """The targets table: before (``baseline``), after, the target and the anchors of this run."""
+    after = targets(results)
+    before = {name: (value, anchor) for name, value, _, _, anchor in targets(baseline)} if baseline else {}
+    load = "%.2f %.2f %.2f" % os.getloadavg()
+    print(f"\ntargets (issue 21), this run (load average now {load} on {os.cpu_count()} CPUs):", file=out)
+    for name, value, unit, target, anchor in after:
+        old = before.get(name)
+        was = f"before {old[0]:8.2f} {unit:<2} ({old[1]}); " if old else ""
+        print(f"  {name:<58} {was}after {value:8.2f} {unit:<2} ({anchor})  target {target}", file=out, flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sites", type=int, nargs="+", help=f"numbers of sites (default {' '.join(map(str, DEFAULT_SITES))})")
-    parser.add_argument("--n", type=int, nargs="+", help="patients in total (default 1e4 1e5, and 1e6 for the smallest K)")
-    parser.add_argument("--large", action="store_true", help="add n = 1e6 for every K and n = 1e7 for the smallest K")
-    parser.add_argument("--repeat", type=int, default=2, help="validations per point; the fastest counts (default 2)")
-    parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument("--n", type=int, nargs="+", help="patients in total (default 1e4 ... 1e7 for 5 sites, 1e5 for more)")
+    parser.add_argument("--repeat", type=int, default=3, help="validations per point after the first (default 3)")
+    parser.add_argument("--study-reps", type=int, default=50, help="replications of the study comparison (0: none)")
+    parser.add_argument("--daemon-rows", type=int, default=1_000_000, help="rows of the one-daemon memory check (0: none)")
+    parser.add_argument("--baseline", help="another tree to run the same measurements on, interleaved (before)")
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    sites = sorted(args.sites or DEFAULT_SITES)
-    print(f"scale benchmark: loopback, mutual TLS, {os.cpu_count()} CPUs, epsilon {EPSILON:g}, delta {DELTA:g}; "
-          f"protocols: {', '.join(protocols())}", flush=True)
-    rows = []
-    for k in sites:
-        if args.n:
-            sizes = sorted(args.n)
-        else:
-            sizes = list(DEFAULT_N) + ([1_000_000] if (k == sites[0] or args.large) else [])
-            sizes += [10_000_000] if (args.large and k == sites[0]) else []
-        rows += run(k, sizes, repeat=args.repeat, out=sys.stdout)
-    print_targets(rows, sys.stdout)
+    if args.worker:
+        print(json.dumps(_run_worker(json.loads(args.worker))))
+        return 0
+    trees = {"after": ROOT}
+    if args.baseline:
+        trees = {"before": Path(args.baseline).resolve(), "after": ROOT}
+    results = {name: {"sites": []} for name in trees}
+    print(f"scale benchmark: loopback, mutual TLS, {os.cpu_count()} CPUs, epsilon {EPSILON:g}, delta {DELTA:g}, "
+          f"paper protocol; trees: {', '.join(f'{k} {v}' for k, v in trees.items())}", flush=True)
+    flip = 0
+
+    def each_tree(job: dict):
+        nonlocal flip
+        names = list(trees) if flip % 2 == 0 else list(reversed(trees))
+        flip += 1
+        answers = {}
+        for name in names:
+            print(f"  {name}: {job['kind']} {json.dumps({k: v for k, v in job.items() if k not in ('kind', 'data_dir')})}",
+                  flush=True)
+            answers[name] = _worker(trees[name], job)
+        return answers
+
+    with tempfile.TemporaryDirectory(prefix="dsroc-scale-data-") as data:
+        for k in sorted(args.sites or DEFAULT_SITES):
+            sizes = sorted(args.n) if args.n else ([10_000, 100_000, 1_000_000, 10_000_000] if k <= 5 else [100_000])
+            data_dir = Path(data) / f"k{k}"
+            write_data(data_dir, k, sizes)
+            job = {"kind": "sites", "sites": k, "sizes": sizes, "repeat": args.repeat, "data_dir": str(data_dir)}
+            for name, rows in each_tree(job).items():
+                results[name]["sites"] += rows
+        if args.daemon_rows:
+            data_dir = Path(data) / "daemon"
+            write_data(data_dir, 1, [args.daemon_rows])
+            for name, d in each_tree({"kind": "daemon", "n": args.daemon_rows, "data_dir": str(data_dir)}).items():
+                results[name]["daemon"] = d
+    if args.study_reps:
+        for name, st in each_tree({"kind": "study", "reps": args.study_reps, "rounds": 3}).items():
+            results[name]["study"] = st
+        r_ms = r_study_ms(min(args.study_reps, 20))
+        for name in trees:
+            results[name]["r_ms"] = r_ms
+    for name, res in results.items():
+        print(f"\n{name}:")
+        for r in res["sites"]:
+            print(f"  K = {r['sites']:>2} n = {r['n']:>10,}: validate {r['wall_s']:7.3f} s (first {r['first_s']:.3f} s) "
+                  f"in process {r['in_process_s']:7.3f} s, ratio {r['wall_s'] / r['in_process_s']:5.2f}x, analyst peak "
+                  f"{r['analyst_peak_mb']:5.0f} MB, daemon CPU {r['daemon_cpu_ms']:7.1f} ms per site, "
+                  f"daemon RSS {r['rss_mb']:5.0f} MB (idle {r['idle_mb']:.0f}), start-up to SERVING up to "
+                  f"{r['startup_max_s']:.2f} s")
+    print_targets(results["after"], results.get("before"), sys.stdout)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
-
-
-def print_targets(rows: list[dict], out) -> None:
-    """The issue's targets beside what this run measured (paper protocol; a target needs its rows)."""
-    paper = {(r["sites"], r["n"]): r for r in rows if r["protocol"] == "paper"}
-    lines = []
-    if (5, 10_000) in paper:
-        lines.append(f"10^4 patients over 5 sites: {paper[5, 10_000]['wall_s']:.3f} s (target <= 0.08 s)")
-    if (5, 10_000_000) in paper:
-        lines.append(f"10^7 patients over 5 sites: {paper[5, 10_000_000]['wall_s']:.2f} s (target <= 6 s)")
-    for (k, n), r in sorted(paper.items()):
-        if n >= 1_000_000:
-            lines.append(f"network / in-process, {k} sites, n = {n:,}: {r['ratio']:.2f}x (target <= 1.0x)")
-    if (5, 100_000) in paper and (50, 100_000) in paper:
-        ratio = paper[50, 100_000]["wall_s"] / paper[5, 100_000]["wall_s"]
-        lines.append(f"n = 10^5: 50 sites / 5 sites: {ratio:.2f}x (target <= 2x)")
-    if rows:
-        lines.append(f"daemon start-up to SERVING: largest {max(r['startup_max_s'] for r in rows):.2f} s (target <= 1 s)")
-        big = max(rows, key=lambda r: r["n"] / r["sites"])
-        lines.append(f"daemon RSS with {big['n'] // big['sites']:,} rows each: up to {big['rss_mb']:.0f} MB "
-                     "(target <= 200 MB at 10^6 rows; one daemon: python -m benchmarks.daemon)")
-    if lines:
-        print("\ntargets (issue 12), this run:", *("  " + line for line in lines), sep="\n", file=out, flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .settings import Setting
 
-__all__ = ["COLUMNS", "FAILURES", "FIT_FAILURES", "failure_codes", "setting_frame", "tau_of"]
+__all__ = ["COLUMNS", "FAILURES", "FIT_FAILURES", "failure_codes", "setting_frame", "settings_frame", "tau_of"]
 
 # name -> dtype; one row per (setting, replication).
 COLUMNS = {
@@ -80,6 +80,17 @@ def tau_of(setting: Setting) -> float:
 
 def setting_frame(setting: Setting, columns: dict) -> pd.DataFrame:
     """Build the result frame of one setting from per-replication arrays, in :data:`COLUMNS` order and types."""
+    return pd.DataFrame(_setting_columns(setting, columns))
+
+
+def settings_frame(results) -> pd.DataFrame:
+    """The frames of :func:`setting_frame` of every ``(setting, columns)`` in ``results``, one after another
+    (as ``pd.concat`` of them with a new index), built as one frame."""
+    parts = [_setting_columns(setting, columns) for setting, columns in results]
+    return pd.DataFrame({name: np.concatenate([p[name] for p in parts]) for name in COLUMNS})
+
+
+def _setting_columns(setting: Setting, columns: dict) -> dict[str, np.ndarray]:
     n_rows = len(columns["rep"])
     data = {
         "setting": np.full(n_rows, setting.name, dtype=object),
@@ -96,4 +107,4 @@ def setting_frame(setting: Setting, columns: dict) -> pd.DataFrame:
     missing = set(COLUMNS) - set(data)
     if missing:
         raise ValueError(f"result columns missing: {sorted(missing)}")
-    return pd.DataFrame({name: np.asarray(data[name]).astype(dtype) for name, dtype in COLUMNS.items()})
+    return {name: np.asarray(data[name]).astype(dtype) for name, dtype in COLUMNS.items()}

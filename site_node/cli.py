@@ -119,7 +119,8 @@ def _cmd_serve(args) -> int:
     try:
         for config in configs:
             servers.append(SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers,
-                                      read_datasets_in_helper=True, reset_state=args.reset_state))
+                                      read_datasets_in_helper=True, reset_state=args.reset_state,
+                                      warm_up=True))
     except BaseException:
         for server in servers:
             server.stop(grace=0)

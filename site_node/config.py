@@ -189,7 +189,7 @@ class SiteConfig:
 
     @property
     def noise_key_path(self) -> Path:
-        """The key that, with a release's ledger seed, regenerates its noise (:mod:`site_node.noise_key`); outside ``state/``."""
+        """The key that seals the paper protocol's releases in the ledger (:mod:`site_node.noise_key`); outside ``state/``."""
         if self.noise_key is not None:
             return self.noise_key
         return self.state_marker_path.with_suffix(".noise.key")

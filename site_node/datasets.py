@@ -168,7 +168,7 @@ class DatasetStore:
         self._configs = dict(datasets)
         self._tables: dict[str, Table] = {}
         self._reader = reader
-        self._lock = threading.Lock()
+        self._locks = {name: threading.Lock() for name in self._configs}  # one per dataset: a slow read waits alone
 
     def config(self, name: str) -> DatasetConfig:
         """The config of dataset ``name``; :class:`NotFound` if there is none."""
@@ -184,7 +184,7 @@ class DatasetStore:
     def table(self, name: str) -> Table:
         """The rows of dataset ``name``."""
         config = self.config(name)
-        with self._lock:
+        with self._locks[name]:
             if name not in self._tables:
                 try:
                     self._tables[name] = self._reader(config)

@@ -5,11 +5,11 @@ mechanism; a release is refused unless the composed history stays (epsilon, delt
 site's budget, compared exactly (no slack). Budgets, histories, caps and answered cuts are kept per
 population (the patients behind one or more dataset entries), never per dataset name.
 
-A release is stored compactly: the noise of a score release is regenerated from a 256-bit seed
-drawn from the operating system's CSPRNG, checked against the stored digest of the released values
-and the data's fingerprint (a replay is refused when either changed); a histogram release stores
-its few noisy counts. The same request returns the identical values, after a restart too, at no
-further cost: averaging repeated releases is impossible.
+A release stores what it released (a histogram's few noisy counts; a score release's noisy lattice
+points, compressed and sealed with the site's noise key by the paper protocol) with its digest and
+the data's fingerprint (a replay is refused when the data changed); a plan that stores nothing gets a
+256-bit seed from the operating system's CSPRNG and is regenerated from it. The same request returns
+the identical values, after a restart too, at no further cost: averaging repeated releases is impossible.
 """
 
 from __future__ import annotations
@@ -296,7 +296,8 @@ class SqliteLedger(Ledger):
                 db.execute(
                     "INSERT INTO releases VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (release_id, created, analyst, key.population, dataset, key.source, key.outcome, key.kind,
-                     key.request, _events_json(events), float(epsilon), float(delta), rule, fingerprint, seed,
+                     key.request, _events_json(events), float(epsilon), float(delta), rule, fingerprint,
+                     b"" if store else seed,  # a stored payload needs no seed: none is kept that regenerates noise
                      _digest(payload), payload if store else None, int(n0), int(n1)),
                 )
                 db.execute("COMMIT")

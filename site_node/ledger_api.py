@@ -138,7 +138,7 @@ class Ledger(ABC):
         ``make(seed)`` computes the released payload and its class sizes ``(payload, n0, n1)`` from a
         fresh CSPRNG seed; for a new release it runs after the budget check, inside the transaction
         that records it. With ``store`` the payload itself is kept (small releases, or noise that no
-        seed reproduces); otherwise only the seed and the payload's digest, and a replay calls
+        seed reproduces, sealed by the protocol) and no seed; otherwise only the seed and the payload's digest, and a replay calls
         ``make(seed)`` again and refuses (FailedPrecondition) when the digest or the data's
         ``fingerprint`` differ. Returns the release and whether this call charged it.
 

@@ -1,12 +1,14 @@
-"""The key that turns a ledger's stored seed into a paper-protocol release's noise; kept outside the ledger file.
+"""The key that seals a paper-protocol release in the ledger (AES-256-GCM); kept outside the ledger file.
 
-The ledger stores a release of noisy scores as a 256-bit seed and digests, and regenerates the values
-on a replay. If the seed alone regenerated the noise, anyone holding a copy of the ledger (a backup,
-an export) could subtract it from the released values and read the patients' exact scores. So the
-noise generator is seeded with HMAC-SHA256(key, seed), the key being a file outside ``state/``
-(``site.noise_key``, by default ``<config stem>.noise.key`` beside the config, mode 0600): a copy of
-``state/`` without it regenerates nothing. A lost key only makes earlier releases irreproducible, and
-the ledger then refuses to replay them (no new values, no new charge).
+The paper protocol's noise comes from an exact sampler on the operating system's CSPRNG, which no
+seed reproduces, so the ledger keeps what it released (the noisy lattice points) to replay it. Kept
+in the clear, a copy of the ledger (a backup, an export) beside the patients' scores would give the
+noise of every release; the ledger therefore keeps them encrypted with a key derived from a file
+outside ``state/`` (``site.noise_key``, by default ``<config stem>.noise.key`` beside the config,
+mode 0600), bound to the release they belong to (the associated data): a copy of ``state/`` without
+the key reveals nothing, and a sealed release moved to another ledger row does not open. A lost key
+only makes earlier releases unreadable, and the ledger then refuses to replay them (no new values,
+no new charge).
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import os
 import secrets
 from pathlib import Path
 
-import numpy as np
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = ["NoiseKey"]
 
 log = logging.getLogger("dsroc.site")
 _KEY_BYTES = 32
+_NONCE_BYTES = 12
+_MAGIC = b"dsroc-sealed-1"  # also the label of the derived encryption key
 
 
 class NoiseKey:
@@ -54,6 +59,22 @@ class NoiseKey:
         if len(self._key) != _KEY_BYTES:
             raise ValueError(f"{self.path}: not a noise key (64 hexadecimal digits)")
 
-    def generator(self, seed: bytes) -> np.random.Generator:
-        """The noise generator of the release whose ledger seed is ``seed``: seeded with HMAC-SHA256(key, seed)."""
-        return np.random.default_rng(int.from_bytes(hmac.new(self._key, seed, hashlib.sha256).digest(), "big"))
+    def seal(self, plaintext: bytes, associated: bytes) -> bytes:
+        """``plaintext`` encrypted and authenticated (AES-256-GCM, fresh 96-bit nonce), bound to ``associated``."""
+        nonce = os.urandom(_NONCE_BYTES)
+        return _MAGIC + nonce + self._aead().encrypt(nonce, plaintext, associated)
+
+    def open(self, sealed: bytes, associated: bytes) -> bytes:
+        """The plaintext of :meth:`seal`; ValueError when the key or ``associated`` differ or the bytes changed."""
+        head = len(_MAGIC) + _NONCE_BYTES
+        if not sealed.startswith(_MAGIC) or len(sealed) < head:
+            raise ValueError("not a sealed release")
+        try:
+            return self._aead().decrypt(sealed[len(_MAGIC):head], sealed[head:], associated)
+        except InvalidTag:
+            raise ValueError(f"the sealed release does not open with the noise key {self.path} "
+                             "(the key was replaced, or the ledger row was altered)") from None
+
+    def _aead(self) -> AESGCM:
+        # A key for this use only, derived from the file's key.
+        return AESGCM(hmac.new(self._key, _MAGIC, hashlib.sha256).digest())

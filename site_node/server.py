@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import threading
+import time
 from concurrent import futures
 from dataclasses import fields, replace
 from pathlib import Path
@@ -106,12 +108,17 @@ class SiteServer:
     reset_state : bool, default False
         Move a lost or damaged state aside and start a new one (audited); without it such a state is
         refused with :class:`~site_node.state.StateError` (:mod:`site_node.state`).
+    warm_up : bool, default False
+        Once serving, read the datasets and prepare their scores in the background
+        (:meth:`site_node.site.Site.warm_up`), so that the first validation costs what the next ones do;
+        calls that arrive meanwhile wait for the dataset they need. ``dsroc-site serve`` does.
     """
 
     def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
                  max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False,
-                 reset_state: bool = False):
+                 reset_state: bool = False, warm_up: bool = False):
         self.config = config
+        self.warm_up = warm_up
         self.insecure = insecure
         self.address = address or config.listen
         if insecure and not is_loopback(self.address):
@@ -174,7 +181,19 @@ class SiteServer:
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("site %s serving on %s (%s)", self.config.name, self.bound_address,
                  "INSECURE plain text" if self.insecure else "TLS")
+        if self.warm_up:
+            threading.Thread(target=self._warm_up, name="dsroc-warm-up", daemon=True).start()
         return self
+
+    def _warm_up(self) -> None:
+        started = time.perf_counter()
+        try:
+            prepared = self.site.warm_up()
+        except Exception:  # noqa: BLE001 - a request reads what the warm-up could not, and says why
+            log.exception("site %s: warming up the datasets failed; they are read on first use", self.config.name)
+            return
+        log.info("site %s: datasets ready: %d score columns prepared in %.2f s", self.config.name, prepared,
+                 time.perf_counter() - started)
 
     def stop(self, grace: float | None = 5.0) -> None:
         """Report NOT_SERVING, finish running calls (up to ``grace`` seconds) and close the ledger."""

@@ -162,6 +162,36 @@ class Site:
                 self._scored.popitem(last=False)  # sessions still using it keep it alive
         return data
 
+    def warm_up(self) -> int:
+        """Read every dataset and prepare what a validation of each (score column, outcome) needs first: the
+        scores split by class, sorted, and their fingerprint (at most as many as the site keeps), and import
+        the statistics modules a validation uses, so that the first validation after start-up costs what the
+        next ones do. Datasets that cannot be read are skipped (the store logs why; a request names them).
+
+        Returns
+        -------
+        int
+            The (dataset, score column, outcome) combinations prepared.
+        """
+        import dsroc
+
+        for name in ("SurvivorFunction", "RocGlmParts", "calibration_parts"):  # their modules import scipy
+            getattr(dsroc, name)
+        prepared = 0
+        for name in self.datasets.names():
+            config = self.datasets.config(name)
+            for column in config.scores:
+                for outcome in config.outcomes:
+                    if prepared >= _SCORED_CACHE:
+                        return prepared
+                    try:
+                        data = self._scored_data(name, outcome, ScoreSpec(column=column), config)
+                    except InvalidArgument:  # unreadable, or a column that fails its checks
+                        continue
+                    data.fingerprint  # sorts both classes once  # noqa: B018
+                    prepared += 1
+        return prepared
+
     def session(self, analyst: str, session_id: str) -> Session:
         """The analyst's open session."""
         return self.sessions.get(analyst, session_id)

@@ -38,7 +38,8 @@ HISTOGRAM_GUARANTEE = (
 )
 SCALARS = ("sum_sq", "sum_p", "sum_y")
 _NOISE = "sampling and the privacy noise"
-_ESTIMATOR_NAMES = {"rocglm": "ROC-GLM", "empirical": "binned empirical", "none": "none"}
+_ESTIMATOR_NAMES = {"rocglm": "ROC-GLM", "resolved": "resolved",
+                    "empirical": "binned empirical", "none": "none"}
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,11 @@ class HistogramOptions(ProtocolOptions):
         Also release each bin's noisy sum of scores per class, within the same epsilon (the counts' noise
         grows by 5 %): calibration, O/E, Brier and the slope then use within-bin mean scores instead of bin
         midpoints, and within-bin pairs of the AUC are resolved.
-    estimator : {"rocglm", "empirical"}
-        The reported AUC: the ROC-GLM through the bin edges where plausible (default), or the binned one.
+    estimator : {"rocglm", "resolved", "empirical"}
+        The reported AUC: ``"rocglm"`` (default) the ROC-GLM through the bin edges where it agrees with the
+        nonparametric AUC, else the resolved AUC (within-bin pairs ordered by the score sums; the binned one
+        without sums); ``"resolved"`` or ``"empirical"`` always that one. The result's first AUC note says
+        which and why (:mod:`dsroc.histogram.estimates`).
     a0 : float, optional
         Also test ``H0: AUC <= a0``.
     by_site : bool, default False
@@ -253,11 +257,13 @@ class HistogramDetail:
     grid_releases: Mapping[str, HistogramSite] = field(default_factory=dict)
 
     def summary_lines(self, result, pct: int) -> list[str]:
-        """Lines after the headline AUC: the binned AUC beside a ROC-GLM one."""
+        """Lines after the headline AUC: why it is the one reported, then the binned and resolved AUCs beside it."""
         v = self.validation
-        lines = [] if v.estimator != "rocglm" else [
-            f"{'AUC (binned)':<22} {fmt(v.auc_empirical)}   (ties within a bin count one half)"]
-        if math.isfinite(v.auc_resolved):
+        why = next((n[len("AUC: "):] for n in v.notes if n.startswith("AUC: ")), None)
+        lines = [] if why is None else [f"{'AUC estimator':<22} {why}"]
+        if v.estimator != "empirical":
+            lines.append(f"{'AUC (binned)':<22} {fmt(v.auc_empirical)}   (ties within a bin count one half)")
+        if math.isfinite(v.auc_resolved) and v.estimator != "resolved":
             lines.append(f"{'AUC (resolved)':<22} {fmt(v.auc_resolved)}   (within-bin pairs ordered by the score sums)")
         return lines
 
@@ -278,7 +284,9 @@ class HistogramDetail:
         return {"n_bins": int(self.n_bins), "spacing": self.spacing, "sigma": num(self.sigma),
                 "edges": [num(e) for e in v.edges], "counts0": [num(c) for c in v.counts0],
                 "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
-                "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved), "unavailable": dict(v.unavailable),
+                "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved),
+                "auc_resolved_variance": num(v.auc_resolved_variance), "auc_widening": num(v.auc_widening),
+                "estimator": v.estimator, "unavailable": dict(v.unavailable),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()},
                 "grid_releases": {name: r.to_dict() for name, r in self.grid_releases.items()}}
 
@@ -437,7 +445,9 @@ def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool,
     return ValidationResult(
         **common, n=v.n0 + v.n1, n0=v.n0, n1=v.n1, counts_exact=False,
         auc=v.auc, auc_ci=tuple(v.auc_ci), auc_variance=v.auc_variance,
-        auc_estimator=_ESTIMATOR_NAMES.get(v.estimator, v.estimator), auc_ci_includes=_NOISE, ci_method="logit",
+        auc_estimator=_ESTIMATOR_NAMES.get(v.estimator, v.estimator), ci_method="logit",
+        auc_ci_includes=_NOISE + (f", widened by +-{v.auc_widening:.4f} for what the binning or the model can hide"
+                                  if v.auc_widening > 0 else ""),
         roc=RocCurve(v.fpr, v.tpr, "binned ROC points at the grid's edges (consistent noisy counts)", fitted,
                      RocCurve.band_for(fitted, v.auc_ci)),
         calibration=histogram_calibration(v, level, with_sums), brier=brier, privacy=privacy,

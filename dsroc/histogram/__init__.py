@@ -6,14 +6,18 @@ _EXPORTS = {
     # .auc
     "HistogramRocGlm": "auc", "check_sigma": "auc", "histogram_auc": "auc", "histogram_placements": "auc",
     "histogram_delong_variance": "auc", "histogram_auc_noise_variance": "auc", "histogram_rocglm": "auc",
-    "histogram_rocglm_noise_variance": "auc",
+    "histogram_rocglm_noise_variance": "auc", "noise_replicates": "auc", "replicate_rocglm_auc": "auc",
+    "replicate_variance": "auc",
+    # .resolved
+    "tilt_rate": "resolved", "tilt_concordance": "resolved", "concordance_auc": "resolved",
+    "concordance_placements": "resolved",
     # .calibration
     "Estimate": "calibration", "HistogramCalibrationCurve": "calibration", "Recalibration": "calibration",
     "histogram_brier": "calibration", "scalar_brier": "calibration",
     "histogram_calibration_curve": "calibration", "calibration_in_the_large": "calibration",
     "histogram_recalibration": "calibration",
     # .estimates
-    "PLAUSIBLE_SDS": "estimates", "ESTIMATORS": "estimates", "DEFAULT_ESTIMATOR": "estimates",
+    "PLAUSIBLE_SDS": "estimates", "AGREEMENT_Z": "estimates", "RESOLUTION_SHARE": "estimates", "ESTIMATORS": "estimates", "DEFAULT_ESTIMATOR": "estimates",
     "DEFAULT_TAIL_SIGMAS": "estimates", "AucEstimates": "estimates", "histogram_point_auc": "estimates",
     "histogram_auc_estimates": "estimates",
     # .grid
@@ -29,10 +33,12 @@ _EXPORTS = {
 
 __all__ = [
     "HistogramRocGlm", "check_sigma", "histogram_auc", "histogram_placements", "histogram_delong_variance",
-    "histogram_auc_noise_variance", "histogram_rocglm", "histogram_rocglm_noise_variance",
+    "histogram_auc_noise_variance", "histogram_rocglm", "histogram_rocglm_noise_variance", "noise_replicates",
+    "replicate_rocglm_auc", "replicate_variance", "tilt_rate", "tilt_concordance", "concordance_auc",
+    "concordance_placements",
     "Estimate", "HistogramCalibrationCurve", "Recalibration", "histogram_brier", "scalar_brier",
     "histogram_calibration_curve", "calibration_in_the_large", "histogram_recalibration",
-    "PLAUSIBLE_SDS", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
+    "PLAUSIBLE_SDS", "AGREEMENT_Z", "RESOLUTION_SHARE", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
     "histogram_point_auc", "histogram_auc_estimates",
     "SPACINGS", "recommended_n_bins", "histogram_edges", "check_edges", "bin_index", "bin_scores",
     "bin_representatives", "consistent_counts", "check_counts", "survivor_at_edges", "histogram_roc",

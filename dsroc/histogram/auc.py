@@ -16,6 +16,7 @@ from ..roc.auc import delong_variance_from_moments
 from .grid import check_counts, consistent_counts, survivor_at_edges
 from ..roc.rocglm import rocglm_auc
 from ..roc.rocglm_fit import fit_rocglm_batch
+from .resolved import concordance_placements
 
 __all__ = [
     "HistogramRocGlm",
@@ -26,6 +27,9 @@ __all__ = [
     "histogram_auc_noise_variance",
     "histogram_rocglm",
     "histogram_rocglm_noise_variance",
+    "noise_replicates",
+    "replicate_rocglm_auc",
+    "replicate_variance",
 ]
 
 DEFAULT_TAIL_COUNT = 0.0
@@ -81,13 +85,15 @@ def _weighted_var(values, weights):
     return (weights * (values - mean[..., None]) ** 2).sum(-1) / (n - 1.0)
 
 
-def histogram_delong_variance(h0, h1) -> np.ndarray | float:
+def histogram_delong_variance(h0, h1, concordance=None) -> np.ndarray | float:
     """DeLong variance of the binned empirical AUC: ``var(PV1)/n0 + var(PV0)/n1`` over the binned placement values.
 
-    Sampling variance only (the counts taken as exact); needs at least two of each class.
+    Sampling variance only (the counts taken as exact); needs at least two of each class. ``concordance``
+    (per bin, default 1/2): the probability that a within-bin pair is ordered, for the resolved AUC's placement
+    values (:func:`dsroc.histogram.resolved.concordance_placements`).
     """
     c0, c1 = _pair(h0, h1)
-    pv0, pv1 = histogram_placements(c0, c1)
+    pv0, pv1 = concordance_placements(c0, c1, 0.5 if concordance is None else concordance)
     n0, n1 = c0.sum(-1), c1.sum(-1)
     return delong_variance_from_moments(var_pv0=_weighted_var(pv0, c1), n1=n1, var_pv1=_weighted_var(pv1, c0), n0=n0)
 
@@ -181,6 +187,46 @@ def histogram_rocglm(h0, h1, *, tail_count: float = DEFAULT_TAIL_COUNT, tol: flo
     return HistogramRocGlm(params.reshape(batch + (2,)), auc.reshape(batch), converged.reshape(batch), points.reshape(batch))
 
 
+def noise_replicates(h0, h1, *, sigma: float, draws: int, seeds, extra: int = 0):
+    """Replicates of consistent counts ``(R, B)`` with the known noise drawn again: ``(b0, b1, more)``.
+
+    For row ``r``, ``numpy.random.default_rng(seeds[r])`` draws ``draws`` standard normal vectors for ``h0``,
+    then ``h1``, then ``extra`` further blocks (``more``, shape ``(R, extra, draws, B)``, e.g. for the score
+    sums' noise); ``b0, b1`` (``(R, draws, B)``) are the counts plus ``sigma`` times the first two, made
+    consistent again.
+    """
+    c0, c1 = _pair(h0, h1)
+    if isinstance(draws, bool) or not float(draws).is_integer() or draws < 2:
+        raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
+    if len(seeds) != c0.shape[0]:
+        raise ValueError(f"seed must give one seed per histogram ({c0.shape[0]}), got {len(seeds)}")
+    d, m = int(draws), c0.shape[-1]
+    noise = np.empty((c0.shape[0], 2 + extra, d, m))
+    for i, s in enumerate(seeds):
+        rng = np.random.default_rng(s)
+        for j in range(2 + extra):
+            noise[i, j] = rng.standard_normal((d, m))
+    b0 = consistent_counts(c0[:, None, :] + sigma * noise[:, 0])
+    b1 = consistent_counts(c1[:, None, :] + sigma * noise[:, 1])
+    return b0, b1, noise[:, 2:]
+
+
+def replicate_rocglm_auc(b0, b1, *, tail_count: float = DEFAULT_TAIL_COUNT) -> np.ndarray:
+    """ROC-GLM AUC of each replicate ``(R, D, B)`` (NaN where a class is empty or no fit exists)."""
+    ok = (b0.sum(-1) > 0) & (b1.sum(-1) > 0)
+    auc = np.full(ok.shape, np.nan)
+    if ok.any():
+        auc[ok] = histogram_rocglm(b0[ok], b1[ok], tail_count=tail_count).auc
+    return auc
+
+
+def replicate_variance(values) -> np.ndarray:
+    """Sample variance over the last axis of replicate values, ignoring NaN; NaN with fewer than two finite."""
+    fitted = np.isfinite(values).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(fitted >= 2, np.nanvar(np.where(fitted[..., None] >= 2, values, 0.0), axis=-1, ddof=1), np.nan)
+
+
 def histogram_rocglm_noise_variance(h0, h1, *, sigma: float, draws: int = 100, seed=0,
                                     tail_count: float = DEFAULT_TAIL_COUNT) -> np.ndarray | float:
     """Variance of the histogram ROC-GLM AUC due to the noise, by a parametric bootstrap of the known noise.
@@ -189,32 +235,17 @@ def histogram_rocglm_noise_variance(h0, h1, *, sigma: float, draws: int = 100, s
     vectors of SD ``sigma`` for ``h0`` and then ``h1`` from ``numpy.random.default_rng(seed)`` (``seed``: one
     per row for a batch, any value ``default_rng`` accepts), adds them to the consistent counts, makes
     each consistent again, refits, and returns the sample variance of the AUCs (0 when ``sigma`` is 0,
-    NaN when fewer than two draws could be fitted).
+    NaN when fewer than two draws could be fitted); see :func:`noise_replicates`.
     """
     sigma = check_sigma(sigma)
     c0, c1 = _pair(h0, h1)
-    if isinstance(draws, bool) or not float(draws).is_integer() or draws < 2:
-        raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
     batch, m = c0.shape[:-1], c0.shape[-1]
     f0, f1 = c0.reshape(-1, m), c1.reshape(-1, m)
     seeds = [seed] if c0.ndim == 1 else list(seed)
-    if len(seeds) != f0.shape[0]:
-        raise ValueError(f"seed must give one seed per histogram ({f0.shape[0]}), got {len(seeds)}")
+    b0, b1, _ = noise_replicates(f0, f1, sigma=sigma, draws=draws, seeds=seeds)
     if sigma == 0.0:
         out = np.zeros(f0.shape[0])
     else:
-        d = int(draws)
-        noise = np.empty((f0.shape[0], 2, d, m))
-        for i, s in enumerate(seeds):
-            rng = np.random.default_rng(s)
-            noise[i, 0], noise[i, 1] = rng.standard_normal((d, m)), rng.standard_normal((d, m))
-        b0 = consistent_counts(f0[:, None, :] + sigma * noise[:, 0])
-        b1 = consistent_counts(f1[:, None, :] + sigma * noise[:, 1])
-        ok = (b0.sum(-1) > 0) & (b1.sum(-1) > 0)
-        auc = np.full(ok.shape, np.nan)
-        auc[ok] = histogram_rocglm(b0[ok], b1[ok], tail_count=tail_count).auc
-        fitted = np.isfinite(auc).sum(-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where(fitted >= 2, np.nanvar(np.where(fitted[:, None] >= 2, auc, 0.0), axis=-1, ddof=1), np.nan)
+        out = replicate_variance(replicate_rocglm_auc(b0, b1, tail_count=tail_count))
     out = out.reshape(batch)
     return float(out) if out.ndim == 0 else out

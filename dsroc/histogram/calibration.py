@@ -212,12 +212,16 @@ class Recalibration:
                 "slope": (self.slope - z * se[1], self.slope + z * se[1])}
 
 
-def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: int = 50, tol: float = 1e-10) -> Recalibration:
+def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: int = 50, tol: float = 1e-10,
+                            regressor_variance=None) -> Recalibration:
     """Calibration intercept and slope from histograms: grouped logistic regression of ``h1_b`` events out of
     ``h0_b + h1_b`` on ``logit(r_b)``, by Newton-Raphson.
 
     Covariance: the inverse information (sampling) plus the noise's by the implicit-function delta method,
-    ``sigma^2 I^-1 (sum_b x_b x_b' ((1 - mu_b)^2 + mu_b^2)) I^-1`` with ``x_b = (1, logit r_b)``.
+    ``sigma^2 I^-1 (sum_b x_b x_b' ((1 - mu_b)^2 + mu_b^2)) I^-1`` with ``x_b = (1, logit r_b)``, plus, where
+    the representatives are noisy (within-bin means from noisy score sums) with ``regressor_variance[b]`` the
+    variance of ``logit r_b``, ``I^-1 (sum_b g_b g_b' var_b) I^-1`` with ``g_b = dU/dx_b = (0, k_b - m_b mu_b) -
+    m_b mu_b (1 - mu_b) slope x_b``, the score's derivative in the regressor.
     Representatives must lie strictly inside (0, 1). Without a finite estimate (separated bins, no
     convergence in ``max_iter`` steps, or a slope beyond ``MAX_SLOPE``) the intercept, slope and covariance are NaN and ``converged`` False.
     """
@@ -253,4 +257,8 @@ def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: 
     inv = np.linalg.pinv(info)
     middle = (x * ((1 - mu) ** 2 + mu**2)[:, None]).T @ x
     cov = inv + sigma**2 * inv @ middle @ inv
+    if regressor_variance is not None:
+        g = -(m * mu * (1 - mu) * theta[1])[:, None] * x
+        g[:, 1] += k - m * mu
+        cov = cov + inv @ ((g * np.asarray(regressor_variance, dtype=np.float64)[use][:, None]).T @ g) @ inv
     return Recalibration(float(theta[0]), float(theta[1]), cov, converged)

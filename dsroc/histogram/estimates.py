@@ -1,4 +1,14 @@
-"""The AUC of the histogram protocol: binned empirical AUC or the plausible ROC-GLM through the edges, with noise."""
+"""The AUC of the histogram protocol: the ROC-GLM through the edges where it fits, else a nonparametric AUC, with noise.
+
+The rule (``estimator="rocglm"``, the default): the ROC-GLM is reported where it converged, increases and its
+AUC agrees with the nonparametric one (with the per-bin score sums: the resolved AUC, within-bin pairs
+ordered by the classes' mean offsets, :mod:`dsroc.histogram.resolved`; without them: the binned AUC) within
+what the binning leaves open plus ``AGREEMENT_Z`` SDs of their difference under the noise. Elsewhere the
+nonparametric AUC is reported. Every interval covers sampling, the privacy noise and what the binning or the
+model can hide: the ROC-GLM's is widened by its disagreement with the resolved AUC beyond one SD (misfit),
+the resolved AUC's by ``RESOLUTION_SHARE`` of the shift it gives the within-bin pairs, the binned AUC's by
+half the share of within-bin pairs (partial identification).
+"""
 
 from __future__ import annotations
 
@@ -13,12 +23,18 @@ from .auc import (
     histogram_auc_noise_variance,
     histogram_delong_variance,
     histogram_rocglm,
-    histogram_rocglm_noise_variance,
+    noise_replicates,
+    replicate_rocglm_auc,
+    replicate_variance,
 )
 from .grid import check_counts, consistent_counts
+from .resolved import concordance_auc, tilt_concordance
+from .sums import within_offsets
 
 __all__ = [
     "PLAUSIBLE_SDS",
+    "AGREEMENT_Z",
+    "RESOLUTION_SHARE",
     "ESTIMATORS",
     "DEFAULT_ESTIMATOR",
     "DEFAULT_TAIL_SIGMAS",
@@ -27,22 +43,28 @@ __all__ = [
     "histogram_auc_estimates",
 ]
 
-ESTIMATORS = ("rocglm", "empirical")
+ESTIMATORS = ("rocglm", "resolved", "empirical")
 DEFAULT_ESTIMATOR = "rocglm"
 # ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted.
 DEFAULT_TAIL_SIGMAS = 5.0
-# A ROC-GLM fit further than the binning bound plus this many SDs (sampling + noise) from the binned
-# empirical AUC is not used.
+# Without score sums: a ROC-GLM fit further than the binning bound plus this many SDs (sampling + noise) from
+# the binned empirical AUC is not used.
 PLAUSIBLE_SDS = 3.0
+# With score sums: the ROC-GLM is used where |ROC-GLM - resolved| <= resolution bound + AGREEMENT_Z SD(difference).
+AGREEMENT_Z = 2.58
+# The resolved AUC's interval is widened by this share of the shift it gives the within-bin pairs (the
+# tilt model's error was at most a fifth of that shift on the stress study's designs).
+RESOLUTION_SHARE = 0.25
 
 
 class AucEstimates(NamedTuple):
     """The AUC part of a histogram validation for one or many histograms (arrays with one entry per row).
 
-    ``estimator`` says per row which estimate ``auc`` is (``"rocglm"``, or ``"empirical"`` where the
-    ROC-GLM could not be fitted or was not asked for); ``variance`` is sampling plus noise.
-    ``binning_bound`` is half the share of within-bin pairs: the empirical AUC's interval ``lower, upper``
-    is widened by it on each side (what the binning can hide), the ROC-GLM's is not.
+    ``estimator`` says per row which estimate ``auc`` is (``"rocglm"``, ``"resolved"`` or ``"empirical"``) and
+    ``reason`` why; ``variance`` is sampling plus noise and ``lower, upper`` the interval, widened by
+    ``widening`` on each side for what the binning or the model can hide. ``binning_bound`` is half the
+    share of within-bin pairs; ``resolution_bound`` the resolved AUC's widening; ``disagreement`` the ROC-GLM's
+    AUC minus the resolved one and ``disagreement_sd`` its noise SD (NaN without sums or fit).
     """
 
     counts0: np.ndarray
@@ -61,29 +83,45 @@ class AucEstimates(NamedTuple):
     rocglm_noise_variance: np.ndarray
     rocglm_points: np.ndarray
     binning_bound: np.ndarray
+    auc_resolved: np.ndarray
+    variance_resolved: np.ndarray
+    resolution_bound: np.ndarray
+    disagreement: np.ndarray
+    disagreement_sd: np.ndarray
+    widening: np.ndarray
+    reason: np.ndarray
 
 
-def _plausible_rocglm(c0, c1, auc_emp, var_emp, tail):
-    """The ROC-GLM through the edges of consistent counts, its AUC NaN where it is not plausible: not
-    converged, not increasing (``gamma2 <= 0``) or further from the binned empirical AUC than its binning
-    bound (half the share of within-bin pairs) plus ``PLAUSIBLE_SDS`` SDs (few, noisy edges can give a
-    wild binormal line)."""
+def _rocglm_candidates(c0, c1, tail):
+    """The ROC-GLM through the edges, its AUC NaN where not converged or not increasing (``gamma2 <= 0``)."""
     glm = histogram_rocglm(c0, c1, tail_count=tail)
     auc = glm.auc.copy()
-    # The binned AUC counts within-bin pairs one half, so the unbinned AUC lies within half their share of it.
-    within = 0.5 * _within_share(c0, c1)
     with np.errstate(invalid="ignore"):
-        plausible = glm.converged & (glm.params[:, 1] > 0) & (
-            np.abs(auc - auc_emp) <= within + PLAUSIBLE_SDS * np.sqrt(var_emp))
-    auc[~plausible] = np.nan
+        auc[~(glm.converged & (glm.params[:, 1] > 0))] = np.nan
     return glm.params, auc, glm.points
+
+
+def _plausible(auc_glm, auc_emp, var_emp, within):
+    """Without sums: a ROC-GLM AUC within the binning bound plus ``PLAUSIBLE_SDS`` SDs of the binned AUC
+    (few, noisy edges can give a wild binormal line)."""
+    with np.errstate(invalid="ignore"):
+        return np.abs(auc_glm - auc_emp) <= within + PLAUSIBLE_SDS * np.sqrt(var_emp)
+
+
+def _resolved(c0, c1, sums0, sums1, k):
+    """Resolved AUC, its within-bin concordances and resolution bound for consistent counts and sums (R, B)."""
+    u0, u1 = within_offsets(c0, sums0, sums_sigma=k), within_offsets(c1, sums1, sums_sigma=k)
+    conc = tilt_concordance(u0, u1)
+    shift = (c0 * c1 * np.abs(conc - 0.5)).sum(-1) / (c0.sum(-1) * c1.sum(-1))
+    return concordance_auc(c0, c1, conc), conc, RESOLUTION_SHARE * shift, u0, u1
 
 
 def histogram_point_auc(counts0, counts1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
                         tail_sigmas: float = DEFAULT_TAIL_SIGMAS) -> np.ndarray:
-    """The AUC :func:`histogram_validation` reports, without its variance (no bootstrap), for consistent
-    counts ``(R, B)`` with patients of both classes: the plausible ROC-GLM through the edges, else (and
-    where a class holds fewer than two) the binned empirical AUC. For studies that need point estimates only."""
+    """The AUC :func:`histogram_validation` reports from counts without score sums, without its variance (no
+    bootstrap), for consistent counts ``(R, B)`` with patients of both classes: the plausible ROC-GLM through the
+    edges, else (and where a class holds fewer than two) the binned empirical AUC. For studies that need point
+    estimates only."""
     sigma = check_sigma(sigma)
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
@@ -97,28 +135,29 @@ def histogram_point_auc(counts0, counts1, *, sigma: float, estimator: str = DEFA
     out = auc_emp.copy()
     if ok.any():
         var_emp = histogram_delong_variance(c0[ok], c1[ok]) + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
-        _, auc_glm, _ = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp,
-                                          check_sigma(tail_sigmas, name="tail_sigmas") * sigma)
-        out[ok] = np.where(np.isfinite(auc_glm), auc_glm, auc_emp[ok])
+        _, auc_glm, _ = _rocglm_candidates(c0[ok], c1[ok], check_sigma(tail_sigmas, name="tail_sigmas") * sigma)
+        use = _plausible(auc_glm, auc_emp[ok], var_emp, 0.5 * _within_share(c0[ok], c1[ok]))
+        out[ok] = np.where(use, auc_glm, auc_emp[ok])
     return out
 
 
 def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
                             tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, noise_draws: int = 100,
-                            seeds=None) -> AucEstimates:
-    """AUC, variance and logit CI from summed noisy histograms, batched over rows ``(R, B)``.
+                            seeds=None, sums0=None, sums1=None, sums_sigma: float | None = None) -> AucEstimates:
+    """AUC, variance and interval from summed noisy histograms (and score sums), batched over rows ``(R, B)``.
 
     What :func:`histogram_validation` reports for one histogram, for many at once (the simulation study).
-    Each row: counts made consistent; binned empirical AUC with DeLong (binned placement values) plus
-    delta-method noise variance; the ROC-GLM through the edges with at least ``tail_sigmas * sigma``
-    estimated patients of each class on either side, its noise variance by a parametric bootstrap
-    (``noise_draws`` draws seeded by ``seeds[r]``, default ``r``); the reported AUC is the ``estimator``'s
-    with variance DeLong plus its noise variance. The ROC-GLM is used only where it is plausible:
-    converged, increasing (``gamma2 > 0``) and within the binning bound (half the share of within-bin
-    pairs) plus ``PLAUSIBLE_SDS`` standard deviations of the binned empirical AUC (few, noisy edges can give
-    a wild binormal line); elsewhere the empirical AUC is reported, its interval widened on each side by
-    half the share of within-bin pairs (the unbinned AUC can lie anywhere in that band).
-    Rows with fewer than two estimated patients of a class give NaN.
+    Each row: counts made consistent; the binned empirical AUC with DeLong (binned placement values) plus
+    delta-method noise variance; with the score sums (``sums0, sums1``, noise SD ``sums_sigma`` per cell) the
+    resolved AUC (:func:`dsroc.histogram.resolved.tilt_concordance` per bin) with DeLong on its placement values;
+    the ROC-GLM through the edges with at least ``tail_sigmas * sigma`` estimated patients of each class on
+    either side. The noise variances of the ROC-GLM and resolved AUCs, and of their difference, come from one
+    parametric bootstrap of the known noise (``noise_draws`` replicates of counts and sums seeded by
+    ``seeds[r]``, default ``r``; :func:`dsroc.histogram.auc.noise_replicates`).
+
+    ``estimator``: ``"rocglm"`` (default) applies the module's rule; ``"resolved"`` reports the resolved AUC
+    (the binned one without sums); ``"empirical"`` the binned one. Rows with fewer than two estimated patients
+    of a class give NaN.
     """
     sigma = check_sigma(sigma)
     if estimator not in ESTIMATORS:
@@ -129,6 +168,12 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     raw0, raw1 = check_counts(h0, name="h0"), check_counts(h1, name="h1", n_bins=np.shape(h0)[-1])
     if raw0.ndim != 2 or raw0.shape != raw1.shape:
         raise ValueError(f"h0 and h1 must both have shape (rows, bins), got {raw0.shape} and {raw1.shape}")
+    with_sums = sums0 is not None
+    if with_sums:
+        sums = [check_counts(t, name=name, n_bins=raw0.shape[-1]) for t, name in ((sums0, "sums0"), (sums1, "sums1"))]
+        if any(t.shape != raw0.shape for t in sums):
+            raise ValueError(f"sums0 and sums1 must have the counts' shape {raw0.shape}")
+        k = check_sigma(sums_sigma, name="sums_sigma")
     rows = raw0.shape[0]
     seeds = list(range(rows)) if seeds is None else list(seeds)
     if len(seeds) != rows:
@@ -140,28 +185,79 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     auc_emp[ok] = histogram_auc(c0[ok], c1[ok])
     sampling[ok] = histogram_delong_variance(c0[ok], c1[ok])
     var_emp[ok] = sampling[ok] + histogram_auc_noise_variance(c0[ok], c1[ok], sigma=sigma)
+    bound = np.where(ok, 0.5 * _within_share(c0, c1), np.nan)
     params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
-    var_glm = nan.copy()
+    var_glm, res, var_res, resolution, diff, diff_sd = (nan.copy() for _ in range(6))
     tail = tail_sigmas * sigma
     if estimator == "rocglm" and ok.any():
-        params[ok], auc_glm[ok], points[ok] = _plausible_rocglm(c0[ok], c1[ok], auc_emp[ok], var_emp[ok], tail)
-        fit = np.isfinite(auc_glm)
+        params[ok], auc_glm[ok], points[ok] = _rocglm_candidates(c0[ok], c1[ok], tail)
+    idx = np.flatnonzero(ok)
+    if with_sums and estimator != "empirical" and idx.size:
+        res[idx], conc, resolution[idx], u0, u1 = _resolved(c0[idx], c1[idx], sums[0][idx], sums[1][idx], k)
+        sampling_res = histogram_delong_variance(c0[idx], c1[idx], conc)
+        b0, b1, more = noise_replicates(c0[idx], c1[idx], sigma=sigma, draws=noise_draws,
+                                        seeds=[seeds[i] for i in idx], extra=2)
+        t0 = (u0 * c0[idx])[:, None, :] + k * more[:, 0]
+        t1 = (u1 * c1[idx])[:, None, :] + k * more[:, 1]
+        res_draws = _resolved(b0, b1, t0, t1, k)[0]
+        var_res[idx] = sampling_res + replicate_variance(res_draws)
+        fit = np.isfinite(auc_glm[idx])
         if fit.any():
-            var_glm[fit] = histogram_rocglm_noise_variance(c0[fit], c1[fit], sigma=sigma, draws=noise_draws,
-                                                           seed=[seeds[i] for i in np.flatnonzero(fit)], tail_count=tail)
-    use_glm = np.isfinite(auc_glm) & np.isfinite(var_glm)
-    auc = np.where(use_glm, auc_glm, auc_emp)
-    variance = np.where(use_glm, sampling + var_glm, var_emp)
+            glm_draws = replicate_rocglm_auc(b0[fit], b1[fit], tail_count=tail)
+            var_glm[idx[fit]] = replicate_variance(glm_draws)
+            diff[idx[fit]] = auc_glm[idx[fit]] - res[idx[fit]]
+            diff_sd[idx[fit]] = np.sqrt(replicate_variance(glm_draws - res_draws[fit]))
+        with np.errstate(invalid="ignore"):
+            use_glm = np.abs(diff) <= resolution + AGREEMENT_Z * diff_sd
+    elif estimator == "rocglm" and idx.size:
+        fit = idx[_plausible(auc_glm[idx], auc_emp[idx], var_emp[idx], bound[idx])]
+        if fit.size:
+            b0, b1, _ = noise_replicates(c0[fit], c1[fit], sigma=sigma, draws=noise_draws, seeds=[seeds[i] for i in fit])
+            var_glm[fit] = 0.0 if sigma == 0.0 else replicate_variance(replicate_rocglm_auc(b0, b1, tail_count=tail))
+        use_glm = np.isin(np.arange(rows), fit)
+    else:
+        use_glm = np.zeros(rows, dtype=bool)
+    use_glm &= np.isfinite(auc_glm) & np.isfinite(var_glm) & (estimator == "rocglm")
+    use_res = ~use_glm & np.isfinite(res) & np.isfinite(var_res)
+    auc = np.where(use_glm, auc_glm, np.where(use_res, res, auc_emp))
+    variance = np.where(use_glm, sampling + var_glm, np.where(use_res, var_res, var_emp))
+    # What the binning or the model can hide, added to each side of the interval: the ROC-GLM's disagreement with
+    # the resolved AUC beyond one SD of its noise (misfit; 0 without sums, where the plausibility check bounds
+    # it), the resolved AUC's resolution bound, the binned AUC's partial-identification bound.
+    misfit = np.where(np.isfinite(diff), np.maximum(np.abs(diff) - np.nan_to_num(diff_sd), 0.0), 0.0)
+    widening = np.where(use_glm, misfit, np.where(use_res, resolution, bound))
     ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
-    # The binned empirical AUC counts within-bin pairs one half: the unbinned AUC lies within half their share
-    # of it whatever the scores inside the bins, so its interval is widened by that much on each side
-    # (partial identification; the ROC-GLM's passed the same bound in the plausibility check).
-    bound = np.where(ok, 0.5 * _within_share(c0, c1), np.nan)
-    lower = np.where(use_glm, ci.lower, np.clip(ci.lower - bound, 0.0, 1.0))
-    upper = np.where(use_glm, ci.upper, np.clip(ci.upper + bound, 0.0, 1.0))
-    used = np.where(use_glm, "rocglm", "empirical").astype(object)
-    return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling,
-                        params, auc_glm, var_glm, points, bound)
+    lower, upper = np.clip(ci.lower - widening, 0.0, 1.0), np.clip(ci.upper + widening, 0.0, 1.0)
+    used = np.where(use_glm, "rocglm", np.where(use_res, "resolved", "empirical")).astype(object)
+    reason = np.array([_reason(estimator, with_sums, used[i], points[i], auc_glm[i], diff[i], diff_sd[i],
+                               resolution[i], widening[i], bound[i]) for i in range(rows)], dtype=object)
+    return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling, params,
+                        auc_glm, var_glm, points, bound, res, var_res, resolution, diff, diff_sd, widening, reason)
+
+
+def _reason(asked, with_sums, used, points, auc_glm, diff, diff_sd, resolution, widening, bound) -> str:
+    """Why row's reported AUC is the one it is (a note of the validation)."""
+    agreement = (f"|ROC-GLM - resolved| = {abs(diff):.4f} against the resolution bound {resolution:.4f} + "
+                 f"{AGREEMENT_Z} x its noise SD {diff_sd:.4f}")
+    if used == "rocglm":
+        why = f"its AUC agrees with the resolved AUC ({agreement})" if with_sums else \
+            "converged, increasing, within the binning bound of the binned AUC"
+        return (f"the ROC-GLM through {int(points)} edges: {why}; its interval is widened by {widening:.4f} for "
+                "misfit (the disagreement beyond one noise SD)")
+    if asked == "rocglm":
+        if not np.isfinite(auc_glm):
+            glm = f"no plausible ROC-GLM fit ({int(points)} usable edge(s); or not converged, or not increasing)"
+        elif with_sums and np.isfinite(diff):
+            glm = f"the ROC-GLM does not fit: {agreement}"
+        else:
+            glm = "no plausible ROC-GLM fit (outside the binning bound of the binned AUC)"
+    else:
+        glm = "asked for"
+    if used == "resolved":
+        return (f"the resolved AUC (within-bin pairs ordered by the classes' mean score offsets; {glm}); its "
+                f"interval is widened by {widening:.4f}, {RESOLUTION_SHARE:g} of the shift it gives the within-bin pairs")
+    return (f"the binned empirical AUC ({glm}); its interval is widened by +-{bound:.4f}, half the share of "
+            "within-bin pairs, which the binning cannot order")
 
 
 def _within_share(c0, c1):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .grid import check_counts, check_edges
+from .resolved import concordance_auc, tilt_concordance
 
 __all__ = ["within_offsets", "bin_means", "within_variance", "resolved_auc"]
 
@@ -54,13 +55,9 @@ def within_variance(edges, offsets) -> np.ndarray:
 def resolved_auc(h0, h1, u0, u1) -> np.ndarray | float:
     """AUC of binned scores with each bin's within-bin pairs resolved by the classes' mean offsets.
 
-    Pairs in different bins are ordered by their bins; a positive and a negative in the same bin are
-    ordered with probability ``1/2 + u1_b - u0_b`` (clipped to [0, 1]): exact when both classes' scores
-    have linear densities within the bin (uniform ones give 1/2, the binned AUC's tie convention), since
-    then ``P(X1 > X0) = 1/2 + (a1 - a0) / 12`` with slopes ``a = 12 (u - 1/2)``.
+    Pairs in different bins are ordered by their bins; a positive and a negative in bin ``b`` are ordered
+    with the concordance of two truncated exponentials on the bin with means ``u0_b`` and ``u1_b``
+    (:func:`dsroc.histogram.resolved.tilt_concordance`; 1/2, the binned AUC's tie convention, when the
+    means agree).
     """
-    c0, c1 = check_counts(h0, name="h0"), check_counts(h1, name="h1", n_bins=np.shape(h0)[-1])
-    below0 = np.cumsum(c0, axis=-1) - c0  # negatives in lower bins
-    p_within = np.clip(0.5 + np.asarray(u1) - np.asarray(u0), 0.0, 1.0)
-    value = (c1 * (below0 + c0 * p_within)).sum(-1) / (c0.sum(-1) * c1.sum(-1))
-    return float(value) if np.ndim(value) == 0 else value
+    return concordance_auc(h0, h1, tilt_concordance(u0, u1))

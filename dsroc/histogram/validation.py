@@ -17,11 +17,12 @@ from .calibration import (
     histogram_recalibration,
     scalar_brier,
 )
-from .sums import bin_means, resolved_auc, within_offsets, within_variance
+from .sums import bin_means, within_offsets, within_variance
 from .estimates import DEFAULT_ESTIMATOR, DEFAULT_TAIL_SIGMAS, histogram_auc_estimates
 from .grid import (
     bin_representatives,
     check_counts,
+    consistent_counts,
     check_edges,
     histogram_confusion,
     histogram_pr,
@@ -53,10 +54,13 @@ class HistogramValidation:
     recall, precision : ndarray
         PR points at the edges ``e_0 .. e_{B-1}``.
     estimator : str
-        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges), ``"empirical"``, or ``"none"``
-        (too few patients of a class: ``auc`` is NaN and ``unavailable["auc"]`` says why).
+        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges), ``"resolved"`` (within-bin pairs
+        ordered by the score sums), ``"empirical"`` (binned), or ``"none"`` (too few patients of a class: ``auc``
+        is NaN and ``unavailable["auc"]`` says why); the first note says why (the rule of
+        :mod:`dsroc.histogram.estimates`).
     auc, auc_variance, auc_ci, auc_ci_defined
-        The reported AUC, its variance (sampling + noise) and logit interval.
+        The reported AUC, its variance (sampling + noise) and logit interval, widened on each side by
+        ``auc_widening`` for what the binning or the model can hide.
     auc_empirical, auc_empirical_variance
         Binned empirical AUC (ties one half) and its variance (DeLong on the binned placement values plus
         the noise's by the delta method).
@@ -75,6 +79,10 @@ class HistogramValidation:
     auc_resolved : float
         With the score sums: the binned AUC with within-bin pairs resolved by the classes' mean offsets
         (:func:`dsroc.histogram.sums.resolved_auc`); NaN without them.
+    auc_resolved_variance : float
+        Its variance: DeLong on its placement values plus the noise of counts and sums (parametric bootstrap).
+    auc_widening : float
+        What the reported AUC's interval adds on each side beyond sampling and noise.
     notes : list of str
     unavailable : dict of str to str
         What could not be estimated from this release and why (keys ``"auc"``, ``"roc"``, ``"brier"``,
@@ -111,6 +119,8 @@ class HistogramValidation:
     notes: list = field(default_factory=list)
     unavailable: dict = field(default_factory=dict)
     auc_resolved: float = float("nan")
+    auc_resolved_variance: float = float("nan")
+    auc_widening: float = 0.0
 
     def confusion(self, edge: int) -> dict:
         """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
@@ -168,6 +178,16 @@ def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives):
             "sigma": k, "edges": e}
 
 
+def _logit_mean_variance(counts, means):
+    """Noise variance of ``logit r_b`` for the bins' mean scores ``r_b = e_b + w_b u_b`` from the summed score sums
+    (``u = (T + k/2) / (h + k)``, ``T`` the two classes' sums, noise variance ``2 sigma^2``; delta method)."""
+    k = means["sigma"] * np.sqrt(2.0)
+    r = means["r"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_u = 2.0 * means["sigma"] ** 2 / (counts + k) ** 2
+        return np.where(counts + k > 0, np.diff(means["edges"]) ** 2 * var_u / (r * (1 - r)) ** 2, 0.0)
+
+
 def _brier_with_sums(c0, c1, means, *, sigma, level):
     """Brier score from the classes' within-bin mean scores plus the estimated within-bin variance, its interval
     widened by what that variance can hide: between 0 and ``w^2 u (1 - u)`` (the largest of a bin's scores
@@ -208,9 +228,10 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         The public grid.
     sigma : float
         Noise SD of each summed cell, ``sqrt(sum of the sites' sigma^2)`` (0: exact counts).
-    estimator : {"rocglm", "empirical"}, default "rocglm"
-        The reported AUC: the ROC-GLM through the ROC points at the edges (smooths the noise and the
-        binning; see docs/simulations.md for the evidence) or the binned empirical AUC.
+    estimator : {"rocglm", "resolved", "empirical"}, default "rocglm"
+        The reported AUC: ``"rocglm"`` the rule of :mod:`dsroc.histogram.estimates` (the ROC-GLM through the
+        ROC points at the edges where it agrees with the nonparametric AUC, else the resolved AUC with the
+        score sums or the binned one without); ``"resolved"`` or ``"empirical"`` that AUC.
     tail_sigmas : float, default 5
         The ROC-GLM uses only edges with at least ``tail_sigmas * sigma`` estimated patients of each
         class on either side.
@@ -240,8 +261,14 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     scalars = {k: _optional_scalar(k, v) for k, v in (("sum_sq", sum_sq), ("sum_p", sum_p), ("sum_y", sum_y))}
     if any(v is not None for v in scalars.values()) and scalar_sigma is None:
         raise ValueError("scalar_sigma (the noise SD of the scalar releases) is required with sum_sq, sum_p or sum_y")
+    r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
+    means = _score_means(e, consistent_counts(raw0), consistent_counts(raw1), sums0, sums1, sums_sigma, representatives)
+    with_sums = {} if means is None else {"sums0": np.asarray(sums0, dtype=np.float64)[None, :],
+                                          "sums1": np.asarray(sums1, dtype=np.float64)[None, :],
+                                          "sums_sigma": means["sigma"]}
     est = histogram_auc_estimates(raw0[None, :], raw1[None, :], sigma=sigma, estimator=estimator,
-                                  tail_sigmas=tail_sigmas, level=level, noise_draws=noise_draws, seeds=[seed])
+                                  tail_sigmas=tail_sigmas, level=level, noise_draws=noise_draws, seeds=[seed],
+                                  **with_sums)
     c0, c1 = est.counts0[0], est.counts1[0]
     n0, n1 = float(c0.sum()), float(c1.sum())
     notes, missing = [], {}
@@ -253,18 +280,10 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
                           "at least 2 each are needed)")
         if n0 <= 0 or n1 <= 0:
             missing["roc"] = missing["auc"]
-    elif used == "rocglm":
-        notes.append(f"AUC: the ROC-GLM through {int(est.rocglm_points[0])} edges (converged, increasing, within the "
-                     "binning bound of the binned AUC)")
     else:
-        why = (f"no plausible ROC-GLM fit ({int(est.rocglm_points[0])} usable edge(s))" if estimator == "rocglm"
-               else "asked for")
-        notes.append(f"AUC: the binned empirical AUC ({why}); its interval is widened by +-{est.binning_bound[0]:.4f}, "
-                     "half the share of within-bin pairs, which the binning cannot order")
+        notes.append(f"AUC: {est.reason[0]}")
     if "auc" not in missing and not bool(est.defined[0]):
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
-    r = bin_representatives(e) if representatives is None else check_counts(representatives, name="representatives", n_bins=m)
-    means = _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives)
     if means is not None:
         r = means["r"]
     brier = brier_s = calibration = oe = recal = None
@@ -287,7 +306,8 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
             missing["recalibration"] = ("every patient falls in one bin after the noise: a slope needs patients in at "
                                         "least two bins")
         else:
-            recal = histogram_recalibration(c0, c1, r, sigma=sigma)
+            recal = histogram_recalibration(c0, c1, r, sigma=sigma, regressor_variance=(
+                None if means is None else _logit_mean_variance(c0 + c1, means)))
             if not recal.converged:
                 missing["recalibration"] = "the bins' event rates separate (no finite logistic fit)"
         n_hat, var_n = n0 + n1, 2 * m * sigma**2
@@ -318,7 +338,7 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         rocglm_params=est.rocglm_params[0], rocglm_auc=float(est.rocglm_auc[0]),
         rocglm_noise_variance=float(est.rocglm_noise_variance[0]), sampling_variance=float(est.sampling_variance[0]), brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
         recalibration=recal, notes=notes, unavailable=missing,
-        auc_resolved=(float(resolved_auc(c0, c1, *means["u"])) if means is not None and "auc" not in missing
-                      else float("nan")),
+        auc_resolved=float(est.auc_resolved[0]), auc_resolved_variance=float(est.variance_resolved[0]),
+        auc_widening=float(est.widening[0]),
     )
 

@@ -58,7 +58,9 @@ class SurvivorFunction:
 
     def __init__(self, ref_scores, *, name: str = "ref_scores"):
         ref = as_scores(ref_scores, name=name)
-        self._sorted = ref if is_sorted(ref) else np.sort(ref)  # an O(n) check spares a sort of sorted input
+        # An O(n) check spares a sort of sorted input; a stable sort (a merge sort) merges ascending runs,
+        # such as pooled per-site releases, in a few passes.
+        self._sorted = ref if is_sorted(ref) else np.sort(ref, kind="stable")
 
     @property
     def n(self) -> int:

@@ -28,6 +28,8 @@ __all__ = [
     "grouped_variance",
     "grouped_delong_variance",
     "grouped_rocglm_counts",
+    "row_strict_placements",
+    "row_rocglm_counts",
 ]
 
 def check_groups(groups, size: int, n_groups: int, *, name: str = "groups") -> np.ndarray:
@@ -231,4 +233,54 @@ def grouped_rocglm_counts(pv0, groups, grid=None, *, n_groups: int) -> np.ndarra
     # First threshold index j with pv <= t_j; the value counts for every threshold from there on.
     first = np.searchsorted(grid, pv, side="left")
     hist = np.bincount(g * (nt + 1) + first, minlength=n_groups * (nt + 1)).reshape(n_groups, nt + 1)
+    return np.cumsum(hist[:, :nt], axis=1, dtype=np.int64)
+
+
+# Many data sets over the same patients (one row each, e.g. the noise settings of one replication): every
+# row has the same labels and size, so a row-wise sort replaces the grouped bookkeeping.
+
+def row_strict_placements(scores, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Strict placement values of both classes of every row of ``scores`` (shape (R, n), non-negative),
+    the labels shared by all rows: ``PV0 = #{negatives > s} / n0`` of each positive and
+    ``PV1 = #{positives > s} / n1`` of each negative, as :func:`grouped_class_placements` with
+    ``ties="strict"`` gives for each row alone (the same counts and expression), but in ascending score
+    order within each row, shapes (R, n1) and (R, n0).
+
+    One integer sort per row: a non-negative double's bits order like its value, so the bits shifted
+    left with the label in the lowest bit sort by value and, within ties, negatives first.
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    y = as_labels(labels, name="labels")
+    if x.ndim != 2 or x.shape[1] != y.size:
+        raise ValueError(f"scores must have shape (rows, {y.size}), one column per label; got {x.shape}")
+    if not (np.isfinite(x).all() and (x >= 0).all()):
+        raise ValueError("scores must be finite and non-negative (e.g. probabilities)")
+    n = y.size
+    n1 = int(y.sum())
+    n0 = n - n1
+    if n0 == 0 or n1 == 0:
+        raise ValueError("both classes must be present (labels 0 and 1)")
+    keys = ((x + 0.0).view(np.int64) << 1) | y.astype(np.int64)  # + 0.0: -0.0 is 0.0
+    keys.sort(axis=1)
+    pos = (keys & 1).astype(bool)
+    c1 = np.cumsum(pos, axis=1)  # positives up to and including each element
+    # A positive: the negatives at or below it all come before it (negatives first within ties).
+    pv0 = ((n0 - (np.arange(1, n + 1) - c1)) / n0)[pos].reshape(-1, n1)
+    # A negative: the positives at or below it, up to the end of its tie block.
+    keys >>= 1
+    last = np.ones(keys.shape, dtype=bool)
+    np.not_equal(keys[:, 1:], keys[:, :-1], out=last[:, :-1])
+    end = np.minimum.accumulate(np.where(last, np.arange(n), n)[:, ::-1], axis=1)[:, ::-1]
+    pv1 = ((n1 - np.take_along_axis(c1, end, axis=1)) / n1)[~pos].reshape(-1, n0)
+    return pv0, pv1
+
+
+def row_rocglm_counts(pv0, grid=None) -> np.ndarray:
+    """ROC-GLM counts of every row of ``pv0`` (shape (R, n1)), shape (R, nT): :func:`grouped_rocglm_counts` per row."""
+    pv = np.asarray(pv0, dtype=np.float64)
+    grid = rocglm_grid(grid)
+    nt = grid.size
+    rows = pv.shape[0]
+    first = np.searchsorted(grid, pv) + (nt + 1) * np.arange(rows)[:, None]
+    hist = np.bincount(first.ravel(), minlength=rows * (nt + 1)).reshape(rows, nt + 1)
     return np.cumsum(hist[:, :nt], axis=1, dtype=np.int64)

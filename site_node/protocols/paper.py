@@ -18,8 +18,6 @@ from dsroc import (
     CalibrationParts,
     ConfusionParts,
     MeanParts,
-    add_gaussian_noise,
-    analytic_gaussian_sigma,
     brier_parts,
     calibration_parts,
     confusion_parts,
@@ -27,6 +25,7 @@ from dsroc import (
     sq_dev_parts,
 )
 from dsroc.privacy.accounting import Gaussian
+from dsroc.privacy.lattice import lattice_gaussian
 
 from ..approvals import model_hash
 from ..disclosure import calibration_queries, confusion_queries
@@ -44,6 +43,7 @@ from ..guard import (
     site_sensitivity,
 )
 from ..ledger import Release, ReleaseKey, ReleasePlan
+from ..sealed import open_points, seal_points
 from ..sessions import Session, Survivor
 from ..signing import values_digest
 from .base import SiteProtocol
@@ -126,8 +126,13 @@ class PaperProtocol(SiteProtocol):
         plan, tau, used_delta = self.plan(session, epsilon=epsilon, delta=delta, sensitivity=sensitivity)
         release, charged = self.site.charge(plan, reservation)
         data = session.data
-        values = np.frombuffer(release.payload, dtype=np.float64)
-        values = values[:release.n0] if score_class == NEGATIVES else values[release.n0:]
+        try:
+            points = open_points(self.site.noise_key, release.key, release.payload)
+        except ValueError as error:
+            raise FailedPrecondition(f"this release cannot be replayed ({error}); fresh noise would allow averaging, "
+                                     "so a new release needs different parameters") from None
+        values = lattice_gaussian(release.epsilon, release.delta, used_delta).values(
+            points[0] if score_class == NEGATIVES else points[1])
         signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
                   "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
                   "delta": release.delta, "sensitivity": used_delta, "n": values.size,
@@ -149,19 +154,21 @@ class PaperProtocol(SiteProtocol):
         require_privacy_level(negatives.size, self.policy.privacy_level, "each class of a release (negatives)")
         require_privacy_level(positives.size, self.policy.privacy_level, "each class of a release (positives)")
         with analyst_input("epsilon, delta, sensitivity"):
-            tau = analytic_gaussian_sigma(epsilon, delta, used_delta)
+            # Scores on a public lattice plus exact discrete Gaussian noise, charged as the continuous Gaussian
+            # mechanism whose Gaussian-DP mu it provably does not exceed (dsroc.privacy.lattice).
+            noise = lattice_gaussian(epsilon, delta, used_delta)
+        tau = noise.sigma
         request = json.dumps({"epsilon": epsilon, "delta": delta, "sensitivity": used_delta}, sort_keys=True)
         key = ReleaseKey(*data.key, "scores", request)
 
-        def make(seed: bytes) -> tuple[bytes, int, int]:
-            # One generator from the CSPRNG seed and the noise key (kept outside the ledger), so the two
-            # classes get independent noise; the seed (not the values) is persisted and, with the key, reproduces them.
-            rng = self.site.noise_key.generator(seed)
-            noisy = [np.sort(add_gaussian_noise(v, tau, rng)) for v in (negatives, positives)]
-            return noisy[0].tobytes() + noisy[1].tobytes(), negatives.size, positives.size
+        def make(_seed: bytes) -> tuple[bytes, int, int]:
+            # The sampler runs on the CSPRNG and no seed reproduces it: the ledger keeps the sorted noisy points
+            # sealed with the noise key (outside the ledger file), and a replay opens them.
+            points = [np.sort(noise.noisy_points(v)) for v in (negatives, positives)]
+            return seal_points(self.site.noise_key, key, *points), negatives.size, positives.size
 
-        plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, used_delta),), epsilon, delta,
-                           site_delta.rule, data.fingerprint, make, False)
+        plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, noise.accounted_sensitivity),), epsilon,
+                           delta, site_delta.rule, data.fingerprint, make, True)
         return plan, tau, used_delta
 
     # ------------------------------------------------------------------ survivor functions
@@ -182,8 +189,9 @@ class PaperProtocol(SiteProtocol):
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
         self.site.signer.verify_segments(segments, values, score_class, self._known_release)
-        function = dsroc.SurvivorFunction(values)  # sorts once (not at all when the analyst sent them sorted)
-        survivor = Survivor(function, hashlib.sha256(function.sorted_values.tobytes()).hexdigest())
+        function = dsroc.SurvivorFunction(values)  # merges the sorted releases (no sort when sent sorted)
+        # The content key of the query caps, over the sorted values (whatever the order of the segments).
+        survivor = Survivor(function, hashlib.sha256(memoryview(function.sorted_values)).hexdigest())
         self.ledger.record_survivor(
             (*session.data.key, score_class, survivor.digest),
             self.policy.max_survivor_uploads,

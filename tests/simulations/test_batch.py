@@ -11,6 +11,8 @@ from dsroc.roc.batch import (
     grouped_placement_values,
     grouped_rocglm_counts,
     grouped_variance,
+    row_rocglm_counts,
+    row_strict_placements,
 )
 
 
@@ -122,3 +124,33 @@ def test_bad_input_is_named():
         grouped_placement_values([0.1], [0], [0.2, 0.3], [0, 1], n_groups=2)
     with pytest.raises(ValueError, match="non-finite"):
         grouped_class_placements([0.1, np.nan], [0, 1], [0, 0], n_groups=1)
+
+
+def test_row_strict_placements_equal_single_data_set_with_ties():
+    # Rows as the study's settings make them: one replication's scores with noise, truncated to [0, 1]
+    # (many ties at 0 and 1), the noise-free row, and coarse values (ties inside), with -0.0 beside 0.0.
+    rng = np.random.default_rng(5)
+    n = 300
+    s, z = rng.random(n), rng.standard_normal(n)
+    y = (rng.random(n) < 0.3).astype(np.int8)
+    rows = np.vstack([s, np.clip(s + 0.4 * z, 0.0, 1.0), np.clip(s + 3.0 * z, 0.0, 1.0), np.round(s, 1)])
+    rows[3, :5] = -0.0
+    rows[3, 5:10] = 0.0
+    pv0, pv1 = row_strict_placements(rows, y)
+    grid = rocglm_grid()
+    assert pv0.shape == (4, int(y.sum())) and pv1.shape == (4, int((y == 0).sum()))
+    for r, x in enumerate(rows):
+        s0, s1 = x[y == 0], x[y == 1]
+        # Brute force: the strict survivor function counts the other class strictly above.
+        want0 = np.array([(s0 > v).sum() / s0.size for v in s1])
+        want1 = np.array([(s1 > v).sum() / s1.size for v in s0])
+        np.testing.assert_array_equal(np.sort(pv0[r]), np.sort(want0))
+        np.testing.assert_array_equal(np.sort(pv1[r]), np.sort(want1))
+        np.testing.assert_array_equal(row_rocglm_counts(pv0, grid)[r], rocglm_counts(want0, grid))
+
+
+def test_row_strict_placements_refuses_negative_or_one_class_rows():
+    with pytest.raises(ValueError, match="non-negative"):
+        row_strict_placements(np.array([[0.1, -0.2, 0.3]]), np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match="both classes"):
+        row_strict_placements(np.array([[0.1, 0.2, 0.3]]), np.array([1, 1, 1]))

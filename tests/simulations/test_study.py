@@ -9,21 +9,25 @@ import pytest
 
 from dsroc import (
     auc_ci,
+    auc_ci_batch,
     delong_variance_from_moments,
     empirical_auc,
     fit_rocglm,
+    fit_rocglm_batch,
     placement_values,
     rocglm_grid,
     RocGlmParts,
 )
+from dsroc.roc.batch import grouped_class_placements, grouped_delong_variance, grouped_rocglm_counts
 from simulations import runner
 from simulations.cli import main
-from simulations.dgp import generate_replication
+from simulations.dgp import generate_batch, generate_replication
 from simulations.paper import run_paper_chunk
 from simulations.protocol import run_protocol_chunk
 from simulations.report import table1
 from simulations.runner import load_results, run_study
 from simulations.settings import select_settings
+from simulations.truth import pooled_truth
 
 SMALL = ["noise-free", "sens=0.1_eps=10_delta=0.1", "sens=0.4_eps=0.5_delta=1e-05"]
 
@@ -97,6 +101,30 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, monkeypatch):
     assert run_study(tmp_path / "resumed", **kwargs) == timing  # finished: nothing recomputed, timing kept
     with pytest.raises(ValueError, match="different run"):
         run_study(tmp_path / "resumed", **{**kwargs, "seed": 5})
+
+
+def test_paper_mode_equals_the_grouped_computation_per_setting():
+    # The code path before the settings of a replication were placed together (one grouped sort per
+    # setting over the chunk's replications): the same counts, fits and CIs to rounding.
+    settings = select_settings(["noise-free", "sens=0.2_eps=1_delta=0.001", "sens=0.4_eps=0.5_delta=1e-05"])
+    frame = run_paper_chunk(4, range(12), settings)
+    batch, grid = generate_batch(4, range(12)), rocglm_grid()
+    g, y = batch.groups, batch.labels
+    auc_emp = pooled_truth(batch).auc_emp
+    for setting in settings:
+        noisy = batch.scores if setting.tau == 0.0 else np.clip(batch.scores + setting.tau * batch.noise, 0.0, 1.0)
+        placed = grouped_class_placements(noisy, y, g, n_groups=batch.size, ties="strict")
+        counts = grouped_rocglm_counts(placed.pv[y == 1], g[y == 1], grid, n_groups=batch.size)
+        fit = fit_rocglm_batch(counts, batch.n1, grid)
+        var = grouped_delong_variance(placed, y, g, n_groups=batch.size)
+        ci = auc_ci_batch(auc_emp, var)
+        rows = frame[frame["setting"] == setting.name].sort_values("rep")
+        np.testing.assert_array_equal(rows["iterations"], fit.iterations)
+        for column, want in (("auc_rocglm", fit.auc), ("gamma1", fit.params[:, 0]), ("gamma2", fit.params[:, 1]),
+                             ("var_dist", var), ("ci_lower_dist", ci.lower), ("ci_upper_dist", ci.upper)):
+            np.testing.assert_allclose(rows[column], want, rtol=0, atol=1e-12, err_msg=column)
+        if setting.noise_free:  # without noise the grouped variance itself, bit for bit
+            np.testing.assert_array_equal(rows["var_dist"], var)
 
 
 def test_paper_mode_equals_single_data_set_functions():

@@ -149,7 +149,7 @@ def test_a_changed_dataset_does_not_get_a_stale_release(site_config, client_cls,
         c.close()
 
 
-def test_a_release_that_its_seed_no_longer_reproduces_is_refused(site_config, client_cls, snapshot):
+def test_a_sealed_release_that_was_altered_is_refused(site_config, client_cls, snapshot):
     import sqlite3
 
     import grpc
@@ -158,14 +158,17 @@ def test_a_release_that_its_seed_no_longer_reproduces_is_refused(site_config, cl
         c = client_cls(srv.bound_address)
         c.release(c.open(), NEG, epsilon=2.0)
         c.close()
-    with sqlite3.connect(site_config.ledger_path) as db:  # as if the generator had changed in an update
-        db.execute("UPDATE releases SET seed = zeroblob(32)")
+    with sqlite3.connect(site_config.ledger_path) as db:  # one bit of the sealed points flipped on disk
+        (payload,) = db.execute("SELECT payload FROM releases").fetchone()
+        altered = bytearray(payload)
+        altered[-1] ^= 1
+        db.execute("UPDATE releases SET payload = ?", (bytes(altered),))
     before = snapshot(site_config.ledger_path)
     with running_server(site_config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
         with pytest.raises(grpc.RpcError) as info:
             c.release(c.open(), NEG, epsilon=2.0)
-        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "reproduced" in info.value.details()
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "cannot be replayed" in info.value.details()
         assert snapshot(site_config.ledger_path) == before
         c.close()
 
