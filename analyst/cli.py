@@ -130,6 +130,9 @@ def _cmd_describe(args) -> int:
               f"sensitivity rule '{p.get('sensitivity_rule')}'"
               + (f"; thresholds and bin edges on a lattice of {p['threshold_steps']} steps of the score range"
                  if p.get("threshold_steps") else ""))
+        if p.get("strata"):  # --strata COLUMN: the columns and cut points this site releases subgroups of
+            print("  strata (--strata): " + "; ".join(f"{s['column']} cut at {s['cuts']}" for s in p["strata"])
+                  + f"; at most {p.get('histogram_max_cells')} cells per class")
         for ds in d.get("datasets", []):
             b = ds.get("budget", {})
             cols = ", ".join(c["name"] for c in ds.get("columns", []))

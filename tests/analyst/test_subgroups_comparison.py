@@ -196,3 +196,6 @@ def test_the_cli_writes_subgroups_and_comparison_and_refuses_them_under_the_pape
     err = capsys.readouterr().err
     assert "--strata: not an option of --protocol paper" in err and "only the histogram protocol makes" in err
     assert not (tmp_path / "paper").exists()
+    capsys.readouterr()
+    assert main(["describe", "--federation", str(fed_file)]) == 0  # where an analyst learns the strata
+    assert "strata (--strata): age cut at [60.0]; at most 400 cells per class" in capsys.readouterr().out
