@@ -71,7 +71,8 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
     ``federation.toml``. Audited; a running daemon reloads at once. Returns the folder.
     """
     from .auth import hash_token, new_token
-    from .init import _write_private, analyst_folder, ca_folder, federation_document
+    from .crl import certificate_serial
+    from .init import _write_private, analyst_folder, federation_document
     from .pki import issue_client_certificate
 
     if not _NAME.match(name):
@@ -83,10 +84,7 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
     out = Path(out) if out else analyst_folder(folder, name)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty; choose another --out")
-    if ca_key is None:  # where init keeps it; sites made before that kept it in pki/
-        ca_key = next((p for p in (ca_folder(folder) / "ca.key", folder / "pki" / "ca.key") if p.exists()),
-                      ca_folder(folder) / "ca.key")
-    ca_key = Path(ca_key)
+    ca_key = _ca_key(config, ca_key)
     token = new_token()
     text = Path(config.source).read_text(encoding="utf-8").rstrip("\n")
     text += f'\n\n[analysts.{name}]\ntoken_sha256 = "{hash_token(token)}"\ndatasets = {json.dumps(datasets)}\n'
@@ -94,9 +92,8 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
     entry = {"name": config.name, "address": address or config.listen.replace("0.0.0.0", "localhost"),
              "token_file": f"{name}.token"}
     if config.tls is not None and config.tls.client_ca is not None:
-        if not ca_key.exists():
-            raise FileNotFoundError(f"{ca_key}: the CA key that signs client certificates is not there; give --ca-key")
-        issue_client_certificate(config.tls.client_ca, ca_key, name, out)
+        cert, _ = issue_client_certificate(config.tls.client_ca, ca_key, name, out)
+        text += f'client_cert_serial = "{certificate_serial(cert)}"   # put on the CRL by analyst revoke\n'
         shutil.copyfile(config.tls.client_ca, out / "ca.crt")
         entry.update(ca_file="ca.crt", client_cert="client.crt", client_key="client.key")
     elif config.tls is not None:
@@ -112,17 +109,47 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
     return out
 
 
-def revoke_analyst(config, name: str) -> None:
-    """Remove ``[analysts.NAME]`` from the config file (audited); a running daemon refuses the analyst's next call."""
+def _ca_key(config, ca_key) -> Path:
+    """The CA key that signs client certificates and the CRL: ``ca_key``, or where ``init`` keeps it.
+
+    FileNotFoundError when the site uses mutual TLS and the key is not there.
+    """
+    from .init import ca_folder
+
+    folder = Path(config.source).resolve().parent
+    if ca_key is None:  # where init keeps it; sites made before that kept it in pki/
+        ca_key = next((p for p in (ca_folder(folder) / "ca.key", folder / "pki" / "ca.key") if p.exists()),
+                      ca_folder(folder) / "ca.key")
+    ca_key = Path(ca_key)
+    if config.tls is not None and config.tls.client_ca is not None and not ca_key.exists():
+        raise FileNotFoundError(f"{ca_key}: the CA key that signs client certificates is not there; give --ca-key")
+    return ca_key
+
+
+def revoke_analyst(config, name: str, *, ca_key=None) -> None:
+    """Remove ``[analysts.NAME]`` from the config file and put their client certificate on the site's CRL (audited).
+
+    A running daemon refuses the analyst's token and certificate from its next call on. The CRL is
+    signed with the CA key (``ca_key``, default where ``init`` keeps it); when the analyst has a
+    certificate and the key is missing nothing changes (FileNotFoundError).
+    """
+    from .crl import revoke_certificate
+
     lines = Path(config.source).read_text(encoding="utf-8").splitlines(keepends=True)
     span = _table_span(lines, name)
     if name not in config.analysts or span is None:
         raise ValueError(f"{config.source}: no analyst {name!r} (dsroc-site analyst list shows them)")
     revoked = config.analysts[name]
+    serial = revoked.client_cert_serial if config.tls is not None and config.tls.client_ca is not None else ""
+    key = _ca_key(config, ca_key) if serial else None
+    crl_path = config.crl_path
     config = _rewrite(config, "".join(lines[:span[0]] + lines[span[1]:]))
     if name in config.analysts:
         raise ValueError(f"{config.source}: analysts.{name} is defined in a form this command cannot remove; edit it")
-    _audit(config, "AnalystRevoke", {"analyst": name, "token_sha256": revoked.token_sha256})
+    if serial:
+        revoke_certificate(crl_path, config.tls.client_ca, key, serial)
+    _audit(config, "AnalystRevoke", {"analyst": name, "token_sha256": revoked.token_sha256,
+                                     "client_cert_serial": serial})
 
 
 def _cmd_analyst(args) -> int:
@@ -137,7 +164,7 @@ def _cmd_analyst(args) -> int:
               "analyst over a safe channel and delete your copy")
         print(_reload_running(config))
     elif args.action == "revoke":
-        revoke_analyst(config, args.name)
+        revoke_analyst(config, args.name, ca_key=args.ca_key)
         print(f"revoked analyst {args.name!r} in {config.source}")
         print(_reload_running(config))
     else:
@@ -154,8 +181,9 @@ def add_analyst_parser(sub) -> None:
         "analyst", help="add, list or revoke analysts (token, own client certificate, folder; applied live)",
         description="Hand out and withdraw access. 'add' writes the analyst's token hash into the config, issues a "
         "client certificate of their own (mutual TLS) with the site's CA key and writes their folder; 'revoke' "
-        "removes them from the config. Both are audited, and a running daemon reloads its analysts at once "
-        "(SIGHUP), so a revoked analyst's next call is refused.")
+        "removes them from the config and puts their certificate on the site's CRL (signed with the CA key). Both "
+        "are audited, and a running daemon reloads its analysts and CRL at once (SIGHUP), so a revoked analyst's "
+        "next call is refused, whatever token comes with their certificate.")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser("add", help="add an analyst and write their folder")
     a.add_argument("name", metavar="NAME")
@@ -163,8 +191,9 @@ def add_analyst_parser(sub) -> None:
     a.add_argument("--out", help="their folder (default: beside the site folder, SITEFOLDER-NAME)")
     a.add_argument("--ca-key", help="the CA key that signs client certificates (default: SITEFOLDER-ca/ca.key, as init writes it)")
     a.add_argument("--address", help="host:port the analyst connects to (default: the config's listen address)")
-    r = actions.add_parser("revoke", help="remove an analyst (their next call is refused)")
+    r = actions.add_parser("revoke", help="remove an analyst and revoke their certificate (their next call is refused)")
     r.add_argument("name", metavar="NAME")
+    r.add_argument("--ca-key", help="the CA key that signs the CRL (default: SITEFOLDER-ca/ca.key, as init writes it)")
     lst = actions.add_parser("list", help="the analysts and the datasets each may use")
     for q in (a, r, lst):
         q.add_argument("--config", required=True, help="site TOML file")

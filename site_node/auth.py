@@ -14,6 +14,7 @@ from google.protobuf.json_format import MessageToDict
 
 from .audit import MAX_MESSAGE_CHARS, AuditLog, AuditRecord, bounded
 from .config import AnalystConfig
+from .crl import RevokedCertificates
 from .errors import InvalidArgument, ResourceExhausted, Unauthenticated, status_for
 from .slots import CallSlots
 
@@ -73,14 +74,17 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
         Full method names served (``/dsroc.v1.SiteService/Describe``, ...).
     slots : CallSlots, optional
         Per-analyst limit on calls in progress (``RESOURCE_EXHAUSTED`` beyond it); none if omitted.
+    revoked : RevokedCertificates, optional
+        Client certificates refused whatever the token (``UNAUTHENTICATED``): the site's CRL.
     """
 
     def __init__(self, analysts: Iterable[AnalystConfig], audit: AuditLog, methods: Iterable[str],
-                 slots: CallSlots | None = None):
+                 slots: CallSlots | None = None, revoked: RevokedCertificates | None = None):
         self.set_analysts(analysts)
         self._audit = audit
         self._methods = frozenset(methods)
         self._slots = slots
+        self.revoked = revoked if revoked is not None else RevokedCertificates()
 
     def set_analysts(self, analysts: Iterable[AnalystConfig]) -> None:
         """Replace the known analysts and token hashes (a reload): the next call is checked against these."""
@@ -108,13 +112,18 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
         return _wrap(handler, self._wrap_behavior, analyst, call)
 
     def _wrap_behavior(self, behavior, analyst: str, call: str, streaming_request: bool, streaming_response: bool):
-        audit, slots = self._audit, self._slots
+        audit, slots, revoked = self._audit, self._slots, self.revoked
 
         def wrapped(request, context):
             record = AuditRecord(analyst, call, peer=context.peer())
             token, who = audit.begin(record), _analyst.set(analyst)
             release = _Once(lambda: slots.release(analyst)) if slots is not None else _Once(None)
             try:
+                serial = revoked.revoked(next(iter(context.auth_context().get("x509_pem_cert", ())), None))
+                if serial is not None:
+                    release.disarm()
+                    raise Unauthenticated(f"the client certificate (serial {serial:x}) is revoked at this site; "
+                                          "ask the site for a new one")
                 if slots is not None and not slots.acquire(analyst):
                     release.disarm()
                     raise ResourceExhausted(

@@ -10,14 +10,16 @@ def _check_one(path) -> int:
     from .config import load_config
     from .datasets import DatasetStore, Table, feature_values, open_table, outcome_values, score_values
     from .errors import SiteError
-    from .server import server_credentials
+    from .server import crl_serials, server_credentials
 
     config = load_config(path)
     problems = _check_state(config)
     if config.tls is not None:
         try:
             server_credentials(config)
-            print(f"tls: ok ({'mutual TLS' if config.tls.client_ca else 'server certificate only'})")
+            revoked = len(crl_serials(config))
+            print(f"tls: ok ({'mutual TLS' if config.tls.client_ca else 'server certificate only'}"
+                  f"{f'; {revoked} revoked client certificates' if revoked else ''})")
         except Exception as exc:  # noqa: BLE001 - reported to the administrator
             problems += 1
             print(f"tls: {exc}")

@@ -86,11 +86,13 @@ class Policy:
 
 @dataclass(frozen=True)
 class AnalystConfig:
-    """An analyst: the SHA-256 hash of their bearer token and the datasets they may use ("*" = all)."""
+    """An analyst: the SHA-256 hash of their bearer token, the datasets they may use ("*" = all) and the
+    serial (hexadecimal) of the client certificate issued to them, which ``analyst revoke`` puts on the CRL."""
 
     name: str
     token_sha256: str
     datasets: tuple[str, ...]
+    client_cert_serial: str = ""
 
     def may_use(self, dataset: str) -> bool:
         """Whether this analyst may use ``dataset``."""
@@ -155,6 +157,7 @@ class SiteConfig:
     audit_unauthenticated_per_minute: int = 600
     state_marker: Path | None = None
     noise_key: Path | None = None
+    crl: Path | None = None
     peers: dict[str, str] = field(default_factory=dict)  # peer site name -> release-signing public key (base64)
     source: Path | None = field(default=None, compare=False)
 
@@ -193,6 +196,13 @@ class SiteConfig:
         if self.noise_key is not None:
             return self.noise_key
         return self.state_marker_path.with_suffix(".noise.key")
+
+    @property
+    def crl_path(self) -> Path:
+        """The revoked client certificates, signed by the client CA (:mod:`site_node.crl`); outside ``state/``."""
+        if self.crl is not None:
+            return self.crl
+        return self.state_marker_path.with_suffix(".crl")
 
     @property
     def audit_path(self) -> Path:
@@ -299,6 +309,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     audit_rate = site.positive("audit_unauthenticated_per_minute", int, 600)
     marker = site.get("state_marker", str, None)
     noise_key = site.get("noise_key", str, None)
+    crl = site.get("crl", str, None)
     site.done()
 
     tls = None
@@ -320,7 +331,10 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         digest = a.get("token_sha256", str).lower()
         if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
             a.fail("token_sha256", "must be the 64-hex-digit SHA-256 of the token (dsroc-site init prints one)")
-        analysts[analyst_name] = AnalystConfig(analyst_name, digest, a.strings("datasets"))
+        serial = a.get("client_cert_serial", str, "").lower()
+        if serial and any(c not in "0123456789abcdef" for c in serial):
+            a.fail("client_cert_serial", "must be the certificate's serial number in hexadecimal")
+        analysts[analyst_name] = AnalystConfig(analyst_name, digest, a.strings("datasets"), serial)
         a.done()
     hashes = [a.token_sha256 for a in analysts.values()]
     if len(set(hashes)) != len(hashes):
@@ -368,7 +382,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
         audit_max_total_bytes=audit_total, audit_max_age_days=audit_age, audit_unauthenticated_per_minute=audit_rate,
         state_marker=_path(base, marker) if marker else None, noise_key=_path(base, noise_key) if noise_key else None,
-        peers=peers, source=source,
+        crl=_path(base, crl) if crl else None, peers=peers, source=source,
     )
 
 

@@ -17,6 +17,7 @@ from scipy.special import expit
 
 from .auth import hash_token, new_token
 from .config import load_config
+from .crl import certificate_serial
 from .pki import DevPki, generate_dev_pki
 from .signing import ensure_signing_key, public_key_text
 
@@ -87,6 +88,7 @@ max_models = 1                  # different analyst GLMs accepted per dataset, e
 [analysts.{analyst}]
 token_sha256 = "{token_hash}"
 datasets = ["sample"]           # datasets this analyst may use ("*" = all)
+client_cert_serial = "{serial}"   # their client certificate: put on the CRL by dsroc-site analyst revoke
 
 # One table per dataset: format "csv", "parquet" or "sql".
 [datasets.sample]
@@ -234,8 +236,8 @@ def init_site(directory, *, name: str = "hospital", listen: str | None = None, a
     pki = generate_dev_pki(directory / "pki", hosts=hosts, client_name=analyst, ca_key_dir=ca_folder(directory),
                            client_dir=adir)
     token = new_token()
-    config.write_text(CONFIG_TEMPLATE.format(name=name, listen=listen, analyst=analyst,
-                                             token_hash=hash_token(token)), encoding="utf-8")
+    config.write_text(CONFIG_TEMPLATE.format(name=name, listen=listen, analyst=analyst, token_hash=hash_token(token),
+                                             serial=certificate_serial(pki.client_cert)), encoding="utf-8")
     link_peers([config])  # the site's release-signing key (dsroc-site key prints its public half for peers)
     # the analyst's folder: everything needed to connect, nothing the site keeps secret (no CA or server key)
     token_file = adir / f"{analyst}.token"

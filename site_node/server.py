@@ -18,6 +18,7 @@ from dsroc.v1 import site_pb2, site_pb2_grpc
 
 from .audit import AuditLog
 from .auth import AuthAuditInterceptor
+from .crl import RevokedCertificates, revoked_serials
 from .config import ConfigError, SiteConfig, load_config
 from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
@@ -28,7 +29,8 @@ from .slots import CallSlots
 from .state import mark_served, open_state
 from .table_reader import read_table_in_helper
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "is_loopback", "return_freed_memory"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback",
+           "return_freed_memory"]
 
 log = logging.getLogger("dsroc.site")
 
@@ -75,6 +77,16 @@ def server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
     except OSError as exc:
         raise ConfigError(f"{config.source or '<config>'}: tls: cannot read {exc.filename}: {exc.strerror}") from None
     return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=ca is not None)
+
+
+def crl_serials(config: SiteConfig) -> frozenset[int]:
+    """The client certificates the site's CRL revokes (:mod:`site_node.crl`); ConfigError if it is not the client CA's."""
+    if config.tls is None or config.tls.client_ca is None:
+        return frozenset()
+    try:
+        return revoked_serials(config.crl_path, config.tls.client_ca)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{config.source or '<config>'}: site.crl: {exc}") from None
 
 
 def is_loopback(address: str) -> bool:
@@ -128,6 +140,7 @@ class SiteServer:
                 f"(127.0.0.1, ::1, localhost), not {self.address}; configure [tls] to serve on the network"
             )
         credentials = None if insecure else server_credentials(config)
+        revoked = RevokedCertificates(() if insecure else crl_serials(config))
         require_declared_populations(config)
         self._state_lock = open_state(config, reset=reset_state)
         try:
@@ -143,7 +156,7 @@ class SiteServer:
             log.warning("site %s: state reset (--reset-state): every population starts from a full budget", config.name)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2))
-        self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots)
+        self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots, revoked)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),
             interceptors=[self.interceptor],
@@ -206,10 +219,11 @@ class SiteServer:
         log.info("site %s stopped", self.config.name)
 
     def reload(self) -> None:
-        """Re-read the config file and apply its analysts (names, token hashes, datasets allowed); ``SIGHUP`` does this.
+        """Re-read the config file and apply its analysts (names, token hashes, datasets allowed) and its CRL; ``SIGHUP`` does this.
 
         The next call of every analyst is checked against the new table, so removing an analyst (or
-        their token hash) revokes them at once. Other changes need a restart and are logged as
+        their token hash) revokes them at once, and so is every call's client certificate against the
+        CRL (:mod:`site_node.crl`). Other changes need a restart and are logged as
         ignored; a config that does not load is logged and changes nothing. Model approvals need no
         reload (each call reads them). Written to the log and the audit log.
         """
@@ -217,6 +231,7 @@ class SiteServer:
 
         try:
             new = load_config(self.config.source)
+            serials = () if self.insecure else crl_serials(new)
         except ConfigError as exc:
             log.error("site %s: reload refused, the config does not load (nothing changed): %s", self.config.name, exc)
             return
@@ -228,6 +243,8 @@ class SiteServer:
         self.config = replace(self.config, analysts=new.analysts)
         self.site.config = replace(self.site.config, analysts=new.analysts)
         self.interceptor.set_analysts(new.analysts.values())
+        self.interceptor.revoked.replace(serials)
+        changes["revoked_certificates"] = len(serials)
         log.info("site %s reloaded its analysts from %s: added %s, removed %s, changed %s", self.config.name,
                  self.config.source, changes["added"], changes["removed"], changes["changed"])
         if ignored:
