@@ -17,7 +17,11 @@ import numpy as np
 import dsroc
 from dsroc.pr.estimators import aucpr_interpolated, aucpr_lower_trapezoid
 
-__all__ = ["PRSummary", "pr_from_released_scores", "pr_from_counts", "PrecisionRecallPlot"]
+__all__ = ["CURVE_POINTS", "PRSummary", "pr_from_released_scores", "pr_from_counts", "PrecisionRecallPlot"]
+
+#: At most this many points of a PR curve are kept for display and the report (10^7 released scores have
+#: 10^7 points: 160 MB and a JSON of tens of millions of numbers otherwise).
+CURVE_POINTS = 1000
 
 
 def _num(x) -> Any:
@@ -43,7 +47,9 @@ class PRSummary:
     Attributes
     ----------
     recall, precision : ndarray
-        The PR points (thresholds descending; the first point, recall 0, has no precision).
+        The PR points (thresholds descending; the first point, recall 0, has no precision): at most
+        :data:`CURVE_POINTS` of them, evenly spaced by rank with the first and the last (the summaries
+        below are computed from every point).
     n0, n1 : float
         Class counts behind the points (released or estimated).
     prevalence : float
@@ -108,7 +114,9 @@ def _summary(points: dsroc.PRPoints, *, level: float, source: str, notes: list) 
     area_min = float(dsroc.aucpr_min(pi))
     n1, n0 = points.n1, points.n0
     minimum = dsroc.ap_min(n1, n0)
-    return PRSummary(points.recall, points.precision, n0, n1, pi, ap, _logit_interval(ap, n1, level), lower, interp,
+    keep = np.unique(np.linspace(0, points.tp.size - 1, min(points.tp.size, CURVE_POINTS)).round().astype(np.intp))
+    kept = dsroc.PRPoints(points.tp[keep], points.fp[keep], points.thresholds[keep], points.n1, points.n0)
+    return PRSummary(kept.recall, kept.precision, n0, n1, pi, ap, _logit_interval(ap, n1, level), lower, interp,
                      area_min, minimum, float(dsroc.aucnpr(ap, pi)), level, source, notes)
 
 

@@ -161,6 +161,31 @@ class RemoteRocGlmParts:
         return total
 
 
+def _pooled_brier(replies) -> tuple[float, int]:
+    parts = [dsroc.BrierParts(r.sum_sq, r.n) for r in replies]
+    return dsroc.aggregate_brier(parts), sum(p.n for p in parts)
+
+
+def _calibration_request(n_bins: int, edges) -> pb.CalibrationPartsRequest:
+    return pb.CalibrationPartsRequest(edges=pb.Values(values=dsroc.calibration_edges(n_bins, edges=edges).tolist()))
+
+
+def _with_session(request: pb.CalibrationPartsRequest, session_id: str) -> pb.CalibrationPartsRequest:
+    out = pb.CalibrationPartsRequest()
+    out.CopyFrom(request)
+    out.session_id = session_id
+    return out
+
+
+def _calibration_parts(r: pb.CalibrationPartsResponse) -> dsroc.CalibrationParts:
+    return dsroc.CalibrationParts(
+        edges=np.asarray(r.edges, dtype=np.float64), bins=np.array([b.index for b in r.bins], dtype=np.int64),
+        count=np.array([b.count for b in r.bins], dtype=np.int64),
+        sum_score=np.array([b.sum_scores for b in r.bins], dtype=np.float64),
+        sum_label=np.array([b.sum_labels for b in r.bins], dtype=np.float64),
+        suppressed=np.asarray(r.suppressed, dtype=np.int64))
+
+
 def _explain(failed: Sequence[SiteError], what: str):
     """Raise the first site's error with ``what`` (what happened at the others) added to its message."""
     first = failed[0]
@@ -418,6 +443,10 @@ class ValidationSession:
         """
         first = self._each("placement moments", lambda c: c.call(
             "PlacementMoments", pb.PlacementMomentsRequest(session_id=self._sid(c))))
+        return self._pooled_moments(first)
+
+    def _pooled_moments(self, first) -> "PlacementSummary":
+        """The pooled means and DeLong variance from every site's pass-1 reply (and a pass 2 if needed)."""
         parts0 = [dsroc.MeanParts(r.pv0.total, r.pv0.n) for r in first]
         parts1 = [dsroc.MeanParts(r.pv1.total, r.pv1.n) for r in first]
         mean0, n1 = dsroc.pooled_mean(parts0)
@@ -483,25 +512,35 @@ class ValidationSession:
     def brier(self) -> tuple[float, int]:
         """Brier score over all sites and the number of patients."""
         replies = self._each("Brier score", lambda c: c.call("BrierParts", pb.BrierPartsRequest(session_id=self._sid(c))))
-        parts = [dsroc.BrierParts(r.sum_sq, r.n) for r in replies]
-        return dsroc.aggregate_brier(parts), sum(p.n for p in parts)
+        return _pooled_brier(replies)
 
     def calibration(self, *, n_bins: int = 10, edges=None) -> dsroc.CalibrationCurve:
         """Calibration curve from the cells the sites released (cells below q stay at the site)."""
-        edges = dsroc.calibration_edges(n_bins, edges=edges)
-        req = dict(edges=pb.Values(values=edges.tolist()))
+        request = _calibration_request(n_bins, edges)
+        replies = self._each("calibration", lambda c: c.call("CalibrationParts", _with_session(request, self._sid(c))))
+        return dsroc.aggregate_calibration([_calibration_parts(r) for r in replies], site_names=self.sites)
+
+    def aggregates(self, *, n_bins: int = 10, edges=None) -> tuple["PlacementSummary", tuple[float, int],
+                                                                     dsroc.CalibrationCurve, dict[str, pb.BudgetStatus]]:
+        """:meth:`placement_moments`, :meth:`brier`, :meth:`calibration` and :meth:`budget` in one round trip
+        to every site (``PaperAggregates``); separately from sites that predate that call."""
+        request = _calibration_request(n_bins, edges)
 
         def ask(conn):
-            r = conn.call("CalibrationParts", pb.CalibrationPartsRequest(session_id=self._sid(conn), **req))
-            return dsroc.CalibrationParts(
-                edges=np.asarray(r.edges, dtype=np.float64),
-                bins=np.array([b.index for b in r.bins], dtype=np.int64),
-                count=np.array([b.count for b in r.bins], dtype=np.int64),
-                sum_score=np.array([b.sum_scores for b in r.bins], dtype=np.float64),
-                sum_label=np.array([b.sum_labels for b in r.bins], dtype=np.float64),
-                suppressed=np.asarray(r.suppressed, dtype=np.int64))
+            try:
+                return conn.call("PaperAggregates", pb.PaperAggregatesRequest(session_id=self._sid(conn),
+                                                                              calibration=request))
+            except SiteError as exc:
+                if exc.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                return None
 
-        return dsroc.aggregate_calibration(self._each("calibration", ask), site_names=self.sites)
+        replies = self._each("moments, Brier, calibration and budget", ask)
+        if any(r is None for r in replies):
+            return self.placement_moments(), self.brier(), self.calibration(n_bins=n_bins, edges=edges), self.budget()
+        curve = dsroc.aggregate_calibration([_calibration_parts(r.calibration) for r in replies], site_names=self.sites)
+        return (self._pooled_moments([r.moments for r in replies]), _pooled_brier([r.brier for r in replies]), curve,
+                {name: r.budget for name, r in zip(self.sites, replies)})
 
     def confusion(self, threshold: float) -> ConfusionResult:
         """Confusion matrix at ``threshold`` summed over the sites (each cell at least q at every site)."""

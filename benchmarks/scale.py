@@ -472,7 +472,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sites", type=int, nargs="+", help=f"numbers of sites (default {' '.join(map(str, DEFAULT_SITES))})")
     parser.add_argument("--n", type=int, nargs="+", help="patients in total (default 1e4 ... 1e7 for 5 sites, 1e5 for more)")
     parser.add_argument("--repeat", type=int, default=3, help="validations per point after the first (default 3)")
-    parser.add_argument("--study-reps", type=int, default=50, help="replications of the study comparison (0: none)")
+    parser.add_argument("--study-reps", type=int, default=100, help="replications of the study comparison, one chunk (0: none)")
     parser.add_argument("--daemon-rows", type=int, default=1_000_000, help="rows of the one-daemon memory check (0: none)")
     parser.add_argument("--baseline", help="another tree to run the same measurements on, interleaved (before)")
     parser.add_argument("--json", help="also write the results to this JSON file")

@@ -171,11 +171,14 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def SecAggAdvertise(self, request, context):
         ad = self.secagg.advertise(self._session(request.session_id), round_id=request.round_id,
                                    epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
-                                   spacing=request.spacing, sites=list(request.sites), colluders=request.colluders)
+                                   spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
+                                   interior=list(request.edges), score_sums=request.score_sums,
+                                   proposed_sigma=request.share_sigma)
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
-                                      share_sigma=ad.share_sigma, site_colluders=ad.site_colluders)
+                                      share_sigma=ad.share_sigma, site_colluders=ad.site_colluders,
+                                      sums_share_sigma=ad.sums_share_sigma)
 
     def SecAggMask(self, request, context):
         ads = [Advertisement(a.site, a.round_id, a.request_sha256, a.public_key, a.signature)
@@ -184,7 +187,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         note(parameters={"kind": "secagg mask", "round_id": bytes(request.round_id).hex()})
         r = out.receipt
         return pb.SecAggMaskResponse(masked=out.masked.astype("<u8").tobytes(), receipt=pb.SecAggReceipt(
-            site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature))
+            site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature),
+            reservation_id=out.reservation_id)
 
     def SecAggUnmask(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
@@ -256,25 +260,22 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         means = None
         if request.HasField("global_means"):
             means = (request.global_means.mean_pv0, request.global_means.mean_pv1)
-        m = self.paper.placement_moments(session, means)
-        if m.second_pass:
-            return pb.PlacementMomentsResponse(ssd_pv0=m.ssd_pv0, ssd_pv1=m.ssd_pv1, second_pass=True)
-        return pb.PlacementMomentsResponse(pv0=pb.MeanParts(total=m.pv0.total, n=m.pv0.n),
-                                           pv1=pb.MeanParts(total=m.pv1.total, n=m.pv1.n),
-                                           local_ssd_pv0=m.ssd_pv0, local_ssd_pv1=m.ssd_pv1)
+        return _moments_message(self.paper.placement_moments(session, means))
 
     def BrierParts(self, request, context):
-        parts = self.paper.brier_parts(self._session(request.session_id))
-        return pb.BrierPartsResponse(sum_sq=parts.sum_sq, n=parts.n)
+        return _brier_message(self.paper.brier_parts(self._session(request.session_id)))
 
     def CalibrationParts(self, request, context):
-        parts = self.paper.calibration_parts(self._session(request.session_id), request)
-        bins = [
-            pb.CalibrationBin(index=int(b), count=int(c), sum_scores=float(s), sum_labels=float(y))
-            for b, c, s, y in zip(parts.bins, parts.count, parts.sum_score, parts.sum_label)
-        ]
-        return pb.CalibrationPartsResponse(edges=parts.edges.tolist(), bins=bins,
-                                           suppressed=[int(b) for b in parts.suppressed])
+        return _calibration_message(self.paper.calibration_parts(self._session(request.session_id), request))
+
+    def PaperAggregates(self, request, context):
+        # What the analyst asks beside the ROC-GLM fit, in one round trip; each part as its own call.
+        session = self._session(request.session_id)
+        moments = _moments_message(self.paper.placement_moments(session, None))
+        brier = _brier_message(self.paper.brier_parts(session))
+        calibration = _calibration_message(self.paper.calibration_parts(session, request.calibration))
+        budget = _budget_message(self.site.budget(current_analyst(), session.data.dataset))
+        return pb.PaperAggregatesResponse(moments=moments, brier=brier, calibration=calibration, budget=budget)
 
     def ConfusionParts(self, request, context):
         c = self.paper.confusion_parts(self._session(request.session_id), request.threshold)
@@ -321,6 +322,24 @@ def _partition_fields(plan) -> dict:
     if p is None:
         return {}
     return {"parts": p.parts, "strata_cuts": list(p.cuts), "compare_edges": list(p.edges)}
+
+
+def _moments_message(m) -> pb.PlacementMomentsResponse:
+    if m.second_pass:
+        return pb.PlacementMomentsResponse(ssd_pv0=m.ssd_pv0, ssd_pv1=m.ssd_pv1, second_pass=True)
+    return pb.PlacementMomentsResponse(pv0=pb.MeanParts(total=m.pv0.total, n=m.pv0.n),
+                                       pv1=pb.MeanParts(total=m.pv1.total, n=m.pv1.n),
+                                       local_ssd_pv0=m.ssd_pv0, local_ssd_pv1=m.ssd_pv1)
+
+
+def _brier_message(parts) -> pb.BrierPartsResponse:
+    return pb.BrierPartsResponse(sum_sq=parts.sum_sq, n=parts.n)
+
+
+def _calibration_message(parts) -> pb.CalibrationPartsResponse:
+    bins = [pb.CalibrationBin(index=int(b), count=int(c), sum_scores=float(s), sum_labels=float(y))
+            for b, c, s, y in zip(parts.bins, parts.count, parts.sum_score, parts.sum_label)]
+    return pb.CalibrationPartsResponse(edges=parts.edges.tolist(), bins=bins, suppressed=[int(b) for b in parts.suppressed])
 
 
 def _with_first(first, rest):

@@ -21,6 +21,7 @@ from .disclosure import DisclosureStore
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
 from .noise_key import NoiseKey
+from .release_cache import ReleaseCache
 from .scores import ScoreSpec, compute_scores
 from .sessions import ScoredData, Session, SessionStore
 from .signing import ReleaseSigner
@@ -28,6 +29,7 @@ from .signing import ReleaseSigner
 __all__ = ["DatasetSummary", "Site"]
 
 _SCORED_CACHE = 8  # (dataset, source, outcome) score vectors kept for new sessions
+_RELEASE_CACHE_BYTES = 32 * 2**20  # opened score releases kept: both classes of 2 million patients
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Site:
         self.disclosure = DisclosureStore(config.disclosure_path)
         self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
         self.noise_key = NoiseKey(config.noise_key_path)
+        self.releases = ReleaseCache(_RELEASE_CACHE_BYTES)  # opened score releases (paper protocol)
         self.datasets = datasets if datasets is not None else DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)

@@ -194,13 +194,20 @@ class PaperProtocol(Protocol):
         releases = s.release(epsilon=request.epsilon, delta=request.delta, sensitivity=o.sensitivity)
         timing["release"] = time.perf_counter() - clock
         s0_noisy, s1_noisy = s.pool(releases)
-        # Post-processing of the release, on the analyst's own CPU while the sites work.
-        def curves():
-            points = dsroc.pr_points_by_class(s0_noisy, s1_noisy)
-            return points, pr_from_released_scores(s0_noisy, s1_noisy, level=level, points=points)
+        # Post-processing of the release, on the analyst's own CPU while the sites work: one step after the
+        # other (each holds several arrays of the pooled size), the noise correction first (the other
+        # answers wait for it); only the curves' kept points outlive the step.
+        summary_done: Future = Future()
 
-        curves_done: Future = executor.submit(curves)
-        summary_done: Future = executor.submit(s.release_summary, releases, pooled=(s0_noisy, s1_noisy))
+        def post_processing():
+            try:
+                summary_done.set_result(s.release_summary(releases, pooled=(s0_noisy, s1_noisy)))
+            except BaseException as exc:  # noqa: BLE001 - raised where the summary is used
+                summary_done.set_exception(exc)
+            points = dsroc.pr_points_by_class(s0_noisy, s1_noisy)
+            return _released_roc(points), pr_from_released_scores(s0_noisy, s1_noisy, level=level, points=points)
+
+        curves_done: Future = executor.submit(post_processing)
         s.upload_survivors(releases)
 
         def timed(step, fn):
@@ -211,23 +218,20 @@ class PaperProtocol(Protocol):
                 return out
             return run
 
-        def moments_step():
-            moments = s.placement_moments()
-            return moments, s.noise_corrected_auc(releases, moments, summary=summary_done.result(), level=level,
-                                                  method=o.ci_method)
-
-        def cells_step():
+        def answers_step():
             # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
             # something with answers given before, while calibration only withholds more bins.
             confusion = None if o.threshold is None else s.confusion(o.threshold)
-            return s.calibration(n_bins=o.n_bins, edges=o.edges), confusion
+            moments, brier, curve, budgets = s.aggregates(n_bins=o.n_bins, edges=o.edges)
+            corrected = s.noise_corrected_auc(releases, moments, summary=summary_done.result(), level=level,
+                                              method=o.ci_method)
+            return moments, corrected, brier, curve, confusion, budgets
 
-        # Independent steps at the same time: the fit's round trips beside the others'.
-        fit, (moments, corrected), (brier, n), (curve, confusion), budgets = concurrently(
-            timed("rocglm", lambda: s.fit_rocglm(grid=o.grid)), timed("moments", moments_step),
-            timed("brier", s.brier), timed("calibration", cells_step), timed("budget", s.budget))
+        # Independent steps at the same time: the fit's round trips beside the one round of the other answers.
+        fit, (moments, corrected, (brier, n), curve, confusion, budgets) = concurrently(
+            timed("rocglm", lambda: s.fit_rocglm(grid=o.grid)), timed("answers", answers_step))
         ci = dsroc.auc_ci(fit.auc, moments.variance, level=level, method=o.ci_method)
-        points, pr = curves_done.result()
+        roc_points, pr = curves_done.result()
         privacy = s.privacy(releases, sens, budgets=budgets)
         advice = recommendation_warning(request.epsilon, request.delta, [p.sensitivity for p in privacy.values()],
                                         tau=max(p.noise_sd for p in privacy.values()))
@@ -239,7 +243,7 @@ class PaperProtocol(Protocol):
             auc=fit.auc, auc_ci=ci, auc_variance=moments.variance, auc_estimator="ROC-GLM",
             auc_ci_includes="sampling (distributed DeLong); not the release noise, see the noise-corrected AUC",
             ci_method=o.ci_method,
-            roc=RocCurve(*_released_roc(points), "empirical ROC of the released noisy scores "
+            roc=RocCurve(*roc_points, "empirical ROC of the released noisy scores "
                          "(blurred towards chance by the noise)", tuple(float(v) for v in fit.params),
                          RocCurve.band_for(fit.params, ci)),
             calibration=paper_calibration(curve, hierarchy),

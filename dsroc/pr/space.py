@@ -78,18 +78,36 @@ def pr_points_by_class(negatives, positives) -> PRPoints:
     """
     s0, s1 = _ascending(negatives, "negatives"), _ascending(positives, "positives")
     n0, n1 = s0.size, s1.size
-    # Merge the two sorted classes: each positive goes after the negatives at or below it.
+    # Merge the two sorted classes: each positive goes after the negatives at or below it. Every step
+    # below keeps at most a few arrays of n0 + n1 alive (10^7 scores: a few hundred MB, not a GB).
+    at = np.searchsorted(s0, s1, side="right")
+    at += np.arange(n1)
     is1 = np.zeros(n0 + n1, dtype=bool)
-    is1[np.searchsorted(s0, s1, side="right") + np.arange(n1)] = True
+    is1[at] = True
+    del at
     merged = np.empty(n0 + n1)
-    merged[is1], merged[~is1] = s1, s0
-    starts = np.flatnonzero(np.concatenate(([True], merged[1:] != merged[:-1])))  # first of each distinct score
-    below1 = np.concatenate(([0], np.cumsum(is1)))[starts]  # positives strictly below each distinct score
-    # #{s >= c} at every distinct score c, descending.
-    tp = (n1 - below1)[::-1].astype(np.float64)
-    fp = (n0 - (starts - below1))[::-1].astype(np.float64)
-    return PRPoints(np.concatenate(([0.0], tp)), np.concatenate(([0.0], fp)),
-                    np.concatenate(([np.inf], merged[starts][::-1])), float(n1), float(n0))
+    merged[is1] = s1
+    merged[~is1] = s0
+    new = np.empty(n0 + n1, dtype=bool)  # first of each distinct score
+    new[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    del new
+    m = starts.size
+    thresholds = np.empty(m + 1)
+    thresholds[0] = np.inf
+    thresholds[1:] = merged[starts][::-1]
+    del merged
+    # Positives strictly below each distinct score, then #{s >= c} at every distinct score c, descending.
+    below1 = np.cumsum(is1, dtype=np.int64)[starts - 1]
+    below1[0] = 0
+    del is1
+    tp, fp = np.empty(m + 1), np.empty(m + 1)
+    tp[0] = fp[0] = 0.0
+    tp[1:] = (n1 - below1)[::-1]
+    starts -= below1
+    fp[1:] = (n0 - starts)[::-1]
+    return PRPoints(tp, fp, thresholds, float(n1), float(n0))
 
 
 def _ascending(values, name: str) -> np.ndarray:

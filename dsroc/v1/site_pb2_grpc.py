@@ -104,6 +104,11 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsResponse.FromString,
                 _registered_method=True)
+        self.PaperAggregates = channel.unary_unary(
+                '/dsroc.v1.SiteService/PaperAggregates',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesResponse.FromString,
+                _registered_method=True)
         self.ReleaseHistogram = channel.unary_unary(
                 '/dsroc.v1.SiteService/ReleaseHistogram',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
@@ -256,6 +261,15 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PaperAggregates(self, request, context):
+        """PlacementMoments (pass 1), BrierParts, CalibrationParts and Budget of the session's dataset in one
+        round trip: each part checked and answered as its own call would be, in that order; one refusal
+        refuses the whole call with that part's status and reason (the parts before it are not returned).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReleaseHistogram(self, request, context):
         """======== The histogram protocol (site_node/protocols/histogram.py), the default.
         Per-class counts of the session's scores on a public
@@ -382,6 +396,11 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.ConfusionParts,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.ConfusionPartsResponse.SerializeToString,
+            ),
+            'PaperAggregates': grpc.unary_unary_rpc_method_handler(
+                    servicer.PaperAggregates,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesResponse.SerializeToString,
             ),
             'ReleaseHistogram': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseHistogram,
@@ -787,6 +806,33 @@ class SiteService:
             '/dsroc.v1.SiteService/ConfusionParts',
             dsroc_dot_v1_dot_site__pb2.ConfusionPartsRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.ConfusionPartsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PaperAggregates(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/PaperAggregates',
+            dsroc_dot_v1_dot_site__pb2.PaperAggregatesRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.PaperAggregatesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -126,19 +126,28 @@ class PaperProtocol(SiteProtocol):
         plan, tau, used_delta = self.plan(session, epsilon=epsilon, delta=delta, sensitivity=sensitivity)
         release, charged = self.site.charge(plan, reservation)
         data = session.data
+        # Opened once for both classes and the repeats (the two classes are asked at the same moment).
+        opened = self.site.releases.get(release.release_id, lambda: self._open(release, used_delta))
+        values, digest = opened[0:2] if score_class == NEGATIVES else opened[2:4]
+        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
+                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
+                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
+                  "values_sha256": digest}
+        signed.update(site=self.site.signer.name, signature=self.site.signer.sign(signed))
+        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
+
+    def _open(self, release: Release, used_delta: float) -> tuple[np.ndarray, str, np.ndarray, str]:
+        """Both classes' released values of a charged release and their digests."""
         try:
             points = open_points(self.site.noise_key, release.key, release.payload)
         except ValueError as error:
             raise FailedPrecondition(f"this release cannot be replayed ({error}); fresh noise would allow averaging, "
                                      "so a new release needs different parameters") from None
-        values = lattice_gaussian(release.epsilon, release.delta, used_delta).values(
-            points[0] if score_class == NEGATIVES else points[1])
-        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
-                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
-                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
-                  "values_sha256": values_digest(values)}
-        signed.update(site=self.site.signer.name, signature=self.site.signer.sign(signed))
-        return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
+        noise = lattice_gaussian(release.epsilon, release.delta, used_delta)
+        values = [noise.values(p) for p in points]
+        for v in values:
+            v.flags.writeable = False
+        return values[0], values_digest(values[0]), values[1], values_digest(values[1])
 
     def plan(self, session: Session, *, epsilon: float, delta: float,
              sensitivity: float = 0.0) -> tuple[ReleasePlan, float, float]:

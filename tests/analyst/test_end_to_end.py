@@ -283,7 +283,8 @@ def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki
 
 def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helpers, monkeypatch):
     # Each round trip costs every site a call: the policy and sensitivity come with the session, the
-    # placement moments in one pass, the budget beside the fit and the closing after the result.
+    # placement moments (one pass), Brier sums, calibration cells and budget in one call beside the fit,
+    # and the closing after the result.
     from collections import Counter
 
     from analyst.connection import SiteConnection
@@ -306,8 +307,7 @@ def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helper
         evaluations = asked.pop("RocGlmParts")
         # PrepareRelease: every site holds the release's budget before any site releases (all or nothing).
         assert asked == {"OpenSession": 1, "PrepareRelease": 1, "ReleaseNoisyScores": 2, "UploadSurvivor": 2,
-                         "PlacementMoments": 1,
-                         "BrierParts": 1, "CalibrationParts": 1, "Budget": 1, "CloseSession": 1}
+                         "PaperAggregates": 1, "CloseSession": 1}
         assert evaluations <= res.detail.rocglm.iterations + 2
 
 
@@ -329,3 +329,40 @@ def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki
             assert {d["policy"]["max_calls_in_progress"] for d in fed.describe().values()} == {1}
             res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01, threshold=0.5)
     assert res.detail.rocglm.converged and res.n == sum(len(f) for f in frames)
+
+
+def test_sites_without_paper_aggregates_are_asked_the_four_calls(tmp_path, pki, helpers, monkeypatch):
+    # A site from before PaperAggregates answers UNIMPLEMENTED; the analyst then asks the four calls.
+    import contextlib
+    from collections import Counter
+
+    import grpc
+
+    from analyst.connection import SiteConnection
+    from site_node.errors import SiteError
+    from site_node.init import link_peers
+    from site_node.servicer import SiteServicer
+    from site_node.testing import running_server
+
+    class Unimplemented(SiteError):
+        code = grpc.StatusCode.UNIMPLEMENTED
+
+    def unimplemented(self, request, context):
+        raise Unimplemented("Method not found!")
+
+    monkeypatch.setattr(SiteServicer, "PaperAggregates", unimplemented)
+    calls = Counter()
+    real_call = SiteConnection.call
+    monkeypatch.setattr(SiteConnection, "call", lambda self, method, request, **kw: (
+        calls.update([method]), real_call(self, method, request, **kw))[1])
+    frames = helpers.site_frames()[:2]
+    configs = [helpers.write_site(tmp_path / f"s{k}", f"s{k}", f, pki) for k, f in enumerate(frames)]
+    link_peers(configs)
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(running_server(c)) for c in configs]
+        with helpers.federation([s.bound_address for s in servers], pki) as fed:
+            res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
+    assert calls["PaperAggregates"] == 2
+    assert all(calls[m] == 2 for m in ("PlacementMoments", "BrierParts", "CalibrationParts", "Budget"))
+    pooled = pd.concat(frames)
+    assert res.n == len(pooled) and res.brier.value == pytest.approx(((pooled["y"] - pooled["pred"]) ** 2).mean(), abs=1e-12)

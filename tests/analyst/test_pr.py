@@ -92,3 +92,23 @@ def test_histogram_protocol_returns_pr_from_the_histograms(five_sites, pki, help
     bins = dsroc.histogram.grid.bin_index(pooled["pred"].to_numpy(), edges).astype(float)
     assert pr.ap == pytest.approx(brute_ap(bins, pooled["y"].to_numpy()), abs=0.03)
     assert PrecisionRecallPlot.from_result(result).summary.ap == pr.ap
+
+
+def test_a_long_curve_keeps_evenly_spaced_points_and_every_summary():
+    # 5000 released scores per class: the summaries use all 10 001 points (the AP as the mean precision at
+    # each positive of the descending ranking, no ties here), the curve keeps CURVE_POINTS of them, among
+    # them the first and the last.
+    from analyst.pr import CURVE_POINTS
+
+    rng = np.random.default_rng(4)
+    s0, s1 = rng.normal(size=5000), rng.normal(0.7, size=5000)
+    summary = pr_from_released_scores(s0, s1)
+    points = dsroc.pr_points_by_class(s0, s1)
+    y, s = np.r_[np.zeros(5000), np.ones(5000)], np.r_[s0, s1]
+    ranked = y[np.argsort(-s)]
+    hits = np.cumsum(ranked)[ranked == 1]
+    assert summary.ap == pytest.approx(np.mean(hits / (np.flatnonzero(ranked == 1) + 1)), abs=1e-12)
+    assert summary.recall.size == summary.precision.size == CURVE_POINTS < points.tp.size
+    full = set(zip(points.recall.tolist(), np.nan_to_num(points.precision, nan=-1).tolist()))
+    assert set(zip(summary.recall.tolist(), np.nan_to_num(summary.precision, nan=-1).tolist())) <= full
+    assert summary.recall[0] == 0.0 and summary.recall[-1] == 1.0 and summary.precision[-1] == 0.5

@@ -36,7 +36,8 @@ def test_stub_exposes_every_call_of_the_spec():
     calls = {m.name for m in service.methods}
     assert calls == {
         "Describe", "OpenSession", "Sensitivity", "ReleaseNoisyScores", "UploadSurvivor", "RocGlmParts",
-        "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "Budget", "CloseSession",
+        "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "PaperAggregates", "Budget",
+        "CloseSession",
         "ReleaseHistogram",
         "ReleaseBoydStatistics",
         "PrepareRelease", "CancelReservation",

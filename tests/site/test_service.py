@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import grpc
 import numpy as np
 import pytest
 import statsmodels.api as sm
@@ -273,3 +274,36 @@ def test_sessions_on_the_same_question_share_the_site_data(client, server):
     data = [site.session("alice", s).data for s in (a, b, other)]
     assert data[0] is data[1] and data[0] is not data[2]
     assert data[0].key == (server.config.datasets["test"].population, "column:pred", "y")
+
+
+def test_paper_aggregates_answer_the_four_calls_in_one(client, frame):
+    # One round trip gives what PlacementMoments (pass 1), BrierParts, CalibrationParts and Budget give,
+    # checked against brute-force placement values and the data.
+    session = client.open()
+    s, y = frame["pred"].to_numpy(), frame["y"].to_numpy()
+    s0, s1 = s[y == 0], s[y == 1]
+    _, noisy0, _ = client.release(session, NEG, epsilon=5.0, delta=0.01)
+    _, noisy1, _ = client.release(session, POS, epsilon=5.0, delta=0.01)
+    for cls, values in ((NEG, noisy0), (POS, noisy1)):
+        client.upload(session, cls, values)
+    edges = pb.Values(values=np.linspace(0, 1, 6).tolist())
+    both = client.PaperAggregates(pb.PaperAggregatesRequest(
+        session_id=session, calibration=pb.CalibrationPartsRequest(edges=edges)))
+    pv0, pv1 = brute_placements(noisy0, s1), brute_placements(noisy1, s0)
+    assert (both.moments.pv0.n, both.moments.pv1.n) == (s1.size, s0.size)
+    assert both.moments.pv0.total == pytest.approx(pv0.sum(), rel=1e-12)
+    assert both.moments.local_ssd_pv1 == pytest.approx(((pv1 - pv1.mean()) ** 2).sum(), rel=1e-12)
+    assert both.brier.n == s.size and both.brier.sum_sq == pytest.approx(((y - s) ** 2).sum(), rel=1e-12)
+    counts = np.histogram(s, np.linspace(0, 1, 6))[0]
+    released = {b.index: b for b in both.calibration.bins}
+    assert released and all(released[i].count == counts[i] >= 5 for i in released)
+    withheld = sorted(set(range(5)) - set(released))
+    assert list(both.calibration.suppressed) == withheld and counts[withheld].sum() in (0, *range(5, s.size + 1))
+    assert both.moments == client.PlacementMoments(pb.PlacementMomentsRequest(session_id=session))
+    assert both.calibration == client.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=edges))
+    assert both.budget == client.Budget(pb.BudgetRequest(dataset="test")).budget
+    # A refused part refuses the call with its own status and reason: here calibration edges off the lattice.
+    with pytest.raises(grpc.RpcError) as refused:
+        client.PaperAggregates(pb.PaperAggregatesRequest(session_id=session, calibration=pb.CalibrationPartsRequest(
+            edges=pb.Values(values=[0.0, 0.123456, 1.0]))))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "edges" in refused.value.details()
