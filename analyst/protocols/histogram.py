@@ -19,7 +19,7 @@ from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
-from analyst.multicentre import result_decision_curve, site_heterogeneity
+from analyst.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
 from analyst.parts import Calibration, Estimate, RocCurve, num
 from analyst.pr import pr_from_counts
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
@@ -75,6 +75,14 @@ class HistogramOptions(ProtocolOptions):
         (``result.heterogeneity``, a forest plot). No further release: each site's release is DP on its own.
     decision_curve : bool, default False
         Also give the net benefit at the grid's edges against treating all and none (``result.decision_curve``).
+    strata : str, optional
+        Also every statistic per stratum of this column and the differences between strata
+        (``result.subgroups``): one more release per site at the validation's epsilon and delta, on its grid, split
+        by the strata every site's policy lists for the column (``policy.strata``).
+    compare : str or GLM, optional
+        Also compare with a second model on the same patients (a score column, or a GLM as for ``model``): one more
+        release per site at the validation's epsilon and delta, a joint 2-D histogram of both models' scores on the
+        validation's grid; each model's AUC, the paired difference and its test (``result.comparison``).
     """
 
     n_bins: int | None = None
@@ -85,6 +93,8 @@ class HistogramOptions(ProtocolOptions):
     a0: float | None = None
     by_site: bool = False
     decision_curve: bool = False
+    strata: str | None = None
+    compare: Any = None
 
     def __post_init__(self):
         if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
@@ -98,6 +108,10 @@ class HistogramOptions(ProtocolOptions):
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
         check_a0(self.a0)
+        if self.strata is not None and (not isinstance(self.strata, str) or not self.strata):
+            raise ValueError(f"strata must be a column name, got {self.strata!r}")
+        if self.compare is not None and isinstance(self.compare, str) and not self.compare:
+            raise ValueError("compare must be a score column name or a GLM, got ''")
 
 
 @dataclass(frozen=True)
@@ -188,14 +202,14 @@ def fine_release(allowed, release):
         return release(fine, "equal")
 
 
-def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
     """First stage of the quantile grid: every site's release of its scores on a fine grid (:func:`fine_release`;
     classes summed by the analyst) at ``stages.epsilon1``, and the interior edges at its quantiles for
     ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`)."""
     edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
         session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=()))
     total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
-    return second_stage_interior(total, edges, n_bins), releases
+    return second_stage_interior(total, edges, n_bins), releases, edges
 
 
 def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
@@ -352,27 +366,35 @@ class HistogramProtocol(Protocol):
     options_type = HistogramOptions
 
     def run(self, s, request: ValidationRequest, o: HistogramOptions, *, executor=None, timing=None) -> ValidationResult:
+        with PartitionedAnalyses(s, request, o) as partitions:  # the second model's sessions open before any release
+            return self._run(s, request, o, partitions, timing)
+
+    def _run(self, s, request: ValidationRequest, o: HistogramOptions, partitions, timing) -> ValidationResult:
         timing = {} if timing is None else timing
         clock = time.perf_counter()
         n_bins, allowed, grid_releases = o.n_bins, [p.histogram_bins for p in s.policies.values()], {}
+        grid_edges = None
         if o.spacing == "quantile":
             stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums, scalars=len(o.scalars))
             if n_bins is None:  # from the policies the sites sent with their sessions
                 n_bins = allowed_n_bins(allowed, epsilon=stages.epsilon2, delta=stages.delta2)
-            interior, grid_releases = quantile_grid(s, stages, n_bins, allowed)
+            partitions.check(n_bins)
+            interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed)
             edges, releases = collect_histograms(s, epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins,
                                                  spacing="", scalars=o.scalars, score_sums=o.score_sums,
                                                  interior=interior)
         else:
             if n_bins is None:
                 n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta)
+            partitions.check(n_bins)
             edges, releases = collect_histograms(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins,
                                                  spacing=o.spacing, scalars=o.scalars, score_sums=o.score_sums)
+        extra = partitions.collect(edges)  # strata, compare: one more release each on the same grid
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         result = histogram_result(request.common(s, self), edges, releases, budgets, o, timing=timing,
-                                  grid_releases=grid_releases)
+                                  grid_releases=grid_releases, grid_edges=grid_edges, extra=extra)
         timing["analysis"] = time.perf_counter() - clock
         return result
 
@@ -385,11 +407,14 @@ def _charged(unavailable) -> tuple[str, ...]:
 
 
 def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, HistogramSite], budgets,
-                     options: HistogramOptions, *, timing=None, grid_releases=None) -> ValidationResult:
+                     options: HistogramOptions, *, timing=None, grid_releases=None, grid_edges=None,
+                     extra=None) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of the sites' histogram releases (pure post-processing).
 
     ``common``: the request's fields (:meth:`ValidationRequest.common`); ``budgets``: each site's
-    ``BudgetStatus`` after its release.
+    ``BudgetStatus`` after its release; ``grid_releases`` and ``grid_edges``: the quantile grid's first-stage
+    releases and fine grid, whose summed counts of all scores shape the resolved AUC within each bin; ``extra``:
+    further result fields (subgroups, comparison).
     """
     o, level = options, common["level"]
     h0 = np.sum([r.negatives for r in releases.values()], axis=0)
@@ -401,6 +426,10 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         "sums0": np.sum([r.negative_sums for r in releases.values()], axis=0),
         "sums1": np.sum([r.positive_sums for r in releases.values()], axis=0),
         "sums_sigma": math.sqrt(sum(r.sums_sd**2 for r in releases.values()))}
+    if grid_releases and grid_edges is not None and with_sums:  # the first stage: both classes of every site, summed
+        per_bin.update(grid_edges=grid_edges,
+                       grid_counts=np.sum([r.negatives + r.positives for r in grid_releases.values()], axis=0),
+                       grid_sigma=math.sqrt(2.0 * sum(r.noise_sd**2 for r in grid_releases.values())))
     v = histogram_validation(h0, h1, edges, sigma=sigma, estimator=o.estimator, level=level,
                              sum_sq=sums.get("sum_sq"), sum_p=sums.get("sum_p"), sum_y=sums.get("sum_y"),
                              scalar_sigma=math.sqrt(sum(r.scalar_sd**2 for r in releases.values())) if o.scalars else None,
@@ -415,7 +444,7 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
                        if o.by_site and len(releases) >= 2 else None),
         decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
-                        if o.decision_curve else None))
+                        if o.decision_curve else None), **(extra or {}))
 
 
 def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool, timing, detail,
