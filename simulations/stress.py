@@ -220,6 +220,8 @@ class Release(NamedTuple):
     sigma: float  # per-site discrete-Gaussian parameter of a count (the second stage's for the quantile grid)
     total_sd: float  # noise SD of a summed count
     sums_sd: float  # noise SD of a summed score sum (bin widths)
+    first: dict | None = None  # the quantile grid's first stage as the analyst passes it on: its fine edges, per
+    # replication its counts of all scores summed over sites and classes, and their noise SD
 
 
 @lru_cache(maxsize=None)
@@ -324,10 +326,11 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     first = np.bincount(b.groups * fine + bin_index(b.scores, plan.fine_edges), minlength=b.size * fine)
     first = first.reshape(b.size, fine).astype(np.float64)
     salt = _salt(f"{cell.name}/{protocol}")
-    grids, counts, sums = [], [], []
+    grids, counts, sums, totals = [], [], [], []
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
         total = first[i] + discrete_gaussian_noise(plan.sigma1, (k, 2, fine), rng).sum(axis=(0, 1))
+        totals.append(total)
         n_bins = plan.n_bins or secagg_n_bins(float(consistent_counts(total).sum()), plan.central2)
         interior = second_stage_interior(total, plan.fine_edges, n_bins)
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
@@ -337,7 +340,9 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         grids.append(edges)
         counts.append(c)
         sums.append(t)
-    return Release(grids, counts, sums if score_sums else None, plan.sigma2, *_sds(k, plan.sigma2, plan.sums_sigma))
+    stage1 = {"edges": plan.fine_edges, "counts": totals, "sd": _sds(2 * k, plan.sigma1, 0.0)[0]}
+    return Release(grids, counts, sums if score_sums else None, plan.sigma2, *_sds(k, plan.sigma2, plan.sums_sigma),
+                   stage1)
 
 
 def _estimates(v) -> dict:
@@ -379,6 +384,9 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
         try:
             extra = {} if release.sums is None else {"sums0": release.sums[i][0], "sums1": release.sums[i][1],
                                                      "sums_sigma": release.sums_sd}
+            if protocol == "histogram" and extra and release.first is not None:  # as analyst.protocols.histogram
+                extra.update(grid_edges=release.first["edges"], grid_counts=release.first["counts"][i],
+                             grid_sigma=release.first["sd"])
             v = histogram_validation(release.counts[i][0], release.counts[i][1], release.edges[i],
                                      sigma=release.total_sd, estimator=estimator, level=LEVEL, **extra)
         except ValueError as exc:  # a valid, charged release without an answer: counted, not hidden

@@ -144,6 +144,8 @@ def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_a
         share = np.array([np.mean(np.clip(p, fine[0], fine[-1]) < e) for e in fine[1:-1]])
         picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, 12) / 12})
         np.testing.assert_allclose(release.edges[g], [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+        # the first stage as the analyst passes it to histogram_validation: all scores on the fine grid, summed
+        assert np.array_equal(release.first["counts"][g], np.histogram(np.clip(p, fine[0], fine[-1]), fine)[0])
         own = np.sum([bin_scores(p[site == k], y[site == k], release.edges[g]) for k in range(cell.sites)], axis=0)
         assert np.array_equal(release.counts[g], own)
         e = release.edges[g]
