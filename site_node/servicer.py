@@ -159,11 +159,14 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def SecAggAdvertise(self, request, context):
         ad = self.secagg.advertise(self._session(request.session_id), round_id=request.round_id,
                                    epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
-                                   spacing=request.spacing, sites=list(request.sites), colluders=request.colluders)
+                                   spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
+                                   interior=list(request.edges), score_sums=request.score_sums,
+                                   proposed_sigma=request.share_sigma)
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
-                                      share_sigma=ad.share_sigma, site_colluders=ad.site_colluders)
+                                      share_sigma=ad.share_sigma, site_colluders=ad.site_colluders,
+                                      sums_share_sigma=ad.sums_share_sigma)
 
     def SecAggMask(self, request, context):
         ads = [Advertisement(a.site, a.round_id, a.request_sha256, a.public_key, a.signature)
@@ -172,7 +175,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         note(parameters={"kind": "secagg mask", "round_id": bytes(request.round_id).hex()})
         r = out.receipt
         return pb.SecAggMaskResponse(masked=out.masked.astype("<u8").tobytes(), receipt=pb.SecAggReceipt(
-            site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature))
+            site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature),
+            reservation_id=out.reservation_id)
 
     def SecAggUnmask(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]

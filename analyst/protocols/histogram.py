@@ -28,7 +28,7 @@ from analyst.result import ValidationResult
 from analyst.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "HistogramSite",
-           "citl_with_noise", "collect_histograms", "default_n_bins", "quantile_grid",
+           "citl_with_noise", "collect_histograms", "default_n_bins", "fine_release", "quantile_grid",
            "histogram_result", "summed_result"]
 
 HISTOGRAM_GUARANTEE = (
@@ -171,22 +171,29 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
     return edges, {name: site for name, (_, site) in zip(session.sites, replies)}
 
 
-def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite]]:
-    """First stage of the quantile grid: every site's release of its scores on a fine grid (logit-spaced for
-    probabilities, else equal-width; classes summed by the analyst) at ``stages.epsilon1``, and the interior
-    edges at its quantiles for ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`)."""
+def fine_release(allowed, release):
+    """The quantile grid's first release, ``release(n_bins, spacing)``: on the finest grid every site allows up to
+    ``STAGE1_BINS`` bins (:func:`dsroc.histogram.stages.first_stage_bins`), logit-spaced for probabilities, else
+    (a site refused logit spacing before holding or charging anything: not probabilities, or not in its policy)
+    equal-width."""
     fine = first_stage_bins(allowed)
     if fine is None:
         raise ValueError(f"the quantile grid needs a fine first release; no bin count up to {STAGE1_BINS} is allowed "
                          "by every site (policy: histogram_bins)")
     try:
-        edges, releases = collect_histograms(session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine,
-                                             spacing="logit", scalars=())
-    except SiteError as refused:  # not probabilities, or a policy without logit spacing: refused, nothing charged
+        return release(fine, "logit")
+    except SiteError as refused:
         if refused.code not in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED):
             raise
-        edges, releases = collect_histograms(session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine,
-                                             spacing="equal", scalars=())
+        return release(fine, "equal")
+
+
+def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+    """First stage of the quantile grid: every site's release of its scores on a fine grid (:func:`fine_release`;
+    classes summed by the analyst) at ``stages.epsilon1``, and the interior edges at its quantiles for
+    ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`)."""
+    edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
+        session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=()))
     total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
     return second_stage_interior(total, edges, n_bins), releases
 

@@ -1,4 +1,4 @@
-"""The secagg protocol at the analyst: one secure-aggregation round, the sum's post-processing as the histogram protocol's."""
+"""The secagg protocol at the analyst: secure-aggregation rounds, the sum's post-processing as the histogram protocol's."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
+from dsroc.histogram.grid import consistent_counts
+from dsroc.histogram.stages import second_stage_interior, two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
+from dsroc.secagg import secagg_n_bins
 
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
-from analyst.protocols.histogram import allowed_n_bins, summed_result
+from analyst.protocols.histogram import allowed_n_bins, fine_release, summed_result
 from analyst.protocols.secagg_rounds import SecAggSum, collect_secagg, round_colluders
 from analyst.result import ValidationResult
 from analyst.summary import fmt
@@ -36,10 +41,18 @@ class SecAggOptions(ProtocolOptions):
     Parameters
     ----------
     n_bins : int, optional
-        Bins of the grid; default: the simulation study's count for one site's share of the noise
-        (:func:`analyst.protocols.histogram.allowed_n_bins`), or the nearest count every site allows.
-    spacing : {"equal", "logit"}
-        Grid spacing on the score range.
+        Bins of the grid. Default with ``spacing="quantile"``: :func:`dsroc.secagg.secagg_n_bins` of the
+        first round's estimate of n and the summed noise (5 bins, 7 from n = 1 000 noise SDs, 10 from
+        10 000); else the simulation study's count for the noise (:func:`analyst.protocols.histogram.allowed_n_bins`),
+        or the nearest count every site allows.
+    spacing : {"quantile", "equal", "logit"}, default "quantile"
+        ``"quantile"``: a first secure-aggregation round of the scores on a fine grid (about a tenth of the
+        budget) places the bins at its quantiles for the second round; both rounds are charged and compose to
+        the request's epsilon and delta (:func:`dsroc.histogram.stages.two_stage_plan`, as the histogram
+        protocol). ``"equal"`` or ``"logit"``: one round on a fixed grid over the score range.
+    score_sums : bool, default True
+        Also sum each bin's noisy score offsets per class (counts and sums share one noise scale within
+        the round's epsilon): calibration, O/E, Brier and the slope at within-bin mean scores.
     estimator : {"rocglm", "empirical"}
         The reported AUC: the ROC-GLM through the bin edges where plausible (default), or the binned one.
     colluders : int, optional
@@ -50,7 +63,8 @@ class SecAggOptions(ProtocolOptions):
     """
 
     n_bins: int | None = None
-    spacing: str = "equal"
+    spacing: str = "quantile"
+    score_sums: bool = True
     estimator: str = DEFAULT_ESTIMATOR
     colluders: int | None = None
     a0: float | None = None
@@ -59,8 +73,8 @@ class SecAggOptions(ProtocolOptions):
         if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
                                         or self.n_bins < 1):
             raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
-        if self.spacing not in ("equal", "logit"):
-            raise ValueError(f"spacing must be 'equal' or 'logit', got {self.spacing!r}")
+        if self.spacing not in ("quantile", "equal", "logit"):
+            raise ValueError(f"spacing must be 'quantile', 'equal' or 'logit', got {self.spacing!r}")
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
         if self.colluders is not None and (isinstance(self.colluders, bool) or int(self.colluders) != self.colluders
@@ -81,36 +95,53 @@ class SecAggDetail:
         The unmasked sum, the share sigma, the coalition size and each site's answer.
     n_bins : int
     spacing : str
+    grid_round : SecAggSum or None
+        With ``spacing="quantile"``: the first round, whose summed counts placed the grid (charged too).
     """
 
     validation: Any
     round: SecAggSum
     n_bins: int
     spacing: str
+    grid_round: SecAggSum | None = None
 
     def summary_lines(self, result, pct: int) -> list[str]:
         """Lines after the headline AUC: the binned AUC beside a ROC-GLM one."""
         v = self.validation
-        return [] if v.estimator != "rocglm" else [
+        lines = [] if v.estimator != "rocglm" else [
             f"{'AUC (binned)':<22} {fmt(v.auc_empirical)}   (ties within a bin count one half)"]
+        if math.isfinite(v.auc_resolved):
+            lines.append(f"{'AUC (resolved)':<22} {fmt(v.auc_resolved)}   (within-bin pairs ordered by the score sums)")
+        return lines
 
     def detail_lines(self, result) -> list[str]:
         """The protocol's own lines at the end of the summary."""
-        r = self.round
-        return [f"Secagg protocol: {self.n_bins} {self.spacing} bins; {len(r.sites)} sites each added a share of "
-                f"sigma {r.share_sigma:.3g} (sized for coalitions of {r.colluders} sites with the analyst); summed "
-                f"noise SD {r.noise_sd:.3g} per cell", PER_SITE]
+        r, g = self.round, self.grid_round
+        grid = (f"{self.n_bins} bins at the quantiles of a first round ({g.edges.size - 1} fine bins, summed noise SD "
+                f"{g.noise_sd:.3g} per cell; charged)" if g is not None else f"{self.n_bins} {self.spacing} bins")
+        sums = " and per-bin score sums" if r.sums0 is not None else ""
+        return [f"Secagg protocol: {grid}; {len(r.sites)} sites each added a share of sigma {r.share_sigma:.3g} to "
+                f"their counts{sums} (sized for coalitions of {r.colluders} sites with the analyst); summed noise SD "
+                f"{r.noise_sd:.3g} per cell; the rounds compose to the requested epsilon and delta per site", PER_SITE]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        v, r = self.validation, self.round
+        v, r, g = self.validation, self.round, self.grid_round
         return {"n_bins": int(self.n_bins), "spacing": self.spacing, "sigma": num(r.noise_sd),
                 "share_sigma": num(r.share_sigma), "colluders": int(r.colluders), "per_site": PER_SITE,
                 "edges": [num(e) for e in v.edges], "counts0": [num(c) for c in v.counts0],
                 "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
-                "auc_empirical_variance": num(v.auc_empirical_variance), "unavailable": dict(v.unavailable),
-                "sites": {name: {"release_id": a.release_id, "repeated": a.repeated,
-                                 "honest_shares": int(a.honest_shares)} for name, a in r.sites.items()}}
+                "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved),
+                "score_sums": r.sums0 is not None, "sums_sigma": num(r.sums_sd), "unavailable": dict(v.unavailable),
+                "sites": _site_answers(r),
+                "grid_round": None if g is None else {
+                    "edges": [num(e) for e in g.edges], "sigma": num(g.noise_sd), "share_sigma": num(g.share_sigma),
+                    "sites": _site_answers(g)}}
+
+
+def _site_answers(r: SecAggSum) -> dict:
+    return {name: {"release_id": a.release_id, "repeated": a.repeated, "honest_shares": int(a.honest_shares)}
+            for name, a in r.sites.items()}
 
 
 class SecAggProtocol(Protocol):
@@ -126,23 +157,47 @@ class SecAggProtocol(Protocol):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
         t = round_colluders(s, o.colluders)
-        n_bins = o.n_bins
-        if n_bins is None:  # from the policies the sites sent with their sessions
-            n_bins = allowed_n_bins([p.histogram_bins for p in s.policies.values()], epsilon=request.epsilon,
-                                    delta=request.delta, shares=len(s.sites) - t)
-        total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins, spacing=o.spacing,
-                               colluders=t)
+        allowed, n_bins, first = [p.histogram_bins for p in s.policies.values()], o.n_bins, None
+        if o.spacing == "quantile":
+            total, first, n_bins = self._two_rounds(s, request, o, t, allowed)
+        else:
+            if n_bins is None:  # from the policies the sites sent with their sessions
+                n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta, shares=len(s.sites) - t)
+            total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins, spacing=o.spacing,
+                                   colluders=t, score_sums=o.score_sums)
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
+        sums = {} if total.sums0 is None else dict(sums0=total.sums0, sums1=total.sums1, sums_sigma=total.sums_sd)
         v = histogram_validation(total.counts0, total.counts1, total.edges, sigma=total.noise_sd,
-                                 estimator=o.estimator, level=request.level)
+                                 estimator=o.estimator, level=request.level, **sums)
         share_sd = math.sqrt(summed_noise_variance(total.share_sigma, 1))
         privacy = {name: site_privacy_from_budget(
             budgets[name], epsilon=request.epsilon, delta=request.delta, noise_sd=share_sd, sensitivity=1.0,
             sensitivity_rule="count", formal_bound=True, n=math.nan, repeated=a.repeated)
             for name, a in total.sites.items()}
-        result = summed_result(request.common(s, self), v, privacy, a0=o.a0, with_sums=False, timing=timing,
-                               detail=SecAggDetail(v, total, int(n_bins), o.spacing), warnings=(PER_SITE,))
+        result = summed_result(request.common(s, self), v, privacy, a0=o.a0, with_sums=bool(sums), timing=timing,
+                               detail=SecAggDetail(v, total, int(total.edges.size - 1), o.spacing, first),
+                               warnings=(PER_SITE,))
         timing["analysis"] = time.perf_counter() - clock
         return result
+
+    @staticmethod
+    def _two_rounds(s, request: ValidationRequest, o: SecAggOptions, t: int, allowed):
+        """The quantile grid: a first round of the scores on a fine grid, the bins at its quantiles (as many as
+        :func:`dsroc.secagg.secagg_n_bins` gives for its estimate of n unless ``o.n_bins``), then the second
+        round with the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split."""
+        stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums)
+        first = fine_release(allowed, lambda fine, spacing: collect_secagg(
+            s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
+            summed_sigma=stages.sigma1))
+        total = consistent_counts(first.counts0 + first.counts1)
+        n_bins = o.n_bins
+        if n_bins is None:  # the second round's summed noise: the plan's, the shares sized for k - t honest sites
+            k = len(s.sites)
+            n_bins = min(secagg_n_bins(float(total.sum()), stages.sigma2 * math.sqrt(k / (k - t))),
+                         min(max(a) for a in allowed))
+        interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
+        second = collect_secagg(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=t, interior=interior,
+                                score_sums=o.score_sums, summed_sigma=stages.sigma2)
+        return second, first, n_bins

@@ -1,4 +1,8 @@
-"""The secagg round at the analyst: relay every site's key and receipt, then unmask the sum (never a site's counts)."""
+"""The secagg round at the analyst: relay every site's key and receipt, then unmask the sum (never a site's counts).
+
+All or nothing: every site holds its budget when it masks; a round abandoned before the seeds are asked
+for returns every hold (CancelReservation), so no site is charged unless every site answered.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,14 @@ from typing import Mapping
 
 import numpy as np
 
+from dsroc.histogram.stages import SUMS_RESOLUTION, release_parts
 from dsroc.privacy.distributed import summed_noise_variance
-from dsroc.secagg import check_plausible, masked_digest, round_transcript, seed_commitment, unmask_sum
+from dsroc.secagg import (check_plausible, honest_shares, masked_digest, round_transcript, seed_commitment,
+                          share_sigma, unmask_sum)
 from dsroc.v1 import site_pb2 as pb
+
+from analyst.connection import SiteError, fan_out_partial
+from analyst.session import _explain
 
 __all__ = ["SecAggAborted", "SecAggRound", "SecAggSum", "advertise_round", "mask_round", "verify_masked",
            "unmask_round", "sum_round", "masked_vector", "collect_secagg", "round_colluders"]
@@ -61,6 +70,10 @@ class SecAggSum:
         The coalition size t the shares are sized for.
     sites : dict of str to SecAggUnmaskResponse
         Each site's answer to the last step (release id, repeated, honest shares, budget spent).
+    sums0, sums1 : ndarray or None
+        With score sums: the summed noisy per-bin sums of the classes' score offsets, in bin widths.
+    sums_sd : float
+        Standard deviation of the summed noise of one score sum, in bin widths (0 without sums).
     """
 
     edges: np.ndarray
@@ -70,6 +83,9 @@ class SecAggSum:
     noise_sd: float
     colluders: int
     sites: Mapping[str, pb.SecAggUnmaskResponse]
+    sums0: np.ndarray | None = None
+    sums1: np.ndarray | None = None
+    sums_sd: float = 0.0
 
 
 def round_colluders(session, colluders: int | None) -> int:
@@ -90,12 +106,25 @@ def _own_name(conn) -> str:
     return name
 
 
-def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spacing: str, colluders: int) -> SecAggRound:
-    """Step 1: every site checks the request and signs a fresh round key."""
+def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spacing: str, colluders: int,
+                    interior=None, score_sums: bool = False, summed_sigma: float | None = None) -> SecAggRound:
+    """Step 1: every site checks the request and signs a fresh round key (nothing is held or charged).
+
+    ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing``; ``score_sums``: also the
+    per-bin score sums of each class; ``summed_sigma``: a central calibration's noise for the round (the
+    share's calibration starts from it, :func:`dsroc.secagg.share_sigma`'s ``hint``).
+    """
     names = dict(zip(session.sites, session._each("secagg names", _own_name, quiet=True)))
     round_id = secrets.token_bytes(32)
+    if interior is not None:
+        n_bins, spacing = 0, ""
+    # the share every site adds, calibrated once here; each site checks it by one accountant evaluation
+    honest = honest_shares(len(names), int(colluders))
+    sigma = share_sigma(float(epsilon), float(delta), honest, parts=tuple(release_parts(score_sums=bool(score_sums))),
+                        hint=None if summed_sigma is None else float(summed_sigma) / honest**0.5)
     request = dict(round_id=round_id, epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
-                   sites=sorted(names.values()), colluders=int(colluders))
+                   sites=sorted(names.values()), colluders=int(colluders), score_sums=bool(score_sums),
+                   edges=[] if interior is None else [float(v) for v in interior], share_sigma=sigma)
     ads = session._each("secagg keys", lambda c: c.call("SecAggAdvertise", pb.SecAggAdvertiseRequest(
         session_id=session.session_ids[c.name], **request)))
     ads = dict(zip(session.sites, ads))
@@ -108,12 +137,25 @@ def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spaci
 
 
 def mask_round(session, r: SecAggRound) -> SecAggRound:
-    """Step 2: every site gets every site's signed key and answers with its masked counts and a signed receipt."""
+    """Step 2: every site gets every site's signed key, holds its budget and answers with its masked counts and a
+    signed receipt. When a site refuses (its budget, say) or cannot be reached, or a vector does not match its
+    receipt, every hold is returned and the error raised: no site was charged."""
     ads = list(r.advertisements.values())
-    masked = session._each("secagg masked counts", lambda c: c.call("SecAggMask", pb.SecAggMaskRequest(
-        session_id=session.session_ids[c.name], round_id=r.round_id, advertisements=ads)))
-    r.masked = dict(zip(session.sites, masked))
-    return verify_masked(r)
+    replies = fan_out_partial(session.connections, lambda c: c.call("SecAggMask", pb.SecAggMaskRequest(
+        session_id=session.session_ids[c.name], round_id=r.round_id, advertisements=ads)),
+        on_done=lambda site: session.progress("secagg masked counts", site, "done"), executor=session.executor)
+    holds = {c.name: m.reservation_id for c, m in zip(session.connections, replies) if not isinstance(m, SiteError)}
+    failed = [m for m in replies if isinstance(m, SiteError)]
+    if failed:
+        session.cancel(holds)
+        _explain(failed, "; the secagg round is abandoned before any seed was revealed: nothing was charged at any "
+                         "site (the others' holds were returned)")
+    r.masked = dict(zip(session.sites, replies))
+    try:
+        return verify_masked(r)
+    except SecAggAborted:
+        session.cancel(holds)
+        raise
 
 
 def verify_masked(r: SecAggRound) -> SecAggRound:
@@ -126,10 +168,19 @@ def verify_masked(r: SecAggRound) -> SecAggRound:
 
 
 def unmask_round(session, r: SecAggRound) -> SecAggRound:
-    """Step 3: every site gets every receipt (the round is complete), charges its ledger and reveals its seed."""
+    """Step 3: every site gets every receipt (the round is complete), turns its hold into the charge and reveals
+    its seed. A site that fails now (down since it masked) leaves no sum: the others' charges stand (their
+    seeds were revealed) and the failed sites' holds are returned."""
     receipts = [m.receipt for m in r.masked.values()]
-    seeds = session._each("secagg seeds", lambda c: c.call("SecAggUnmask", pb.SecAggUnmaskRequest(
-        session_id=session.session_ids[c.name], round_id=r.round_id, receipts=receipts)))
+    seeds = fan_out_partial(session.connections, lambda c: c.call("SecAggUnmask", pb.SecAggUnmaskRequest(
+        session_id=session.session_ids[c.name], round_id=r.round_id, receipts=receipts)),
+        on_done=lambda site: session.progress("secagg seeds", site, "done"), executor=session.executor)
+    failed = [m for m in seeds if isinstance(m, SiteError)]
+    if failed:
+        session.cancel({e.site: r.masked[e.site].reservation_id for e in failed})
+        done = [c.name for c, m in zip(session.connections, seeds) if not isinstance(m, SiteError)]
+        _explain(failed, f"; no sum: {', '.join(done) or 'no site'} revealed its seed and was charged, the failed "
+                         "sites' holds were returned")
     r.unmasked = dict(zip(session.sites, seeds))
     transcript = r.transcript
     for name, s in r.unmasked.items():
@@ -149,9 +200,13 @@ def sum_round(r: SecAggRound) -> SecAggSum:
     first = next(iter(r.advertisements.values()))
     edges = np.asarray(first.edges, dtype=np.float64)
     m = edges.size - 1
-    sigma = float(first.share_sigma)
+    sigma, k = float(first.share_sigma), len(names)
+    sums = {}
+    if first.sums_share_sigma > 0:  # the sums follow the counts, in units of 1 / SUMS_RESOLUTION bin width
+        sums = dict(sums0=total[2 * m:3 * m] / SUMS_RESOLUTION, sums1=total[3 * m:4 * m] / SUMS_RESOLUTION,
+                    sums_sd=float(np.sqrt(summed_noise_variance(first.sums_share_sigma, k))) / SUMS_RESOLUTION)
     return SecAggSum(edges, total[:m].copy(), total[m:2 * m].copy(), sigma,
-                     float(np.sqrt(summed_noise_variance(sigma, len(names)))), r.colluders, dict(r.unmasked))
+                     float(np.sqrt(summed_noise_variance(sigma, k))), r.colluders, dict(r.unmasked), **sums)
 
 
 def masked_vector(masked: pb.SecAggMaskResponse) -> np.ndarray:
@@ -159,9 +214,12 @@ def masked_vector(masked: pb.SecAggMaskResponse) -> np.ndarray:
     return np.frombuffer(masked.masked, dtype="<u8").astype(np.uint64)
 
 
-def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int, spacing: str = "equal",
-                   colluders: int | None = None) -> SecAggSum:
-    """One secure-aggregation round over an open :class:`analyst.session.ValidationSession`."""
+def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int = 0, spacing: str = "equal",
+                   colluders: int | None = None, interior=None, score_sums: bool = False,
+                   summed_sigma: float | None = None) -> SecAggSum:
+    """One secure-aggregation round over an open :class:`analyst.session.ValidationSession` (see
+    :func:`advertise_round` for ``interior`` and ``score_sums``)."""
     t = round_colluders(session, colluders)
-    r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing, colluders=t)
+    r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing, colluders=t,
+                        interior=interior, score_sums=score_sums, summed_sigma=summed_sigma)
     return sum_round(unmask_round(session, mask_round(session, r)))

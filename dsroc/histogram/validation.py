@@ -232,7 +232,7 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         The reported AUC: ``"rocglm"`` the rule of :mod:`dsroc.histogram.estimates` (the ROC-GLM through the
         ROC points at the edges where it agrees with the nonparametric AUC, else the resolved AUC with the
         score sums or the binned one without); ``"resolved"`` or ``"empirical"`` that AUC.
-    tail_sigmas : float, default 5
+    tail_sigmas : float, default 2
         The ROC-GLM uses only edges with at least ``tail_sigmas * sigma`` estimated patients of each
         class on either side.
     level : float, default 0.95

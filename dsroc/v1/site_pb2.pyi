@@ -688,7 +688,7 @@ class BoydResponse(_message.Message):
     def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class SecAggAdvertiseRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders")
+    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -697,6 +697,9 @@ class SecAggAdvertiseRequest(_message.Message):
     SPACING_FIELD_NUMBER: _ClassVar[int]
     SITES_FIELD_NUMBER: _ClassVar[int]
     COLLUDERS_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     epsilon: float
@@ -705,10 +708,13 @@ class SecAggAdvertiseRequest(_message.Message):
     spacing: str
     sites: _containers.RepeatedScalarFieldContainer[str]
     colluders: int
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ...) -> None: ...
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    score_sums: bool
+    share_sigma: float
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggAdvertisement(_message.Message):
-    __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders")
+    __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders", "sums_share_sigma")
     SITE_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_SHA256_FIELD_NUMBER: _ClassVar[int]
@@ -717,6 +723,7 @@ class SecAggAdvertisement(_message.Message):
     EDGES_FIELD_NUMBER: _ClassVar[int]
     SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
     SITE_COLLUDERS_FIELD_NUMBER: _ClassVar[int]
+    SUMS_SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
     site: str
     round_id: bytes
     request_sha256: str
@@ -725,7 +732,8 @@ class SecAggAdvertisement(_message.Message):
     edges: _containers.RepeatedScalarFieldContainer[float]
     share_sigma: float
     site_colluders: int
-    def __init__(self, site: _Optional[str] = ..., round_id: _Optional[bytes] = ..., request_sha256: _Optional[str] = ..., public_key: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., edges: _Optional[_Iterable[float]] = ..., share_sigma: _Optional[float] = ..., site_colluders: _Optional[int] = ...) -> None: ...
+    sums_share_sigma: float
+    def __init__(self, site: _Optional[str] = ..., round_id: _Optional[bytes] = ..., request_sha256: _Optional[str] = ..., public_key: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., edges: _Optional[_Iterable[float]] = ..., share_sigma: _Optional[float] = ..., site_colluders: _Optional[int] = ..., sums_share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggMaskRequest(_message.Message):
     __slots__ = ("session_id", "round_id", "advertisements")
@@ -750,12 +758,14 @@ class SecAggReceipt(_message.Message):
     def __init__(self, site: _Optional[str] = ..., masked_sha256: _Optional[str] = ..., commitment: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class SecAggMaskResponse(_message.Message):
-    __slots__ = ("masked", "receipt")
+    __slots__ = ("masked", "receipt", "reservation_id")
     MASKED_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     masked: bytes
     receipt: SecAggReceipt
-    def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ...) -> None: ...
+    reservation_id: str
+    def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ..., reservation_id: _Optional[str] = ...) -> None: ...
 
 class SecAggUnmaskRequest(_message.Message):
     __slots__ = ("session_id", "round_id", "receipts")

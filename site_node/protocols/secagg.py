@@ -4,18 +4,22 @@ A round has three steps, all relayed by the analyst (sites never reach each othe
 
 1. ``advertise``: the site checks the request (grid, epsilon, delta, the round's sites, the coalition
    size its share is sized for) and signs a fresh X25519 key bound to the round and the request;
-2. ``mask``: given every site's signed key, it adds its share of the distributed discrete Gaussian
-   noise to its per-class counts and masks them (Bonawitz et al. 2017: one self mask and one mask per
+2. ``mask``: given every site's signed key, it holds the release's budget in its ledger (a reservation,
+   as PrepareRelease; the analyst returns it by CancelReservation when the round is abandoned, else it
+   expires), adds its share of the distributed discrete Gaussian noise to its per-class counts (and,
+   when asked, per-bin score sums) and masks them (Bonawitz et al. 2017: one self mask and one mask per
    pair) under the round's transcript, and signs a receipt of the masked vector and its self-seed
    commitment;
-3. ``unmask``: given every site's signed receipt (all sites sent their masked vector in this round),
-   it charges its ledger and reveals its self seed. Then, and only then, the analyst can compute the
-   sum. A round that stops before this step has revealed nothing and charged nothing.
+3. ``unmask``: given every site's signed receipt (all sites sent their masked vector in this round, so
+   every site holds its budget), it turns its hold into the charge and reveals its self seed. Then, and
+   only then, the analyst can compute the sum. A round that stops before this step has revealed nothing
+   and charged nothing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 from collections import OrderedDict
@@ -25,14 +29,14 @@ import numpy as np
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-import dsroc
+from dsroc.histogram.stages import SUMS_RATIO, SUMS_RESOLUTION, release_parts
 from dsroc.privacy.accounting import DiscreteGaussianSum
 from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, receipt_message,
-                          request_digest, round_transcript, seed_commitment, share_sigma)
+                          request_digest, round_transcript, seed_commitment, share_sigma, shares_meet)
 
-from ..errors import FailedPrecondition, InvalidArgument, PermissionDenied, ResourceExhausted
+from ..errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from ..guard import analyst_input, check_release_parameters
-from ..histograms import check_noise_size, histogram_grid
+from ..histograms import MAX_SIGMA, HistogramPlan, check_noise_size, draw_histogram, histogram_grid
 from ..ledger import ReleaseKey
 from .base import SiteProtocol
 
@@ -56,6 +60,7 @@ class Advertisement:
     edges: tuple = ()
     share_sigma: float = 0.0
     site_colluders: int = 0
+    sums_share_sigma: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class MaskedRelease:
 
     masked: np.ndarray
     receipt: Receipt
+    reservation_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,7 @@ class _Round:
     private: X25519PrivateKey
     advertisement: Advertisement
     key: ReleaseKey
+    plan: HistogramPlan
     transcript: bytes = b""
     masked: MaskedRelease | None = None
     payload: bytes = b""
@@ -121,8 +128,16 @@ class SecAggProtocol(SiteProtocol):
 
     # ------------------------------------------------------------------ step 1: advertise
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
-                  sites, colluders: int) -> Advertisement:
-        """Check a round's request and sign a fresh round key bound to it (nothing is released or charged)."""
+                  sites, colluders: int, interior=(), score_sums: bool = False,
+                  proposed_sigma: float = 0.0) -> Advertisement:
+        """Check a round's request and sign a fresh round key bound to it (nothing is released or charged).
+
+        ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each an edge of a grid
+        the policy allows); ``score_sums``: also each bin's sum of score offsets per class, the counts and
+        sums sharing one noise scale so that the whole release is (epsilon, delta)-DP; ``proposed_sigma``: the
+        analyst's share parameter, checked by one evaluation of the accountant instead of a calibration here
+        (0: calibrate).
+        """
         site, policy = self.site, self.policy
         self.require()
         round_id = bytes(round_id)
@@ -137,12 +152,20 @@ class SecAggProtocol(SiteProtocol):
                 f"{len(sites)} sites: this site's guarantee must survive coalitions of {policy.secagg_colluders} other "
                 f"sites with the analyst (policy.secagg_colluders), got {colluders}")
         with analyst_input("epsilon, delta"):
-            edges, _, _ = histogram_grid(policy, session.data.score_range, n_bins=n_bins, spacing=spacing)
+            edges, grid, _ = histogram_grid(policy, session.data.score_range, n_bins=n_bins, spacing=spacing,
+                                            interior=list(interior) or None)
             check_noise_size(epsilon, delta)
             # sized on the request's own grid (not the ledger's), so every site computes the same share
-            sigma = share_sigma(epsilon, delta, honest_shares(len(sites), int(colluders)))
+            score_sums, honest = bool(score_sums), honest_shares(len(sites), int(colluders))
+            parts = tuple(release_parts(score_sums=score_sums))
+            sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed_sigma else \
+                self._check_proposed(float(proposed_sigma), epsilon, delta, honest, parts)
+        sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
+        plan = HistogramPlan(edges, edges.size - 1, grid, (), epsilon, delta, sigma, 0.0, score_sums, sums_sigma)
         request = {"protocol": "secagg", "edges": edges.tolist(), "epsilon": epsilon, "delta": delta,
                    "sites": sites, "colluders": int(colluders), "share_sigma": sigma}
+        if score_sums:  # absent otherwise: rounds of counts only keep their digest and release key
+            request.update(score_sums=True, sums_share_sigma=sums_sigma)
         digest = request_digest(request)
         key = (session.analyst, round_id)
         with self._lock:
@@ -156,14 +179,24 @@ class SecAggProtocol(SiteProtocol):
             public = private.public_key().public_bytes(*_RAW)
             signature = site.signer.sign_message(advertisement_message(site.config.name, round_id, digest, public))
             ad = Advertisement(site.config.name, round_id, digest, public, signature, tuple(edges.tolist()),
-                               sigma, policy.secagg_colluders)
-            text = json.dumps({k: request[k] for k in ("edges", "epsilon", "delta", "sites", "colluders")},
-                              sort_keys=True)
+                               sigma, policy.secagg_colluders, sums_sigma)
+            text = json.dumps({k: request[k] for k in ("edges", "epsilon", "delta", "sites", "colluders",
+                                                       "score_sums") if k in request}, sort_keys=True)
             release_key = ReleaseKey(*session.data.key, "secagg", text)
-            self._rounds[key] = _Round(session.analyst, session.session_id, request, digest, private, ad, release_key)
+            self._rounds[key] = _Round(session.analyst, session.session_id, request, digest, private, ad, release_key,
+                                       plan)
             while len(self._rounds) > _MAX_ROUNDS:
                 self._rounds.popitem(last=False)
         return ad
+
+    @staticmethod
+    def _check_proposed(sigma: float, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
+        if not (math.isfinite(sigma) and 0.0 < sigma <= MAX_SIGMA):
+            raise InvalidArgument(f"share_sigma must be a positive number of at most {MAX_SIGMA:g}, got {sigma!r}")
+        if not shares_meet(sigma, epsilon, delta, honest, parts=parts):
+            raise InvalidArgument(f"share_sigma {sigma!r} is too small: {honest} honest shares of it do not make the "
+                                  f"release ({epsilon}, {delta})-DP (propose 0 and each site calibrates its share)")
+        return sigma
 
     def _check_sites(self, sites: list[str]) -> None:
         policy, signer, name = self.site.policy, self.site.signer, self.site.config.name
@@ -189,7 +222,8 @@ class SecAggProtocol(SiteProtocol):
 
     # ------------------------------------------------------------------ step 2: masked release
     def mask(self, session, *, round_id: bytes, advertisements) -> MaskedRelease:
-        """The masked noisy counts, given every site's signed round key (nothing is charged yet)."""
+        """The masked noisy counts, given every site's signed round key: the release's budget is held
+        (ResourceExhausted, nothing held, when it does not fit), nothing is charged yet."""
         r = self._round(session, round_id)
         keys = self._check_advertisements(r, list(advertisements))
         transcript = round_transcript(r.advertisement.round_id, r.digest, keys)
@@ -200,22 +234,14 @@ class SecAggProtocol(SiteProtocol):
                                            "keys are fixed once (start a new round)")
                 return r.masked
             data, site = session.data, self.site
-            events = self._events(r)
-            if not site.ledger.fits(data.key[0], events, site.policy):
-                raise ResourceExhausted(f"privacy budget: a secagg release (epsilon {r.request['epsilon']}, delta "
-                                        f"{r.request['delta']}) would exceed the total budget (epsilon "
-                                        f"{site.policy.budget_epsilon}, delta {site.policy.budget_delta}) of the "
-                                        f"patients behind dataset {data.dataset!r}; nothing was released")
+            # Hold the budget (all or nothing: the charge at unmask comes only once every site holds its own).
+            held = site.ledger.reserve(r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
+                                       epsilon=r.request["epsilon"], delta=r.request["delta"],
+                                       fingerprint=data.fingerprint, policy=site.policy)
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
             if payload is None:
-                from dsroc.privacy.noise import sample_discrete_gaussian  # scipy: imported at the first release
-
-                edges = np.asarray(r.request["edges"])
-                h0, h1 = dsroc.bin_scores(data.scores, data.labels, edges)
-                noisy = np.concatenate([h0, h1]).astype(np.int64)
-                noisy += sample_discrete_gaussian(r.request["share_sigma"], noisy.size)
-                payload = noisy.tobytes()
+                payload = draw_histogram(r.plan, data.scores, data.labels, np.random.default_rng())
             seed = secrets.token_bytes(32)
             with analyst_input("advertisements"):  # a key that is no X25519 point: refused, nothing kept
                 masked = mask_vector(np.frombuffer(payload, dtype=np.int64), site=site.config.name,
@@ -223,7 +249,8 @@ class SecAggProtocol(SiteProtocol):
             digest, commitment = masked_digest(masked), seed_commitment(transcript, seed)
             signature = site.signer.sign_message(receipt_message(site.config.name, transcript, digest, commitment))
             r.transcript, r.payload, r.self_seed = transcript, payload, seed
-            r.masked = MaskedRelease(masked, Receipt(site.config.name, digest, commitment, signature))
+            r.masked = MaskedRelease(masked, Receipt(site.config.name, digest, commitment, signature),
+                                     held.reservation_id)
             return r.masked
 
     def _check_advertisements(self, r: _Round, advertisements) -> dict[str, bytes]:
@@ -247,9 +274,11 @@ class SecAggProtocol(SiteProtocol):
         return keys
 
     def _events(self, r: _Round) -> tuple:
-        """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know."""
+        """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know, of
+        the counts and (with score sums) of the sums."""
         honest = honest_shares(len(r.request["sites"]), self.site.policy.secagg_colluders)
-        return (DiscreteGaussianSum(r.request["share_sigma"], honest),)
+        sums = ((DiscreteGaussianSum(r.plan.sums_sigma, honest, SUMS_RESOLUTION),) if r.plan.score_sums else ())
+        return (DiscreteGaussianSum(r.request["share_sigma"], honest), *sums)
 
     # ------------------------------------------------------------------ step 3: unmask
     def unmask(self, session, *, round_id: bytes, receipts) -> Unmasked:
@@ -265,7 +294,8 @@ class SecAggProtocol(SiteProtocol):
             release, charged = site.ledger.release(
                 r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
                 epsilon=r.request["epsilon"], delta=r.request["delta"], rule="secagg", fingerprint=data.fingerprint,
-                policy=site.policy, make=lambda _seed: (r.payload, 0, 0), store=True)
+                policy=site.policy, make=lambda _seed: (r.payload, 0, 0), store=True,
+                reservation=r.masked.reservation_id)
             if release.payload != r.payload:
                 raise FailedPrecondition("secagg: another round over the same request and sites was completed first "
                                          "with other noise; this round is aborted (nothing revealed), start a new one")

@@ -97,7 +97,13 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     assert report["n"]["total"] == report["pooled"]["n"] == 249  # 686 - 63 censored early, 40 % test split
     assert report["brier"]["value"] == pytest.approx(report["pooled"]["brier"], abs=1e-12)  # Brier carries no noise
     assert abs(report["auc"]["value"] - report["pooled"]["auc_empirical"]) < 0.15
-    assert set(report["histogram_protocol"]) == set(report) - {"pooled", "demo", "histogram_protocol"}
+    assert set(report["histogram_protocol"]) == set(report) - {"pooled", "demo", "histogram_protocol", "secagg_protocol"}
+    # secure aggregation at the same epsilon: the same report shape, summed noise well below the histogram's
+    secagg, hist = report["secagg_protocol"], report["histogram_protocol"]
+    assert set(secagg) == set(hist) and secagg["protocol"] == "secagg"
+    assert secagg["detail"]["sigma"] < 0.6 * hist["detail"]["sigma"]
+    assert abs(secagg["auc"]["value"] - report["pooled"]["auc_empirical"]) < 0.15
+    assert "  secagg     AUC" in proc.stdout
     assert all(p["sensitivity_rule"] == "model" and 0.05 < p["sensitivity"] < 0.5 for p in report["privacy"].values())
     assert "Distributed (through the network) vs pooled" in proc.stdout
     pooled_h = report["pooled"]["calibration"]

@@ -123,7 +123,7 @@ def test_the_roc_band_has_the_auc_ci_as_its_areas(both, protocol):
 
 
 def test_without_a_plausible_fit_the_binned_polyline_is_the_quoted_curve(helpers):
-    res = helpers.results.histogram_result_of(noise_sd=2.0)
+    res = helpers.results.histogram_result_of(noise_sd=8.0)
     assert res.auc_estimator == "binned empirical" and res.roc.params is None and res.roc.band is None
     assert any("no plausible ROC-GLM fit" in w for w in res.warnings)
     # the binned empirical AUC is the trapezoidal area under the binned points (ties within a bin count one half)

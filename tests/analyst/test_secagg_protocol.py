@@ -88,7 +88,8 @@ def test_a_garbage_vector_of_a_compromised_site_aborts_the_round(exact_sites, pk
 def test_validate_by_secagg_gives_the_histogram_report_without_per_site_counts(exact_sites, pki, helpers, tmp_path):
     frames, addresses, _ = exact_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, protocol="secagg", n_bins=20)
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, protocol="secagg", n_bins=20,
+                           spacing="equal", score_sums=False)
         plain = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, protocol="histogram", n_bins=20,
                              score_sums=False, spacing="equal")
     h0, h1 = _binned_truth(frames, res.detail.validation.edges)
@@ -116,7 +117,44 @@ def test_the_cli_runs_secagg(exact_sites, pki, helpers, tmp_path):
         for k, a in enumerate(addresses)))
     out = tmp_path / "report"
     assert main(["validate", "--federation", str(federation), "--dataset", "test", "--outcome", "y", "--score",
-                 "pred", "--epsilon", "4000", "--delta", "0.01", "--protocol", "secagg", "--colluders", "1",
+                 "pred", "--epsilon", "1000", "--delta", "0.01", "--protocol", "secagg", "--colluders", "1",
                  "--out", str(out), "--quiet"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["protocol"] == "secagg" and report["detail"]["colluders"] == 1
+
+
+def test_the_default_secagg_validation_sums_two_rounds_with_score_sums(exact_sites, pki, helpers):
+    """Quantile grid and score sums (the defaults): a first round on the fine grid places the bins, the second
+    sums counts and score offsets; under negligible noise both equal brute force, the sums within the random
+    rounding (half a bin width per patient), and the report is as complete as the histogram protocol's."""
+    frames, addresses, _ = exact_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=1000.0, delta=0.01, protocol="secagg")
+    d = res.detail
+    assert d.spacing == "quantile" and d.grid_round is not None and d.grid_round.sums0 is None
+    # the first round: per-class counts on the sites' fine logit grid
+    g0, g1 = _binned_truth(frames, d.grid_round.edges)
+    np.testing.assert_array_equal(d.grid_round.counts0, g0)
+    np.testing.assert_array_equal(d.grid_round.counts1, g1)
+    assert d.grid_round.edges.size - 1 == 50
+    # the second: its interior edges are fine edges, its counts brute force, its sums the offsets' within rounding
+    edges = d.round.edges
+    assert np.isin(edges[1:-1], d.grid_round.edges).all()
+    assert d.n_bins == edges.size - 1 == 12  # dsroc.secagg.secagg_n_bins for negligible noise: the study's 12
+    h0, h1 = _binned_truth(frames, edges)
+    np.testing.assert_array_equal(d.round.counts0, h0)
+    np.testing.assert_array_equal(d.round.counts1, h1)
+    s = np.clip(np.concatenate([f["pred"].to_numpy() for f in frames]), edges[0], edges[-1])
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    idx = np.minimum(np.searchsorted(edges, s, side="right") - 1, edges.size - 2)
+    offset = (s - edges[idx]) / np.diff(edges)[idx]
+    for cls, sums, counts in ((0, d.round.sums0, h0), (1, d.round.sums1, h1)):
+        exact = np.bincount(idx[y == cls], weights=offset[y == cls], minlength=edges.size - 1)
+        assert np.all(np.abs(sums - exact) <= 0.5 * counts + 1e-9)
+    assert res.n == sum(len(f) for f in frames)
+    assert res.calibration.predicted_from.startswith("within-bin mean score")
+    assert np.isfinite(d.validation.auc_resolved) and "AUC (resolved)" in str(res)
+    assert "at the quantiles of a first round" in str(res) and "unavailable by design" in str(res)
+    report = json.loads(res.to_json())
+    helpers.check_schema(report)
+    assert report["detail"]["score_sums"] and len(report["detail"]["grid_round"]["edges"]) == 51

@@ -131,3 +131,63 @@ def test_sampled_shares_sum_to_the_tabulated_law():
     observed = np.array([(sums == v).sum() for v in values])
     rest_e, rest_o = sums.size - expected.sum(), sums.size - observed.sum()
     assert chisquare(np.append(observed, rest_o), np.append(expected, rest_e)).pvalue > 1e-4
+
+
+def _exact_delta_joint(counts, sums, epsilon: float) -> float:
+    """Hockey-stick divergence of the pair (counts + Z1, sums + Z2) against the pair shifted by (1, 2): the
+    exact curve of a release of a count and a sensitivity-2 sum, summed directly over the product pmf."""
+    (x1, p1), (x2, p2) = counts, sums
+    q1 = np.concatenate([[0.0], p1[:-1]])
+    q2 = np.concatenate([[0.0, 0.0], p2[:-2]])
+    return float(np.sum(np.maximum(np.outer(p1, p2) - math.exp(epsilon) * np.outer(q1, q2), 0.0)))
+
+
+@pytest.mark.parametrize("epsilon,delta,honest", [(1.0, 1e-5, 5), (2.0, 1e-4, 3)])
+def test_share_sigma_of_counts_and_score_sums_is_safe_and_nearly_smallest(epsilon, delta, honest):
+    """The secagg protocol's counts and score sums (ratio 3, sensitivity 2) share one scale: the exact joint
+    curve of the honest shares' sums meets the target at that scale and misses it 0.1 % below."""
+    parts = ((1, 1.0), (2, 3.0))
+    sigma = share_sigma(epsilon, delta, honest, parts=parts)
+
+    def exact(s):
+        return _exact_delta_joint(_reference_pmf(s, honest), _reference_pmf(6.0 * s, honest), epsilon)
+
+    assert exact(sigma) <= delta + _REFERENCE_ERROR
+    assert exact(sigma * (1 - 1e-3)) > delta
+    with pytest.raises(ValueError, match="parts"):
+        share_sigma(epsilon, delta, honest, parts=((1, 0.0),))
+
+
+def test_the_two_rounds_of_the_quantile_grid_compose_to_the_request():
+    """Both secagg rounds (fine grid; counts and sums on the quantile grid) as the ledger charges them compose to
+    the validation's epsilon at its delta, within the split's rounding, and the summed noise of each round is
+    the central plan's."""
+    from dsroc.histogram.stages import release_parts, two_stage_plan
+
+    epsilon, delta, k = 1.0, 1e-5, 5
+    plan = two_stage_plan(epsilon, delta, score_sums=True)
+    s1 = share_sigma(plan.epsilon1, plan.delta1, k)
+    s2 = share_sigma(plan.epsilon2, plan.delta2, k, parts=tuple(release_parts(score_sums=True)))
+    composed = Accountant([DiscreteGaussianSum(s1, k), DiscreteGaussianSum(s2, k), DiscreteGaussianSum(6 * s2, k, 2)])
+    assert composed.epsilon(delta) == pytest.approx(epsilon, rel=2e-3)
+    assert math.sqrt(summed_noise_variance(s1, k)) == pytest.approx(plan.sigma1, rel=1e-3)
+    assert math.sqrt(summed_noise_variance(s2, k)) == pytest.approx(plan.sigma2, rel=1e-3)
+
+
+def test_the_bin_count_grows_with_n_against_the_summed_noise():
+    from dsroc.histogram.grid import recommended_n_bins
+    from dsroc.secagg import secagg_n_bins
+
+    sigma = 4.1  # the second round's summed noise at epsilon 1, delta 1e-5
+    assert [secagg_n_bins(n, sigma) for n in (250, 1000, 4099, 4100, 40_999, 41_000, 1e6)] == [5, 5, 5, 7, 7, 10, 10]
+    assert secagg_n_bins(1000, 0.5) == 12 and secagg_n_bins(50_000, 3.0) == 10 and secagg_n_bins(1000, 3.0) == 8 and secagg_n_bins(100, 0.01) == recommended_n_bins(0.01 / math.sqrt(5)) == 12
+    assert secagg_n_bins(float("nan"), sigma) == 5
+    with pytest.raises(ValueError, match="sigma"):
+        secagg_n_bins(1000, -1.0)
+
+
+def test_a_hint_is_taken_only_within_a_tenth_of_a_percent_of_the_smallest_share():
+    exact = share_sigma(1.0, 1e-5, 5)
+    assert share_sigma(1.0, 1e-5, 5, hint=exact * 1.0005) == exact * 1.0005  # meets, and 0.1 % less does not
+    for wrong in (exact * 1.01, exact * 0.99, 50.0):  # wasteful or unsafe: the search's answer instead
+        assert share_sigma(1.0, 1e-5, 5, hint=wrong) == pytest.approx(exact, rel=1e-9)

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from dsroc.privacy.accounting import Accountant, DiscreteGaussianSum, discretization_for
-from dsroc.secagg import advertisement_message, check_plausible, round_transcript, seed_commitment, unmask_sum
+from dsroc.secagg import (advertisement_message, check_plausible, round_transcript, seed_commitment, share_sigma,
+                          unmask_sum)
 from dsroc.v1 import site_pb2 as pb
 from site_node.init import sample_dataset
 from site_node.signing import ensure_signing_key, public_key_text
@@ -56,10 +57,11 @@ def federation(tmp_path, tls_pki, client_factory):
         yield make
 
 
-def advertise(clients, sessions, round_id, *, sites=NAMES, epsilon=4000.0, delta=0.01, n_bins=10, colluders=0):
+def advertise(clients, sessions, round_id, *, sites=NAMES, epsilon=4000.0, delta=0.01, n_bins=10, colluders=0,
+              **more):
     return [c.SecAggAdvertise(pb.SecAggAdvertiseRequest(
         session_id=s, round_id=round_id, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing="equal",
-        sites=list(sites), colluders=colluders)) for c, s in zip(clients, sessions)]
+        sites=list(sites), colluders=colluders, **more)) for c, s in zip(clients, sessions)]
 
 
 def mask(clients, sessions, round_id, ads):
@@ -250,3 +252,26 @@ def test_the_charge_is_for_the_coalitions_the_policy_accepts(federation):
     transcript = round_transcript(ads[0].round_id, ads[0].request_sha256, {a.site: a.public_key for a in ads})
     for m, s in zip(masked, seeds):
         assert m.receipt.commitment == seed_commitment(transcript, s.self_seed)
+
+
+def test_a_proposed_share_is_checked_not_trusted(federation, snapshot):
+    """The analyst proposes the share parameter (one calibration instead of one per site): each site checks it
+    with its accountant, refuses a share too small for the honest shares to meet (epsilon, delta), and accepts
+    the calibrated one with the same request digest as its own calibration."""
+    configs, clients, sessions = federation({"max_epsilon": 5.0, "budget_epsilon": 100.0, "secagg_colluders": 1})
+    before = [snapshot(c.ledger_path) for c in configs]
+    own = advertise(clients, sessions, secrets.token_bytes(32), epsilon=1.0, delta=1e-5, colluders=1,
+                    score_sums=True)
+    sigma = own[0].share_sigma
+    assert sigma == pytest.approx(share_sigma(1.0, 1e-5, 3, parts=((1, 1.0), (2, 3.0))), rel=1e-12)
+    assert own[0].sums_share_sigma == pytest.approx(6 * sigma, rel=1e-12)
+    for small in (sigma * 0.999, 1e-3):
+        expect(C.INVALID_ARGUMENT, lambda: advertise(clients[:1], sessions[:1], secrets.token_bytes(32), epsilon=1.0,
+                                                     delta=1e-5, colluders=1, score_sums=True, share_sigma=small),
+               "share_sigma")
+    expect(C.INVALID_ARGUMENT, lambda: advertise(clients[:1], sessions[:1], secrets.token_bytes(32), epsilon=1.0,
+                                                 delta=1e-5, colluders=1, share_sigma=float("nan")), "share_sigma")
+    proposed = advertise(clients, sessions, secrets.token_bytes(32), epsilon=1.0, delta=1e-5, colluders=1,
+                         score_sums=True, share_sigma=sigma)
+    assert [a.request_sha256 for a in proposed] == [a.request_sha256 for a in own]
+    assert [snapshot(c.ledger_path) for c in configs] == before
