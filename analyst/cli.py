@@ -53,8 +53,11 @@ def _options(args):
     foreign = sorted({k for other in fields.values() for k, d in other.items()
                       if k not in own and getattr(args, k, None) not in (None, d)})
     if foreign:
+        from analyst.protocols.base import HISTOGRAM_ONLY
+
         flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
-        raise ValueError(f"{flags}: not an option of --protocol {args.protocol}")
+        why = "; ".join(sorted({HISTOGRAM_ONLY[k] for k in foreign if k in HISTOGRAM_ONLY}))
+        raise ValueError(f"{flags}: not an option of --protocol {args.protocol}" + (f" ({why})" if why else ""))
     return PROTOCOLS[args.protocol].options_type(**{k: getattr(args, k) for k in own if getattr(args, k, None) is not None})
 
 
@@ -127,6 +130,9 @@ def _cmd_describe(args) -> int:
               f"sensitivity rule '{p.get('sensitivity_rule')}'"
               + (f"; thresholds and bin edges on a lattice of {p['threshold_steps']} steps of the score range"
                  if p.get("threshold_steps") else ""))
+        if p.get("strata"):  # --strata COLUMN: the columns and cut points this site releases subgroups of
+            print("  strata (--strata): " + "; ".join(f"{s['column']} cut at {s['cuts']}" for s in p["strata"])
+                  + f"; at most {p.get('histogram_max_cells')} cells per class")
         for ds in d.get("datasets", []):
             b = ds.get("budget", {})
             cols = ", ".join(c["name"] for c in ds.get("columns", []))
@@ -265,7 +271,8 @@ def _parser() -> argparse.ArgumentParser:
                        description=f"Run the distributed validation over the sites of a federation file and write "
                                    f"{files} to --out, the same files for every protocol (calibration.png only when "
                                    "a calibration curve could be estimated; forest.png with --by-site, "
-                                   "decision_curve.png with --decision-curve). The summary and report warn when "
+                                   "decision_curve.png with --decision-curve, subgroups.png with --strata, "
+                                   "comparison.png with --compare). The summary and report warn when "
                                    "(epsilon, delta) is not among the settings the simulation study recommends "
                                    "for the sites' Delta (see 'dsroc recommend'). Exit status 0 on success, 2 for "
                                    "bad input, 3 when a site refused or failed.")
@@ -306,6 +313,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
                          "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
                          "thresholds you need")
+    ho.add_argument("--strata", default=None, metavar="COLUMN",
+                    help="also every statistic per stratum of COLUMN and the differences between strata "
+                         "(subgroups.png): one more release per site at --epsilon/--delta on the validation's grid, "
+                         "split at the cut points each site's policy lists for COLUMN (policy.strata)")
+    ho.add_argument("--compare", default=None, metavar="SCORE2",
+                    help="also compare with a second score column on the same patients: each model's AUC, the "
+                         "paired difference with its CI and the test of no difference (comparison.png); one more "
+                         "release per site at --epsilon/--delta, a joint 2-D histogram of both scores")
     sa = v.add_argument_group("secagg protocol (SecAggOptions)")
     sa.add_argument("--colluders", type=int, default=None, metavar="T",
                     help="size the noise shares for coalitions of T sites with the analyst (default: the largest "

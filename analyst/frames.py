@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["FRAME_KINDS", "result_frame", "result_html", "result_repr"]
 
-FRAME_KINDS = ("roc", "roc_points", "calibration", "sites", "decision_curve")
+FRAME_KINDS = ("roc", "roc_points", "calibration", "sites", "decision_curve", "subgroups", "comparison")
 
 
 def _roc_frame(result, points: int):
@@ -58,12 +58,38 @@ def _decision_curve_frame(result):
                          "upper": dc.upper, "treat_all": dc.treat_all, "treat_none": 0.0})
 
 
+def _subgroups_frame(result):
+    import pandas as pd
+
+    g = result.subgroups
+    columns = ["stratum", "lower", "upper", "n", "n1", "auc", "auc_lower", "auc_upper", "auc_variance", "oe",
+               "oe_lower", "oe_upper", "brier", "brier_lower", "brier_upper"]
+    if g is None:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame([{"stratum": s.label, **{k: v for k, v in s.__dict__.items() if k != "label"}}
+                         for s in g.strata], columns=columns)
+
+
+def _comparison_frame(result):
+    import pandas as pd
+
+    c = result.comparison
+    columns = ["what", "estimate", "lower", "upper", "p_value"]
+    if c is None:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame([(f"AUC A ({c.model_a})", c.auc_a, c.auc_a_lower, c.auc_a_upper, float("nan")),
+                         (f"AUC B ({c.model_b})", c.auc_b, c.auc_b_lower, c.auc_b_upper, float("nan")),
+                         ("A minus B", c.difference, c.lower, c.upper, c.p_value)], columns=columns)
+
+
 def result_frame(result, kind: str = "roc", *, points: int = 101):
     """A pandas DataFrame of ``result``: ``"roc"`` (the curve whose AUC is quoted and its band at ``points``
     false-positive fractions), ``"roc_points"`` (the empirical or binned points), ``"calibration"`` (per
     bin: edges, n, mean prediction, observed fraction with its interval, status), ``"sites"`` (per site:
-    guarantee, noise, sensitivity, patients, budget, and with ``by_site`` its own AUC and O/E) or
-    ``"decision_curve"`` (net benefit per threshold, empty without ``decision_curve``)."""
+    guarantee, noise, sensitivity, patients, budget, and with ``by_site`` its own AUC and O/E),
+    ``"decision_curve"`` (net benefit per threshold, empty without ``decision_curve``), ``"subgroups"`` (per
+    stratum, empty without ``strata``) or ``"comparison"`` (each model's AUC and the difference, empty without
+    ``compare``)."""
     import pandas as pd
 
     if kind not in FRAME_KINDS:
@@ -76,6 +102,10 @@ def result_frame(result, kind: str = "roc", *, points: int = 101):
         return pd.DataFrame({"fpr": result.roc.fpr, "tpr": result.roc.tpr})
     if kind == "decision_curve":
         return _decision_curve_frame(result)
+    if kind == "subgroups":
+        return _subgroups_frame(result)
+    if kind == "comparison":
+        return _comparison_frame(result)
     return _calibration_frame(result) if kind == "calibration" else _sites_frame(result)
 
 
@@ -123,5 +153,11 @@ def result_html(result) -> str:
     warn = f"<p><b>Warnings</b></p><ul>{warn}</ul>" if warn else ""
     cal = result_frame(result, "calibration").to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="-")
     per_site = result_frame(result, "sites").to_html(float_format=lambda v: f"{v:.4g}", na_rep="-")
-    return (head + table + warn + "<details><summary>Calibration per bin</summary>" + cal + "</details>"
+    folded = ""
+    for kind, title in (("subgroups", f"Subgroups by {html.escape(getattr(result.subgroups, 'column', ''))}"),
+                        ("comparison", "Two models compared on the same patients")):
+        if getattr(result, kind) is not None:
+            frame = result_frame(result, kind).to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="-")
+            folded += f"<details open><summary>{title} ({pct}% CIs include the privacy noise)</summary>{frame}</details>"
+    return (head + table + warn + folded + "<details><summary>Calibration per bin</summary>" + cal + "</details>"
             + "<details><summary>Privacy per site</summary>" + per_site + "</details>")

@@ -1,10 +1,11 @@
-"""What a multicentre validation reports beside the pooled numbers: each site's estimates, their heterogeneity, and the decision curve.
+"""What a multicentre validation reports beside the pooled numbers: each site's estimates, their heterogeneity, the decision curve, subgroups and a second model.
 
 All of it is post-processing of the releases the sites already made: each site's histogram release is
 (epsilon, delta)-DP on its own, so its own AUC and O/E (with intervals including that site's noise) cost
 nothing more; they are pooled by a random-effects meta-analysis on the logit-AUC and log-O/E scales as
 ``metamisc::valmeta`` does (:func:`dsroc.multicentre.random_effects`), and the decision curve is read at
-the summed histogram's edges (:func:`dsroc.multicentre.decision_curve`).
+the summed histogram's edges (:func:`dsroc.multicentre.decision_curve`). Subgroups and the comparison of
+two models need one more release each, of a finer partition (:class:`PartitionedAnalyses`).
 """
 
 from __future__ import annotations
@@ -19,15 +20,10 @@ from scipy.special import expit
 from dsroc.histogram.validation import histogram_validation
 from dsroc.multicentre import decision_curve, log_oe, logit_auc, random_effects
 
-from analyst.parts import num
+from analyst.parts import num, plain_record
 
 __all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
-           "decision_curve_dict", "forest_figure", "decision_curve_figure"]
-
-
-def _plain(record) -> dict[str, Any]:
-    """A record of names and numbers as JSON-ready values (NaN and inf as null)."""
-    return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items()}
+           "decision_curve_dict", "forest_figure", "decision_curve_figure", "PartitionedAnalyses"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +43,7 @@ class SiteEstimates:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return _plain(self)
+        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -69,7 +65,7 @@ class Pooled:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return _plain(self)
+        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -221,3 +217,55 @@ def decision_curve_figure(result, *, figure=None):
     ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
+
+
+class PartitionedAnalyses:
+    """The validation's subgroups (``strata``) and model comparison (``compare``): one more release each per site.
+
+    Made before any release (a context manager: it closes the second model's sessions): the second model's
+    sessions open at once, refused as the first model's would be, and :meth:`check` refuses a partition some
+    site's policy does not allow; only then does the validation release. :meth:`collect` makes the partitioned
+    releases on the validation's grid.
+    """
+
+    def __init__(self, session, request, options):
+        from analyst.partitioned import compare_session
+
+        self.session, self.request, self.options = session, request, options
+        self.other = compare_session(session, options.compare) if options.compare is not None else None
+
+    def check(self, n_bins: int) -> None:
+        """Refuse (before anything is released) strata or cells some site's policy does not allow."""
+        from analyst.partitioned import check_partition_policies
+
+        o = self.options
+        if o.strata is not None:
+            check_partition_policies(self.session, strata=o.strata, n_bins=n_bins, compare=False)
+        if o.compare is not None:
+            check_partition_policies(self.session, strata=None, n_bins=n_bins, compare=True)
+
+    def collect(self, edges) -> dict[str, Any]:
+        """The partitioned releases on the grid ``edges`` and the result fields they give."""
+        from analyst.comparison import comparison_from_release
+        from analyst.partitioned import collect_partitioned
+        from analyst.subgroups import subgroups_from_release
+
+        s, r, o, out = self.session, self.request, self.options, {}
+        if o.strata is not None:
+            release = collect_partitioned(s, "stratified release", epsilon=r.epsilon, delta=r.delta, edges=edges,
+                                          strata=o.strata, score_sums=o.score_sums)
+            out["subgroups"] = subgroups_from_release(release, o.strata, estimator=o.estimator, level=r.level)
+        if self.other is not None:
+            release = collect_partitioned(s, "joint release", epsilon=r.epsilon, delta=r.delta, edges=edges,
+                                          compare=self.other)
+            out["comparison"] = comparison_from_release(release, s.score_source, self.other.score_source,
+                                                        level=r.level)
+        return out
+
+    def __enter__(self) -> "PartitionedAnalyses":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.other is not None:
+            self.other.close()
+

@@ -16,6 +16,7 @@ __all__ = [
     "SitePrivacy",
     "TestResult",
     "num",
+    "plain_record",
 ]
 
 
@@ -29,6 +30,11 @@ def num(x: Any) -> Any:
         return int(x)
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def plain_record(record, skip=()) -> dict[str, Any]:
+    """A record of names and numbers as JSON-ready values (NaN and inf as null), without the fields ``skip``."""
+    return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items() if k not in skip}
 
 
 def _nums(values) -> list:
@@ -271,7 +277,7 @@ class SitePrivacy:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {k: (v if isinstance(v, str) else num(v)) for k, v in self.__dict__.items()}
+        return plain_record(self)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ __all__ = ["OPTIONAL_REPORT_FILES", "REPORT_FILES", "atomic_folder", "write_repo
 #: kind -> file name of everything ``write_report`` (and ``dsroc validate --out``) writes
 REPORT_FILES = {"json": "report.json", "summary": "summary.txt", "figure": "validation.png", "roc": "roc.png",
                 "calibration": "calibration.png"}
-#: kind -> file name of the figures written only when the result holds them (``by_site``, ``decision_curve``)
-OPTIONAL_REPORT_FILES = {"forest": "forest.png", "decision_curve": "decision_curve.png"}
+#: kind -> file name of the figures written only when the result holds them (``by_site``, ``decision_curve``,
+#: ``strata``, ``compare``)
+OPTIONAL_REPORT_FILES = {"forest": "forest.png", "decision_curve": "decision_curve.png", "subgroups": "subgroups.png",
+                         "comparison": "comparison.png"}
 
 
 def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None, summary_extra: str = "",
@@ -38,8 +40,9 @@ def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None
 
     Returns
     -------
-    dict of file kind to path (``calibration`` only when the result holds a calibration curve; ``forest``
-    and ``decision_curve`` only when it holds per-site estimates or a decision curve).
+    dict of file kind to path (``calibration`` only when the result holds a calibration curve; ``forest``,
+    ``decision_curve``, ``subgroups`` and ``comparison`` only when it holds per-site estimates, a decision
+    curve, subgroups or a model comparison).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,6 +61,10 @@ def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None
         figures["forest"] = result.plot_forest()
     if result.decision_curve is not None:
         figures["decision_curve"] = result.plot_decision_curve()
+    if result.subgroups is not None:
+        figures["subgroups"] = result.plot_subgroups()
+    if result.comparison is not None:
+        figures["comparison"] = result.plot_comparison()
     paths.update({kind: out / OPTIONAL_REPORT_FILES[kind] for kind in figures if kind in OPTIONAL_REPORT_FILES})
     for kind, fig in figures.items():
         fig.savefig(paths[kind], dpi=120)

@@ -73,6 +73,12 @@ class ValidationResult:
         Each site's AUC and O/E from its own release and their random-effects pooling (``by_site``).
     decision_curve : dsroc.multicentre.DecisionCurve or None
         Net benefit at the released grid's edges, with treat-all (``decision_curve``).
+    subgroups : analyst.subgroups.Subgroups or None
+        Every stratum's AUC, O/E and Brier score and the differences between strata, from one stratified
+        release per site (``strata``).
+    comparison : analyst.comparison.Comparison or None
+        The validated model against a second one on the same patients: each AUC, the paired difference and its
+        test, from one joint release per site (``compare``).
     detail : object
         What only this protocol has: :class:`analyst.protocols.paper.PaperDetail` (ROC-GLM fit, grid,
         noise-corrected AUC) or :class:`analyst.protocols.histogram.HistogramDetail` (grid, releases,
@@ -111,6 +117,8 @@ class ValidationResult:
     detail: Any = None
     heterogeneity: Any = None
     decision_curve: Any = None
+    subgroups: Any = None
+    comparison: Any = None
 
     __test__ = False
 
@@ -145,6 +153,8 @@ class ValidationResult:
             "timing": {k: num(v) for k, v in self.timing.items()},
             "heterogeneity": None if self.heterogeneity is None else self.heterogeneity.to_dict(),
             "decision_curve": None if self.decision_curve is None else _decision_curve_dict(self.decision_curve),
+            "subgroups": None if self.subgroups is None else self.subgroups.to_dict(),
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
             "detail": {"protocol": self.protocol, **({} if self.detail is None else self.detail.to_dict())},
         }
 
@@ -164,8 +174,8 @@ class ValidationResult:
     def to_frame(self, kind: str = "roc", *, points: int = 101):
         """A pandas DataFrame: ``"roc"`` (the curve whose AUC is quoted and its band at ``points``
         false-positive fractions), ``"roc_points"`` (the empirical or binned points), ``"calibration"``
-        (per bin, with intervals and status) or ``"sites"`` (privacy and budget per site); see
-        :func:`analyst.frames.result_frame`."""
+        (per bin, with intervals and status), ``"sites"`` (privacy and budget per site), ``"decision_curve"``,
+        ``"subgroups"`` or ``"comparison"``; see :func:`analyst.frames.result_frame`."""
         from analyst.frames import result_frame
 
         return result_frame(self, kind, points=points)
@@ -181,6 +191,18 @@ class ValidationResult:
         from analyst.multicentre import decision_curve_figure
 
         return decision_curve_figure(self, figure=figure)
+
+    def plot_subgroups(self, *, figure=None):
+        """AUC and O/E per stratum with their intervals (needs ``strata``)."""
+        from analyst.subgroups import subgroups_figure
+
+        return subgroups_figure(self, figure=figure)
+
+    def plot_comparison(self, *, figure=None):
+        """Each model's AUC and the paired difference with their intervals (needs ``compare``)."""
+        from analyst.comparison import comparison_figure
+
+        return comparison_figure(self, figure=figure)
 
     def _repr_html_(self) -> str:
         from analyst.frames import result_html

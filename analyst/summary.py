@@ -161,6 +161,9 @@ def summary_text(r) -> str:
         lines += r.heterogeneity.summary_lines(pct)
     if r.decision_curve is not None:
         lines += _decision_curve(r.decision_curve, pct)
+    for extra in (r.subgroups, r.comparison):
+        if extra is not None:
+            lines += extra.summary_lines(pct)
     if r.detail is not None:
         lines += [""] + r.detail.detail_lines(r)
     if r.warnings:

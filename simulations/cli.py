@@ -32,7 +32,8 @@ by the analytic Gaussian mechanism) plus the noise-free one.
             the analyst's dsroc.histogram_validation estimates (settings: epsilon x delta).
   compare   every protocol at its stated guarantee on a binormal design (n 250, 1 000, 10 000):
             AUC MAE and CI coverage against epsilon (also: python -m simulations compare).
-  stress    the histogram protocol (and a flat 20-bin baseline, and the paper protocol) on an independent
+  stress    the histogram protocol (and its one-release equal grid, a flat 20-bin baseline, secagg and the
+            paper protocol) on an independent
             generator: 4 score shapes x prevalence x AUC x n x sites x epsilon; bias, MAE, RMSE and CI
             coverage of AUC, Brier, O/E and calibration slope (python -m simulations stress).
   multicentre  heterogeneity across sites (prediction interval, tau^2), subgroups, decision curves and
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser(
         "stress", help="run (or resume) the stress study on an independent generator, then write its tables and figure",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="The histogram protocol as the sites and the analyst run it by default, a flat 20-bin baseline\n"
+        description="The histogram protocol as the sites and the analyst run it by default (two-stage quantile\n"
+                    "grid, score sums), its one-release equal grid (the default before), a flat 20-bin baseline, secagg\n"
                     "and the paper protocol (noise-corrected AUC, recommended settings), on data from\n"
                     "simulations.stress_designs: score shapes calibrated binormal, skewed logistic, bimodal mixture and\n"
                     "piecewise uniform, prevalence 0.02-0.5, AUC 0.6-0.99, n 250-100 000, 2/5/50 sites, epsilon\n"
@@ -125,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "       --targets  the 8 histogram cells issue 16 sets targets in (minutes)\n"
                     "       --smoke  6 cells, seconds (what the test suite runs)\n\n"
                     "Writes into --out: parts/ (per unit of work, resumable), stress.csv (every cell),\n"
-                    "stress.md (headline cells, FedCurve beside ours, paper protocol, coverage failures), stress.png.")
+                    "stress.md (targets, headline cells, FedCurve beside ours, paper protocol, cells that miss the\n"
+                    "coverage and bias target), stress.png.")
     size = st.add_mutually_exclusive_group()
     size.add_argument("--full", action="store_true", help="the full factorial instead of the default fractional grid")
     size.add_argument("--smoke", action="store_true", help="a seconds-long grid of 6 cells")
@@ -134,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--reps", type=int, default=200,
                     help="replications per cell (default: 200; paper cells at n 10^5 and 10^6 run 1/4 and 1/10 of them)")
     st.add_argument("--no-score-sums", action="store_true",
-                    help="the default release without per-bin score sums (counts only, as before they existed)")
+                    help="the default releases (histogram, histogram_equal) without per-bin score sums (counts only)")
+    st.add_argument("--protocols", nargs="+", metavar="P", default=None,
+                    help="only these of histogram, histogram_equal, flat20, secagg, paper (default: all)")
     st.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")
     st.add_argument("--seed", type=int, default=1, help="base seed; results depend on it only (default: 1)")
     st.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -209,7 +214,7 @@ def _stress(args) -> dict:
 
     grid = "full" if args.full else "smoke" if args.smoke else "targets" if args.targets else "default"
     timing = run_stress(args.out, grid=grid, reps=args.reps, seed=args.seed, workers=args.workers,
-                        score_sums=not args.no_score_sums,
+                        score_sums=not args.no_score_sums, **({"protocols": args.protocols} if args.protocols else {}),
                         progress=None if args.quiet else sys.stderr)
     print(json.dumps(timing, indent=2))
     return write_stress_report(args.out)

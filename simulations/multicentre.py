@@ -15,11 +15,13 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit, logit
 
-from dsroc import bin_scores, delong_variance, empirical_auc
+from dsroc import analytic_gaussian_sigma, bin_scores, delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
-from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects
-from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance
+from dsroc.histogram.stages import STAGE1_BINS, release_parts, second_stage_interior, two_stage_plan
+from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
+from dsroc.privacy.noise import (discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance,
+                                 joint_discrete_gaussian_sigma)
 
 __all__ = ["heterogeneity", "subgroups", "decision_curves", "paired_comparison", "DECISION_EDGES"]
 
@@ -76,38 +78,55 @@ def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: f
             "tau2_mc_se": float(t.std(ddof=1) / np.sqrt(reps))}
 
 
+def _validation_grid(rng, scores, site, sites, epsilon):
+    """The grid of the analyst's default histogram validation, which the stratified and joint releases reuse: a
+    first release of every site's scores on the fine logit grid at the first stage's noise, edges at the noisy
+    quantiles for the study's bin count at the second stage's noise (analyst.protocols.histogram.quantile_grid)."""
+    stages = two_stage_plan(epsilon, DELTA)
+    fine = histogram_edges(STAGE1_BINS, lo=0.005, hi=0.995, spacing="logit")
+    idx = bin_index(scores, fine)
+    total = sum(_release(rng, np.bincount(idx[site == k], minlength=STAGE1_BINS).astype(np.float64), stages.sigma1)
+                for k in range(sites))
+    n_bins = recommended_n_bins(analytic_gaussian_sigma(stages.epsilon2, stages.delta2, 1.0))
+    return np.concatenate([[0.0], second_stage_interior(total, fine, n_bins), [1.0]])
+
+
 def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0, aucs=(0.70, 0.80),
-              seed: int = 1) -> dict:
+              grid: str = "validation", seed: int = 1) -> dict:
     """Two strata (half the patients each) released as per-stratum histograms in one release.
 
     A patient is in one stratum, so one release of the stratified histograms has the sensitivity of one
-    histogram. Returns the coverage of the pooled empirical difference (stratum 2 - stratum 1) and the
-    mean half-width relative to the noise-free unbinned DeLong interval.
+    histogram. As ``HistogramOptions(strata=...)`` makes it: at the validation's (epsilon, delta) with the score
+    sums, on the validation's grid (``grid="validation"``; ``"equal12"``: 12 equal bins, the first version),
+    each stratum's ROC-GLM AUC (:func:`dsroc.multicentre.subgroup_analysis`). Returns the coverage of the pooled
+    empirical difference (stratum 2 - stratum 1) and the mean half-width relative to the noise-free unbinned
+    DeLong interval.
     """
     rng = np.random.default_rng(seed)
-    sigma = discrete_gaussian_sigma(epsilon, DELTA)
+    sigma = joint_discrete_gaussian_sigma(epsilon, DELTA, release_parts(score_sums=True))
     sd_sum = np.sqrt(sites * discrete_gaussian_variance(sigma))
-    edges = histogram_edges(12)  # each stratum's curve needs its own resolution: finer than the 5 bins at eps 1
-    covered, ratio = [], []
-    z = stats.norm.ppf(0.975)
+    covered, ratio, bins = [], [], []
     for _ in range(reps):
-        diffs_true, var_free, released = [], [], []
-        for a in aucs:
-            s, y = _binormal(rng, n // 2, a, 0.3)
-            site = rng.integers(sites, size=s.size)
-            h = np.array([_counts(s[site == k], y[site == k], edges) for k in range(sites)], dtype=np.float64)
-            released.append(sum(_release(rng, h[k], sigma) for k in range(sites)))
-            diffs_true.append(empirical_auc(s, y.astype(int)))
-            var_free.append(delong_variance(s, y.astype(int)))
-        rel = np.array(released)
-        est = histogram_auc_estimates(rel[:, 0], rel[:, 1], sigma=sd_sum, noise_draws=40,
-                                      seeds=rng.integers(2**31, size=2).tolist())
-        diff, se = est.auc[1] - est.auc[0], np.sqrt(est.variance.sum())
-        truth = diffs_true[1] - diffs_true[0]
-        covered.append(abs(diff - truth) <= z * se)
-        ratio.append(se / np.sqrt(sum(var_free)))
-    return {"analysis": "subgroups", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
-            "coverage": float(np.mean(covered)), "halfwidth_ratio_to_noise_free": float(np.mean(ratio))}
+        data = [_binormal(rng, n // 2, a, 0.3) for a in aucs]
+        s = np.concatenate([d[0] for d in data])
+        y = np.concatenate([d[1] for d in data]).astype(int)
+        stratum = np.repeat([0, 1], [d[0].size for d in data])
+        site = rng.integers(sites, size=s.size)
+        edges = _validation_grid(rng, s, site, sites, epsilon) if grid == "validation" else histogram_edges(12)
+        m = edges.size - 1
+        cell = bin_index(s, edges) * 2 + stratum
+        released = sum(_release(rng, np.bincount(y[site == k] * 2 * m + cell[site == k], minlength=4 * m)
+                                .astype(np.float64), sigma) for k in range(sites)).reshape(2, m, 2)
+        a = subgroup_analysis(released[0], released[1], edges, sigma=sd_sum)
+        d = next(d for d in a.differences if d.statistic == "AUC")
+        truth = [empirical_auc(s[stratum == k], y[stratum == k]) for k in (0, 1)]
+        free = sum(delong_variance(s[stratum == k], y[stratum == k]) for k in (0, 1))
+        covered.append(d.ci[0] <= truth[1] - truth[0] <= d.ci[1])
+        ratio.append(d.se / np.sqrt(free))
+        bins.append(m)
+    return {"analysis": "subgroups", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites, "grid": grid,
+            "mean_bins": float(np.mean(bins)), "coverage": float(np.mean(covered)),
+            "halfwidth_ratio_to_noise_free": float(np.mean(ratio))}
 
 
 def decision_curves(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0,
@@ -148,20 +167,21 @@ def decision_curves(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon
 
 
 def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0,
-                      delta_auc: float = 0.03, bins: int = 10, seed: int = 3) -> dict:
+                      delta_auc: float = 0.03, grid: str = "validation", seed: int = 3) -> dict:
     """Two correlated models on the same patients, released as one joint 2-D histogram per class.
 
-    Model A has AUC 0.78, model B ``0.78 - delta_auc`` (population). Returns the coverage of the pooled
-    empirical difference and the power of the test of no difference at 5 %, beside the noise-free,
-    unbinned DeLong test's power.
+    Model A has AUC 0.78, model B ``0.78 - delta_auc`` (population). As ``HistogramOptions(compare=...)`` makes
+    it: one joint release at the validation's (epsilon, delta) on the validation's grid of model A
+    (``grid="validation"``; ``"equal10"``: 10 equal bins, the first version). Returns the coverage of the pooled
+    empirical difference and the power of the test of no difference at 5 %, beside the noise-free, unbinned
+    DeLong test's power.
     """
     rng = np.random.default_rng(seed)
     sigma = discrete_gaussian_sigma(epsilon, DELTA)
     var_cell = sites * discrete_gaussian_variance(sigma)
-    edges = histogram_edges(bins)
     auc_a, auc_b = 0.78, 0.78 - delta_auc
     da, db = np.sqrt(2) * stats.norm.ppf(auc_a), np.sqrt(2) * stats.norm.ppf(auc_b)
-    covered, reject, reject_free = [], [], []
+    covered, reject, reject_free, bins = [], [], [], []
     for _ in range(reps):
         y = rng.random(n) < 0.3
         common = rng.normal(size=n)
@@ -169,11 +189,13 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
         xa = da * y + common
         xb = db * y + 0.6 * common + 0.8 * rng.normal(size=n)
         sa, sb = expit(xa - 1.0), expit(xb - 1.0)
-        ia, ib = bin_index(sa, edges), bin_index(sb, edges)
         site = rng.integers(sites, size=n)
-        joint = np.zeros((2, bins, bins))
+        edges = _validation_grid(rng, sa, site, sites, epsilon) if grid == "validation" else histogram_edges(10)
+        m = edges.size - 1
+        ia, ib = bin_index(sa, edges), bin_index(sb, edges)
+        joint = np.zeros((2, m, m))
         for k in range(sites):
-            cell = np.zeros((2, bins, bins))
+            cell = np.zeros((2, m, m))
             np.add.at(cell, (y[site == k].astype(int), ia[site == k], ib[site == k]), 1)
             joint += _release(rng, cell, sigma)
         res = paired_auc_difference(joint[0], joint[1], noise_variance=var_cell)
@@ -182,9 +204,10 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
         covered.append(res.ci[0] <= truth <= res.ci[1])
         reject.append(res.p_value < 0.05)
         reject_free.append(_delong_paired_p(sa, sb, y) < 0.05)
+        bins.append(m)
     return {"analysis": "paired comparison", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
-            "delta_auc": delta_auc, "coverage": float(np.mean(covered)), "power": float(np.mean(reject)),
-            "power_noise_free_unbinned": float(np.mean(reject_free))}
+            "grid": grid, "mean_bins": float(np.mean(bins)), "delta_auc": delta_auc, "coverage": float(np.mean(covered)),
+            "power": float(np.mean(reject)), "power_noise_free_unbinned": float(np.mean(reject_free))}
 
 
 def _delong_paired_p(sa, sb, y):
@@ -204,5 +227,7 @@ def _delong_paired_p(sa, sb, y):
 def run_multicentre(reps: int = 200, *, seed: int = 0) -> pd.DataFrame:
     """Every analysis at the issue's settings: one row each (heterogeneity at epsilon 1 and 5)."""
     rows = [heterogeneity(reps, epsilon=1.0, seed=seed), heterogeneity(reps, epsilon=5.0, seed=seed + 10),
-            subgroups(reps, seed=seed + 1), decision_curves(reps, seed=seed + 2), paired_comparison(reps, seed=seed + 3)]
+            subgroups(reps, seed=seed + 1), subgroups(reps, grid="equal12", seed=seed + 1),
+            decision_curves(reps, seed=seed + 2), paired_comparison(reps, seed=seed + 3),
+            paired_comparison(reps, grid="equal10", seed=seed + 3)]
     return pd.DataFrame(rows)

@@ -6,13 +6,21 @@ Each replication draws ``n`` patients of a :class:`simulations.stress_designs.De
 O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); its population truth:
 :func:`simulations.stress_designs.population_truth`. Protocols (``PROTOCOLS``):
 
-- ``histogram``: as the sites and the analyst run it by default. Every site counts its negatives and
-  positives on the analyst's default grid (:func:`dsroc.histogram.recommended_n_bins` of the analytic
-  Gaussian sigma, equal bins on [0, 1], as ``analyst.protocols.histogram``) with
-  :func:`dsroc.histogram.bin_index`, and (``SCORE_SUMS``) sums its patients' randomly rounded offsets within
-  their bins; it adds discrete-Gaussian noise (:func:`dsroc.privacy.noise.discrete_gaussian_noise`) whose
-  scale :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma` makes the whole release (epsilon, delta)-DP;
-  the analyst sums the releases and calls :func:`dsroc.histogram_validation`;
+- ``histogram``: as the sites and the analyst run it by default (``spacing="quantile"``, per-bin score sums).
+  Stage 1: every site counts its negatives and positives on the fine logit grid its default policy gives
+  (:func:`dsroc.histogram.stages.first_stage_bins` bins) plus discrete-Gaussian noise
+  (:func:`dsroc.privacy.noise.discrete_gaussian_noise`) at the scale the site plans for the first stage's
+  (epsilon1, delta1) of :func:`dsroc.histogram.stages.two_stage_plan`; the analyst sums them over sites and
+  classes and puts the second grid's edges at their quantiles
+  (:func:`dsroc.histogram.stages.second_stage_interior`, the site's explicit grid around them). Stage 2: every
+  site counts per class on those edges and sums its patients' randomly rounded offsets within their bins,
+  with noise at the second stage's (epsilon2, delta2); the analyst sums the releases and calls
+  :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). Bin counts
+  come from :func:`analyst.protocols.histogram.allowed_n_bins` under a default site policy (``POLICY_BINS``,
+  ``POLICY_LOGIT_RANGE``) and each noise scale from the parts the site composes (:func:`site_sigmas`); the
+  study does not import ``site_node``: a test asks a real site for the same two stages and compares;
+- ``histogram_equal``: the analyst's one-release grid (``spacing="equal"``: ``allowed_n_bins`` equal bins on
+  [0, 1]) with score sums at the whole (epsilon, delta): the default before the quantile grid;
 - ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
 - ``secagg``: the secagg protocol: counts only, each site adding its share of a distributed discrete
   Gaussian (:func:`dsroc.secagg.share_sigma` for all ``sites`` shares, no coalition), summed; the grid is
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import product
 from typing import NamedTuple
 
@@ -36,26 +45,26 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from dsroc import analytic_gaussian_sigma, histogram_edges, histogram_validation
-from dsroc.histogram import bin_index, recommended_n_bins
-from dsroc.secagg import share_sigma
+from analyst.protocols.histogram import allowed_n_bins
+from dsroc import histogram_edges, histogram_validation
+from dsroc.histogram import bin_index
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
+from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, release_parts,
+                                   second_stage_interior, two_stage_plan)
+from dsroc.privacy.accounting import VALUE_DISCRETIZATION
+from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance, joint_discrete_gaussian_sigma
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
-from dsroc.privacy.noise import (
-    discrete_gaussian_noise,
-    discrete_gaussian_sigma,
-    discrete_gaussian_variance,
-    joint_discrete_gaussian_sigma,
-)
+from dsroc.secagg import share_sigma
 
 from .dgp import N_SITES, Batch
 from .protocol import run_protocol_chunk
 from .settings import Setting
 from .stress_designs import SHAPES, Design, population_truth, sample_design
 
-__all__ = ["PREVALENCES", "AUCS", "NS", "SITES", "EPSILONS", "DELTA", "CENTRE", "PROTOCOLS", "ESTIMANDS", "RESULT_COLUMNS",
-           "SCORE_SUMS", "SUMS_RESOLUTION", "SUMS_RATIO", "StressCell", "PaperCell", "default_cells", "full_cells",
-           "paper_cells", "DataSet", "generate_data", "Release", "site_sigmas", "histogram_release", "histogram_rows",
-           "paper_rows"]
+__all__ = ["PREVALENCES", "AUCS", "NS", "SITES", "EPSILONS", "DELTA", "LEVEL", "CENTRE", "PROTOCOLS", "ESTIMANDS",
+           "RESULT_COLUMNS", "HISTOGRAM_PROTOCOLS", "SCORE_SUMS", "POLICY_BINS", "POLICY_LOGIT_RANGE", "StressCell", "PaperCell", "default_cells", "full_cells",
+           "paper_cells", "DataSet", "generate_data", "default_grid", "Release", "site_sigmas", "QuantilePlan",
+           "quantile_plan", "histogram_release", "quantile_release", "histogram_rows", "paper_rows"]
 
 PREVALENCES = (0.02, 0.1, 0.3, 0.5)
 AUCS = (0.6, 0.76, 0.9, 0.99)
@@ -63,17 +72,17 @@ NS = (250, 1_000, 10_000, 100_000)
 SITES = (2, 5, 50)
 EPSILONS = (0.5, 1.0, 5.0)
 DELTA = 1e-5
+LEVEL = 0.95  # the analyst's default confidence level
 CENTRE = {"shape": "binormal", "prevalence": 0.3, "auc": 0.76, "n": 10_000, "sites": 5, "epsilon": 1.0}
-PROTOCOLS = ("histogram", "flat20", "secagg", "paper")
+PROTOCOLS = ("histogram", "histogram_equal", "flat20", "secagg", "paper")
+HISTOGRAM_PROTOCOLS = PROTOCOLS[:4]
 ESTIMANDS = ("auc", "brier", "oe", "slope")
 PAPER_NS = (1_000, 10_000, 100_000, 1_000_000)
-# The analyst asks for per-bin score sums by default (analyst.protocols.histogram); the site rounds each
-# offset to 1/SUMS_RESOLUTION and gives the sums SUMS_RATIO times the counts' noise in bin widths
-# (site_node.histograms, which the study does not import; tests/simulations/test_stress.py checks they agree).
+# The analyst asks for per-bin score sums by default (analyst.protocols.histogram).
 SCORE_SUMS = True
-SUMS_RESOLUTION, SUMS_RATIO = 2, 3.0
 RESULT_COLUMNS = ["cell", "protocol", "shape", "prevalence", "design_auc", "n", "sites", "epsilon", "delta", "tau",
-                  "rep", "n1", "estimand", "estimate", "lower", "upper", "se", "pooled", "population", "failure"]
+                  "rep", "n1", "estimand", "estimate", "lower", "upper", "se", "pooled", "population", "failure",
+                  "estimator"]
 
 
 @dataclass(frozen=True)
@@ -187,63 +196,137 @@ def _logistic_slope(y, lp) -> float:
         return float("nan")
 
 
+# A site's default policy (site_node.config.Policy, which the study does not import; a test checks they agree):
+# the bin counts it allows and the range of its logit grids. Every score source has range [0, 1].
+POLICY_BINS = (5, 8, 10, 12, 20, 50, 100)
+POLICY_LOGIT_RANGE = (0.005, 0.995)
+
+
 def default_grid(epsilon: float, delta: float, shares: int = 1) -> np.ndarray:
-    """The analyst's default grid for one release, or one of ``shares`` noise shares (secagg), as
-    ``analyst.protocols.histogram.allowed_n_bins`` picks it."""
-    return histogram_edges(recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0) / np.sqrt(shares)))
+    """The analyst's one-release grid (``spacing="equal"``) at (epsilon, delta), or for one of ``shares`` noise
+    shares (secagg): :func:`analyst.protocols.histogram.allowed_n_bins` under the default policy, equal bins."""
+    return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta, shares=shares))
 
 
 class Release(NamedTuple):
-    """Every site's noisy release on one grid, summed over the sites, as the analyst receives it."""
+    """Every site's noisy release, summed over the sites, per replication, as the analyst receives it."""
 
-    counts: np.ndarray  # (R, 2, B) noisy counts of negatives and positives
-    sums: np.ndarray | None  # (R, 2, B) noisy per-bin sums of score offsets (bin widths), None without them
-    sigma: float  # per-site discrete-Gaussian parameter of a count
+    edges: list  # per replication: the grid of the (second-stage) release, (B_r + 1,)
+    counts: list  # per replication: (2, B_r) noisy counts of negatives and positives
+    sums: list | None  # per replication: (2, B_r) noisy per-bin sums of score offsets (bin widths); None without
+    sigma: float  # per-site discrete-Gaussian parameter of a count (the second stage's for the quantile grid)
     total_sd: float  # noise SD of a summed count
     sums_sd: float  # noise SD of a summed score sum (bin widths)
 
 
-def site_sigmas(cell: StressCell, score_sums: bool) -> tuple[float, float]:
-    """Per-site noise parameters of the counts and (with ``score_sums``) the score sums, jointly (epsilon, delta)."""
+@lru_cache(maxsize=None)
+def site_sigmas(epsilon: float, delta: float, score_sums: bool) -> tuple[float, float]:
+    """Per-site noise parameters of the counts and (with ``score_sums``) the score sums of one release asked for
+    at (epsilon, delta), as ``site_node.histograms.plan_histogram`` calibrates them (one scale ``t`` for the parts
+    :func:`dsroc.histogram.stages.release_parts`, at the ledger's default discretisation)."""
+    t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums),
+                                      interval=VALUE_DISCRETIZATION)
+    return t, SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
+
+
+class QuantilePlan(NamedTuple):
+    """The default two-stage release of one cell: what the analyst asks for and the sites' noise."""
+
+    fine_edges: np.ndarray  # the first stage's grid (the site's logit grid of first_stage_bins bins)
+    sigma1: float  # per-site noise of a first-stage count
+    n_bins: int  # bins asked of the second stage
+    sigma2: float  # per-site noise of a second-stage count
+    sums_sigma: float  # per-site noise of a second-stage score sum (integer scale)
+
+
+def quantile_plan(epsilon: float, delta: float, score_sums: bool = True) -> QuantilePlan:
+    """What ``analyst.protocols.histogram`` asks for under ``spacing="quantile"`` of sites with the default policy
+    (:func:`dsroc.histogram.stages.two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`,
+    :func:`analyst.protocols.histogram.allowed_n_bins`) and the noise those sites calibrate for each stage."""
+    stages = two_stage_plan(epsilon, delta, score_sums=score_sums)
+    fine = first_stage_bins([POLICY_BINS])
+    edges = histogram_edges(fine, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
+    n_bins = allowed_n_bins([POLICY_BINS], epsilon=stages.epsilon2, delta=stages.delta2)
+    sigma1 = site_sigmas(stages.epsilon1, stages.delta1, False)[0]
+    return QuantilePlan(edges, sigma1, n_bins, *site_sigmas(stages.epsilon2, stages.delta2, score_sums))
+
+
+def _summed_release(p, y, site, k: int, edges, sigma: float, sums_sigma: float, rng, score_sums: bool):
+    """One replication's release on ``edges`` by each of ``k`` sites (as ``site_node.histograms.draw_histogram``:
+    counts plus noise, then the offsets' random rounding and the sums' noise), summed over the sites."""
+    m = edges.size - 1
+    p = np.clip(p, edges[0], edges[-1])
+    bins = bin_index(p, edges)
+    cell_id = (site * 2 + y) * m + bins
+    counts = np.bincount(cell_id, minlength=k * 2 * m).reshape(k, 2, m) + discrete_gaussian_noise(sigma, (k, 2, m), rng)
     if not score_sums:
-        return discrete_gaussian_sigma(cell.epsilon, cell.delta), 0.0
-    t = joint_discrete_gaussian_sigma(cell.epsilon, cell.delta, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
-    return t, SUMS_RATIO * SUMS_RESOLUTION * t
+        return counts.sum(axis=0), None
+    offsets = np.clip((p - edges[bins]) / np.diff(edges)[bins], 0.0, 1.0) * SUMS_RESOLUTION
+    low = np.floor(offsets)
+    rounded = low + (rng.random(p.size) < offsets - low)
+    sums = np.bincount(cell_id, weights=rounded, minlength=k * 2 * m).reshape(k, 2, m)
+    sums = sums + discrete_gaussian_noise(sums_sigma, (k, 2, m), rng)
+    return counts.sum(axis=0), sums.sum(axis=0) / SUMS_RESOLUTION
+
+
+def _sds(k: int, sigma: float, sums_sigma: float) -> tuple[float, float]:
+    """Noise SDs of a count and of a score sum (bin widths) summed over ``k`` sites."""
+    sums_sd = np.sqrt(k * discrete_gaussian_variance(sums_sigma)) / SUMS_RESOLUTION if sums_sigma > 0 else 0.0
+    return float(np.sqrt(k * discrete_gaussian_variance(sigma))), float(sums_sd)
 
 
 def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protocol: str, *,
                       score_sums: bool = False) -> Release:
-    """Every site's noisy release on ``edges`` (as ``site_node.histograms.draw_histogram`` makes it), summed.
+    """Every site's noisy release on the fixed grid ``edges``, summed (``protocol`` names its noise stream; secagg:
+    each site's share of the distributed discrete Gaussian, counts only).
 
     Per replication one stream ``[seed, cell, rep]`` draws the count noise ``(sites, 2, B)``, then with
     ``score_sums`` the offsets' random rounding and the sums' noise.
     """
-    b = data.batch
-    m, k, size = edges.size - 1, cell.sites, b.size
-    site = np.tile(np.arange(cell.n) % k, size)
-    scores = np.clip(b.scores, edges[0], edges[-1])
-    bins = bin_index(scores, edges)
-    cell_id = ((b.groups * k + site) * 2 + b.labels) * m + bins
-    counts = np.bincount(cell_id, minlength=size * k * 2 * m).reshape(size, k, 2, m).astype(np.float64)
+    b, k, n = data.batch, cell.sites, cell.n
+    site = np.arange(n) % k
     sigma, sums_sigma = (share_sigma(cell.epsilon, cell.delta, k), 0.0) if protocol == "secagg" else \
-        site_sigmas(cell, score_sums)
-    offsets = np.clip((scores - edges[bins]) / np.diff(edges)[bins], 0.0, 1.0) * SUMS_RESOLUTION
-    sums = np.zeros_like(counts) if score_sums else None
+        site_sigmas(cell.epsilon, cell.delta, score_sums)
     salt = _salt(f"{cell.name}/{protocol}")
+    counts, sums = [], []
+    for i, rep in enumerate(b.reps.tolist()):
+        sl = slice(i * n, (i + 1) * n)
+        c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, sigma, sums_sigma,
+                               np.random.default_rng([seed, salt, rep]), score_sums)
+        counts.append(c)
+        sums.append(t)
+    return Release([edges] * b.size, counts, sums if score_sums else None, sigma, *_sds(k, sigma, sums_sigma))
+
+
+def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: bool = True) -> Release:
+    """The default two-stage release, summed: every site's noisy counts of its negatives and positives on the fine
+    grid (the analyst sums them over sites and classes); the analyst's second-stage edges at their quantiles
+    (:func:`dsroc.histogram.stages.second_stage_interior`; the site's explicit grid is its score range around
+    them); then every site's per-class release on those edges.
+
+    Per replication one stream ``[seed, cell, rep]`` draws the first stage's noise ``(sites, 2, B1)``, then the
+    second stage's as :func:`histogram_release`.
+    """
+    b, k, n = data.batch, cell.sites, cell.n
+    plan = quantile_plan(cell.epsilon, cell.delta, score_sums)
+    fine = plan.fine_edges.size - 1
+    site = np.arange(n) % k
+    first = np.bincount(b.groups * fine + bin_index(b.scores, plan.fine_edges), minlength=b.size * fine)
+    first = first.reshape(b.size, fine).astype(np.float64)
+    salt = _salt(f"{cell.name}/histogram")
+    grids, counts, sums = [], [], []
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
-        counts[i] += discrete_gaussian_noise(sigma, (k, 2, m), rng)
-        if score_sums:
-            sl = slice(i * cell.n, (i + 1) * cell.n)
-            low = np.floor(offsets[sl])
-            rounded = low + (rng.random(cell.n) < offsets[sl] - low)
-            sums[i] = np.bincount(cell_id[sl] - i * k * 2 * m, weights=rounded, minlength=k * 2 * m).reshape(k, 2, m)
-            sums[i] += discrete_gaussian_noise(sums_sigma, (k, 2, m), rng)
-    total = float(np.sqrt(k * discrete_gaussian_variance(sigma)))
-    if not score_sums:
-        return Release(counts.sum(axis=1), None, sigma, total, 0.0)
-    sums_sd = float(np.sqrt(k * discrete_gaussian_variance(sums_sigma))) / SUMS_RESOLUTION
-    return Release(counts.sum(axis=1), sums.sum(axis=1) / SUMS_RESOLUTION, sigma, total, sums_sd)
+        total = first[i] + discrete_gaussian_noise(plan.sigma1, (k, 2, fine), rng).sum(axis=(0, 1))
+        interior = second_stage_interior(total, plan.fine_edges, plan.n_bins)
+        edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
+        sl = slice(i * n, (i + 1) * n)
+        c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,
+                               score_sums)
+        grids.append(edges)
+        counts.append(c)
+        sums.append(t)
+    return Release(grids, counts, sums if score_sums else None, plan.sigma2, *_sds(k, plan.sigma2, plan.sums_sigma))
 
 
 def _estimates(v) -> dict:
@@ -266,35 +349,42 @@ _UNAVAILABLE = {"auc": "auc", "brier": "brier", "oe": "oe", "recalibration": "sl
 
 def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
                    score_sums: bool = SCORE_SUMS) -> pd.DataFrame:
-    """One row per replication and estimand of the histogram protocol (``"histogram"``, ``"flat20"`` or ``"secagg"``)
-    in ``cell``; ``score_sums=False``: the default protocol's release without the per-bin score sums (as before
-    commit 736efc1)."""
-    default = protocol in ("histogram", "secagg")
-    shares = cell.sites if protocol == "secagg" else 1
-    edges = default_grid(cell.epsilon, cell.delta, shares) if default else histogram_edges(20)
-    release = histogram_release(data, cell, edges, seed, protocol, score_sums=protocol == "histogram" and score_sums)
-    estimator = "rocglm" if default else "empirical"
+    """One row per replication and estimand of a histogram protocol (``"histogram"``, ``"histogram_equal"``,
+    ``"flat20"`` or ``"secagg"``) in ``cell``, each validation as the analyst makes it from the summed release
+    (:func:`dsroc.histogram_validation` with the analyst's arguments and default estimator; ``flat20``: the binned
+    empirical AUC); ``score_sums=False``: the default protocols' releases without the per-bin score sums (as
+    before commit 736efc1)."""
+    sums = score_sums and protocol in ("histogram", "histogram_equal")
+    if protocol == "histogram":
+        release = quantile_release(data, cell, seed, score_sums=sums)
+    else:
+        edges = histogram_edges(20) if protocol == "flat20" else \
+            default_grid(cell.epsilon, cell.delta, cell.sites if protocol == "secagg" else 1)
+        release = histogram_release(data, cell, edges, seed, protocol, score_sums=sums)
+    estimator = "empirical" if protocol == "flat20" else DEFAULT_ESTIMATOR
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}
     failure = {e: np.full(data.batch.size, "", dtype=object) for e in ESTIMANDS}
-    for i, rep in enumerate(data.batch.reps.tolist()):
+    reported = np.full(data.batch.size, "", dtype=object)  # the AUC estimator the result says it reports
+    for i in range(data.batch.size):
         try:
-            sums = {} if release.sums is None else {"sums0": release.sums[i, 0], "sums1": release.sums[i, 1],
-                                                    "sums_sigma": release.sums_sd}
-            v = histogram_validation(release.counts[i, 0], release.counts[i, 1], edges, sigma=release.total_sd,
-                                     estimator=estimator, seed=rep, **sums)
+            extra = {} if release.sums is None else {"sums0": release.sums[i][0], "sums1": release.sums[i][1],
+                                                     "sums_sigma": release.sums_sd}
+            v = histogram_validation(release.counts[i][0], release.counts[i][1], release.edges[i],
+                                     sigma=release.total_sd, estimator=estimator, level=LEVEL, **extra)
         except ValueError as exc:  # a valid, charged release without an answer: counted, not hidden
             for e in ESTIMANDS:
                 failure[e][i] = f"raised: {exc}"
             continue
         for e, values in _estimates(v).items():
             est[e][i] = values
+        reported[i] = v.estimator
         for key, why in getattr(v, "unavailable", {}).items():  # what the result says it could not estimate
             if _UNAVAILABLE.get(key) in failure:
                 failure[_UNAVAILABLE[key]][i] = why
-    return _frame(data, cell, protocol, release.sigma, est, failure)
+    return _frame(data, cell, protocol, release.sigma, est, failure, reported)
 
 
-def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure) -> pd.DataFrame:
+def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure, estimator) -> pd.DataFrame:
     b, d = data.batch, cell.design
     pop = population_truth(d)
     frames = []
@@ -304,7 +394,7 @@ def _frame(data: DataSet, cell, protocol: str, tau: float, est: dict, failure) -
             "n": cell.n, "sites": cell.sites, "epsilon": getattr(cell, "epsilon", np.nan),
             "delta": getattr(cell, "delta", np.nan), "tau": tau, "rep": b.reps, "n1": b.n1, "estimand": e,
             "estimate": values[:, 0], "lower": values[:, 1], "upper": values[:, 2], "se": values[:, 3],
-            "pooled": data.pooled[e], "population": getattr(pop, e), "failure": failure[e],
+            "pooled": data.pooled[e], "population": getattr(pop, e), "failure": failure[e], "estimator": estimator,
         }))
     return pd.concat(frames, ignore_index=True)[RESULT_COLUMNS]
 
@@ -315,6 +405,7 @@ def paper_rows(data: DataSet, cell: PaperCell, seed: int) -> pd.DataFrame:
     se = np.sqrt(res["var_corr"].to_numpy())
     values = np.column_stack([res["auc_corr"], res["ci_lower_corr"], res["ci_upper_corr"], se])
     failure = res["failure"].to_numpy().astype(object)
-    frame = _frame(data, cell, "paper", cell.setting.tau, {"auc": values}, {"auc": failure})
+    frame = _frame(data, cell, "paper", cell.setting.tau, {"auc": values}, {"auc": failure},
+                   np.where(np.isfinite(values[:, 0]), "noise-corrected", ""))
     frame["epsilon"], frame["delta"] = cell.setting.epsilon, cell.setting.delta
     return frame

@@ -16,7 +16,9 @@ import pandas as pd
 
 from .settings import Setting
 from .stress import (
+    HISTOGRAM_PROTOCOLS,
     PAPER_NS,
+    PROTOCOLS,
     PaperCell,
     StressCell,
     default_cells,
@@ -109,8 +111,10 @@ def _cost(task: Task) -> float:
     return size * (2.4e-6 * len(task.cells) if task.paper else 3e-7) + (0 if task.paper else 0.1 * len(task.reps) * len(task.cells))
 
 
-def run_task(task: Task, seed: int, score_sums: bool = True) -> tuple[pd.DataFrame, float]:
-    """Generate the task's replications once and run every cell's protocols on them; also the CPU seconds used."""
+def run_task(task: Task, seed: int, score_sums: bool = True,
+             protocols=HISTOGRAM_PROTOCOLS) -> tuple[pd.DataFrame, float]:
+    """Generate the task's replications once and run every cell's histogram ``protocols`` on them (a paper task:
+    the paper protocol); also the CPU seconds used."""
     from .stress import paper_rows
 
     cpu = time.process_time()
@@ -119,32 +123,41 @@ def run_task(task: Task, seed: int, score_sums: bool = True) -> tuple[pd.DataFra
         frames = [paper_rows(data, cell, seed) for cell in task.cells]
     else:
         frames = [histogram_rows(data, cell, seed, protocol, score_sums=score_sums) for cell in task.cells
-                  for protocol in ("histogram", "flat20", "secagg")]
+                  for protocol in protocols]
     return pd.concat(frames, ignore_index=True), time.process_time() - cpu
 
 
-def _config(grid: str, reps: int, seed: int, score_sums: bool, cells, papers) -> dict:
+def _config(grid: str, reps: int, seed: int, score_sums: bool, protocols, cells, papers) -> dict:
     return {"mode": "stress", "grid": grid, "reps": reps, "seed": seed, "score_sums": score_sums,
+            "protocols": list(protocols),
             "cells": [c.name for c in cells],
             "paper": [c.name for c in papers]}
 
 
 def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, workers: int = 1,
-               score_sums: bool = True, progress=sys.stderr) -> dict:
+               score_sums: bool = True, protocols=PROTOCOLS, progress=sys.stderr) -> dict:
     """Run (or resume) the stress study into ``out``: one compressed CSV per unit of work under ``out/parts``.
 
-    ``score_sums=False`` runs the default protocol without the per-bin score sums. Returns the timing: seconds of wall clock and of CPU (summed over the workers; CPU / 2 is the wall time
+    ``score_sums=False`` runs the default protocols without the per-bin score sums; ``protocols``: only these of
+    :data:`simulations.stress.PROTOCOLS` (the paper cells only with ``"paper"``). Returns the timing: seconds of wall clock and of CPU (summed over the workers; CPU / 2 is the wall time
     on two otherwise idle cores), units of work run and already present.
     """
     if reps < 2:
         raise ValueError(f"reps must be at least 2, got {reps}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    unknown = set(protocols) - set(PROTOCOLS)
+    if unknown or not protocols:
+        raise ValueError(f"protocols must be a non-empty selection of {PROTOCOLS}, got {list(protocols)}")
+    protocols = [p for p in PROTOCOLS if p in protocols]
     cells, papers = grid_cells(grid)
+    papers = papers if "paper" in protocols else []
+    histogram = tuple(p for p in protocols if p != "paper")
+    cells = cells if histogram else []
     out = Path(out)
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
-    config, path = _config(grid, reps, seed, score_sums, cells, papers), out / "config.json"
+    config, path = _config(grid, reps, seed, score_sums, protocols, cells, papers), out / "config.json"
     if path.exists() and json.loads(path.read_text()) != config:
         raise ValueError(f"{out} holds another run (grid, reps, seed or cells differ); use a new --out")
     path.write_text(json.dumps(config, indent=1) + "\n")
@@ -166,12 +179,12 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
     if workers == 1:
         for i, task in enumerate(todo, 1):
             try:
-                save(task, run_task(task, seed, score_sums), i)
+                save(task, run_task(task, seed, score_sums, histogram), i)
             except Exception as exc:  # noqa: BLE001 -- the other units still run and are saved
                 failed.append((task.key, exc))
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_task, task, seed, score_sums): task for task in todo}
+            futures = {pool.submit(run_task, task, seed, score_sums, histogram): task for task in todo}
             for i, future in enumerate(as_completed(futures), 1):
                 try:
                     save(futures[future], future.result(), i)
@@ -191,4 +204,5 @@ def load_stress(out) -> pd.DataFrame:
         raise FileNotFoundError(f"no results in {out}/parts; run python -m simulations stress --out {out} first")
     frame = pd.concat([pd.read_csv(f, keep_default_na=False, na_values=[""]) for f in files], ignore_index=True)
     frame["failure"] = frame["failure"].fillna("")
+    frame["estimator"] = frame["estimator"].fillna("") if "estimator" in frame else ""  # parts from before the column
     return frame

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,15 @@ class Policy:
     # guarantee still holds, and the fewest sites a round may have.
     secagg_colluders: int = 0
     secagg_min_sites: int = 3
+    # Subgroups (policy.strata): the columns a histogram release may be stratified by, each with its public cut
+    # points, as ((column, (cut, ...)), ...); and the most cells per class of one histogram release (bins x
+    # strata, or bins x bins of a joint release of two models).
+    strata: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    histogram_max_cells: int = 400
+
+    def strata_cuts(self, column: str) -> tuple[float, ...] | None:
+        """The cut points of a stratifiable column (None when the policy does not list it)."""
+        return dict(self.strata).get(column)
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,7 @@ class DatasetConfig:
     sensitivity: str | None = None
     description: str = ""
     population: str | None = None
+    strata_columns: tuple[str, ...] = ()  # the policy's stratifiable columns, kept in memory with the others
 
     def __post_init__(self):
         if self.population is None:
@@ -332,7 +342,8 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
 
     datasets = {}
     for ds_name, table in top.get("datasets", dict, {}, rule="a table of datasets").items():
-        datasets[ds_name] = _parse_dataset(_Reader(table, f"datasets.{ds_name}", src), ds_name, base)
+        datasets[ds_name] = replace(_parse_dataset(_Reader(table, f"datasets.{ds_name}", src), ds_name, base),
+                                    strata_columns=tuple(c for c, _ in policy.strata))
     peers = {}
     for peer_name, table in top.get("peers", dict, {}, rule="a table of peer sites").items():
         r = _Reader(table, f"peers.{peer_name}", src)
@@ -408,6 +419,8 @@ def _parse_policy(p: _Reader) -> Policy:
         histogram_logit_range=_logit_range(p, d.histogram_logit_range),
         secagg_colluders=_count(p, "secagg_colluders", d.secagg_colluders, 0),
         secagg_min_sites=_count(p, "secagg_min_sites", d.secagg_min_sites, 2),
+        strata=_strata(p),
+        histogram_max_cells=p.positive("histogram_max_cells", int, d.histogram_max_cells),
         **values,
     )
     if policy.secagg_min_sites < policy.secagg_colluders + 1:
@@ -421,6 +434,19 @@ def _parse_policy(p: _Reader) -> Policy:
         p.fail("max_chunk_scores", "must be at most 1000000 (8 MB per message)")
     p.done()
     return policy
+
+
+def _strata(p: _Reader) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """``[policy.strata]``: column = [cut points], each list non-empty, finite and strictly increasing."""
+    table = p.sub("strata", {})
+    out = []
+    for column in table.table:
+        cuts = table.get(column, list, rule="a list of cut points")
+        if (not cuts or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in cuts)
+                or any(b <= a for a, b in zip(cuts, cuts[1:]))):
+            table.fail(column, f"must be a non-empty list of finite, strictly increasing cut points, got {cuts!r}")
+        out.append((column, tuple(float(v) for v in cuts)))
+    return tuple(sorted(out))
 
 
 def _count(p: _Reader, name: str, default: int, least: int) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "outcome_values",
     "score_values",
     "feature_values",
+    "strata_values",
     "column_dtype",
 ]
 
@@ -91,7 +92,7 @@ class Table:
     """A dataset as the site keeps it: no DataFrame, only what the site reads.
 
     ``kinds`` names every column (in the table's order) with its dtype name for Describe; ``values``
-    holds, as read-only numpy arrays, the numeric columns a request may read (outcomes, scores and
+    holds, as read-only numpy arrays, the numeric columns a request may read (outcomes, scores, strata and
     model columns: every column when the config lists no model columns; missing values as NaN);
     ``missing`` names those of the readable columns, numeric or not, with missing values.
     """
@@ -104,7 +105,7 @@ class Table:
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, config: DatasetConfig) -> "Table":
         """The columns of ``frame`` the dataset ``config`` lets the site read (numpy columns are not copied)."""
-        readable = set(config.outcomes) | set(config.scores)
+        readable = set(config.outcomes) | set(config.scores) | set(config.strata_columns)
         readable |= set(config.model_columns) if config.model_columns is not None else {str(c) for c in frame.columns}
         kinds, values, missing = {}, {}, set()
         for column in frame.columns:
@@ -237,6 +238,11 @@ def score_values(table: Table, dataset: str, column: str, score_range: tuple[flo
             f"dataset {dataset!r}, score column {column!r}: has scores outside the declared range [{lo}, {hi}]"
         )
     return values
+
+
+def strata_values(table: Table, dataset: str, column: str) -> np.ndarray:
+    """A strata column as float64, checked for missing and non-numeric values."""
+    return _numeric(table, dataset, column, "strata")
 
 
 def feature_values(table: Table, dataset: str, columns) -> dict[str, np.ndarray]:

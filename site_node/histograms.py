@@ -15,6 +15,7 @@ from dsroc.privacy.accounting import DiscreteGaussian
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from .partitions import Partition
 
 __all__ = ["PRIVACY_UNIT", "SCALARS", "SCALAR_RESOLUTION", "SUMS_RESOLUTION", "SUMS_RATIO", "HistogramPlan",
            "histogram_grid", "check_noise_size", "plan_histogram", "require_protocol", "draw_histogram",
@@ -49,6 +50,12 @@ class HistogramPlan:
     scalar_sigma: float
     score_sums: bool = False
     sums_sigma: float = 0.0
+    partition: Partition | None = None  # strata or a second model's bins: n_bins x parts cells per class
+
+    @property
+    def n_cells(self) -> int:
+        """Cells per class: the bins, times the partition's parts."""
+        return self.n_bins * (1 if self.partition is None else self.partition.parts)
 
     @property
     def events(self) -> tuple:
@@ -64,6 +71,8 @@ class HistogramPlan:
         key = {"epsilon": self.epsilon, "delta": self.delta, "edges": self.edges.tolist(), "scalars": list(self.scalars)}
         if self.score_sums:  # absent otherwise: releases made before the sums existed keep their key
             key["score_sums"] = True
+        if self.partition is not None:  # likewise absent for a plain release
+            key.update(self.partition.key())
         return json.dumps(key, sort_keys=True)
 
 
@@ -181,27 +190,30 @@ def _round(terms: np.ndarray, rng: np.random.Generator, resolution: int = SCALAR
 
 
 
-def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> bytes:
+def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, rng: np.random.Generator,
+                   parts: np.ndarray | None = None) -> bytes:
     """The noisy release as bytes: both classes' counts, then (when asked) both classes' per-bin score sums,
     then the scalars (integer sums plus noise).
 
     A patient's score in bin ``b`` enters the bin's sum as its offset within the bin, ``(s - e_b) / (e_{b+1} -
     e_b)`` in [0, 1] (clipped scores, as binned): the bin's sum of scores is ``e_b h_b + (e_{b+1} - e_b) T_b``,
-    and a narrow bin's mean score is as precise as a wide one's. The noise comes from the exact sampler
-    (:func:`dsroc.privacy.noise.sample_discrete_gaussian`); ``rng`` only rounds the terms (any rounding into [0, 1]
-    keeps the sensitivity).
+    and a narrow bin's mean score is as precise as a wide one's. With a partition, ``parts`` gives each patient's
+    part (:func:`site_node.partitions.part_index`) and bin ``b`` becomes the cells ``b * parts + k``. The noise
+    comes from the exact sampler (:func:`dsroc.privacy.noise.sample_discrete_gaussian`); ``rng`` only rounds the
+    terms (any rounding into [0, 1] keeps the sensitivity).
     """
     from dsroc.privacy.noise import sample_discrete_gaussian
 
-    h0, h1 = dsroc.bin_scores(scores, labels, plan.edges)
-    m = plan.n_bins
-    values = [np.concatenate([h0, h1]).astype(np.int64) + sample_discrete_gaussian(plan.sigma, 2 * m)]
+    m = plan.n_cells
     p = np.clip(np.asarray(scores, dtype=np.float64), plan.edges[0], plan.edges[-1])
     y = np.asarray(labels, dtype=np.int64)
+    idx = dsroc.bin_index(p, plan.edges)
+    cell = idx if parts is None else idx * plan.partition.parts + parts
+    counts = np.bincount(y * m + cell, minlength=2 * m)
+    values = [counts.astype(np.int64) + sample_discrete_gaussian(plan.sigma, 2 * m)]
     if plan.score_sums:
-        idx = dsroc.bin_index(p, plan.edges)
         offset = np.clip((p - plan.edges[idx]) / np.diff(plan.edges)[idx], 0.0, 1.0)
-        sums = np.bincount(y * m + idx, weights=_round(offset, rng, SUMS_RESOLUTION), minlength=2 * m).astype(np.int64)
+        sums = np.bincount(y * m + cell, weights=_round(offset, rng, SUMS_RESOLUTION), minlength=2 * m).astype(np.int64)
         values.append(sums + sample_discrete_gaussian(plan.sums_sigma, 2 * m))
     if plan.scalars:
         q = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
@@ -213,10 +225,10 @@ def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, 
 
 
 def decode_histogram(plan: HistogramPlan, payload: bytes) -> tuple[np.ndarray, np.ndarray, dict, tuple | None]:
-    """Noisy counts of negatives and positives, the noisy scalars on their own scale, and the noisy per-bin
-    score sums ``(T0, T1)`` in bin widths (None when not asked for)."""
+    """Noisy counts of negatives and positives (``plan.n_cells`` each), the noisy scalars on their own scale, and
+    the noisy per-cell score sums ``(T0, T1)`` in bin widths (None when not asked for)."""
     values = np.frombuffer(payload, dtype=np.int64)
-    m = plan.n_bins
+    m = plan.n_cells
     at = 2 * m
     sums = None
     if plan.score_sums:

@@ -78,6 +78,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             histogram_logit_min=policy.histogram_logit_range[0], histogram_logit_max=policy.histogram_logit_range[1],
             privacy_unit=PRIVACY_UNIT, max_calls_in_progress=self.calls_per_analyst,
             secagg_colluders=policy.secagg_colluders, secagg_min_sites=policy.secagg_min_sites,
+            strata=[pb.StrataColumn(column=c, cuts=list(cuts)) for c, cuts in policy.strata],
+            histogram_max_cells=policy.histogram_max_cells,
         )
 
     def Describe(self, request, context):
@@ -136,7 +138,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         out = self.histogram.release(session, epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
                                      spacing=request.spacing, scalars=list(request.scalars),
                                      score_sums=request.score_sums, reservation=request.reservation_id,
-                                     interior=list(request.edges))
+                                     interior=list(request.edges), **self._partition(request))
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
@@ -152,8 +154,13 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             privacy_unit=PRIVACY_UNIT, repeated=not out.charged, release_id=release.release_id,
             epsilon_spent=out.budget.epsilon_spent,
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
-                     for name, value in out.scalars.items()], **sums,
+                     for name, value in out.scalars.items()], **sums, **_partition_fields(plan),
         )
+
+    def _partition(self, request) -> dict:
+        """The strata column and the second model's session of a HistogramRequest (the session the analyst's own)."""
+        compare = self._session(request.compare_session_id) if request.compare_session_id else None
+        return {"strata": request.strata_column, "compare": compare}
 
     # ------------------------------------------------------------------ secagg (site_node.protocols.secagg)
     def SecAggAdvertise(self, request, context):
@@ -283,7 +290,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             r = request.histogram
             plan = self.histogram.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
                                        n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars),
-                                       score_sums=r.score_sums, interior=list(r.edges))[0]
+                                       score_sums=r.score_sums, interior=list(r.edges), **self._partition(r))[0]
         elif which == "boyd":
             r = request.boyd
             plan = self.boyd.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
@@ -302,6 +309,14 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         cancelled = self.site.cancel(current_analyst(), request.reservation_id)
         note(parameters={"reservation_id": request.reservation_id, "cancelled": cancelled})
         return pb.CancelReservationResponse(cancelled=cancelled)
+
+
+def _partition_fields(plan) -> dict:
+    """The HistogramResponse fields of a partitioned release (none for a plain one)."""
+    p = plan.partition
+    if p is None:
+        return {}
+    return {"parts": p.parts, "strata_cuts": list(p.cuts), "compare_edges": list(p.edges)}
 
 
 def _moments_message(m) -> pb.PlacementMomentsResponse:

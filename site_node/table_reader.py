@@ -25,7 +25,7 @@ from .datasets import Table, read_table
 
 __all__ = ["read_table_in_helper", "main"]
 
-_FIELDS = ("name", "format", "path", "url", "table", "query", "outcomes", "scores", "model_columns")
+_FIELDS = ("name", "format", "path", "url", "table", "query", "outcomes", "scores", "model_columns", "strata_columns")
 
 
 def _request(config: DatasetConfig) -> bytes:

@@ -9,7 +9,16 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from analyst.parts import SitePrivacy, TestResult
 
-__all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "check_a0", "site_privacy_from_budget"]
+__all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "check_a0", "site_privacy_from_budget",
+           "HISTOGRAM_ONLY"]
+
+#: options only the histogram protocol has, and why the others refuse them
+HISTOGRAM_ONLY = {
+    name: ("they need one more histogram release split by strata or by a second model's bins, which only the "
+           "histogram protocol makes (the paper protocol's exact answers per stratum or per pair of models would be "
+           "new q-protected questions about fewer patients; secagg sums one grid of one model)")
+    for name in ("strata", "compare")
+}
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,9 @@ class ProtocolOptions:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(kwargs) - set(names))
         if unknown:
+            why = "; ".join(sorted({HISTOGRAM_ONLY[k] for k in unknown if k in HISTOGRAM_ONLY}))
             raise ValueError(f"option(s) {', '.join(unknown)} do not apply to the {protocol} protocol "
-                             f"(its options: {', '.join(names)})")
+                             f"(its options: {', '.join(names)})" + (f": {why}" if why else ""))
         return cls(**kwargs)
 
 

@@ -19,7 +19,7 @@ from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
-from analyst.multicentre import result_decision_curve, site_heterogeneity
+from analyst.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
 from analyst.parts import Calibration, Estimate, RocCurve, num
 from analyst.pr import pr_from_counts
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
@@ -75,6 +75,14 @@ class HistogramOptions(ProtocolOptions):
         (``result.heterogeneity``, a forest plot). No further release: each site's release is DP on its own.
     decision_curve : bool, default False
         Also give the net benefit at the grid's edges against treating all and none (``result.decision_curve``).
+    strata : str, optional
+        Also every statistic per stratum of this column and the differences between strata
+        (``result.subgroups``): one more release per site at the validation's epsilon and delta, on its grid, split
+        by the strata every site's policy lists for the column (``policy.strata``).
+    compare : str or GLM, optional
+        Also compare with a second model on the same patients (a score column, or a GLM as for ``model``): one more
+        release per site at the validation's epsilon and delta, a joint 2-D histogram of both models' scores on the
+        validation's grid; each model's AUC, the paired difference and its test (``result.comparison``).
     """
 
     n_bins: int | None = None
@@ -85,6 +93,8 @@ class HistogramOptions(ProtocolOptions):
     a0: float | None = None
     by_site: bool = False
     decision_curve: bool = False
+    strata: str | None = None
+    compare: Any = None
 
     def __post_init__(self):
         if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
@@ -98,6 +108,10 @@ class HistogramOptions(ProtocolOptions):
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
         check_a0(self.a0)
+        if self.strata is not None and (not isinstance(self.strata, str) or not self.strata):
+            raise ValueError(f"strata must be a column name, got {self.strata!r}")
+        if self.compare is not None and isinstance(self.compare, str) and not self.compare:
+            raise ValueError("compare must be a score column name or a GLM, got ''")
 
 
 @dataclass(frozen=True)
@@ -352,6 +366,10 @@ class HistogramProtocol(Protocol):
     options_type = HistogramOptions
 
     def run(self, s, request: ValidationRequest, o: HistogramOptions, *, executor=None, timing=None) -> ValidationResult:
+        with PartitionedAnalyses(s, request, o) as partitions:  # the second model's sessions open before any release
+            return self._run(s, request, o, partitions, timing)
+
+    def _run(self, s, request: ValidationRequest, o: HistogramOptions, partitions, timing) -> ValidationResult:
         timing = {} if timing is None else timing
         clock = time.perf_counter()
         n_bins, allowed, grid_releases = o.n_bins, [p.histogram_bins for p in s.policies.values()], {}
@@ -359,6 +377,7 @@ class HistogramProtocol(Protocol):
             stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums, scalars=len(o.scalars))
             if n_bins is None:  # from the policies the sites sent with their sessions
                 n_bins = allowed_n_bins(allowed, epsilon=stages.epsilon2, delta=stages.delta2)
+            partitions.check(n_bins)
             interior, grid_releases = quantile_grid(s, stages, n_bins, allowed)
             edges, releases = collect_histograms(s, epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins,
                                                  spacing="", scalars=o.scalars, score_sums=o.score_sums,
@@ -366,13 +385,15 @@ class HistogramProtocol(Protocol):
         else:
             if n_bins is None:
                 n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta)
+            partitions.check(n_bins)
             edges, releases = collect_histograms(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins,
                                                  spacing=o.spacing, scalars=o.scalars, score_sums=o.score_sums)
+        extra = partitions.collect(edges)  # strata, compare: one more release each on the same grid
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         result = histogram_result(request.common(s, self), edges, releases, budgets, o, timing=timing,
-                                  grid_releases=grid_releases)
+                                  grid_releases=grid_releases, extra=extra)
         timing["analysis"] = time.perf_counter() - clock
         return result
 
@@ -385,11 +406,11 @@ def _charged(unavailable) -> tuple[str, ...]:
 
 
 def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, HistogramSite], budgets,
-                     options: HistogramOptions, *, timing=None, grid_releases=None) -> ValidationResult:
+                     options: HistogramOptions, *, timing=None, grid_releases=None, extra=None) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of the sites' histogram releases (pure post-processing).
 
     ``common``: the request's fields (:meth:`ValidationRequest.common`); ``budgets``: each site's
-    ``BudgetStatus`` after its release.
+    ``BudgetStatus`` after its release; ``extra``: further result fields (subgroups, comparison).
     """
     o, level = options, common["level"]
     h0 = np.sum([r.negatives for r in releases.values()], axis=0)
@@ -415,7 +436,7 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
                        if o.by_site and len(releases) >= 2 else None),
         decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
-                        if o.decision_curve else None))
+                        if o.decision_curve else None), **(extra or {}))
 
 
 def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool, timing, detail,

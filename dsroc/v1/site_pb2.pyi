@@ -160,7 +160,7 @@ class DatasetInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites")
+    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites", "strata", "histogram_max_cells")
     PRIVACY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     MAX_EPSILON_FIELD_NUMBER: _ClassVar[int]
     MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +184,8 @@ class Policy(_message.Message):
     MAX_CALLS_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
     SECAGG_COLLUDERS_FIELD_NUMBER: _ClassVar[int]
     SECAGG_MIN_SITES_FIELD_NUMBER: _ClassVar[int]
+    STRATA_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_MAX_CELLS_FIELD_NUMBER: _ClassVar[int]
     privacy_level: int
     max_epsilon: float
     max_delta: float
@@ -207,7 +209,17 @@ class Policy(_message.Message):
     max_calls_in_progress: int
     secagg_colluders: int
     secagg_min_sites: int
-    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ...) -> None: ...
+    strata: _containers.RepeatedCompositeFieldContainer[StrataColumn]
+    histogram_max_cells: int
+    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ..., strata: _Optional[_Iterable[_Union[StrataColumn, _Mapping]]] = ..., histogram_max_cells: _Optional[int] = ...) -> None: ...
+
+class StrataColumn(_message.Message):
+    __slots__ = ("column", "cuts")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    CUTS_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    cuts: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, column: _Optional[str] = ..., cuts: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
     __slots__ = ("site_name", "api_version", "policy", "datasets")
@@ -580,7 +592,7 @@ class PaperAggregatesResponse(_message.Message):
     def __init__(self, moments: _Optional[_Union[PlacementMomentsResponse, _Mapping]] = ..., brier: _Optional[_Union[BrierPartsResponse, _Mapping]] = ..., calibration: _Optional[_Union[CalibrationPartsResponse, _Mapping]] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class HistogramRequest(_message.Message):
-    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id", "edges")
+    __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id", "edges", "strata_column", "compare_session_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -590,6 +602,8 @@ class HistogramRequest(_message.Message):
     SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
+    STRATA_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    COMPARE_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     epsilon: float
     delta: float
@@ -599,7 +613,9 @@ class HistogramRequest(_message.Message):
     score_sums: bool
     reservation_id: str
     edges: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ..., reservation_id: _Optional[str] = ..., edges: _Optional[_Iterable[float]] = ...) -> None: ...
+    strata_column: str
+    compare_session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., scalars: _Optional[_Iterable[str]] = ..., score_sums: _Optional[bool] = ..., reservation_id: _Optional[str] = ..., edges: _Optional[_Iterable[float]] = ..., strata_column: _Optional[str] = ..., compare_session_id: _Optional[str] = ...) -> None: ...
 
 class NoisyScalar(_message.Message):
     __slots__ = ("name", "value", "noise_sd", "resolution")
@@ -614,7 +630,7 @@ class NoisyScalar(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., noise_sd: _Optional[float] = ..., resolution: _Optional[float] = ...) -> None: ...
 
 class HistogramResponse(_message.Message):
-    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent", "negative_sums", "positive_sums", "sums_noise_sd", "sums_resolution")
+    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent", "negative_sums", "positive_sums", "sums_noise_sd", "sums_resolution", "parts", "strata_cuts", "compare_edges")
     EDGES_FIELD_NUMBER: _ClassVar[int]
     NEGATIVES_FIELD_NUMBER: _ClassVar[int]
     POSITIVES_FIELD_NUMBER: _ClassVar[int]
@@ -631,6 +647,9 @@ class HistogramResponse(_message.Message):
     POSITIVE_SUMS_FIELD_NUMBER: _ClassVar[int]
     SUMS_NOISE_SD_FIELD_NUMBER: _ClassVar[int]
     SUMS_RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    STRATA_CUTS_FIELD_NUMBER: _ClassVar[int]
+    COMPARE_EDGES_FIELD_NUMBER: _ClassVar[int]
     edges: _containers.RepeatedScalarFieldContainer[float]
     negatives: _containers.RepeatedScalarFieldContainer[int]
     positives: _containers.RepeatedScalarFieldContainer[int]
@@ -647,7 +666,10 @@ class HistogramResponse(_message.Message):
     positive_sums: _containers.RepeatedScalarFieldContainer[float]
     sums_noise_sd: float
     sums_resolution: float
-    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ...) -> None: ...
+    parts: int
+    strata_cuts: _containers.RepeatedScalarFieldContainer[float]
+    compare_edges: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ..., parts: _Optional[int] = ..., strata_cuts: _Optional[_Iterable[float]] = ..., compare_edges: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class BoydRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "count_share", "reservation_id")

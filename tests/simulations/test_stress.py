@@ -11,17 +11,19 @@ from scipy.special import expit
 from scipy.stats import mannwhitneyu, norm
 
 from dsroc import bin_scores, histogram_edges, histogram_validation
+from dsroc.histogram.stages import two_stage_plan
 from simulations.cli import main
 from simulations.stress import (
     DELTA,
-    SUMS_RATIO,
-    SUMS_RESOLUTION,
+    POLICY_BINS,
+    POLICY_LOGIT_RANGE,
     StressCell,
     default_cells,
     full_cells,
     generate_data,
     histogram_release,
-    site_sigmas,
+    quantile_plan,
+    quantile_release,
 )
 from simulations.stress_designs import MODE, SKEW, SPREAD, Design, _parameters, population_truth, sample_design
 from simulations.stress_report import summarise
@@ -118,23 +120,79 @@ def test_release_is_what_the_sites_count_and_noise_free_estimate_recovers_the_po
         exact = [np.bincount(idx[y == c], weights=(p[y == c] - edges[idx[y == c]]) * 1000, minlength=1000) for c in (0, 1)]
         assert np.abs(release.sums[g] - exact).max() <= 4 * np.sqrt(sums.max() / 16) + 0.5
         assert abs(release.sums[g].sum() - np.sum(exact)) < 5 * np.sqrt(cell.n / 16)
-        v = histogram_validation(release.counts[g, 0], release.counts[g, 1], edges, sigma=0.0, estimator="empirical")
+        v = histogram_validation(release.counts[g][0], release.counts[g][1], edges, sigma=0.0, estimator="empirical")
         within = 0.5 * (sums[0] * sums[1]).sum() / (sums[0].sum() * sums[1].sum())
         assert abs(v.auc - data.pooled["auc"][g]) <= within + 1e-12
         assert abs(v.auc - data.pooled["auc"][g]) < 1e-3
 
 
-def test_score_sum_constants_and_noise_are_the_sites():
-    """The study mirrors site_node.histograms without importing it: same constants, same noise scales."""
-    from site_node.config import Policy
-    from site_node.histograms import SUMS_RATIO as ratio, SUMS_RESOLUTION as resolution, plan_histogram
+def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_and_counts_what_the_sites_count():
+    """Stage 1 at (almost) no noise: the second grid's interior edges are the fine logit edges nearest the pooled
+    scores' fifths (by direct comparison, as the analyst's protocol test); the summed second release equals
+    every site's own bin_scores on that grid."""
+    from scipy.special import expit, logit
 
-    assert (SUMS_RATIO, SUMS_RESOLUTION) == (ratio, resolution)
-    cell = StressCell(Design("binormal", 0.3, 0.76), 1_000, 5, 1.0)
-    plan = plan_histogram(Policy(), (0.0, 1.0), epsilon=1.0, delta=DELTA, n_bins=5, spacing="equal", scalars=(),
-                          interval=None, score_sums=True)
-    assert site_sigmas(cell, True) == pytest.approx((plan.sigma, plan.sums_sigma), rel=1e-9)
-    assert site_sigmas(cell, False)[0] < plan.sigma  # the sums take a share of the budget
+    cell = StressCell(Design("binormal", 0.02, 0.76), 3_000, 5, 3000.0, delta=0.01)  # noise SD 0.045 and below
+    data = generate_data(cell.design, cell.n, range(3), seed=4, slope=False)
+    release = quantile_release(data, cell, seed=4)
+    assert release.sigma < 0.05 and quantile_plan(cell.epsilon, cell.delta).sigma1 < 0.2
+    fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
+    b = data.batch
+    for g in range(3):
+        sl = slice(cell.n * g, cell.n * (g + 1))
+        p, y, site = b.scores[sl], b.labels[sl], np.arange(cell.n) % cell.sites
+        share = np.array([np.mean(np.clip(p, fine[0], fine[-1]) < e) for e in fine[1:-1]])
+        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, 12) / 12})
+        np.testing.assert_allclose(release.edges[g], [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+        own = np.sum([bin_scores(p[site == k], y[site == k], release.edges[g]) for k in range(cell.sites)], axis=0)
+        assert np.array_equal(release.counts[g], own)
+        e = release.edges[g]
+        idx = np.searchsorted(e, p, side="right") - 1
+        offset = (p - e[idx]) / np.diff(e)[idx]  # each patient's place within its bin, in bin widths
+        exact = [np.bincount(idx[y == c], weights=offset[y == c], minlength=e.size - 1) for c in (0, 1)]
+        assert np.abs(release.sums[g] - exact).max() <= 5 * np.sqrt(own.max() / 16) + 0.5  # random rounding to 1/2
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 5.0])
+def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_requests(tmp_path, epsilon):
+    """A site daemon's Site with the default histogram policy, asked for the two stages the analyst asks for
+    (two_stage_plan's epsilon and delta per stage): the same fine grid, second grid and noise as the study's."""
+    import hashlib
+
+    from site_node.config import parse_config
+    from site_node.ledger import SqliteLedger
+    from site_node.protocols.histogram import HistogramProtocol
+    from site_node.scores import ScoreSpec
+    from site_node.site import Site
+
+    p, y, _ = sample_design(Design("skewed", 0.3, 0.8), 400, np.random.default_rng(1))
+    pd.DataFrame({"pred": p, "y": y}).to_parquet(tmp_path / "data.parquet")
+    config = parse_config({
+        "site": {"name": "sim", "listen": "127.0.0.1:0"},
+        "policy": {"protocols": ["histogram"], "privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.01,
+                   "budget_epsilon": 50.0, "budget_delta": 0.5},
+        "analysts": {"alice": {"token_sha256": hashlib.sha256(b"t").hexdigest(), "datasets": ["*"]}},
+        "datasets": {"test": {"path": "data.parquet", "outcomes": ["y"], "scores": ["pred"]}},
+    }, source=tmp_path / "site.toml")
+    assert (POLICY_BINS, POLICY_LOGIT_RANGE) == (config.policy.histogram_bins, config.policy.histogram_logit_range)
+    site = Site(config, SqliteLedger(tmp_path / "ledger.sqlite"))
+    try:
+        session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
+        protocol = HistogramProtocol(site)
+        stages, ours = two_stage_plan(epsilon, DELTA), quantile_plan(epsilon, DELTA)
+        _, first = protocol.plan(session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=ours.fine_edges.size - 1,
+                                 spacing="logit")
+        assert first.sigma == pytest.approx(ours.sigma1, rel=1e-12)
+        np.testing.assert_array_equal(first.edges, ours.fine_edges)
+        interior = ours.fine_edges[[7, 19, 30, 41]]
+        _, second = protocol.plan(session, epsilon=stages.epsilon2, delta=stages.delta2, n_bins=0, spacing="",
+                                  score_sums=True, interior=interior)
+        assert (second.sigma, second.sums_sigma) == pytest.approx((ours.sigma2, ours.sums_sigma), rel=1e-12)
+        np.testing.assert_array_equal(second.edges, [0.0, *interior, 1.0])
+        # two_stage_plan's own noise is what the site calibrates back to (within the per-release cap's effect).
+        assert ours.sigma2 == pytest.approx(stages.sigma2, rel=2e-3) and ours.sigma1 == pytest.approx(stages.sigma1, rel=1e-6)
+    finally:
+        site.close()
 
 
 def _brute_force(part):
@@ -150,12 +208,14 @@ def test_summary_metrics_are_the_brute_force_ones():
         "cell": "c", "protocol": "histogram", "estimand": "auc", "shape": "binormal", "prevalence": 0.3,
         "design_auc": 0.76, "n": 1000, "sites": 5, "epsilon": 1.0, "delta": 1e-5, "tau": 3.7, "rep": np.arange(rows),
         "n1": 300, "estimate": est, "lower": est - rng.uniform(0, 0.05, rows), "upper": est + rng.uniform(0, 0.05, rows),
-        "se": rng.uniform(0.01, 0.02, rows), "pooled": rng.normal(0.7, 0.02, rows), "population": 0.7, "failure": ""})
+        "se": rng.uniform(0.01, 0.02, rows), "pooled": rng.normal(0.7, 0.02, rows), "population": 0.7, "failure": "",
+        "estimator": np.where(np.arange(rows) % 3 == 0, "empirical", "rocglm")})
     frame.loc[:9, ["estimate", "lower", "upper", "se"]] = np.nan  # ten failed replications
     s = summarise(frame).iloc[0]
     ok = frame.iloc[10:]
     err = ok["estimate"] - ok["pooled"]
     assert s["failures"] == 10 and s["replications"] == rows
+    assert s["reported"] == "rocglm 194, empirical 96"  # among the 290 answered: rep % 3 == 0 from 10 to 299
     assert s["coverage_pooled"] == pytest.approx(_brute_force(ok), abs=1e-15)
     pop = sum(1 for lo, hi in zip(ok["lower"], ok["upper"]) if lo <= 0.7 <= hi) / len(ok)
     assert s["coverage_population"] == pytest.approx(pop, abs=1e-15)
@@ -189,10 +249,14 @@ def test_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["stress", "--smoke", "--reps", "6", "--quiet", "--out", str(out)]) == 0
     summary = pd.read_csv(out / "stress.csv")
     results = load_stress(out)
-    assert set(summary["protocol"]) == {"histogram", "flat20", "secagg", "paper"}
+    assert set(summary["protocol"]) == {"histogram", "histogram_equal", "flat20", "secagg", "paper"}
     histogram = summary["protocol"] != "paper"
-    assert (summary.loc[histogram, "replications"] == 6).all() and len(results) == 4 * 3 * 4 * 6 + 2 * 10
+    assert (summary.loc[histogram, "replications"] == 6).all() and len(results) == 4 * 4 * 4 * 6 + 2 * 10
     assert (summary.loc[~histogram, "replications"] == 10).all()  # a paper cell runs at least 10
+    answered = results[np.isfinite(results["estimate"]) & (results["estimand"] == "auc")]
+    assert set(answered.loc[answered["protocol"] == "flat20", "estimator"]) == {"empirical"}
+    assert set(answered.loc[answered["protocol"] == "paper", "estimator"]) == {"noise-corrected"}
+    assert (answered["estimator"] != "").all()
     assert summary[["coverage_pooled", "coverage_population"]].stack().between(0, 1).all()
     centre = summary[(summary["protocol"] == "histogram") & (summary["estimand"] == "auc") & (summary["n"] == 1000)
                      & (summary["prevalence"] == 0.3)]
@@ -202,3 +266,15 @@ def test_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["stress", "--smoke", "--reps", "6", "--quiet", "--out", str(out)]) == 0
     assert json.loads(capsys.readouterr().out.split("\n}\n")[0] + "}")["units_run"] == 0
     assert main(["stress", "--smoke", "--reps", "7", "--quiet", "--out", str(out)]) == 2  # another run: refused
+
+
+def test_a_run_of_some_protocols_runs_only_those(tmp_path, capsys):
+    out = tmp_path / "one"
+    assert main(["stress", "--smoke", "--reps", "2", "--quiet", "--protocols", "histogram", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "stress.csv")
+    assert set(summary["protocol"]) == {"histogram"} and (summary["replications"] == 2).all()
+    assert len(load_stress(out)) == 4 * 4 * 2  # 4 cells x 4 estimands x 2 replications, no paper cells
+    assert "histogram" in (out / "stress.md").read_text()
+    capsys.readouterr()
+    assert main(["stress", "--smoke", "--reps", "2", "--quiet", "--protocols", "fedcurve", "--out", str(tmp_path / "x")]) == 2
+    assert "protocols must be" in capsys.readouterr().err
