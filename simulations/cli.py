@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--reps", type=int, default=200,
                     help="replications per cell (default: 200; paper cells at n 10^5 and 10^6 run 1/4 and 1/10 of them)")
     st.add_argument("--no-score-sums", action="store_true",
-                    help="the default releases (histogram, histogram_equal) without per-bin score sums (counts only)")
+                    help="the default releases (histogram, histogram_equal, secagg) without per-bin score sums (counts only)")
     st.add_argument("--protocols", nargs="+", metavar="P", default=None,
                     help="only these of histogram, histogram_equal, flat20, secagg, paper (default: all)")
     st.add_argument("--workers", type=int, default=1, help="local worker processes (default: 1)")

@@ -22,9 +22,11 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
 - ``histogram_equal``: the analyst's one-release grid (``spacing="equal"``: ``allowed_n_bins`` equal bins on
   [0, 1]) with score sums at the whole (epsilon, delta): the default before the quantile grid;
 - ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
-- ``secagg``: the secagg protocol: counts only, each site adding its share of a distributed discrete
-  Gaussian (:func:`dsroc.secagg.share_sigma` for all ``sites`` shares, no coalition), summed; the grid is
-  the analyst's default for one share (``analyst.protocols.secagg``);
+- ``secagg``: the secagg protocol as the analyst and sites run it by default: the two stages of ``histogram``
+  (counts and score sums), each site adding its share of a distributed discrete Gaussian
+  (:func:`dsroc.secagg.share_sigma` of each stage for all ``sites`` shares, no coalition), summed; the second
+  grid's bin count from the first stage's estimate of n (:func:`dsroc.secagg.secagg_n_bins`, as
+  ``analyst.protocols.secagg``);
 - ``paper``: the paper protocol with the noise-corrected AUC (:func:`simulations.protocol.run_protocol_chunk`,
   five sites) at a recommended setting (AUC only; its other answers are exact, q-protected).
 
@@ -54,7 +56,8 @@ from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bin
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance, joint_discrete_gaussian_sigma
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
-from dsroc.secagg import share_sigma
+from dsroc.histogram.grid import consistent_counts
+from dsroc.secagg import secagg_n_bins, share_sigma
 
 from .dgp import N_SITES, Batch
 from .protocol import run_protocol_chunk
@@ -202,10 +205,10 @@ POLICY_BINS = (5, 8, 10, 12, 20, 50, 100)
 POLICY_LOGIT_RANGE = (0.005, 0.995)
 
 
-def default_grid(epsilon: float, delta: float, shares: int = 1) -> np.ndarray:
-    """The analyst's one-release grid (``spacing="equal"``) at (epsilon, delta), or for one of ``shares`` noise
-    shares (secagg): :func:`analyst.protocols.histogram.allowed_n_bins` under the default policy, equal bins."""
-    return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta, shares=shares))
+def default_grid(epsilon: float, delta: float) -> np.ndarray:
+    """The analyst's one-release grid (``spacing="equal"``) at (epsilon, delta):
+    :func:`analyst.protocols.histogram.allowed_n_bins` under the default policy, equal bins."""
+    return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta))
 
 
 class Release(NamedTuple):
@@ -237,15 +240,22 @@ class QuantilePlan(NamedTuple):
     n_bins: int  # bins asked of the second stage
     sigma2: float  # per-site noise of a second-stage count
     sums_sigma: float  # per-site noise of a second-stage score sum (integer scale)
+    central2: float = 0.0  # secagg: the plan's central noise of a second-stage count (its bin rule's sigma)
 
 
-def quantile_plan(epsilon: float, delta: float, score_sums: bool = True) -> QuantilePlan:
+def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares: int = 0) -> QuantilePlan:
     """What ``analyst.protocols.histogram`` asks for under ``spacing="quantile"`` of sites with the default policy
     (:func:`dsroc.histogram.stages.two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`,
-    :func:`analyst.protocols.histogram.allowed_n_bins`) and the noise those sites calibrate for each stage."""
+    :func:`analyst.protocols.histogram.allowed_n_bins`) and the noise those sites calibrate for each stage;
+    ``shares``: the secagg protocol's two rounds over that many sites instead (each site's share of each stage,
+    :func:`dsroc.secagg.share_sigma`; ``n_bins`` 0: chosen per replication by :func:`dsroc.secagg.secagg_n_bins`)."""
     stages = two_stage_plan(epsilon, delta, score_sums=score_sums)
     fine = first_stage_bins([POLICY_BINS])
     edges = histogram_edges(fine, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
+    if shares:
+        sigma2 = share_sigma(stages.epsilon2, stages.delta2, shares, parts=tuple(release_parts(score_sums=score_sums)))
+        return QuantilePlan(edges, share_sigma(stages.epsilon1, stages.delta1, shares), 0, sigma2,
+                            SUMS_RATIO * SUMS_RESOLUTION * sigma2 if score_sums else 0.0, stages.sigma2)
     n_bins = allowed_n_bins([POLICY_BINS], epsilon=stages.epsilon2, delta=stages.delta2)
     sigma1 = site_sigmas(stages.epsilon1, stages.delta1, False)[0]
     return QuantilePlan(edges, sigma1, n_bins, *site_sigmas(stages.epsilon2, stages.delta2, score_sums))
@@ -277,16 +287,14 @@ def _sds(k: int, sigma: float, sums_sigma: float) -> tuple[float, float]:
 
 def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protocol: str, *,
                       score_sums: bool = False) -> Release:
-    """Every site's noisy release on the fixed grid ``edges``, summed (``protocol`` names its noise stream; secagg:
-    each site's share of the distributed discrete Gaussian, counts only).
+    """Every site's noisy release on the fixed grid ``edges``, summed (``protocol`` names its noise stream).
 
     Per replication one stream ``[seed, cell, rep]`` draws the count noise ``(sites, 2, B)``, then with
     ``score_sums`` the offsets' random rounding and the sums' noise.
     """
     b, k, n = data.batch, cell.sites, cell.n
     site = np.arange(n) % k
-    sigma, sums_sigma = (share_sigma(cell.epsilon, cell.delta, k), 0.0) if protocol == "secagg" else \
-        site_sigmas(cell.epsilon, cell.delta, score_sums)
+    sigma, sums_sigma = site_sigmas(cell.epsilon, cell.delta, score_sums)
     salt = _salt(f"{cell.name}/{protocol}")
     counts, sums = [], []
     for i, rep in enumerate(b.reps.tolist()):
@@ -298,27 +306,30 @@ def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protoco
     return Release([edges] * b.size, counts, sums if score_sums else None, sigma, *_sds(k, sigma, sums_sigma))
 
 
-def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: bool = True) -> Release:
+def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: bool = True,
+                     protocol: str = "histogram") -> Release:
     """The default two-stage release, summed: every site's noisy counts of its negatives and positives on the fine
     grid (the analyst sums them over sites and classes); the analyst's second-stage edges at their quantiles
     (:func:`dsroc.histogram.stages.second_stage_interior`; the site's explicit grid is its score range around
-    them); then every site's per-class release on those edges.
+    them); then every site's per-class release on those edges. ``protocol="secagg"``: the secagg protocol's two
+    rounds (each site's noise a share, the second grid's bin count from the first round's estimate of n).
 
     Per replication one stream ``[seed, cell, rep]`` draws the first stage's noise ``(sites, 2, B1)``, then the
     second stage's as :func:`histogram_release`.
     """
     b, k, n = data.batch, cell.sites, cell.n
-    plan = quantile_plan(cell.epsilon, cell.delta, score_sums)
+    plan = quantile_plan(cell.epsilon, cell.delta, score_sums, shares=k if protocol == "secagg" else 0)
     fine = plan.fine_edges.size - 1
     site = np.arange(n) % k
     first = np.bincount(b.groups * fine + bin_index(b.scores, plan.fine_edges), minlength=b.size * fine)
     first = first.reshape(b.size, fine).astype(np.float64)
-    salt = _salt(f"{cell.name}/histogram")
+    salt = _salt(f"{cell.name}/{protocol}")
     grids, counts, sums = [], [], []
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
         total = first[i] + discrete_gaussian_noise(plan.sigma1, (k, 2, fine), rng).sum(axis=(0, 1))
-        interior = second_stage_interior(total, plan.fine_edges, plan.n_bins)
+        n_bins = plan.n_bins or secagg_n_bins(float(consistent_counts(total).sum()), plan.central2)
+        interior = second_stage_interior(total, plan.fine_edges, n_bins)
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,
@@ -354,12 +365,11 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
     (:func:`dsroc.histogram_validation` with the analyst's arguments and default estimator; ``flat20``: the binned
     empirical AUC); ``score_sums=False``: the default protocols' releases without the per-bin score sums (as
     before commit 736efc1)."""
-    sums = score_sums and protocol in ("histogram", "histogram_equal")
-    if protocol == "histogram":
-        release = quantile_release(data, cell, seed, score_sums=sums)
+    sums = score_sums and protocol in ("histogram", "histogram_equal", "secagg")
+    if protocol in ("histogram", "secagg"):
+        release = quantile_release(data, cell, seed, score_sums=sums, protocol=protocol)
     else:
-        edges = histogram_edges(20) if protocol == "flat20" else \
-            default_grid(cell.epsilon, cell.delta, cell.sites if protocol == "secagg" else 1)
+        edges = histogram_edges(20) if protocol == "flat20" else default_grid(cell.epsilon, cell.delta)
         release = histogram_release(data, cell, edges, seed, protocol, score_sums=sums)
     estimator = "empirical" if protocol == "flat20" else DEFAULT_ESTIMATOR
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}

@@ -202,14 +202,14 @@ def fine_release(allowed, release):
         return release(fine, "equal")
 
 
-def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
     """First stage of the quantile grid: every site's release of its scores on a fine grid (:func:`fine_release`;
     classes summed by the analyst) at ``stages.epsilon1``, and the interior edges at its quantiles for
     ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`)."""
     edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
         session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=()))
     total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
-    return second_stage_interior(total, edges, n_bins), releases
+    return second_stage_interior(total, edges, n_bins), releases, edges
 
 
 def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
@@ -373,12 +373,13 @@ class HistogramProtocol(Protocol):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
         n_bins, allowed, grid_releases = o.n_bins, [p.histogram_bins for p in s.policies.values()], {}
+        grid_edges = None
         if o.spacing == "quantile":
             stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums, scalars=len(o.scalars))
             if n_bins is None:  # from the policies the sites sent with their sessions
                 n_bins = allowed_n_bins(allowed, epsilon=stages.epsilon2, delta=stages.delta2)
             partitions.check(n_bins)
-            interior, grid_releases = quantile_grid(s, stages, n_bins, allowed)
+            interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed)
             edges, releases = collect_histograms(s, epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins,
                                                  spacing="", scalars=o.scalars, score_sums=o.score_sums,
                                                  interior=interior)
@@ -393,7 +394,7 @@ class HistogramProtocol(Protocol):
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         result = histogram_result(request.common(s, self), edges, releases, budgets, o, timing=timing,
-                                  grid_releases=grid_releases, extra=extra)
+                                  grid_releases=grid_releases, grid_edges=grid_edges, extra=extra)
         timing["analysis"] = time.perf_counter() - clock
         return result
 
@@ -406,11 +407,14 @@ def _charged(unavailable) -> tuple[str, ...]:
 
 
 def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, HistogramSite], budgets,
-                     options: HistogramOptions, *, timing=None, grid_releases=None, extra=None) -> ValidationResult:
+                     options: HistogramOptions, *, timing=None, grid_releases=None, grid_edges=None,
+                     extra=None) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of the sites' histogram releases (pure post-processing).
 
     ``common``: the request's fields (:meth:`ValidationRequest.common`); ``budgets``: each site's
-    ``BudgetStatus`` after its release; ``extra``: further result fields (subgroups, comparison).
+    ``BudgetStatus`` after its release; ``grid_releases`` and ``grid_edges``: the quantile grid's first-stage
+    releases and fine grid, whose summed counts of all scores shape the resolved AUC within each bin; ``extra``:
+    further result fields (subgroups, comparison).
     """
     o, level = options, common["level"]
     h0 = np.sum([r.negatives for r in releases.values()], axis=0)
@@ -422,6 +426,10 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         "sums0": np.sum([r.negative_sums for r in releases.values()], axis=0),
         "sums1": np.sum([r.positive_sums for r in releases.values()], axis=0),
         "sums_sigma": math.sqrt(sum(r.sums_sd**2 for r in releases.values()))}
+    if grid_releases and grid_edges is not None and with_sums:  # the first stage: both classes of every site, summed
+        per_bin.update(grid_edges=grid_edges,
+                       grid_counts=np.sum([r.negatives + r.positives for r in grid_releases.values()], axis=0),
+                       grid_sigma=math.sqrt(2.0 * sum(r.noise_sd**2 for r in grid_releases.values())))
     v = histogram_validation(h0, h1, edges, sigma=sigma, estimator=o.estimator, level=level,
                              sum_sq=sums.get("sum_sq"), sum_p=sums.get("sum_p"), sum_y=sums.get("sum_y"),
                              scalar_sigma=math.sqrt(sum(r.scalar_sd**2 for r in releases.values())) if o.scalars else None,

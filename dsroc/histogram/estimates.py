@@ -30,7 +30,7 @@ from .auc import (
 )
 from .fit_test import rocglm_fit_pvalue
 from .grid import check_counts, consistent_counts
-from .resolved import concordance_auc, tilt_concordance
+from .resolved import concordance_auc, fine_base, logistic_concordance, tilt_concordance
 from .sums import within_offsets
 
 __all__ = [
@@ -58,8 +58,9 @@ PLAUSIBLE_SDS = 3.0
 FIT_LEVEL = 0.01
 # With score sums: the ROC-GLM is used where |ROC-GLM - resolved| <= resolution bound + AGREEMENT_Z SD(difference).
 AGREEMENT_Z = 2.58
-# The resolved AUC's interval is widened by this share of the shift it gives the within-bin pairs (the
-# tilt model's error was at most a fifth of that shift on the stress study's designs).
+# The resolved AUC's interval is widened by this share of the shift it gives the within-bin pairs (without noise the
+# tilt model's error was at most a fifth of that shift on the stress study's designs, the logistic model's on the
+# first stage's shape a tenth, except on bimodal scores at AUC 0.6).
 RESOLUTION_SHARE = 0.25
 
 
@@ -122,21 +123,38 @@ def _plausible(auc_glm, auc_emp, var_emp, within):
         return np.abs(auc_glm - auc_emp) <= within + PLAUSIBLE_SDS * np.sqrt(var_emp)
 
 
-def _concordances(c0, c1, sums0, sums1, k):
-    """Each bin's within-bin concordance from consistent counts and noisy sums (..., B), and the mean offsets."""
+def _concordances(c0, c1, sums0, sums1, k, shape=None):
+    """Each bin's within-bin concordance from consistent counts and noisy sums (..., B), and the mean offsets: the
+    tilt model, or with ``shape = (z, base)`` of a finer histogram the logistic model on that shape."""
     u0, u1 = within_offsets(c0, sums0, sums_sigma=k), within_offsets(c1, sums1, sums_sigma=k)
-    return tilt_concordance(u0, u1), u0, u1
+    if shape is None:
+        return tilt_concordance(u0, u1), u0, u1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(c0 + c1 > 0, c1 / np.where(c0 + c1 > 0, c0 + c1, 1.0), 0.5)
+    return logistic_concordance(shape[0], shape[1], share, u1 - u0), u0, u1
 
 
-def _resolved_parts(c0, c1, sums0, sums1, k, b0, b1, more):
+def _resolved_parts(c0, c1, sums0, sums1, k, b0, b1, more, shape=None, shape_draws=None):
     """The resolved AUC of rows (R, B), its concordances, resolution bound (``RESOLUTION_SHARE`` of its shift from
-    the binned AUC) and noise replicates (R, D) from the replicate counts ``b0, b1`` and the sums' draws ``more``."""
-    conc, u0, u1 = _concordances(c0, c1, sums0, sums1, k)
+    the binned AUC) and noise replicates (R, D) from the replicate counts ``b0, b1``, the sums' draws ``more`` and
+    (with a finer histogram's ``shape``) its replicates ``shape_draws``."""
+    conc, u0, u1 = _concordances(c0, c1, sums0, sums1, k, shape)
     t0 = (u0 * c0)[:, None, :] + k * more[:, 0]
     t1 = (u1 * c1)[:, None, :] + k * more[:, 1]
-    draws = concordance_auc(b0, b1, _concordances(b0, b1, t0, t1, k)[0])
+    draws = concordance_auc(b0, b1, _concordances(b0, b1, t0, t1, k, shape_draws)[0])
     bound = RESOLUTION_SHARE * (c0 * c1 * np.abs(conc - 0.5)).sum(-1) / (c0.sum(-1) * c1.sum(-1))
     return concordance_auc(c0, c1, conc), conc, bound, draws
+
+
+def _fine_shapes(edges, grid, rows, seeds, draws):
+    """``(z, base)`` of the finer histogram ``grid = (edges, counts (R, F), sigma)`` for ``rows``, and the same of
+    ``draws`` replicates with its noise drawn again (seeded by each row's seed, spawned apart from the counts')."""
+    fine_edges, counts, sigma = grid
+    g = consistent_counts(check_counts(counts, name="grid_counts"))[rows]
+    z, base = fine_base(edges, fine_edges, g)
+    noise = np.stack([np.random.default_rng(np.random.SeedSequence(seeds[i]).spawn(1)[0]).standard_normal(
+        (draws, g.shape[-1])) for i in rows]) if rows.size else np.zeros((0, draws, g.shape[-1]))
+    return (z, base), (z, fine_base(edges, fine_edges, consistent_counts(g[:, None, :] + sigma * noise))[1])
 
 
 def histogram_point_auc(counts0, counts1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
@@ -167,7 +185,8 @@ def histogram_point_auc(counts0, counts1, *, sigma: float, estimator: str = DEFA
 
 def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
                             tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, noise_draws: int = 100,
-                            seeds=None, sums0=None, sums1=None, sums_sigma: float | None = None) -> AucEstimates:
+                            seeds=None, sums0=None, sums1=None, sums_sigma: float | None = None, edges=None,
+                            grid=None) -> AucEstimates:
     """AUC, variance and interval from summed noisy histograms (and score sums), batched over rows ``(R, B)``.
 
     What :func:`histogram_validation` reports for one histogram, for many at once (the simulation study).
@@ -177,7 +196,10 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     the ROC-GLM through the edges with at least ``tail_sigmas * sigma`` estimated patients of each class on
     either side. The noise variances of the ROC-GLM and resolved AUCs, and of their difference, come from one
     parametric bootstrap of the known noise (``noise_draws`` replicates of counts and sums seeded by
-    ``seeds[r]``, default ``r``; :func:`dsroc.histogram.auc.noise_replicates`).
+    ``seeds[r]``, default ``r``; :func:`dsroc.histogram.auc.noise_replicates`). With ``grid = (fine_edges,
+    counts, sigma)``, a histogram of all scores on a finer grid (``counts`` (R, F), noise SD ``sigma`` per cell; the
+    quantile grid's first release) and the rows' common ``edges``, the resolved AUC uses its shape within each bin
+    (:func:`dsroc.histogram.resolved.logistic_concordance`), its noise drawn again in the bootstrap.
 
     ``estimator``: ``"rocglm"`` (default) applies the module's rule; ``"resolved"`` reports the resolved AUC
     (the binned one without sums); ``"empirical"`` the binned one. Rows with fewer than two estimated patients
@@ -198,6 +220,8 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         if any(t.shape != raw0.shape for t in sums):
             raise ValueError(f"sums0 and sums1 must have the counts' shape {raw0.shape}")
         k = check_sigma(sums_sigma, name="sums_sigma")
+    if grid is not None and (edges is None or not with_sums):
+        raise ValueError("a finer histogram (grid) refines the resolved AUC: it needs the score sums and the edges")
     rows = raw0.shape[0]
     seeds = list(range(rows)) if seeds is None else list(seeds)
     if len(seeds) != rows:
@@ -219,8 +243,9 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     if with_sums and estimator != "empirical" and idx.size:
         b0, b1, more = noise_replicates(c0[idx], c1[idx], sigma=sigma, draws=noise_draws,
                                         seeds=[seeds[i] for i in idx], extra=2)
+        shapes = (None, None) if grid is None else _fine_shapes(edges, grid, idx, seeds, int(noise_draws))
         res[idx], conc, resolution[idx], res_draws = _resolved_parts(c0[idx], c1[idx], sums[0][idx], sums[1][idx], k,
-                                                                     b0, b1, more)
+                                                                     b0, b1, more, *shapes)
         var_res[idx] = histogram_delong_variance(c0[idx], c1[idx], conc) + replicate_variance(res_draws)
         fit = _fits(auc_glm[idx], pvalue[idx])
         if fit.any():

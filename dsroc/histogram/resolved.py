@@ -8,15 +8,21 @@ log-linear in the offset (the two classes differ by an exponential tilt), it red
 density (ties one half) at ``u = 1/2``, and unlike linear densities it reaches every mean in (0, 1), so
 it follows bins whose scores crowd against one edge (the first and last bins of a quantile grid). The
 within-bin concordance ``P(X0 < X1)`` then has a closed form, evaluated here by Gauss-Legendre quadrature.
+
+With a histogram of all scores on a finer grid (the first release of the quantile grid) the bin's shape is known:
+the classes are modelled as that shape times ``P(positive | score) = expit(a + b logit(score))`` and ``1 - ``
+that, with ``(a, b)`` matching the bin's share of positives and the difference of the classes' mean offsets
+(:func:`logistic_concordance`): exact for a calibrated model up to the fine grid's resolution.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .grid import check_counts
+from .grid import check_counts, check_edges
 
-__all__ = ["tilt_rate", "tilt_concordance", "concordance_auc", "concordance_placements"]
+__all__ = ["SUBPOINTS", "tilt_rate", "tilt_concordance", "concordance_auc", "concordance_placements", "fine_base",
+           "logistic_concordance"]
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(96)
 _NODES, _WEIGHTS = 0.5 * (_NODES + 1.0), 0.5 * _WEIGHTS
@@ -90,3 +96,62 @@ def concordance_auc(h0, h1, concordance) -> np.ndarray | float:
     with np.errstate(invalid="ignore", divide="ignore"):
         value = (c0 * pv1).sum(-1) / c0.sum(-1)
     return float(value) if np.ndim(value) == 0 else value
+# Sub-points per bin at which a first-stage histogram's shape is evaluated (midpoints of equal steps in the offset).
+SUBPOINTS = 128
+_STEPS = (np.arange(SUBPOINTS) + 0.5) / SUBPOINTS
+_NEWTON = 40
+
+
+def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
+    """The shape of all scores inside each bin of ``edges`` from a histogram of them on a finer grid.
+
+    ``fine_counts`` (..., F) are consistent counts on ``fine_edges`` (F + 1; its ends stretched to the grid's,
+    as scores outside a grid are clipped to its ends). Returns ``(z, base)``: at ``SUBPOINTS`` equal steps of the
+    offset in every bin, the model's covariate ``z`` (B, SUBPOINTS) -- the logit of the score for probabilities,
+    else the offset -- and the fine histogram's density there (..., B, SUBPOINTS), piecewise constant.
+    """
+    e = check_edges(edges)
+    fe = check_edges(fine_edges).copy()
+    fe[0], fe[-1] = min(fe[0], e[0]), max(fe[-1], e[-1])
+    g = np.maximum(check_counts(fine_counts, name="fine_counts", n_bins=fe.size - 1), 0.0)
+    points = e[:-1, None] + np.diff(e)[:, None] * _STEPS
+    j = np.clip(np.searchsorted(fe, points, side="right") - 1, 0, fe.size - 2)
+    dens = g / np.diff(fe)
+    base = dens[..., j] + 1e-9 * (dens.max(-1)[..., None, None] + 1e-300)
+    z = np.log(points / (1 - points)) if e[0] >= 0.0 and e[-1] <= 1.0 else np.broadcast_to(_STEPS, points.shape)
+    z = np.clip(z, -12.0, 12.0)
+    return z, base
+
+
+def logistic_concordance(z, base, share, du) -> np.ndarray:
+    """Within-bin concordance when the bin's scores have density ``base`` and a patient's chance of being positive
+    is ``expit(a + b z)``: ``f1 ~ base pi``, ``f0 ~ base (1 - pi)``, with ``(a, b)`` solved (Newton) so that the
+    positives' share is ``share`` and their mean offset exceeds the negatives' by ``du`` (arrays (..., B);
+    ``z`` (B, SUBPOINTS), ``base`` (..., B, SUBPOINTS))."""
+    zs = (z - z.mean(-1, keepdims=True)) / (z.std(-1, keepdims=True) + 1e-12)
+    w = base / base.sum(-1, keepdims=True)
+    share = np.clip(share, 1e-6, 1 - 1e-6)
+    a, b = np.log(share / (1 - share)), np.zeros(np.shape(share))
+    for _ in range(_NEWTON):
+        p = 1.0 / (1.0 + np.exp(-(a[..., None] + b[..., None] * zs)))
+        q = w * p * (1 - p)
+        s = (w * p).sum(-1)
+        m1, m0 = (w * p * _STEPS).sum(-1) / s, (w * (1 - p) * _STEPS).sum(-1) / (1 - s)
+        sa, sb = q.sum(-1), (q * zs).sum(-1)
+        qt, qzt = (q * _STEPS).sum(-1), (q * zs * _STEPS).sum(-1)
+        da_ = (qt - m1 * sa) / s + (qt - m0 * sa) / (1 - s)
+        db_ = (qzt - m1 * sb) / s + (qzt - m0 * sb) / (1 - s)
+        r1, r2 = share - s, du - (m1 - m0)
+        det = sa * db_ - sb * da_
+        ok = np.abs(det) > 1e-14
+        det = np.where(ok, det, 1.0)
+        step_a = np.where(ok, np.clip((db_ * r1 - sb * r2) / det, -2, 2), 0.0)
+        step_b = np.where(ok, np.clip((-da_ * r1 + sa * r2) / det, -2, 2), 0.0)
+        a, b = a + step_a, np.clip(b + step_b, -30.0, 30.0)
+        if max(np.abs(step_a).max(initial=0.0), np.abs(step_b).max(initial=0.0)) < 1e-10:
+            break
+    p = 1.0 / (1.0 + np.exp(-(a[..., None] + b[..., None] * zs)))
+    f1, f0 = w * p, w * (1 - p)
+    f1, f0 = f1 / f1.sum(-1, keepdims=True), f0 / f0.sum(-1, keepdims=True)
+    below = np.cumsum(f0, -1) - f0
+    return np.clip((f1 * (below + 0.5 * f0)).sum(-1), 0.0, 1.0)

@@ -217,7 +217,8 @@ def _optional_scalar(name, value):
 def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAULT_ESTIMATOR,
                          tail_sigmas: float = DEFAULT_TAIL_SIGMAS, level: float = 0.95, representatives=None,
                          sum_sq=None, sum_p=None, sum_y=None, scalar_sigma=None, sums0=None, sums1=None,
-                         sums_sigma=None, noise_draws: int = 100, seed=0) -> HistogramValidation:
+                         sums_sigma=None, noise_draws: int = 100, seed=0, grid_edges=None, grid_counts=None,
+                         grid_sigma=None) -> HistogramValidation:
     """Validate a model from the summed noisy per-class histograms of its scores.
 
     Parameters
@@ -247,8 +248,12 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         Summed noisy per-bin sums of the negatives' and positives' score offsets within their bin (in bin
         widths; each cell of noise SD ``sums_sigma``). Brier, calibration, O/E and the slope then use each
         bin's mean score (per class for Brier) instead of its midpoint, and ``auc_resolved`` is reported.
+    grid_edges, grid_counts, grid_sigma : optional
+        A noisy histogram of all scores on a finer grid (the quantile grid's first release summed over sites and
+        classes: its edges, counts, and noise SD per cell). With the score sums the resolved AUC then uses its
+        shape within each bin (:func:`dsroc.histogram.resolved.logistic_concordance`).
     noise_draws : int, default 100
-        Parametric-bootstrap draws for the ROC-GLM's noise variance.
+        Parametric-bootstrap draws for the noise variances of the ROC-GLM and resolved AUCs.
     seed : int, default 0
         Seed of that bootstrap (the result is deterministic).
     """
@@ -266,6 +271,15 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
     with_sums = {} if means is None else {"sums0": np.asarray(sums0, dtype=np.float64)[None, :],
                                           "sums1": np.asarray(sums1, dtype=np.float64)[None, :],
                                           "sums_sigma": means["sigma"]}
+    given = [v is not None for v in (grid_edges, grid_counts, grid_sigma)]
+    if any(given) and not all(given):
+        raise ValueError("grid_edges, grid_counts and grid_sigma (the finer histogram's noise SD per cell) go together")
+    if all(given) and means is not None:
+        fine = check_edges(grid_edges)
+        counts = check_counts(grid_counts, name="grid_counts", n_bins=fine.size - 1)
+        if counts.ndim != 1:
+            raise ValueError("grid_counts must be one-dimensional (one count per fine bin)")
+        with_sums.update(edges=e, grid=(fine, counts[None, :], check_sigma(grid_sigma, name="grid_sigma")))
     est = histogram_auc_estimates(raw0[None, :], raw1[None, :], sigma=sigma, estimator=estimator,
                                   tail_sigmas=tail_sigmas, level=level, noise_draws=noise_draws, seeds=[seed],
                                   **with_sums)

@@ -216,7 +216,7 @@ def test_the_analyst_killed_between_prepare_and_commit_charges_nothing(two_sites
 # ---------------------------------------------------------------------------------------- randomized failures
 
 _RUN = textwrap.dedent("""
-    import sys, time
+    import sys, threading, time
     from pathlib import Path
     from analyst import Federation, SiteConfig
     from analyst.connection import SiteError
@@ -239,9 +239,12 @@ _RUN = textwrap.dedent("""
         print("HELD", flush=True)
         time.sleep(pause)  # a slow analyst: kills land between prepare and commit too
 
+        printing = threading.Lock()  # the sites answer in parallel threads: one whole line each
+
         def release(conn, held):
             r = conn.call("ReleaseHistogram" if kind == "histogram" else "ReleaseBoydStatistics", request(conn, held))
-            print("DELIVERED", conn.name, r.release_id, flush=True)
+            with printing:
+                print("DELIVERED", conn.name, r.release_id, flush=True)
             return r
 
         session.commit(kind, holds, release)
@@ -311,12 +314,12 @@ def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
                     victim = rng.randrange(len(daemons))
                     daemons[victim].kill()
                     killed = f"s{victim}"
-            out, _ = proc.communicate(timeout=120)  # stderr: tracebacks, if any, for the assertions' messages
+            out, err = proc.communicate(timeout=120)  # stderr: tracebacks, if any, for the assertions' messages
             lines = [line.split() for line in out.splitlines()]
             log.append({"run": run, "kind": kind, "epsilon": epsilon, "injected": injected, "killed": killed,
                         "held": ["HELD"] in lines, "done": ["DONE"] in lines,
                         "delivered": {(w[1], w[2]) for w in lines if w and w[0] == "DELIVERED"}})
-            assert injected != "none" or log[-1]["done"], out
+            assert injected != "none" or log[-1]["done"], out + err
             assert injected != "refusal" or (["FAILED", "s1", "PERMISSION_DENIED"] in lines and not log[-1]["held"])
             for k, d in enumerate(daemons):
                 if d.proc.poll() is not None:

@@ -195,6 +195,24 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
         site.close()
 
 
+def test_the_secagg_rows_run_the_protocols_two_rounds_with_each_sites_share():
+    """The study's secagg release: each stage's share is dsroc.secagg.share_sigma's for five sites (the sites
+    check the analyst's proposal against exactly that), the summed noise is the central plan's, and the second
+    grid has secagg_n_bins' 7 bins at n = 10 000, epsilon 1 (1 000 summed noise SDs of patients and more)."""
+    from dsroc.histogram.stages import release_parts
+    from dsroc.secagg import share_sigma
+
+    cell = StressCell(Design("binormal", 0.3, 0.76), 10_000, 5, 1.0)
+    stages, plan = two_stage_plan(1.0, DELTA), quantile_plan(1.0, DELTA, shares=5)
+    assert plan.sigma1 == share_sigma(stages.epsilon1, stages.delta1, 5)
+    assert plan.sigma2 == share_sigma(stages.epsilon2, stages.delta2, 5, parts=tuple(release_parts(score_sums=True)))
+    assert plan.sums_sigma == pytest.approx(6 * plan.sigma2) and plan.n_bins == 0
+    release = quantile_release(generate_data(cell.design, cell.n, range(2), seed=5, slope=False), cell, seed=5,
+                               protocol="secagg")
+    assert release.total_sd == pytest.approx(stages.sigma2, rel=1e-3) == pytest.approx(plan.central2, rel=1e-3)
+    assert [e.size - 1 for e in release.edges] == [7, 7] and release.sums is not None
+
+
 def _brute_force(part):
     covered = sum(1 for lo, hi, t in zip(part["lower"], part["upper"], part["pooled"]) if lo <= t <= hi)
     return covered / len(part)

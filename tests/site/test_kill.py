@@ -118,6 +118,11 @@ def test_kill_9_during_releases_caps_approvals_and_cuts_loses_nothing_and_charge
         threads = _hammer(c, session, answered, stop)
         approvals = [_approve_in_background(site, tmp_path, 10 * cycle + k) for k in range(4)]
         time.sleep(delay)
+        # On a loaded machine a release can take longer than the delay: wait until this cycle has answered some
+        # (the release thread keeps going, so the kill still lands in the middle of the stream).
+        deadline = time.monotonic() + 120
+        while len(answered["releases"]) < 2 * (cycle + 1) and time.monotonic() < deadline:
+            time.sleep(0.05)
         daemon.kill()
         for k, proc in enumerate(approvals):
             if k % 2:
