@@ -325,33 +325,48 @@ class ValidationSession:
             return pb.ReleaseRequest(session_id=self._sid(conn), score_class=cls, epsilon=float(epsilon),
                                      delta=float(delta), sensitivity=float(sensitivity or 0.0), reservation_id=held)
 
-        def one_class(conn, cls, held):
-            # Each chunk is copied into the class's array as it arrives: no list of chunks, no joined copy.
+        def stream(conn, req) -> dict:
+            # Each chunk is copied into its class's array as it arrives: no list of chunks, no joined copy.
+            # A ReleaseInfo starts each class (both classes come in one stream when asked).
             got: dict = {}
+            current: list = []
 
             def take(chunk):
-                if not got:
-                    if not chunk.HasField("info"):
-                        raise ValueError("the release stream did not start with its ReleaseInfo")
-                    got.update(info=chunk.info, scores=np.empty(chunk.info.n), filled=0)
+                if chunk.HasField("info"):
+                    cls = chunk.info.score_class
+                    if cls in got or cls not in (pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES):
+                        raise ValueError(f"the release stream sent class {cls} twice or an unknown class")
+                    current[:] = [cls]
+                    got[cls] = {"info": chunk.info, "scores": np.empty(chunk.info.n), "filled": 0}
+                elif not current:
+                    raise ValueError("the release stream did not start with its ReleaseInfo")
                 if len(chunk.scores) % 8:
                     raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
-                part, filled = np.frombuffer(chunk.scores, dtype="<f8"), got["filled"]
-                if filled + part.size > got["scores"].size:
-                    raise ValueError(f"the release announced {got['info'].n} scores but sent more")
-                got["scores"][filled:filled + part.size] = part
-                got["filled"] = filled + part.size
+                into = got[current[0]]
+                part, filled = np.frombuffer(chunk.scores, dtype="<f8"), into["filled"]
+                if filled + part.size > into["scores"].size:
+                    raise ValueError(f"the release announced {into['info'].n} scores but sent more")
+                into["scores"][filled:filled + part.size] = part
+                into["filled"] = filled + part.size
 
-            conn.call("ReleaseNoisyScores", request(conn, cls, held), stream=True, timeout=timeout, on_message=take)
+            conn.call("ReleaseNoisyScores", req, stream=True, timeout=timeout, on_message=take)
             if not got:
                 raise ValueError("the release stream did not start with its ReleaseInfo")
-            if got["filled"] != got["info"].n:
-                raise ValueError(f"the release announced {got['info'].n} scores but sent {got['filled']}")
-            return got["scores"], got["info"]
+            for into in got.values():
+                if into["filled"] != into["info"].n:
+                    raise ValueError(f"the release announced {into['info'].n} scores but sent {into['filled']}")
+            return {cls: (into["scores"], into["info"]) for cls, into in got.items()}
 
         def release_site(conn, held):
-            (neg, info0), (pos, info1) = concurrently(lambda: one_class(conn, pb.SCORE_CLASS_NEGATIVES, held),
-                                                      lambda: one_class(conn, pb.SCORE_CLASS_POSITIVES, held))
+            # Both classes in one stream; a site from before that sends the negatives only, then is asked again.
+            both = request(conn, pb.SCORE_CLASS_NEGATIVES, held)
+            both.both_classes = True
+            classes = stream(conn, both)
+            if set(classes) == {pb.SCORE_CLASS_NEGATIVES}:
+                classes.update(stream(conn, request(conn, pb.SCORE_CLASS_POSITIVES, held)))
+            if set(classes) != {pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES}:
+                raise ValueError("the release stream did not send both classes")
+            (neg, info0), (pos, info1) = classes[pb.SCORE_CLASS_NEGATIVES], classes[pb.SCORE_CLASS_POSITIVES]
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)

@@ -121,22 +121,17 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
 
     def ReleaseNoisyScores(self, request, context):
         session = self._session(request.session_id)
-        out = self.paper.release(
-            session, request.score_class, epsilon=request.epsilon, delta=request.delta,
-            sensitivity=request.sensitivity, reservation=request.reservation_id,
-        )
-        release, charged, values = out.release, out.mu_charged, out.values
-        note(privacy_cost=charged, parameters={"release_id": release.release_id, "tau": out.tau})
-        info = pb.ReleaseInfo(
-            score_class=request.score_class, n=values.size, sensitivity=out.sensitivity, tau=out.tau,
-            epsilon=release.epsilon, delta=release.delta, mu=release.mu, mu_charged=charged,
-            repeated=charged == 0.0, rule=release.rule,
-            **{k: v for k, v in out.signed.items() if k not in ("score_class", "n", "epsilon", "delta", "sensitivity")},
-        )
+        classes = (pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES) if request.both_classes else (request.score_class,)
+        outs = [self.paper.release(session, score_class, epsilon=request.epsilon, delta=request.delta,
+                                   sensitivity=request.sensitivity, reservation=request.reservation_id)
+                for score_class in classes]
+        note(privacy_cost=sum(out.mu_charged for out in outs),
+             parameters={"release_id": outs[0].release.release_id, "tau": outs[0].tau})
         limit = self.site.policy.max_chunk_scores
         chunk = min(request.chunk_size, limit) if request.chunk_size else limit
         # Everything above ran (and was charged) before the first message; below only slices values.
-        return _chunks(info, values, chunk)
+        return (message for out, score_class in zip(outs, classes)
+                for message in _chunks(_release_info(out, score_class), out.values, chunk))
 
     def ReleaseHistogram(self, request, context):
         session = self._session(request.session_id)
@@ -340,6 +335,17 @@ def _calibration_message(parts) -> pb.CalibrationPartsResponse:
     bins = [pb.CalibrationBin(index=int(b), count=int(c), sum_scores=float(s), sum_labels=float(y))
             for b, c, s, y in zip(parts.bins, parts.count, parts.sum_score, parts.sum_label)]
     return pb.CalibrationPartsResponse(edges=parts.edges.tolist(), bins=bins, suppressed=[int(b) for b in parts.suppressed])
+
+
+def _release_info(out, score_class: int) -> pb.ReleaseInfo:
+    """The ReleaseInfo of one class's noisy scores (:class:`site_node.protocols.paper.ScoreRelease`)."""
+    release, charged = out.release, out.mu_charged
+    return pb.ReleaseInfo(
+        score_class=score_class, n=out.values.size, sensitivity=out.sensitivity, tau=out.tau,
+        epsilon=release.epsilon, delta=release.delta, mu=release.mu, mu_charged=charged,
+        repeated=charged == 0.0, rule=release.rule,
+        **{k: v for k, v in out.signed.items() if k not in ("score_class", "n", "epsilon", "delta", "sensitivity")},
+    )
 
 
 def _with_first(first, rest):

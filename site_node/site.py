@@ -177,11 +177,20 @@ class Site:
             The (dataset, score column, outcome) combinations prepared.
         """
         import dsroc
+        from dsroc.privacy.lattice import lattice_gaussian
 
         for name in ("SurvivorFunction", "RocGlmParts", "calibration_parts"):  # their modules import scipy
             getattr(dsroc, name)
-        prepared = 0
+        lattice_gaussian(1.0, 1e-5, 1.0)  # the noise calibration of a release (scipy.special, scipy.optimize)
+        readable = []
         for name in self.datasets.names():
+            try:
+                self.datasets.table(name)
+            except InvalidArgument:
+                continue
+            readable.append(name)
+        prepared = 0
+        for name in readable:
             config = self.datasets.config(name)
             for column in config.scores:
                 for outcome in config.outcomes:
@@ -189,7 +198,7 @@ class Site:
                         return prepared
                     try:
                         data = self._scored_data(name, outcome, ScoreSpec(column=column), config)
-                    except InvalidArgument:  # unreadable, or a column that fails its checks
+                    except InvalidArgument:  # a column that fails its checks: a request names it
                         continue
                     data.fingerprint  # sorts both classes once  # noqa: B018
                     prepared += 1

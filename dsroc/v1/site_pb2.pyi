@@ -338,7 +338,7 @@ class SensitivityResponse(_message.Message):
     def __init__(self, sensitivity: _Optional[float] = ..., rule: _Optional[str] = ..., formal_bound: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
-    __slots__ = ("session_id", "score_class", "epsilon", "delta", "sensitivity", "chunk_size", "reservation_id")
+    __slots__ = ("session_id", "score_class", "epsilon", "delta", "sensitivity", "chunk_size", "reservation_id", "both_classes")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -346,6 +346,7 @@ class ReleaseRequest(_message.Message):
     SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
     CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    BOTH_CLASSES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     score_class: ScoreClass
     epsilon: float
@@ -353,7 +354,8 @@ class ReleaseRequest(_message.Message):
     sensitivity: float
     chunk_size: int
     reservation_id: str
-    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ..., reservation_id: _Optional[str] = ...) -> None: ...
+    both_classes: bool
+    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ..., reservation_id: _Optional[str] = ..., both_classes: _Optional[bool] = ...) -> None: ...
 
 class ReleaseInfo(_message.Message):
     __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule", "site", "population", "dataset", "source", "outcome", "values_sha256", "signature")

@@ -306,7 +306,7 @@ def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helper
         asked = {method: n for (s, method), n in calls.items() if s == site}
         evaluations = asked.pop("RocGlmParts")
         # PrepareRelease: every site holds the release's budget before any site releases (all or nothing).
-        assert asked == {"OpenSession": 1, "PrepareRelease": 1, "ReleaseNoisyScores": 2, "UploadSurvivor": 2,
+        assert asked == {"OpenSession": 1, "PrepareRelease": 1, "ReleaseNoisyScores": 1, "UploadSurvivor": 2,
                          "PaperAggregates": 1, "CloseSession": 1}
         assert evaluations <= res.detail.rocglm.iterations + 2
 
@@ -331,8 +331,9 @@ def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki
     assert res.detail.rocglm.converged and res.n == sum(len(f) for f in frames)
 
 
-def test_sites_without_paper_aggregates_are_asked_the_four_calls(tmp_path, pki, helpers, monkeypatch):
-    # A site from before PaperAggregates answers UNIMPLEMENTED; the analyst then asks the four calls.
+def test_sites_from_before_one_stream_and_paper_aggregates_are_asked_each_call(tmp_path, pki, helpers, monkeypatch):
+    # A site from before PaperAggregates answers UNIMPLEMENTED, and one from before both_classes sends the
+    # negatives only: the analyst then asks the four calls and the positives' release apart.
     import contextlib
     from collections import Counter
 
@@ -351,6 +352,13 @@ def test_sites_without_paper_aggregates_are_asked_the_four_calls(tmp_path, pki, 
         raise Unimplemented("Method not found!")
 
     monkeypatch.setattr(SiteServicer, "PaperAggregates", unimplemented)
+    one_class = SiteServicer.ReleaseNoisyScores
+
+    def without_both_classes(self, request, context):  # a site from before ReleaseRequest.both_classes
+        request.ClearField("both_classes")
+        return one_class(self, request, context)
+
+    monkeypatch.setattr(SiteServicer, "ReleaseNoisyScores", without_both_classes)
     calls = Counter()
     real_call = SiteConnection.call
     monkeypatch.setattr(SiteConnection, "call", lambda self, method, request, **kw: (
@@ -362,7 +370,7 @@ def test_sites_without_paper_aggregates_are_asked_the_four_calls(tmp_path, pki, 
         servers = [stack.enter_context(running_server(c)) for c in configs]
         with helpers.federation([s.bound_address for s in servers], pki) as fed:
             res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
-    assert calls["PaperAggregates"] == 2
+    assert calls["PaperAggregates"] == 2 and calls["ReleaseNoisyScores"] == 4  # each class asked apart
     assert all(calls[m] == 2 for m in ("PlacementMoments", "BrierParts", "CalibrationParts", "Budget"))
     pooled = pd.concat(frames)
     assert res.n == len(pooled) and res.brier.value == pytest.approx(((pooled["y"] - pooled["pred"]) ** 2).mean(), abs=1e-12)

@@ -75,3 +75,22 @@ def test_both_classes_and_a_repeat_open_the_sealed_points_once(client, frame, mo
 
     assert info0.values_sha256 == hashlib.sha256(neg.astype("<f8").tobytes()).hexdigest()
     assert info1.values_sha256 == hashlib.sha256(pos.astype("<f8").tobytes()).hexdigest()
+
+
+def test_both_classes_in_one_stream_equal_the_two_class_streams(client, frame):
+    session = client.open()
+    chunks = list(client.ReleaseNoisyScores(pb.ReleaseRequest(session_id=session, epsilon=3.0, delta=0.01,
+                                                              both_classes=True, chunk_size=64)))
+    starts = [i for i, c in enumerate(chunks) if c.HasField("info")]
+    info0, info1 = chunks[starts[0]].info, chunks[starts[1]].info
+    assert starts[0] == 0 and (info0.score_class, info1.score_class) == (NEG, POS)
+    assert info0.mu_charged > 0 and info1.mu_charged == 0 and info1.repeated  # one release, charged once
+    neg = np.frombuffer(b"".join(c.scores for c in chunks[:starts[1]]), dtype="<f8")
+    pos = np.frombuffer(b"".join(c.scores for c in chunks[starts[1]:]), dtype="<f8")
+    assert [c.offset for c in chunks[starts[1]:]] == list(range(0, pos.size, 64))  # offsets restart per class
+    y = frame["y"].to_numpy()
+    assert (neg.size, pos.size) == (info0.n, info1.n) == ((y == 0).sum(), (y == 1).sum())
+    for cls, values, info in ((NEG, neg, info0), (POS, pos, info1)):
+        alone, again, _ = client.release(session, cls, epsilon=3.0, delta=0.01)  # each class alone: a free repeat
+        np.testing.assert_array_equal(again, values)
+        assert alone.signature == info.signature and alone.values_sha256 == info.values_sha256

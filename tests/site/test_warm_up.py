@@ -1,0 +1,39 @@
+"""The daemon's warm-up: every dataset read and its score columns prepared before the first validation needs them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from site_node.datasets import DatasetStore, read_table
+from site_node.init import sample_dataset
+from site_node.ledger import SqliteLedger
+from site_node.scores import ScoreSpec
+from site_node.site import Site
+
+
+def test_after_the_warm_up_a_session_reads_nothing(make_site_config, frame):
+    config = make_site_config(frames={"test": frame, "other": sample_dataset(200, seed=2)},
+                              datasets={"broken": {"path": "data/missing.csv", "outcomes": ["y"]}})
+    reads = []
+
+    def reader(dataset_config):
+        reads.append(dataset_config.name)
+        return read_table(dataset_config)
+
+    ledger = SqliteLedger(config.ledger_path)
+    site = Site(config, ledger, datasets=DatasetStore(config.datasets, reader=reader))
+    try:
+        assert site.warm_up() == 2  # the unreadable dataset is skipped (a request names it)
+        assert sorted(reads) == ["broken", "other", "test"]
+        reads.clear()
+        session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
+        data = session.data
+        # Prepared already: the classes split and sorted, checked against the frame.
+        assert "sorted_negatives" in data.__dict__ and "fingerprint" in data.__dict__
+        y, s = frame["y"].to_numpy(), frame["pred"].to_numpy()
+        np.testing.assert_array_equal(data.sorted_negatives, np.sort(s[y == 0]))
+        np.testing.assert_array_equal(data.sorted_positives, np.sort(s[y == 1]))
+        assert reads == []
+    finally:
+        site.close()
+        ledger.close()
