@@ -69,9 +69,10 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path, *, dpi: i
                 axes[0, j].errorbar(s[factor], s["mae"], yerr=2 * s["mae_se"], fmt=style, **kw)
                 axes[1, j].errorbar(s[factor], s["coverage_pooled"], yerr=2 * s["coverage_pooled_se"], fmt=style, **kw)
         if factor == "n":
-            for _, r in fedcurve.iterrows():
+            for k, (_, r) in enumerate(fedcurve.iterrows()):
+                first = r["shape"] not in set(fedcurve["shape"].iloc[:k])  # one legend entry per shape
                 axes[0, j].plot(r["n"], r["fedcurve_mae"], "*", ms=15, color=COLOURS[r["shape"]], mec="black", zorder=10,
-                                label=f"FedCurve (published), {r['shape']}")
+                                label=f"FedCurve (published), {r['shape']}" if first else "_nolegend_")
         axes[0, j].set(yscale="log", xlabel=label, ylabel="AUC MAE vs pooled empirical AUC",
                        title=f"AUC MAE along {label}")
         axes[1, j].set(ylim=(-0.03, 1.03), xlabel=label, ylabel="95% CI coverage of the pooled AUC",
@@ -81,7 +82,7 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path, *, dpi: i
             _ticks(axes[i, j], levels, scale)
         axes[1, j].axhline(0.95, color="grey", lw=0.8)
         axes[1, j].axhline(0.93, color="grey", lw=0.8, ls="--")
-    axes[0, 1].legend(fontsize=7, ncol=2, loc="upper right")
+    axes[0, 1].legend(fontsize=6, loc="lower left")  # the curves fall from upper left to lower right
     for shape in SHAPES:
         s = _sweep(summary, "prevalence", shape, "histogram", "slope")
         axes[2, 0].errorbar(s["prevalence"], s["coverage_population"], yerr=2 * s["coverage_population_se"], fmt="-o",
@@ -111,8 +112,13 @@ def stress_figure(summary: pd.DataFrame, fedcurve: pd.DataFrame, path, *, dpi: i
                        title="Histogram protocol: coverage of the population AUC")
         _ticks(axes[2, 2], sorted(summary.loc[summary["protocol"] != "paper", "n"].unique()), "log")
         axes[2, 2].legend(fontsize=7)
-    fig.suptitle("Stress study: histogram protocol (solid: the default quantile grid; dashed: its one-release equal grid) "
-                 "and a flat 20-bin baseline (dotted)\ncentre: binormal, prevalence 0.3, AUC 0.76, n 10 000, 5 sites, "
+    present = set(summary["protocol"])
+    # Name only the baselines the run holds (a --protocols histogram run draws the default grid alone).
+    baselines = [text for protocol, text in (("histogram_equal", "dashed: its one-release equal grid"),
+                                             ("flat20", "dotted: a flat 20-bin baseline")) if protocol in present]
+    fig.suptitle("Stress study: histogram protocol (solid: the default quantile grid"
+                 + "".join(f"; {b}" for b in baselines) + ")\n"
+                 "centre: binormal, prevalence 0.3, AUC 0.76, n 10 000, 5 sites, "
                  "epsilon 1, delta 1e-5; along a factor the others stay at the centre\n"
                  + ("paper protocol at recommended settings (tau: its noise SD); " if len(paper) else "")
                  + "bars: 2 MC SEs", fontsize=11)
