@@ -174,8 +174,11 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
 
     check_noise_size(epsilon, delta)
     score_sums = bool(score_sums)
-    t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums, scalars=len(scalars)),
-                                      interval=interval)
+    try:
+        t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums, scalars=len(scalars)),
+                                          interval=interval)
+    except ValueError as exc:  # an epsilon too large for the accountant (the policy allowed it): the caller's to change
+        raise InvalidArgument(f"epsilon: {exc}") from None
     scalar_sigma = SCALAR_RESOLUTION * t if scalars else 0.0
     sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
     return HistogramPlan(edges, n_bins, spacing, scalars, epsilon, delta, t, scalar_sigma, score_sums,

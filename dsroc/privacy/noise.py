@@ -130,13 +130,14 @@ def _joint_sigma(epsilon: float, delta: float, parts: tuple, interval: float | N
         while excess(b) > 0.0:
             b += 1e-6
         return math.exp(b)
-    except (ValueError, ArithmeticError):  # a step outside what the accountant handles: the bracketing search
+    except (ValueError, ArithmeticError, TypeError, IndexError, MemoryError):  # outside the accountant: bracketing
         return _calibrate(lambda t: [DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts], epsilon,
                           delta, math.exp(a), interval)
 
 
 def _secant(f, a: float, *, tol: float = 1e-7, steps: int = 30) -> float:
     """Root of a smooth decreasing ``f`` by secant steps from ``a`` and ``a + 0.01``; ArithmeticError if none."""
+    start = a
     b = a + 0.01
     fa, fb = f(a), f(b)
     for _ in range(steps):
@@ -145,6 +146,8 @@ def _secant(f, a: float, *, tol: float = 1e-7, steps: int = 30) -> float:
         if fb == fa:
             break
         a, b, fa = b, b - fb * (b - a) / (fb - fa), fb
+        if abs(b - start) > 3.0:  # a step far from the start: the accountant's figures are not smooth there
+            break
         fb = f(b)
     raise ArithmeticError("the secant steps did not converge")
 
@@ -166,15 +169,27 @@ def _calibrate(events, epsilon: float, delta: float, start: float, interval: flo
         accountant = Accountant(events(math.exp(log_sigma)), value_discretization_interval=interval)
         return math.log(max(accountant.delta(epsilon), 1e-300)) - math.log(delta)
 
-    lo, hi = math.log(start) - 0.05, math.log(start) + 0.05
-    while excess(lo) <= 0.0:
-        lo -= 0.5
-    while excess(hi) > 0.0:
-        hi += 0.5
-    log_sigma = brentq(excess, lo, hi, xtol=1e-10)
-    while excess(log_sigma) > 0.0:
-        log_sigma += 1e-9
-    return math.exp(log_sigma)
+    try:
+        # The answer lies within a factor e^3 of the continuous Gaussian's start; past that the accountant's
+        # figures are numerical failures, and a larger sigma would only grow its arrays without bound.
+        lo, hi = math.log(start) - 0.05, math.log(start) + 0.05
+        while excess(lo) <= 0.0:
+            lo -= 0.5
+            if lo < math.log(start) - 3.0:
+                raise ArithmeticError("no lower bracket")
+        while excess(hi) > 0.0:
+            hi += 0.5
+            if hi > math.log(start) + 3.0:
+                raise ArithmeticError("no upper bracket")
+        log_sigma = brentq(excess, lo, hi, xtol=1e-10)
+        while excess(log_sigma) > 0.0:
+            log_sigma += 1e-9
+        return math.exp(log_sigma)
+    except (TypeError, IndexError, ArithmeticError, MemoryError):
+        # dp-accounting's loss distributions of near-noiseless events overflow into object arrays (TypeError) or
+        # compose to nothing (IndexError) at a very large epsilon: a clear refusal instead of a crash.
+        raise ValueError(f"epsilon {epsilon:g} with delta {delta:g} is too large: the accountant cannot calibrate "
+                         "noise that small (ask for a smaller epsilon)") from None
 
 
 def _exact_sigma(epsilon: float, delta: float, sensitivity: int) -> float:

@@ -59,3 +59,18 @@ def test_the_two_stages_as_the_sites_calibrate_them_compose_to_the_validations_b
     # The first stage costs the second about 5 % more noise than a single release with sums.
     single = joint_discrete_gaussian_sigma(epsilon, delta, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
     assert 1.0 < plan.sigma2 / single < 1.1 and plan.epsilon1 < plan.epsilon2 < epsilon
+
+
+def test_a_very_large_epsilon_is_calibrated_instead_of_exhausting_memory():
+    # At epsilon 100 the secant steps on the accountant's figures left for a sigma whose loss distribution needed
+    # 412 TiB (MemoryError), and its numbers overflowed into object arrays (TypeError) on the way.
+    epsilon, delta = 100.0, 1e-5
+    t = joint_discrete_gaussian_sigma(epsilon, delta, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
+
+    def release_delta(scale):
+        return Accountant([DiscreteGaussian(scale), DiscreteGaussian(SUMS_RATIO * SUMS_RESOLUTION * scale,
+                                                                     SUMS_RESOLUTION)]).delta(epsilon)
+
+    assert release_delta(t) <= delta < release_delta(0.97 * t)  # meets delta, and not by a needlessly large sigma
+    plan = two_stage_plan(epsilon, delta)
+    assert np.isfinite([plan.sigma1, plan.sigma2]).all() and plan.epsilon2 <= epsilon
