@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import secrets
 import sqlite3
+import time
 
 import numpy as np
 import pandas as pd
@@ -217,3 +218,14 @@ def approve():
 def peer_release_fixture():
     """:func:`peer_release`: a ReleaseInfo of any values, signed by the test peer."""
     return peer_release
+
+
+def wait_until(predicate, timeout: float = 15.0) -> bool:
+    """Whether ``predicate()`` becomes true within ``timeout`` seconds (polled every 0.1 s): a daemon applies a
+    reload or a revocation asynchronously."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False

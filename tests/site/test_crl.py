@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -24,6 +23,8 @@ from site_node.crl import revoke_certificate, revoked_serials
 from site_node.init import init_site
 from site_node.pki import generate_dev_pki
 from site_node.server import SiteServer
+
+from .conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,15 +49,6 @@ def _describe(client_cls, address, folder: Path, token: str):
         client.close()
 
 
-def _until(predicate, timeout=15.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_a_revoked_certificate_is_refused_even_with_another_analyst_s_token(tmp_path, capsys, client_cls):
     site = init_site(tmp_path / "site")
     first = site.snippet.parent
@@ -76,7 +68,7 @@ def test_a_revoked_certificate_is_refused_even_with_another_analyst_s_token(tmp_
         code, out, _ = _cli(capsys, "analyst", "revoke", "bob", "--config", str(site.config))
         assert code == 0, out
         # Before: revoking removed bob's token only, and his certificate with analyst1's token still served.
-        assert _until(lambda: _describe(client_cls, address, bob, site.token)[0] is grpc.StatusCode.UNAUTHENTICATED)
+        assert wait_until(lambda: _describe(client_cls, address, bob, site.token)[0] is grpc.StatusCode.UNAUTHENTICATED)
         status, details = _describe(client_cls, address, bob, site.token)
         assert f"serial {serial:x}" in details and "revoked" in details
         assert _describe(client_cls, address, first, site.token)[0] is grpc.StatusCode.OK  # analyst1 unaffected

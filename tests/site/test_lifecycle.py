@@ -21,6 +21,8 @@ from site_node.audit import AuditLog, AuditRecord, read_audit
 from site_node.cli import main
 from site_node.init import init_site
 
+from .conftest import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -44,15 +46,6 @@ def _describe(client_cls, address, folder: Path, name: str):
         client.close()
 
 
-def _until(predicate, timeout=15.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_analysts_are_added_and_revoked_live_each_with_a_certificate_of_their_own(tmp_path, capsys, client_cls):
     # Before: SIGHUP ended the daemon without a log line, a new analyst needed a hand-pasted token hash and a
     # restart, and every analyst shared one client key.
@@ -71,7 +64,7 @@ def test_analysts_are_added_and_revoked_live_each_with_a_certificate_of_their_ow
         assert code == 0 and "was told to reload" in out, out
         bob = tmp_path / "site-bob"
         assert not bob.is_relative_to(site.config.parent)  # the analyst's folder is not in the served folder
-        assert _until(lambda: _describe(client_cls, address, bob, "bob") is grpc.StatusCode.OK)
+        assert wait_until(lambda: _describe(client_cls, address, bob, "bob") is grpc.StatusCode.OK)
         names = {d: x509.load_pem_x509_certificate((d / "client.crt").read_bytes()).subject.rfc4514_string()
                  for d in (first, bob)}
         assert "CN=bob" in names[bob] and names[bob] != names[first]
@@ -83,7 +76,7 @@ def test_analysts_are_added_and_revoked_live_each_with_a_certificate_of_their_ow
         assert code == 0 and "analyst1" in out and "bob" in out
         code, out, _ = _cli(capsys, "analyst", "revoke", "bob", "--config", str(site.config))
         assert code == 0, out
-        assert _until(lambda: _describe(client_cls, address, bob, "bob") is grpc.StatusCode.UNAUTHENTICATED)
+        assert wait_until(lambda: _describe(client_cls, address, bob, "bob") is grpc.StatusCode.UNAUTHENTICATED)
         assert _describe(client_cls, address, first, "analyst1") is grpc.StatusCode.OK
         assert daemon.poll() is None  # the same daemon all along
     finally:
