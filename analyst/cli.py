@@ -297,7 +297,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="1 - confidence level of every interval (default 0.05)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
                    help="histogram: bins of the grid (default: with the quantile grid chosen from its first release's "
-                        "class sizes and the noise, 4 to 10; else the simulation study's count for the noise level, or "
+                        "class sizes and the noise, 5 to 10; else the simulation study's count for the noise level, or "
                         "the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
     v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (every protocol)")
     h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "

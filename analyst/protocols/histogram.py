@@ -51,7 +51,7 @@ class HistogramOptions(ProtocolOptions):
     ----------
     n_bins : int, optional
         Bins of the grid; default: with ``spacing="quantile"`` chosen from the first release's estimated class
-        sizes and the second release's noise (:func:`dsroc.histogram.stages.second_stage_bins`, 4 to 10, within
+        sizes and the second release's noise (:func:`dsroc.histogram.stages.second_stage_bins`, 5 to 10, within
         the sites' policies); otherwise the simulation study's count for the noise of one release
         (:func:`default_n_bins`), or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"

@@ -27,7 +27,7 @@ SUMS_RESOLUTION = 2
 STAGE1_BINS = 50
 STAGE1_SHARE = 0.1
 # Second stage: (threshold on n_eff / summed noise SD, bins) of :func:`second_stage_bins` (docs/simulations.md).
-STAGE2_BINS = ((0.0, 4), (50.0, 5), (400.0, 7), (4000.0, 10))
+STAGE2_BINS = ((0.0, 5), (400.0, 7), (4000.0, 10))
 
 
 def release_parts(*, score_sums: bool, scalars: int = 0, ratio: float = 1.0) -> list:
@@ -94,10 +94,11 @@ def second_stage_bins(n0: float, n1: float, sigma: float, *, most: int) -> int:
     threshold ``n_eff / sigma`` reaches, with ``n_eff = (n0^-2 + n1^-2)^(-1/2)``, capped at ``most``.
 
     Each bin's noisy count moves the placement values of the other class: the noise adds about ``sigma^2 / n_eff^2``
-    per bin to the AUC's variance, while fewer bins leave more within-bin pairs and ROC-GLM misfit. Quick Monte
-    Carlo runs on the stress generator (docs/simulations.md, class-balanced quantile bins) found 4 bins best at
-    ``n_eff / sigma`` of 20 to 30 (prevalence 0.02 at n = 10 000, and n = 1 000, at epsilon 1), 5 at 70 to 300,
-    7 at about 700 and 10 at about 7 000. An empty class (``n <= 0`` after the noise) gives the smallest count.
+    per bin to the AUC's variance, while fewer bins leave more within-bin pairs and ROC-GLM misfit. Through the
+    stress study's release and estimator rule (docs/simulations.md, class-balanced quantile bins) 5 bins were best
+    or as good as any at ``n_eff / sigma`` of 20 to 300 (4 bins lost at prevalence 0.02, 6 to 7 bins at n = 10 000),
+    and the secagg protocol's Monte Carlo found 7 best near 700 and 10 near 7 000. An empty class (``n <= 0`` after
+    the noise) gives the smallest count.
     """
     n0, n1, sigma = float(n0), float(n1), float(sigma)
     if not (math.isfinite(sigma) and sigma >= 0.0):

@@ -169,11 +169,11 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
     assert d.spacing == "quantile" and set(d.grid_releases) == set(d.releases)
     s = np.concatenate([f["pred"].to_numpy() for f in frames])
     y = np.concatenate([f["y"].to_numpy() for f in frames])
-    # The bin count: n_eff = (n0^-2 + n1^-2)^(-1/2) over the second stage's summed noise SD, 4 below 50 noise SDs,
-    # 5 below 400, 7 below 4 000, else 10.
+    # The bin count: n_eff = (n0^-2 + n1^-2)^(-1/2) over the second stage's summed noise SD, 5 below 400 noise SDs,
+    # 7 below 4 000, else 10.
     ratio = (np.sum(y == 0) ** -2.0 + np.sum(y == 1) ** -2.0) ** -0.5 / (
         two_stage_plan(3000.0, 0.01).sigma2 * np.sqrt(len(frames)))
-    bins = 4 if ratio < 50 else 5 if ratio < 400 else 7 if ratio < 4000 else 10
+    bins = 5 if ratio < 400 else 7 if ratio < 4000 else 10
     fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
     c = np.clip(s, fine[0], fine[-1])
     share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])

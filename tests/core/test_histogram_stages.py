@@ -74,14 +74,14 @@ def test_balanced_quantile_edges_are_the_fine_edges_nearest_the_mean_of_the_clas
 @pytest.mark.parametrize("n0,n1,sigma", [(9800, 200, 9.2), (700, 300, 9.2), (7000, 3000, 9.2), (7000, 3000, 4.1),
                                          (70_000, 30_000, 4.1), (70_000, 30_000, 0.0), (100, 0.0, 9.2), (-5, 50, 1)])
 def test_the_second_stages_bin_count_follows_the_effective_size_over_the_noise(n0, n1, sigma):
-    # n_eff = (n0^-2 + n1^-2)^(-1/2), by hand; the thresholds of STAGE2_BINS: 4 below 50, 5 to 400, 7 to 4 000, 10.
+    # n_eff = (n0^-2 + n1^-2)^(-1/2), by hand; the thresholds of STAGE2_BINS: 5 below 400, 7 to 4 000, then 10.
     ratio = 0.0 if min(n0, n1) <= 0 else float("inf") if sigma == 0 else 1.0 / np.sqrt(n0**-2.0 + n1**-2.0) / sigma
-    expected = 4 if ratio < 50 else 5 if ratio < 400 else 7 if ratio < 4000 else 10
-    assert STAGE2_BINS == ((0.0, 4), (50.0, 5), (400.0, 7), (4000.0, 10))
+    expected = 5 if ratio < 400 else 7 if ratio < 4000 else 10
+    assert STAGE2_BINS == ((0.0, 5), (400.0, 7), (4000.0, 10))
     assert second_stage_bins(n0, n1, sigma, most=100) == expected
     assert second_stage_bins(n0, n1, sigma, most=6) == min(expected, 6)
-    # Prevalence 0.02 and n = 1 000 at epsilon 1 (5 sites) get 4 bins, n = 10 000 at prevalence 0.3 gets 5.
-    assert [second_stage_bins(*a, 9.2, most=100) for a in ((9800, 200), (700, 300), (7000, 3000))] == [4, 4, 5]
+    # At epsilon 1 (5 sites): 5 bins up to n = 10 000 at prevalence 0.3, 7 at 100 000, 10 at a million.
+    assert [second_stage_bins(*a, 9.2, most=100) for a in ((7000, 3000), (70_000, 30_000), (700_000, 300_000))] == [5, 7, 10]
 
 
 def test_the_second_stages_bin_count_refuses_bad_arguments():
