@@ -14,7 +14,8 @@ import grpc
 import pytest
 
 from analyst.connection import SiteError
-from analyst.protocols.secagg_rounds import advertise_round, mask_round, sum_round, unmask_round
+from analyst.protocols.secagg_rounds import advertise_round, mask_round, next_round, sum_round, unmask_round
+from dsroc.histogram.stages import two_stage_plan
 from site_node.init import link_peers
 from site_node.testing import running_server
 
@@ -78,3 +79,93 @@ def test_a_held_budget_refuses_a_competing_release_and_the_round_completes(three
         total = sum_round(unmask_round(s, r))
     assert total.counts0.sum() + total.counts1.sum() > 0
     assert [_ledger(p) for p in paths] == [(1, 0)] * 3
+
+
+@pytest.fixture
+def first_round_only(tmp_path, pki, helpers):
+    """Three peered running sites; s2's budget (epsilon 1.5) fits the quantile grid's first round at epsilon 2
+    (epsilon 0.46) but not both rounds (they compose to epsilon 2)."""
+    frames = helpers.site_frames(seed=32)[:3]
+    paths = []
+    for k, frame in enumerate(frames):
+        path = helpers.write_site(tmp_path / f"s{k}", f"s{k}", frame, pki)
+        if k == 2:
+            path.write_text(path.read_text().replace("budget_epsilon = 200.0", "budget_epsilon = 1.5"))
+        paths.append(path)
+    link_peers(paths)
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(running_server(p)) for p in paths]
+        yield paths, [s.bound_address for s in servers]
+
+
+def test_a_budget_that_fits_the_first_round_only_charges_no_site(first_round_only, pki, helpers):
+    """Issue 20, gap 2: the two rounds were held one after the other, so s2 was charged the first round and then
+    refused the second (as were s0 and s1, for a grid nobody used). Both rounds are held at the first mask."""
+    paths, addresses = first_round_only
+    with helpers.federation(addresses, pki) as fed:
+        with pytest.raises(SiteError) as err:
+            fed.validate("test", "y", score="pred", epsilon=2.0, delta=0.01, protocol="secagg")
+    assert err.value.site == "s2" and err.value.code == C.RESOURCE_EXHAUSTED
+    assert "nothing was charged at any site" in err.value.message
+    assert [_ledger(p) for p in paths] == [(0, 0)] * 3
+    with helpers.federation(addresses[2:], pki) as alone:  # s2's budget is whole: epsilon 1.4 fits it
+        alone.validate("test", "y", score="pred", epsilon=1.4, delta=0.01, protocol="histogram", n_bins=10,
+                       spacing="equal")
+    assert _ledger(paths[2]) == (1, 0)
+
+
+def test_the_second_round_is_held_from_the_first_and_charged_once(three_sites, pki, helpers):
+    """Round 1's mask holds both rounds; a release that fits s2's budget beside round 1 but not beside both is
+    refused between the rounds; round 2 takes over the held budget and each round is charged once."""
+    paths, addresses = three_sites
+    with helpers.federation(addresses, pki) as fed, fed.session("test", "y", score="pred") as s:
+        stages = two_stage_plan(2.0, 0.01, score_sums=True)
+        nxt = next_round(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=0, score_sums=True,
+                         summed_sigma=stages.sigma2)
+        first = mask_round(s, advertise_round(s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=50,
+                                              spacing="logit", colluders=0, next_round=nxt))
+        assert all(m.follow_up_reservation_id for m in first.masked.values())
+        assert [_ledger(p) for p in paths] == [(0, 2)] * 3
+        sum_round(unmask_round(s, first))
+        assert [_ledger(p) for p in paths] == [(1, 1)] * 3
+        with helpers.federation(addresses[2:], pki) as alone:  # epsilon 1.5 fits beside round 1 alone
+            with pytest.raises(SiteError) as err:
+                alone.validate("test", "y", score="pred", epsilon=1.5, delta=0.01, protocol="histogram", n_bins=10,
+                               spacing="equal")
+        assert err.value.code == C.RESOURCE_EXHAUSTED and "held by validations in progress" in err.value.message
+        second = mask_round(s, advertise_round(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=0,
+                                               interior=[0.2, 0.4, 0.6, 0.8], score_sums=True,
+                                               summed_sigma=stages.sigma2), follow_ups=first.follow_ups)
+        assert [_ledger(p) for p in paths] == [(1, 1)] * 3  # the follow-up hold became round 2's
+        sum_round(unmask_round(s, second))
+    assert [_ledger(p) for p in paths] == [(2, 0)] * 3
+    with sqlite3.connect(paths[0].parent / "state" / "ledger.sqlite") as db:
+        kinds = [k for (k,) in db.execute("SELECT kind FROM releases")]
+    assert kinds == ["secagg", "secagg"]
+
+
+def test_an_abandoned_first_round_returns_both_holds(three_sites, pki, helpers):
+    paths, addresses = three_sites
+    with helpers.federation(addresses, pki) as fed, fed.session("test", "y", score="pred") as s:
+        nxt = next_round(s, epsilon=1.0, delta=0.005, colluders=0, score_sums=True)
+        first = mask_round(s, advertise_round(s, epsilon=0.3, delta=0.005, n_bins=10, spacing="equal",
+                                              colluders=0, next_round=nxt))
+        assert [_ledger(p) for p in paths] == [(0, 2)] * 3
+        s.cancel(first.holds())
+        assert [_ledger(p) for p in paths] == [(0, 0)] * 3
+
+
+def test_a_follow_up_hold_is_only_taken_over_by_the_release_it_was_held_for(three_sites, pki, helpers):
+    """The analyst cannot move a follow-up hold to another release: round 2 with other privacy parameters than the
+    ones held is refused, and nothing is held or charged for it."""
+    paths, addresses = three_sites
+    with helpers.federation(addresses, pki) as fed, fed.session("test", "y", score="pred") as s:
+        nxt = next_round(s, epsilon=1.0, delta=0.005, colluders=0, score_sums=True)
+        first = mask_round(s, advertise_round(s, epsilon=0.3, delta=0.005, n_bins=10, spacing="equal",
+                                              colluders=0, next_round=nxt))
+        sum_round(unmask_round(s, first))
+        other = advertise_round(s, epsilon=1.2, delta=0.005, colluders=0, interior=[0.3, 0.7], score_sums=True)
+        with pytest.raises(SiteError) as err:
+            mask_round(s, other, follow_ups=first.follow_ups)
+        assert err.value.code == C.INVALID_ARGUMENT and "follow_up_reservation_id" in err.value.message
+        assert [_ledger(p) for p in paths] == [(1, 0)] * 3  # the refused round returned every follow-up hold
