@@ -81,37 +81,21 @@ def test_a_held_budget_refuses_a_competing_release_and_the_round_completes(three
     assert [_ledger(p) for p in paths] == [(1, 0)] * 3
 
 
-@pytest.fixture
-def first_round_only(tmp_path, pki, helpers):
-    """Three peered running sites; s2's budget (epsilon 1.5) fits the quantile grid's first round at epsilon 2
-    (epsilon 0.46) but not both rounds (they compose to epsilon 2)."""
-    frames = helpers.site_frames(seed=32)[:3]
-    paths = []
-    for k, frame in enumerate(frames):
-        path = helpers.write_site(tmp_path / f"s{k}", f"s{k}", frame, pki)
-        if k == 2:
-            path.write_text(path.read_text().replace("budget_epsilon = 200.0", "budget_epsilon = 1.5"))
-        paths.append(path)
-    link_peers(paths)
-    with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(running_server(p)) for p in paths]
-        yield paths, [s.bound_address for s in servers]
-
-
-def test_a_budget_that_fits_the_first_round_only_charges_no_site(first_round_only, pki, helpers):
+def test_a_budget_that_fits_the_first_round_only_charges_no_site(three_sites, pki, helpers):
     """Issue 20, gap 2: the two rounds were held one after the other, so s2 was charged the first round and then
-    refused the second (as were s0 and s1, for a grid nobody used). Both rounds are held at the first mask."""
-    paths, addresses = first_round_only
+    refused the second (as were s0 and s1, for a grid nobody used). Both rounds are held at the first mask.
+    After a release at epsilon 2.5, s2's budget of epsilon 3 fits the first round at epsilon 3 (composed: 1.77 at
+    delta 0.05) but not both rounds (3.27)."""
+    paths, addresses = three_sites
+    with helpers.federation(addresses[2:], pki) as alone:
+        alone.validate("test", "y", score="pred", epsilon=2.5, delta=0.01, protocol="histogram", n_bins=10,
+                       spacing="equal")
     with helpers.federation(addresses, pki) as fed:
         with pytest.raises(SiteError) as err:
-            fed.validate("test", "y", score="pred", epsilon=2.0, delta=0.01, protocol="secagg")
+            fed.validate("test", "y", score="pred", epsilon=3.0, delta=0.01, protocol="secagg")
     assert err.value.site == "s2" and err.value.code == C.RESOURCE_EXHAUSTED
     assert "nothing was charged at any site" in err.value.message
-    assert [_ledger(p) for p in paths] == [(0, 0)] * 3
-    with helpers.federation(addresses[2:], pki) as alone:  # s2's budget is whole: epsilon 1.4 fits it
-        alone.validate("test", "y", score="pred", epsilon=1.4, delta=0.01, protocol="histogram", n_bins=10,
-                       spacing="equal")
-    assert _ledger(paths[2]) == (1, 0)
+    assert [_ledger(p) for p in paths] == [(0, 0), (0, 0), (1, 0)]
 
 
 def test_the_second_round_is_held_from_the_first_and_charged_once(three_sites, pki, helpers):
@@ -119,7 +103,7 @@ def test_the_second_round_is_held_from_the_first_and_charged_once(three_sites, p
     refused between the rounds; round 2 takes over the held budget and each round is charged once."""
     paths, addresses = three_sites
     with helpers.federation(addresses, pki) as fed, fed.session("test", "y", score="pred") as s:
-        stages = two_stage_plan(2.0, 0.01, score_sums=True)
+        stages = two_stage_plan(3.0, 0.01, score_sums=True)
         nxt = next_round(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=0, score_sums=True,
                          summed_sigma=stages.sigma2)
         first = mask_round(s, advertise_round(s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=50,
@@ -128,9 +112,9 @@ def test_the_second_round_is_held_from_the_first_and_charged_once(three_sites, p
         assert [_ledger(p) for p in paths] == [(0, 2)] * 3
         sum_round(unmask_round(s, first))
         assert [_ledger(p) for p in paths] == [(1, 1)] * 3
-        with helpers.federation(addresses[2:], pki) as alone:  # epsilon 1.5 fits beside round 1 alone
+        with helpers.federation(addresses[2:], pki) as alone:  # epsilon 2.5 fits beside round 1 alone (1.77)
             with pytest.raises(SiteError) as err:
-                alone.validate("test", "y", score="pred", epsilon=1.5, delta=0.01, protocol="histogram", n_bins=10,
+                alone.validate("test", "y", score="pred", epsilon=2.5, delta=0.01, protocol="histogram", n_bins=10,
                                spacing="equal")
         assert err.value.code == C.RESOURCE_EXHAUSTED and "held by validations in progress" in err.value.message
         second = mask_round(s, advertise_round(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=0,
