@@ -168,7 +168,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                                    epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
                                    spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
                                    interior=list(request.edges), score_sums=request.score_sums,
-                                   proposed_sigma=request.share_sigma)
+                                   proposed_sigma=request.share_sigma, next_round=_next_round(request))
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
@@ -178,12 +178,13 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def SecAggMask(self, request, context):
         ads = [Advertisement(a.site, a.round_id, a.request_sha256, a.public_key, a.signature)
                for a in request.advertisements]
-        out = self.secagg.mask(self._session(request.session_id), round_id=request.round_id, advertisements=ads)
+        out = self.secagg.mask(self._session(request.session_id), round_id=request.round_id, advertisements=ads,
+                               follow_up=request.follow_up_reservation_id)
         note(parameters={"kind": "secagg mask", "round_id": bytes(request.round_id).hex()})
         r = out.receipt
         return pb.SecAggMaskResponse(masked=out.masked.astype("<u8").tobytes(), receipt=pb.SecAggReceipt(
             site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature),
-            reservation_id=out.reservation_id)
+            reservation_id=out.reservation_id, follow_up_reservation_id=out.follow_up_id)
 
     def SecAggUnmask(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
@@ -309,6 +310,14 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         cancelled = self.site.cancel(current_analyst(), request.reservation_id)
         note(parameters={"reservation_id": request.reservation_id, "cancelled": cancelled})
         return pb.CancelReservationResponse(cancelled=cancelled)
+
+
+def _next_round(request) -> tuple | None:
+    """A SecAggAdvertiseRequest's next round as (epsilon, delta, score_sums, share_sigma), or None."""
+    if not request.HasField("next_round"):
+        return None
+    n = request.next_round
+    return n.epsilon, n.delta, n.score_sums, n.share_sigma
 
 
 def _partition_fields(plan) -> dict:

@@ -19,7 +19,7 @@ from dsroc.secagg import secagg_n_bins
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
 from analyst.protocols.histogram import allowed_n_bins, fine_release, summed_result
-from analyst.protocols.secagg_rounds import SecAggSum, collect_secagg, round_colluders
+from analyst.protocols.secagg_rounds import SecAggSum, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
 from analyst.summary import fmt
 
@@ -188,16 +188,22 @@ class SecAggProtocol(Protocol):
         :func:`dsroc.secagg.secagg_n_bins` gives for its estimate of n unless ``o.n_bins``), then the second
         round with the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split."""
         stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums)
+        second_round = dict(epsilon=stages.epsilon2, delta=stages.delta2, score_sums=o.score_sums,
+                            summed_sigma=stages.sigma2)
+        # the first round holds the second's budget too: no site is charged the first and then refuses the second
         first = fine_release(allowed, lambda fine, spacing: collect_secagg(
             s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
-            summed_sigma=stages.sigma1))
-        total = consistent_counts(first.counts0 + first.counts1)
-        n_bins = o.n_bins
-        if n_bins is None:  # the second round's summed noise: the plan's, the shares sized for k - t honest sites
-            k = len(s.sites)
-            n_bins = min(secagg_n_bins(float(total.sum()), stages.sigma2 * math.sqrt(k / (k - t))),
-                         min(max(a) for a in allowed))
-        interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
-        second = collect_secagg(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=t, interior=interior,
-                                score_sums=o.score_sums, summed_sigma=stages.sigma2)
+            summed_sigma=stages.sigma1, following=second_round))
+        try:
+            total = consistent_counts(first.counts0 + first.counts1)
+            n_bins = o.n_bins
+            if n_bins is None:  # the second round's summed noise: the plan's, the shares sized for k - t honest sites
+                k = len(s.sites)
+                n_bins = min(secagg_n_bins(float(total.sum()), stages.sigma2 * math.sqrt(k / (k - t))),
+                             min(max(a) for a in allowed))
+            interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
+        except BaseException:
+            cancel_follow_ups(s, first.follow_ups)
+            raise
+        second = collect_secagg(s, colluders=t, interior=interior, follow_ups=first.follow_ups, **second_round)
         return second, first, n_bins

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
@@ -22,8 +22,8 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteError, fan_out_partial
 from analyst.session import _explain
 
-__all__ = ["SecAggAborted", "SecAggRound", "SecAggSum", "advertise_round", "mask_round", "verify_masked",
-           "unmask_round", "sum_round", "masked_vector", "collect_secagg", "round_colluders"]
+__all__ = ["SecAggAborted", "SecAggRound", "SecAggSum", "advertise_round", "next_round", "mask_round", "verify_masked",
+           "unmask_round", "sum_round", "masked_vector", "collect_secagg", "round_colluders", "cancel_follow_ups"]
 
 
 _NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # connection -> the site's own name
@@ -43,6 +43,17 @@ class SecAggRound:
     advertisements: dict
     masked: dict | None = None
     unmasked: dict | None = None
+
+    @property
+    def follow_ups(self) -> dict[str, str]:
+        """Each site's hold of the next round (made with this round's mask when it was advertised with one)."""
+        return {name: m.follow_up_reservation_id for name, m in (self.masked or {}).items()
+                if m.follow_up_reservation_id}
+
+    @property
+    def holds(self) -> dict[str, str]:
+        """Each site's hold of this round (made by its mask; empty for a free replay)."""
+        return {name: m.reservation_id for name, m in (self.masked or {}).items() if m.reservation_id}
 
     @property
     def transcript(self) -> bytes:
@@ -74,6 +85,8 @@ class SecAggSum:
         With score sums: the summed noisy per-bin sums of the classes' score offsets, in bin widths.
     sums_sd : float
         Standard deviation of the summed noise of one score sum, in bin widths (0 without sums).
+    follow_ups : dict of str to str
+        With a next round: each site's hold of it (:func:`mask_round`'s ``follow_ups``).
     """
 
     edges: np.ndarray
@@ -86,6 +99,7 @@ class SecAggSum:
     sums0: np.ndarray | None = None
     sums1: np.ndarray | None = None
     sums_sd: float = 0.0
+    follow_ups: Mapping[str, str] = field(default_factory=dict)
 
 
 def round_colluders(session, colluders: int | None) -> int:
@@ -106,25 +120,41 @@ def _own_name(conn) -> str:
     return name
 
 
-def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spacing: str, colluders: int,
-                    interior=None, score_sums: bool = False, summed_sigma: float | None = None) -> SecAggRound:
+def _share_sigma(session, epsilon: float, delta: float, colluders: int, score_sums: bool,
+                 summed_sigma: float | None) -> float:
+    """The share every site adds, calibrated once here (each site checks it by one accountant evaluation)."""
+    honest = honest_shares(len(session.sites), int(colluders))
+    return share_sigma(float(epsilon), float(delta), honest, parts=tuple(release_parts(score_sums=bool(score_sums))),
+                       hint=None if summed_sigma is None else float(summed_sigma) / honest**0.5)
+
+
+def next_round(session, *, epsilon: float, delta: float, colluders: int, score_sums: bool = False,
+               summed_sigma: float | None = None) -> pb.SecAggNextRound:
+    """The round that will follow over the same sites, to advertise with the current one (``next_round`` of
+    :func:`advertise_round`): every site checks it and holds its budget with the current round's at the mask."""
+    return pb.SecAggNextRound(epsilon=float(epsilon), delta=float(delta), score_sums=bool(score_sums),
+                              share_sigma=_share_sigma(session, epsilon, delta, colluders, score_sums, summed_sigma))
+
+
+def advertise_round(session, *, epsilon: float, delta: float, n_bins: int = 0, spacing: str = "", colluders: int,
+                    interior=None, score_sums: bool = False, summed_sigma: float | None = None,
+                    next_round: pb.SecAggNextRound | None = None) -> SecAggRound:
     """Step 1: every site checks the request and signs a fresh round key (nothing is held or charged).
 
     ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing``; ``score_sums``: also the
     per-bin score sums of each class; ``summed_sigma``: a central calibration's noise for the round (the
-    share's calibration starts from it, :func:`dsroc.secagg.share_sigma`'s ``hint``).
+    share's calibration starts from it, :func:`dsroc.secagg.share_sigma`'s ``hint``); ``next_round``: the
+    round that follows (:func:`next_round`), held with this one.
     """
     names = dict(zip(session.sites, session._each("secagg names", _own_name, quiet=True)))
     round_id = secrets.token_bytes(32)
     if interior is not None:
         n_bins, spacing = 0, ""
-    # the share every site adds, calibrated once here; each site checks it by one accountant evaluation
-    honest = honest_shares(len(names), int(colluders))
-    sigma = share_sigma(float(epsilon), float(delta), honest, parts=tuple(release_parts(score_sums=bool(score_sums))),
-                        hint=None if summed_sigma is None else float(summed_sigma) / honest**0.5)
+    sigma = _share_sigma(session, epsilon, delta, colluders, score_sums, summed_sigma)
     request = dict(round_id=round_id, epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
                    sites=sorted(names.values()), colluders=int(colluders), score_sums=bool(score_sums),
-                   edges=[] if interior is None else [float(v) for v in interior], share_sigma=sigma)
+                   edges=[] if interior is None else [float(v) for v in interior], share_sigma=sigma,
+                   next_round=next_round)
     ads = session._each("secagg keys", lambda c: c.call("SecAggAdvertise", pb.SecAggAdvertiseRequest(
         session_id=session.session_ids[c.name], **request)))
     ads = dict(zip(session.sites, ads))
@@ -136,26 +166,40 @@ def advertise_round(session, *, epsilon: float, delta: float, n_bins: int, spaci
     return SecAggRound(round_id, names, int(colluders), ads)
 
 
-def mask_round(session, r: SecAggRound) -> SecAggRound:
+def cancel_follow_ups(session, follow_ups: Mapping[str, str] | None) -> None:
+    """Return the next round's holds (a round that will not follow; one taken over already is not affected)."""
+    if follow_ups:
+        session.cancel(follow_ups)
+
+
+def mask_round(session, r: SecAggRound, follow_ups: Mapping[str, str] | None = None) -> SecAggRound:
     """Step 2: every site gets every site's signed key, holds its budget and answers with its masked counts and a
     signed receipt. When a site refuses (its budget, say) or cannot be reached, or a vector does not match its
-    receipt, every hold is returned and the error raised: no site was charged."""
+    receipt, every hold (this round's, the next round's and the holds ``follow_ups`` that the previous round made
+    for this one, which the sites take over) is returned and the error raised: no site was charged."""
     ads = list(r.advertisements.values())
+    follow_ups = dict(follow_ups or {})
     replies = fan_out_partial(session.connections, lambda c: c.call("SecAggMask", pb.SecAggMaskRequest(
-        session_id=session.session_ids[c.name], round_id=r.round_id, advertisements=ads)),
+        session_id=session.session_ids[c.name], round_id=r.round_id, advertisements=ads,
+        follow_up_reservation_id=follow_ups.get(c.name, ""))),
         on_done=lambda site: session.progress("secagg masked counts", site, "done"), executor=session.executor)
-    holds = {c.name: m.reservation_id for c, m in zip(session.connections, replies) if not isinstance(m, SiteError)}
+    r.masked = {c.name: m for c, m in zip(session.connections, replies) if not isinstance(m, SiteError)}
     failed = [m for m in replies if isinstance(m, SiteError)]
     if failed:
-        session.cancel(holds)
+        _cancel_all(session, r, follow_ups)
         _explain(failed, "; the secagg round is abandoned before any seed was revealed: nothing was charged at any "
                          "site (the others' holds were returned)")
-    r.masked = dict(zip(session.sites, replies))
     try:
         return verify_masked(r)
     except SecAggAborted:
-        session.cancel(holds)
+        _cancel_all(session, r, follow_ups)
         raise
+
+
+def _cancel_all(session, r: SecAggRound, follow_ups: Mapping[str, str]) -> None:
+    """Return this round's holds, the next round's and those this round was to take over."""
+    for holds in (r.holds, follow_ups, r.follow_ups):
+        cancel_follow_ups(session, holds)
 
 
 def verify_masked(r: SecAggRound) -> SecAggRound:
@@ -216,10 +260,27 @@ def masked_vector(masked: pb.SecAggMaskResponse) -> np.ndarray:
 
 def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int = 0, spacing: str = "equal",
                    colluders: int | None = None, interior=None, score_sums: bool = False,
-                   summed_sigma: float | None = None) -> SecAggSum:
+                   summed_sigma: float | None = None, following: Mapping | None = None,
+                   follow_ups: Mapping[str, str] | None = None) -> SecAggSum:
     """One secure-aggregation round over an open :class:`analyst.session.ValidationSession` (see
-    :func:`advertise_round` for ``interior`` and ``score_sums``)."""
+    :func:`advertise_round` for ``interior`` and ``score_sums``).
+
+    ``following``: the keyword arguments of :func:`next_round` for a round that will follow over the same sites,
+    held with this one (the result's ``follow_ups``); ``follow_ups``: the holds a previous round made for this one.
+    When this round fails, every hold it made or was to take over is returned.
+    """
     t = round_colluders(session, colluders)
-    r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing, colluders=t,
-                        interior=interior, score_sums=score_sums, summed_sigma=summed_sigma)
-    return sum_round(unmask_round(session, mask_round(session, r)))
+    try:
+        nxt = None if following is None else next_round(session, colluders=t, **following)
+        r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing, colluders=t,
+                            interior=interior, score_sums=score_sums, summed_sigma=summed_sigma, next_round=nxt)
+    except BaseException:
+        cancel_follow_ups(session, follow_ups)
+        raise
+    r = mask_round(session, r, follow_ups)  # returns every hold itself when it fails
+    try:
+        total = sum_round(unmask_round(session, r))
+    except BaseException:
+        cancel_follow_ups(session, r.follow_ups)  # no next round after a failed one
+        raise
+    return replace(total, follow_ups=r.follow_ups)

@@ -710,7 +710,7 @@ class BoydResponse(_message.Message):
     def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class SecAggAdvertiseRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma")
+    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma", "next_round")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -722,6 +722,7 @@ class SecAggAdvertiseRequest(_message.Message):
     EDGES_FIELD_NUMBER: _ClassVar[int]
     SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
     SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ROUND_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     epsilon: float
@@ -733,7 +734,20 @@ class SecAggAdvertiseRequest(_message.Message):
     edges: _containers.RepeatedScalarFieldContainer[float]
     score_sums: bool
     share_sigma: float
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ...) -> None: ...
+    next_round: SecAggNextRound
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ..., next_round: _Optional[_Union[SecAggNextRound, _Mapping]] = ...) -> None: ...
+
+class SecAggNextRound(_message.Message):
+    __slots__ = ("epsilon", "delta", "score_sums", "share_sigma")
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
+    epsilon: float
+    delta: float
+    score_sums: bool
+    share_sigma: float
+    def __init__(self, epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggAdvertisement(_message.Message):
     __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders", "sums_share_sigma")
@@ -758,14 +772,16 @@ class SecAggAdvertisement(_message.Message):
     def __init__(self, site: _Optional[str] = ..., round_id: _Optional[bytes] = ..., request_sha256: _Optional[str] = ..., public_key: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., edges: _Optional[_Iterable[float]] = ..., share_sigma: _Optional[float] = ..., site_colluders: _Optional[int] = ..., sums_share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggMaskRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "advertisements")
+    __slots__ = ("session_id", "round_id", "advertisements", "follow_up_reservation_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     ADVERTISEMENTS_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     advertisements: _containers.RepeatedCompositeFieldContainer[SecAggAdvertisement]
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., advertisements: _Optional[_Iterable[_Union[SecAggAdvertisement, _Mapping]]] = ...) -> None: ...
+    follow_up_reservation_id: str
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., advertisements: _Optional[_Iterable[_Union[SecAggAdvertisement, _Mapping]]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class SecAggReceipt(_message.Message):
     __slots__ = ("site", "masked_sha256", "commitment", "signature")
@@ -780,14 +796,16 @@ class SecAggReceipt(_message.Message):
     def __init__(self, site: _Optional[str] = ..., masked_sha256: _Optional[str] = ..., commitment: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class SecAggMaskResponse(_message.Message):
-    __slots__ = ("masked", "receipt", "reservation_id")
+    __slots__ = ("masked", "receipt", "reservation_id", "follow_up_reservation_id")
     MASKED_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_FIELD_NUMBER: _ClassVar[int]
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     masked: bytes
     receipt: SecAggReceipt
     reservation_id: str
-    def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ..., reservation_id: _Optional[str] = ...) -> None: ...
+    follow_up_reservation_id: str
+    def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ..., reservation_id: _Optional[str] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class SecAggUnmaskRequest(_message.Message):
     __slots__ = ("session_id", "round_id", "receipts")

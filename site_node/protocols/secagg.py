@@ -80,6 +80,7 @@ class MaskedRelease:
     masked: np.ndarray
     receipt: Receipt
     reservation_id: str = ""
+    follow_up_id: str = ""  # the next round's hold (a two-round validation), held with this one
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class _Round:
     advertisement: Advertisement
     key: ReleaseKey
     plan: HistogramPlan
+    follow_up: tuple = ()  # the next round's events, held with this round's at the mask
     transcript: bytes = b""
     masked: MaskedRelease | None = None
     payload: bytes = b""
@@ -129,14 +131,17 @@ class SecAggProtocol(SiteProtocol):
     # ------------------------------------------------------------------ step 1: advertise
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
                   sites, colluders: int, interior=(), score_sums: bool = False,
-                  proposed_sigma: float = 0.0) -> Advertisement:
+                  proposed_sigma: float = 0.0, next_round=None) -> Advertisement:
         """Check a round's request and sign a fresh round key bound to it (nothing is released or charged).
 
         ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each an edge of a grid
         the policy allows); ``score_sums``: also each bin's sum of score offsets per class, the counts and
         sums sharing one noise scale so that the whole release is (epsilon, delta)-DP; ``proposed_sigma``: the
         analyst's share parameter, checked by one evaluation of the accountant instead of a calibration here
-        (0: calibrate).
+        (0: calibrate). ``next_round``: ``(epsilon, delta, score_sums, proposed_sigma)`` of the round that follows
+        this one over the same sites (the second round of a quantile grid, whose edges this round places), checked
+        as this round's and held with it at the mask, so that no site is charged this round and then refuses the
+        next for its budget.
         """
         site, policy = self.site, self.policy
         self.require()
@@ -161,11 +166,14 @@ class SecAggProtocol(SiteProtocol):
             sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed_sigma else \
                 self._check_proposed(float(proposed_sigma), epsilon, delta, honest, parts)
         sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
+        following, follow_up = self._next_round(next_round, honest, len(sites))
         plan = HistogramPlan(edges, edges.size - 1, grid, (), epsilon, delta, sigma, 0.0, score_sums, sums_sigma)
         request = {"protocol": "secagg", "edges": edges.tolist(), "epsilon": epsilon, "delta": delta,
                    "sites": sites, "colluders": int(colluders), "share_sigma": sigma}
         if score_sums:  # absent otherwise: rounds of counts only keep their digest and release key
             request.update(score_sums=True, sums_share_sigma=sums_sigma)
+        if following:  # absent otherwise, likewise
+            request["next_round"] = following
         digest = request_digest(request)
         key = (session.analyst, round_id)
         with self._lock:
@@ -184,10 +192,29 @@ class SecAggProtocol(SiteProtocol):
                                                        "score_sums") if k in request}, sort_keys=True)
             release_key = ReleaseKey(*session.data.key, "secagg", text)
             self._rounds[key] = _Round(session.analyst, session.session_id, request, digest, private, ad, release_key,
-                                       plan)
+                                       plan, follow_up)
             while len(self._rounds) > _MAX_ROUNDS:
                 self._rounds.popitem(last=False)
         return ad
+
+    def _next_round(self, next_round, honest: int, n_sites: int) -> tuple[dict, tuple]:
+        """The next round's checked privacy parameters (for the request digest) and the events its hold charges."""
+        if next_round is None:
+            return {}, ()
+        epsilon, delta, score_sums, proposed = next_round
+        where = "next_round.epsilon, next_round.delta"
+        try:
+            epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
+        except (InvalidArgument, PermissionDenied) as exc:
+            raise type(exc)(f"next_round: {exc}") from None
+        with analyst_input(where):
+            check_noise_size(epsilon, delta)
+            score_sums, parts = bool(score_sums), tuple(release_parts(score_sums=bool(score_sums)))
+            sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed else \
+                self._check_proposed(float(proposed), epsilon, delta, honest, parts)
+        sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
+        following = {"epsilon": epsilon, "delta": delta, "share_sigma": sigma, "score_sums": score_sums}
+        return following, self._charged_events(n_sites, sigma, sums_sigma)
 
     @staticmethod
     def _check_proposed(sigma: float, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
@@ -221,9 +248,13 @@ class SecAggProtocol(SiteProtocol):
         return r
 
     # ------------------------------------------------------------------ step 2: masked release
-    def mask(self, session, *, round_id: bytes, advertisements) -> MaskedRelease:
+    def mask(self, session, *, round_id: bytes, advertisements, follow_up: str = "") -> MaskedRelease:
         """The masked noisy counts, given every site's signed round key: the release's budget is held
-        (ResourceExhausted, nothing held, when it does not fit), nothing is charged yet."""
+        (ResourceExhausted, nothing held, when it does not fit), nothing is charged yet.
+
+        With a ``next_round`` advertised, the next round's budget is held too (``MaskedRelease.follow_up_id``);
+        ``follow_up``: the id of that hold, given to the next round's mask, which takes it over (InvalidArgument
+        when this round's events are not the ones it holds)."""
         r = self._round(session, round_id)
         keys = self._check_advertisements(r, list(advertisements))
         transcript = round_transcript(r.advertisement.round_id, r.digest, keys)
@@ -237,7 +268,8 @@ class SecAggProtocol(SiteProtocol):
             # Hold the budget (all or nothing: the charge at unmask comes only once every site holds its own).
             held = site.ledger.reserve(r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
                                        epsilon=r.request["epsilon"], delta=r.request["delta"],
-                                       fingerprint=data.fingerprint, policy=site.policy)
+                                       fingerprint=data.fingerprint, policy=site.policy, follow_up=r.follow_up,
+                                       takes_over=str(follow_up))
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
             if payload is None:
@@ -250,7 +282,7 @@ class SecAggProtocol(SiteProtocol):
             signature = site.signer.sign_message(receipt_message(site.config.name, transcript, digest, commitment))
             r.transcript, r.payload, r.self_seed = transcript, payload, seed
             r.masked = MaskedRelease(masked, Receipt(site.config.name, digest, commitment, signature),
-                                     held.reservation_id)
+                                     held.reservation_id, held.follow_up_id)
             return r.masked
 
     def _check_advertisements(self, r: _Round, advertisements) -> dict[str, bytes]:
@@ -276,9 +308,14 @@ class SecAggProtocol(SiteProtocol):
     def _events(self, r: _Round) -> tuple:
         """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know, of
         the counts and (with score sums) of the sums."""
-        honest = honest_shares(len(r.request["sites"]), self.site.policy.secagg_colluders)
-        sums = ((DiscreteGaussianSum(r.plan.sums_sigma, honest, SUMS_RESOLUTION),) if r.plan.score_sums else ())
-        return (DiscreteGaussianSum(r.request["share_sigma"], honest), *sums)
+        return self._charged_events(len(r.request["sites"]), r.request["share_sigma"], r.plan.sums_sigma)
+
+    def _charged_events(self, n_sites: int, sigma: float, sums_sigma: float) -> tuple:
+        """The sum of ``n_sites`` shares less this site's policy's coalition: of the counts (share ``sigma``) and,
+        when ``sums_sigma`` is not 0, of the score sums."""
+        honest = honest_shares(n_sites, self.site.policy.secagg_colluders)
+        sums = (DiscreteGaussianSum(sums_sigma, honest, SUMS_RESOLUTION),) if sums_sigma else ()
+        return (DiscreteGaussianSum(sigma, honest), *sums)
 
     # ------------------------------------------------------------------ step 3: unmask
     def unmask(self, session, *, round_id: bytes, receipts) -> Unmasked:

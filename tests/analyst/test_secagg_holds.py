@@ -135,7 +135,8 @@ def test_an_abandoned_first_round_returns_both_holds(three_sites, pki, helpers):
         first = mask_round(s, advertise_round(s, epsilon=0.3, delta=0.005, n_bins=10, spacing="equal",
                                               colluders=0, next_round=nxt))
         assert [_ledger(p) for p in paths] == [(0, 2)] * 3
-        s.cancel(first.holds())
+        s.cancel(first.holds)
+        s.cancel(first.follow_ups)
         assert [_ledger(p) for p in paths] == [(0, 0)] * 3
 
 
