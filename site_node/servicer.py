@@ -288,10 +288,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             plan = self.paper.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
                                    sensitivity=r.sensitivity)[0]
         elif which == "histogram":
-            r = request.histogram
-            plan = self.histogram.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
-                                       n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars),
-                                       score_sums=r.score_sums, interior=list(r.edges), **self._partition(r))[0]
+            plan = self._histogram_plan(request.histogram)
         elif which == "boyd":
             r = request.boyd
             plan = self.boyd.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
@@ -300,11 +297,26 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             raise InvalidArgument("PrepareRequest must carry one release request (scores, histogram or boyd)")
         if request.hold_seconds < 0 or not np.isfinite(request.hold_seconds):
             raise InvalidArgument(f"hold_seconds must be a finite number >= 0, got {request.hold_seconds}")
-        held = self.site.prepare(plan, request.hold_seconds)
-        note(parameters={"reservation_id": held.reservation_id, "kind": plan.key.kind, "repeated": held.repeated})
+        follow_up = None
+        if request.HasField("follow_up"):
+            if which != "histogram" or request.follow_up.session_id != request.histogram.session_id:
+                raise InvalidArgument("follow_up: a follow-up release is a histogram release in the same session as "
+                                      "the histogram release it follows")
+            follow_up = self._histogram_plan(request.follow_up)
+        held = self.site.prepare(plan, request.hold_seconds, follow_up=follow_up,
+                                 takes_over=request.follow_up_reservation_id)
+        note(parameters={"reservation_id": held.reservation_id, "kind": plan.key.kind, "repeated": held.repeated,
+                         "follow_up_reservation_id": held.follow_up_id})
         budget = self.site.budget(current_analyst(), plan.dataset)
         return pb.PrepareResponse(reservation_id=held.reservation_id, expires_in_seconds=held.expires_in,
-                                  repeated=held.repeated, budget=_budget_message(budget))
+                                  repeated=held.repeated, budget=_budget_message(budget),
+                                  follow_up_reservation_id=held.follow_up_id)
+
+    def _histogram_plan(self, r):
+        """The checked release plan of a HistogramRequest (what PrepareRelease holds)."""
+        return self.histogram.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta, n_bins=r.n_bins,
+                                   spacing=r.spacing, scalars=list(r.scalars), score_sums=r.score_sums,
+                                   interior=list(r.edges), **self._partition(r))[0]
 
     def CancelReservation(self, request, context):
         cancelled = self.site.cancel(current_analyst(), request.reservation_id)

@@ -278,28 +278,34 @@ class BudgetRequest(_message.Message):
     def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
-    __slots__ = ("scores", "histogram", "boyd", "hold_seconds")
+    __slots__ = ("scores", "histogram", "boyd", "hold_seconds", "follow_up", "follow_up_reservation_id")
     SCORES_FIELD_NUMBER: _ClassVar[int]
     HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
     BOYD_FIELD_NUMBER: _ClassVar[int]
     HOLD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     scores: ReleaseRequest
     histogram: HistogramRequest
     boyd: BoydRequest
     hold_seconds: float
-    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ...) -> None: ...
+    follow_up: HistogramRequest
+    follow_up_reservation_id: str
+    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ..., follow_up: _Optional[_Union[HistogramRequest, _Mapping]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class PrepareResponse(_message.Message):
-    __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget")
+    __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget", "follow_up_reservation_id")
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     reservation_id: str
     expires_in_seconds: float
     repeated: bool
     budget: BudgetStatus
-    def __init__(self, reservation_id: _Optional[str] = ..., expires_in_seconds: _Optional[float] = ..., repeated: _Optional[bool] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+    follow_up_reservation_id: str
+    def __init__(self, reservation_id: _Optional[str] = ..., expires_in_seconds: _Optional[float] = ..., repeated: _Optional[bool] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class CancelReservationRequest(_message.Message):
     __slots__ = ("reservation_id",)
