@@ -168,7 +168,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                                    epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
                                    spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
                                    interior=list(request.edges), score_sums=request.score_sums,
-                                   proposed_sigma=request.share_sigma, next_round=_next_round(request))
+                                   proposed_sigma=request.share_sigma, next_round=_next_round(request),
+                                   dropouts=request.dropouts)
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
@@ -186,14 +187,27 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature),
             reservation_id=out.reservation_id, follow_up_reservation_id=out.follow_up_id)
 
+    def SecAggConfirm(self, request, context):
+        receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
+        signature = self.secagg.confirm(self._session(request.session_id), round_id=request.round_id,
+                                        receipts=receipts)
+        note(parameters={"kind": "secagg confirm", "round_id": bytes(request.round_id).hex(),
+                         "survivors": sorted(r.site for r in receipts)})
+        return pb.SecAggConfirmation(site=self.site.config.name, signature=signature)
+
     def SecAggUnmask(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
-        out = self.secagg.unmask(self._session(request.session_id), round_id=request.round_id, receipts=receipts)
+        confirmations = [(c.site, c.signature) for c in request.confirmations]
+        if len({site for site, _ in confirmations}) != len(confirmations):
+            raise InvalidArgument("confirmations must come from distinct sites")
+        out = self.secagg.unmask(self._session(request.session_id), round_id=request.round_id, receipts=receipts,
+                                 confirmations=confirmations)
         note(parameters={"kind": "secagg unmask", "round_id": bytes(request.round_id).hex(),
                          "release_id": out.release_id, "charged": out.charged})
         return pb.SecAggUnmaskResponse(self_seed=out.self_seed, release_id=out.release_id, repeated=not out.charged,
                                        epsilon_spent=out.epsilon_spent, honest_shares=out.honest,
-                                       privacy_unit=PRIVACY_UNIT)
+                                       privacy_unit=PRIVACY_UNIT, pair_seeds=[
+                                           pb.SecAggPairSeed(peer=peer, seed=seed) for peer, seed in out.pair_seeds])
 
     def ReleaseBoydStatistics(self, request, context):
         out = self.boyd.release(self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,

@@ -716,7 +716,7 @@ class BoydResponse(_message.Message):
     def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class SecAggAdvertiseRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma", "next_round")
+    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma", "next_round", "dropouts")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -729,6 +729,7 @@ class SecAggAdvertiseRequest(_message.Message):
     SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
     SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
     NEXT_ROUND_FIELD_NUMBER: _ClassVar[int]
+    DROPOUTS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     epsilon: float
@@ -741,7 +742,8 @@ class SecAggAdvertiseRequest(_message.Message):
     score_sums: bool
     share_sigma: float
     next_round: SecAggNextRound
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ..., next_round: _Optional[_Union[SecAggNextRound, _Mapping]] = ...) -> None: ...
+    dropouts: int
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ..., next_round: _Optional[_Union[SecAggNextRound, _Mapping]] = ..., dropouts: _Optional[int] = ...) -> None: ...
 
 class SecAggNextRound(_message.Message):
     __slots__ = ("epsilon", "delta", "score_sums", "share_sigma")
@@ -814,6 +816,18 @@ class SecAggMaskResponse(_message.Message):
     def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ..., reservation_id: _Optional[str] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class SecAggUnmaskRequest(_message.Message):
+    __slots__ = ("session_id", "round_id", "receipts", "confirmations")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIPTS_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATIONS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round_id: bytes
+    receipts: _containers.RepeatedCompositeFieldContainer[SecAggReceipt]
+    confirmations: _containers.RepeatedCompositeFieldContainer[SecAggConfirmation]
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., receipts: _Optional[_Iterable[_Union[SecAggReceipt, _Mapping]]] = ..., confirmations: _Optional[_Iterable[_Union[SecAggConfirmation, _Mapping]]] = ...) -> None: ...
+
+class SecAggConfirmRequest(_message.Message):
     __slots__ = ("session_id", "round_id", "receipts")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
@@ -823,18 +837,36 @@ class SecAggUnmaskRequest(_message.Message):
     receipts: _containers.RepeatedCompositeFieldContainer[SecAggReceipt]
     def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., receipts: _Optional[_Iterable[_Union[SecAggReceipt, _Mapping]]] = ...) -> None: ...
 
+class SecAggConfirmation(_message.Message):
+    __slots__ = ("site", "signature")
+    SITE_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    site: str
+    signature: bytes
+    def __init__(self, site: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
+
+class SecAggPairSeed(_message.Message):
+    __slots__ = ("peer", "seed")
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    peer: str
+    seed: bytes
+    def __init__(self, peer: _Optional[str] = ..., seed: _Optional[bytes] = ...) -> None: ...
+
 class SecAggUnmaskResponse(_message.Message):
-    __slots__ = ("self_seed", "release_id", "repeated", "epsilon_spent", "honest_shares", "privacy_unit")
+    __slots__ = ("self_seed", "release_id", "repeated", "epsilon_spent", "honest_shares", "privacy_unit", "pair_seeds")
     SELF_SEED_FIELD_NUMBER: _ClassVar[int]
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     HONEST_SHARES_FIELD_NUMBER: _ClassVar[int]
     PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    PAIR_SEEDS_FIELD_NUMBER: _ClassVar[int]
     self_seed: bytes
     release_id: str
     repeated: bool
     epsilon_spent: float
     honest_shares: int
     privacy_unit: str
-    def __init__(self, self_seed: _Optional[bytes] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ..., epsilon_spent: _Optional[float] = ..., honest_shares: _Optional[int] = ..., privacy_unit: _Optional[str] = ...) -> None: ...
+    pair_seeds: _containers.RepeatedCompositeFieldContainer[SecAggPairSeed]
+    def __init__(self, self_seed: _Optional[bytes] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ..., epsilon_spent: _Optional[float] = ..., honest_shares: _Optional[int] = ..., privacy_unit: _Optional[str] = ..., pair_seeds: _Optional[_Iterable[_Union[SecAggPairSeed, _Mapping]]] = ...) -> None: ...

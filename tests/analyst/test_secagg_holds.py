@@ -154,3 +154,32 @@ def test_a_follow_up_hold_is_only_taken_over_by_the_release_it_was_held_for(thre
             mask_round(s, other, follow_ups=first.follow_ups)
         assert err.value.code == C.INVALID_ARGUMENT and "follow_up_reservation_id" in err.value.message
         assert [_ledger(p) for p in paths] == [(1, 0)] * 3  # the refused round returned every follow-up hold
+
+
+def test_a_site_that_drops_out_of_a_round_with_dropouts_is_left_out_and_not_charged(tmp_path, pki, helpers):
+    """With ``dropouts=1`` a site that refuses to mask (here: out of budget) no longer aborts the validation: the
+    other three sites' sum is recovered without it (the survivors reveal their pairwise seeds with it), the
+    second round runs over the survivors and takes over their holds, and the site that dropped is charged nothing."""
+    frames = helpers.site_frames(seed=33)[:4]
+    paths = []
+    for k, frame in enumerate(frames):
+        path = helpers.write_site(tmp_path / f"s{k}", f"s{k}", frame, pki)
+        if k == 3:
+            path.write_text(path.read_text().replace("budget_epsilon = 200.0", "budget_epsilon = 3.0")
+                            .replace("max_epsilon = 10.0", "max_epsilon = 3.0"))
+        paths.append(path)
+    link_peers(paths)
+    with contextlib.ExitStack() as stack:
+        addresses = [stack.enter_context(running_server(p)).bound_address for p in paths]
+        with helpers.federation(addresses[3:], pki) as alone:  # spend s3's budget
+            alone.validate("test", "y", score="pred", epsilon=3.0, delta=0.05, protocol="histogram", n_bins=10,
+                           spacing="equal")
+        with helpers.federation(addresses, pki) as fed:
+            res = fed.validate("test", "y", score="pred", epsilon=2.0, delta=0.01, protocol="secagg", dropouts=1)
+    d = res.detail
+    assert d.grid_round.dropped == ("s3",) and d.round.dropped == () and set(d.round.sites) == {"s0", "s1", "s2"}
+    assert all(a.honest_shares == 3 for a in d.round.sites.values())  # 4 sites less 1 dropout, no colluder
+    assert [_ledger(p) for p in paths] == [(2, 0)] * 3 + [(1, 0)]
+    n3, n4 = sum(len(f) for f in frames[:3]), len(frames[3])
+    assert abs(res.n - n3) < 0.25 * n4  # s3's patients are not in the sum
+    assert "dropped out" in str(res) and res.to_dict()["detail"]["dropped"] == ["s3"]
