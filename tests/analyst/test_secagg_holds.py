@@ -30,14 +30,13 @@ def _ledger(config) -> tuple[int, int]:
     return releases, holds
 
 
-@pytest.fixture
-def three_sites(tmp_path, pki, helpers):
-    """Three peered running sites; s2 has a budget of epsilon 3 (and at most 3 per release)."""
-    frames = helpers.site_frames(seed=31)[:3]
+@contextlib.contextmanager
+def _running_sites(root, pki, helpers, *, count: int, seed: int):
+    """``count`` peered running sites; the last has a budget of epsilon 3 (and at most 3 per release)."""
     paths = []
-    for k, frame in enumerate(frames):
-        path = helpers.write_site(tmp_path / f"s{k}", f"s{k}", frame, pki)
-        if k == 2:
+    for k, frame in enumerate(helpers.site_frames(seed=seed)[:count]):
+        path = helpers.write_site(root / f"s{k}", f"s{k}", frame, pki)
+        if k == count - 1:
             path.write_text(path.read_text().replace("budget_epsilon = 200.0", "budget_epsilon = 3.0")
                             .replace("max_epsilon = 10.0", "max_epsilon = 3.0"))
         paths.append(path)
@@ -45,6 +44,13 @@ def three_sites(tmp_path, pki, helpers):
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(running_server(p)) for p in paths]
         yield paths, [s.bound_address for s in servers]
+
+
+@pytest.fixture
+def three_sites(tmp_path, pki, helpers):
+    """Three peered running sites; s2 has a budget of epsilon 3 (and at most 3 per release)."""
+    with _running_sites(tmp_path, pki, helpers, count=3, seed=31) as sites:
+        yield sites
 
 
 def test_a_site_out_of_budget_charges_no_site_and_the_holds_return(three_sites, pki, helpers):
@@ -160,22 +166,13 @@ def test_a_site_that_drops_out_of_a_round_with_dropouts_is_left_out_and_not_char
     """With ``dropouts=1`` a site that refuses to mask (here: out of budget) no longer aborts the validation: the
     other three sites' sum is recovered without it (the survivors reveal their pairwise seeds with it), the
     second round runs over the survivors and takes over their holds, and the site that dropped is charged nothing."""
-    frames = helpers.site_frames(seed=33)[:4]
-    paths = []
-    for k, frame in enumerate(frames):
-        path = helpers.write_site(tmp_path / f"s{k}", f"s{k}", frame, pki)
-        if k == 3:
-            path.write_text(path.read_text().replace("budget_epsilon = 200.0", "budget_epsilon = 3.0")
-                            .replace("max_epsilon = 10.0", "max_epsilon = 3.0"))
-        paths.append(path)
-    link_peers(paths)
-    with contextlib.ExitStack() as stack:
-        addresses = [stack.enter_context(running_server(p)).bound_address for p in paths]
+    with _running_sites(tmp_path, pki, helpers, count=4, seed=33) as (paths, addresses):
         with helpers.federation(addresses[3:], pki) as alone:  # spend s3's budget
             alone.validate("test", "y", score="pred", epsilon=3.0, delta=0.05, protocol="histogram", n_bins=10,
                            spacing="equal")
         with helpers.federation(addresses, pki) as fed:
             res = fed.validate("test", "y", score="pred", epsilon=2.0, delta=0.01, protocol="secagg", dropouts=1)
+    frames = helpers.site_frames(seed=33)[:4]
     d = res.detail
     assert d.grid_round.dropped == ("s3",) and d.round.dropped == () and set(d.round.sites) == {"s0", "s1", "s2"}
     assert all(a.honest_shares == 3 for a in d.round.sites.values())  # 4 sites less 1 dropout, no colluder
