@@ -131,16 +131,34 @@ def _geometric(size: int, stream: _Keystream) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=16)
-def _exp_digits(den: int) -> tuple[int, list[np.ndarray]]:
-    """How Bernoulli(exp(-num / den)) splits ``num``: the digit width ``k`` and one threshold table per digit
-    position, the highest first. Exponents from ``cap = 23 den`` on have the threshold 0 (``exp(-23) < 2^-32``),
-    so ``cap`` needs ``P = ceil(bits(cap) / 16)`` digits of ``k = ceil(bits(cap) / P)`` bits (tables of at most
-    2^16 entries); the highest table ends with a 0 that every larger top digit uses."""
+def _layout(den: int, positions: int) -> tuple[int, int, int]:
+    """``(k, cap, top)`` of ``positions`` digit positions: exponents from ``cap = 23 den`` on have the threshold 0
+    (``exp(-23) < 2^-32``), so ``positions`` digits of ``k = ceil(bits(cap) / positions)`` bits cover them,
+    the highest from bit ``top``."""
     cap = 23 * den
-    positions = -(-cap.bit_length() // 16)
     k = -(-cap.bit_length() // positions)
-    top = (k * (positions - 1))
+    return k, cap, k * (positions - 1)
+
+
+def _positions(den: int, proposals: int) -> int:
+    """The number of digit positions for ``proposals`` draws: the fewest passes over the draws against
+    the fewest table entries (about 1 us an entry against 30 ns a draw and position), tables of at most 2^16."""
+    best = None
+    for positions in range(1, 8):
+        k, cap, top = _layout(den, positions)
+        if k > 16:
+            continue
+        cost = ((positions - 1) * (1 << k) + ((cap - 1) >> top) + 2) * 1000 + positions * proposals * 30
+        if best is None or cost < best[0]:
+            best = (cost, positions)
+    return best[1]
+
+
+@lru_cache(maxsize=16)
+def _exp_digits(den: int, positions: int) -> tuple[int, list[np.ndarray]]:
+    """How Bernoulli(exp(-num / den)) splits ``num`` (:func:`_layout`): the digit width ``k`` and one threshold
+    table per position, the highest first; the highest ends with a 0 that every larger top digit uses."""
+    k, cap, top = _layout(den, positions)
     tables = [exp_floor_table(1 << top, den, ((cap - 1) >> top) + 2)]
     tables += [exp_floor_table(1 << (k * i), den, 1 << k) for i in reversed(range(positions - 1))]
     return k, tables
@@ -148,9 +166,9 @@ def _exp_digits(den: int) -> tuple[int, list[np.ndarray]]:
 
 def _bernoulli_exp(num: np.ndarray, den: int, stream: _Keystream) -> np.ndarray:
     """Bernoulli(exp(-num / den)) for ``0 <= num < 2^62`` (int64): the AND over the ``k``-bit digits ``d`` at
-    positions ``i`` of Bernoulli(exp(-d 2^(k i) / den)) (:func:`_exp_digits`), each one word against its exact
+    positions ``i`` of Bernoulli(exp(-d 2^(k i) / den)) (:func:`_layout`), each one word against its exact
     threshold, from the highest position down while they succeed (a digit 0 has the threshold 2^32 - 1 for 1)."""
-    k, tables = _exp_digits(den)
+    k, tables = _exp_digits(den, _positions(den, num.size))
     alive, rest = np.arange(num.size), num
     for i, table in zip(reversed(range(len(tables))), tables):
         digit = rest >> (k * i)

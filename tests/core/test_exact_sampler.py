@@ -88,19 +88,27 @@ def test_the_bernoulli_draw_has_its_probability_and_decides_tied_words_by_more_b
     hits = sum(exact._bernoulli_exp(num, den, exact._Keystream()).astype(int) for _ in range(n // 8))
     for x, h in zip(num, hits):
         assert binomtest(int(h), n // 8, math.exp(-x / den)).pvalue > 1e-4, x
-    # One digit (den 1000: a single position); words equal to the threshold of exp(-0.7).
-    threshold = exp_floor(700, den, WORD_BITS)
-    tied = exact._bernoulli_exp(np.full(4000, 700), den, _Words(np.full(4000, threshold)))
+    # Words equal to the highest position's threshold: that factor succeeds with probability frac(exp(-x_top) 2^32),
+    # the others (fresh words) with their exp(-x).
+    n, number = 4000, 1234
+    k, tables = exact._exp_digits(den, exact._positions(den, n))
+    top = k * (len(tables) - 1)
+    threshold = int(tables[0][number >> top])
+    tied = exact._bernoulli_exp(np.full(n, number), den, _Words(np.full(n, threshold)))
     with mpmath.workdps(50):
-        frac = float(mpmath.exp(mpmath.mpf(-700) / den) * 2**WORD_BITS - threshold)
-    assert binomtest(int(tied.sum()), tied.size, frac).pvalue > 1e-4
+        frac = mpmath.exp(-mpmath.mpf((number >> top) << top) / den) * 2**WORD_BITS - threshold
+        p = float(frac * mpmath.exp(-mpmath.mpf(number & ((1 << top) - 1)) / den))
+    assert 0.01 < p < 0.99 and threshold == exp_floor((number >> top) << top, den, WORD_BITS)
+    assert binomtest(int(tied.sum()), n, p).pvalue > 1e-4
 
 
-@pytest.mark.parametrize("sigma", [8250.0, 20_000.0])  # tables of 2^16 entries; three digit positions
-def test_the_exact_sampler_at_large_sigma(sigma):
+@pytest.mark.parametrize("sigma, positions", [(8250.0, 2), (20_000.0, 3), (900.0, 6)])
+def test_the_exact_sampler_at_large_sigma(sigma, positions, monkeypatch):
+    """Every digit layout: tables of 2^16 entries, three positions, and the many small tables of a small release."""
     t, r = exact_variance(sigma)
-    assert len(exact._exp_digits(2 * t * r)[1]) == (2 if sigma < 9000 else 3)
     n = 300_000
+    assert exact._layout(2 * t * r, positions)[0] <= 16
+    monkeypatch.setattr(exact, "_positions", lambda den, proposals: positions)
     draws = sample_exact_discrete_gaussian(t, r, n)
     variance = t * r
     x = np.arange(-int(12 * sigma), int(12 * sigma) + 1)
@@ -110,5 +118,5 @@ def test_the_exact_sampler_at_large_sigma(sigma):
     expected = np.diff(np.concatenate([[0.0], cdf[np.searchsorted(x, cuts)], [1.0]])) * n
     observed = np.bincount(np.searchsorted(cuts, draws, side="left"), minlength=40)
     assert chisquare(observed, expected).pvalue > 1e-4
-    assert draws.var() / variance == pytest.approx(1.0, abs=5 * math.sqrt(2 / n))
+    assert draws.var() / variance == pytest.approx(1.0, abs=6 * math.sqrt(2 / n))
     assert draws.size == n and draws.dtype == np.int64
