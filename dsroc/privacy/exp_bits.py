@@ -18,11 +18,11 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["exp_floor", "exp_floor_table", "LazyUniform", "WORD_BITS", "WORD_MAX"]
+__all__ = ["exp_floor", "exp_floor_table", "LazyUniform", "WORD_BITS", "WORD_MAX", "WORK_BITS"]
 
 WORD_BITS = 32  # the uniform words compared with the thresholds
 WORD_MAX = 2**WORD_BITS - 1
-_WORK_BITS = 128  # the interval arithmetic of the tables
+WORK_BITS = 128  # the fixed point of the tables' interval arithmetic
 
 
 def exp_floor(num: int, den: int, bits: int) -> int:
@@ -62,14 +62,14 @@ def exp_floor_table(step: int, den: int, count: int) -> np.ndarray:
     computed alone by :func:`exp_floor`. Entry 0 is ``2^32 - 1`` for 1: the comparison ``B < T``
     then fails only at ``B = 2^32 - 1``, which :class:`LazyUniform` decides (below 1, always).
     """
-    shift = _WORK_BITS - WORD_BITS
-    base = exp_floor(step, den, _WORK_BITS)  # base <= exp(-step/den) 2^W < base + 1
-    lo = hi = 1 << _WORK_BITS
+    shift = WORK_BITS - WORD_BITS
+    base = exp_floor(step, den, WORK_BITS)  # base <= exp(-step/den) 2^W < base + 1
+    lo = hi = 1 << WORK_BITS
     out = np.zeros(count, dtype=np.uint32)
     for d in range(count):
         if d:
-            lo = (lo * base) >> _WORK_BITS
-            hi = -((-hi * (base + 1)) >> _WORK_BITS)
+            lo = (lo * base) >> WORK_BITS
+            hi = -((-hi * (base + 1)) >> WORK_BITS)
         a, b = lo >> shift, hi >> shift
         if b == 0:  # every further entry is 0
             break

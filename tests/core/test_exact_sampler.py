@@ -102,13 +102,29 @@ def test_the_bernoulli_draw_has_its_probability_and_decides_tied_words_by_more_b
     assert binomtest(int(tied.sum()), n, p).pvalue > 1e-4
 
 
+@pytest.mark.parametrize("variance", [1, 12, 870_000])
+def test_the_staircase_acceptance_is_a_probability_and_its_table_is_exact(variance):
+    """N(y) >= 0 with equality somewhere, N(y) >= 23 D from the table's end on, and table entries equal to mpmath's."""
+    stair = exact._Staircase.of(variance)
+    size = stair.table_size()
+    exponents = [stair.exponent(y) for y in range(size + 3 * stair.s)]
+    assert min(exponents) == 0 and min(exponents[size:]) >= 23 * stair.den
+    table = exact._acceptance_table(variance)
+    assert table.size == size + 1 and table[-1] == 0
+    for y in sorted(set(range(min(size, 40))) | set(np.linspace(0, size - 1, 40).astype(int).tolist())):
+        assert int(table[y]) == min(_mp_floor(stair.exponent(y), stair.den, WORD_BITS), 2**WORD_BITS - 1), y
+    assert exact._use_table(stair, 740_000)  # a release of 400 000 scores at sigma <= 1000 uses it
+
+
 @pytest.mark.parametrize("sigma, positions", [(8250.0, 2), (20_000.0, 3), (900.0, 6)])
 def test_the_exact_sampler_at_large_sigma(sigma, positions, monkeypatch):
-    """Every digit layout: tables of 2^16 entries, three positions, and the many small tables of a small release."""
+    """Every digit layout (the path without the acceptance table): tables of 2^16 entries, three positions, and
+    the many small tables of a small release."""
     t, r = exact_variance(sigma)
     n = 300_000
     assert exact._layout(2 * t * r, positions)[0] <= 16
     monkeypatch.setattr(exact, "_positions", lambda den, proposals: positions)
+    monkeypatch.setattr(exact, "_use_table", lambda stair, proposals: False)
     draws = sample_exact_discrete_gaussian(t, r, n)
     variance = t * r
     x = np.arange(-int(12 * sigma), int(12 * sigma) + 1)
@@ -120,3 +136,18 @@ def test_the_exact_sampler_at_large_sigma(sigma, positions, monkeypatch):
     assert chisquare(observed, expected).pvalue > 1e-4
     assert draws.var() / variance == pytest.approx(1.0, abs=6 * math.sqrt(2 / n))
     assert draws.size == n and draws.dtype == np.int64
+
+
+def test_a_word_tied_with_the_acceptance_table_is_decided_by_more_bits():
+    """Variance 1 (s = 1, D = 2, N(0) = 1): proposals forced to y = 0 and acceptance words equal to T[0]; a positive
+    0 is then kept with probability frac(exp(-1/2) 2^32), a negative 0 never."""
+    n = 4000
+    stair = exact._Staircase.of(1)
+    assert (stair.s, stair.den, stair.exponent(0)) == (1, 2, 1) and exact._use_table(stair, n)
+    threshold = int(exact._acceptance_table(1)[0])
+    words = np.concatenate([np.zeros(n), np.full(n, 2**32 - 1), np.full(n, threshold)])  # U, V, acceptance
+    kept = exact._candidates(1, 1, n, _Words(words))
+    with mpmath.workdps(50):
+        frac = float(mpmath.exp(mpmath.mpf(-1) / 2) * 2**WORD_BITS - threshold)
+    assert np.all(kept == 0)
+    assert binomtest(kept.size, n, frac / 2).pvalue > 1e-4
