@@ -53,7 +53,7 @@ def exp_floor(num: int, den: int, bits: int) -> int:
         prec *= 2
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def exp_floor_table(step: int, den: int, count: int) -> np.ndarray:
     """``T[d] = min(floor(exp(-d step / den) 2^32), 2^32 - 1)`` for ``d < count`` (uint32, read-only).
 
