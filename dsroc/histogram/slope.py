@@ -119,6 +119,8 @@ def _fit(z, w, n1, T):
         step = np.where(np.isfinite(step), step, 0.0)
         theta = theta + np.where(done[:, None], 0.0, step)
         done |= np.abs(step).max(-1) < 1e-10
+        if done.all():
+            break
     mu = expit(theta @ x.T)
     info = np.einsum("rn,ni,nj->rij", w * mu * (1 - mu), x, x)
     with np.errstate(all="ignore"):
