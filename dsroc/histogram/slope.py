@@ -129,14 +129,28 @@ def _fit(z, w, n1, T):
     return np.where(ok[:, None], theta, np.nan), np.where(ok[:, None, None], inv, np.nan)
 
 
+def _tilted(base, mean):
+    """Each bin's shape ``base`` (..., B, J) times ``exp(lam (t - 1/2))``, ``lam`` bisected so that its mean offset
+    is ``mean`` (..., B), normalised: the finer histogram's shape made to agree with the bin's released mean."""
+    t = _STEPS - 0.5
+    lo, hi = np.full(np.shape(mean), -60.0), np.full(np.shape(mean), 60.0)
+    for _ in range(_BISECTIONS):
+        lam = 0.5 * (lo + hi)
+        w = base * np.exp(lam[..., None] * t)
+        below = (w * _STEPS).sum(-1) < mean * w.sum(-1)
+        lo, hi = np.where(below, lam, lo), np.where(below, hi, lam)
+    w = base * np.exp(0.5 * (lo + hi)[..., None] * t)
+    return w / w.sum(-1, keepdims=True)
+
+
 def _population(h0, h1, u0, u1, z, base):
-    """Rows (R, B) of counts and offsets and the bins' shapes ``base`` (R, B, J): the covariates' weights (R, B*J),
-    ``n1`` and the local-logistic ``T`` (R,)."""
+    """Rows (R, B) of counts and offsets and the bins' shapes ``base`` (R, B, J): the covariates' weights (R, B*J)
+    (the shape tilted to the bin's mean offset), ``n1`` and the local-logistic ``T`` (R,)."""
     m = h0 + h1
-    w = base / base.sum(-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(m > 0, h1 / np.where(m > 0, m, 1.0), 0.5)
-    _, f1 = logistic_classes(z, base, share, u1 - u0)
+        w = _tilted(base, np.where(m > 0, (h0 * u0 + h1 * u1) / np.where(m > 0, m, 1.0), 0.5))
+    _, f1 = logistic_classes(z, w, share, u1 - u0)
     T = (h1[..., None] * f1 * z).sum((-2, -1))
     return (m[..., None] * w).reshape(m.shape[0], -1), h1.sum(-1), T
 
