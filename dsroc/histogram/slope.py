@@ -5,21 +5,25 @@ equations are ``sum_i (1, x_i) expit(a + s x_i) = (n1, T)`` with ``T = sum_{y_i 
 covariate ``x_i``, the fit depends on the labels only through ``(n1, T)`` (its sufficient statistics), and the
 slope increases with ``T`` (``d(a, s)/dT`` is the second column of the inverse information, whose ``(2, 2)`` entry
 is positive). The histogram release gives ``n1`` (the counts) and, with the quantile grid's first release (a
-histogram of all scores on a finer grid), the covariates' distribution within each bin
-(:func:`dsroc.histogram.resolved.fine_base`: piecewise uniform in the score within each fine bin). It does not give
-``T``: within bin ``b`` the positives are some ``h1_b`` of the bin's patients whose mean offset is ``u1_b`` (the
-score sums), and the negatives the rest, with mean offset ``u0_b``. The sums of logits consistent with that form
-an interval per bin (a linear programme: :func:`logit_sum_range`), so the unbinned slope is partially identified:
-it lies in ``[s(T_lo), s(T_hi)]``, exactly so for the reconstructed covariates. The point estimate takes ``T``
-from a within-bin calibration curve that is logistic in ``x`` within each bin
+histogram of all scores on a finer grid), the covariates' distribution within each bin: the finer histogram's
+shape (:func:`dsroc.histogram.resolved.fine_base`, piecewise uniform in the score within each fine bin, the outer
+fine bins reaching 0 and 1) tilted exponentially so that its mean offset is the bin's released one. It does not
+give ``T``: within bin ``b`` the positives are some ``h1_b`` of the bin's patients whose mean offset is ``u1_b``
+(the score sums), and the negatives the rest, with mean offset ``u0_b``. The sums of logits consistent with that
+form an interval per bin (a linear programme: :func:`logit_sum_range`), so the unbinned slope is partially
+identified: it lies in ``[s(T_lo), s(T_hi)]``, exactly so for the reconstructed covariates. Inside the range, the
+reconstruction's own ``T`` comes from a calibration curve that is logistic in ``x`` within each bin
 (:func:`dsroc.histogram.resolved.logistic_classes`, matched to each bin's share of positives and the classes' mean
-offsets), exact for a model whose calibration curve is logistic within every bin.
+offsets); its bootstrap over the release's noise gives the range's noise.
 
-What the reported interval adds to that range: sampling (the inverse information of the reconstructed fit) and
-the privacy noise of counts, score sums and the finer histogram (parametric bootstrap). What it does not bound:
-the covariates' spread inside a fine bin and beyond the finer grid's outer edges (taken as uniform in the score);
-without the finer histogram (one-release grids) the within-bin distribution of the covariates is unknown and the
-grouped fit of :func:`dsroc.histogram.calibration.histogram_recalibration` is reported instead.
+What is reported (:func:`with_range`): the grouped fit on the bins' mean scores
+(:func:`dsroc.histogram.calibration.histogram_recalibration`, its point and its sampling-plus-noise covariance),
+with an interval that is the hull of its own and the range widened by ``z`` of the reconstruction's standard
+errors (sampling: its inverse information; noise: parametric bootstrap of counts, score sums and the finer
+histogram). It covers the unbinned fit where either the calibration curve is logistic across the bins or the
+covariates' reconstruction holds. What it does not bound: the covariates' spread inside a fine bin and beyond the
+finer grid's outer edges; without the finer histogram (one-release grids, secagg) the within-bin distribution of
+the covariates is unknown and the grouped fit's interval alone is reported, with a note that says so.
 """
 
 from __future__ import annotations
