@@ -476,6 +476,10 @@ class SqliteLedger(Ledger):
                 if not synced:
                     self._db.execute("PRAGMA synchronous=FULL")
 
+    def has_release(self, release_id):
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM releases WHERE release_id = ?", (str(release_id),)).fetchone() is not None
+
     def history(self):
         with self._lock:
             cursor = self._db.execute(

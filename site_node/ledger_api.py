@@ -221,3 +221,7 @@ class Ledger(ABC):
     @abstractmethod
     def history(self) -> list[dict]:
         """Every release (without payloads or seeds), oldest first."""
+
+    @abstractmethod
+    def has_release(self, release_id: str) -> bool:
+        """Whether the release ``release_id`` is in the ledger."""

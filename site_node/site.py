@@ -185,7 +185,8 @@ class Site:
 
         for name in ("SurvivorFunction", "RocGlmParts", "calibration_parts"):  # their modules import scipy
             getattr(dsroc, name)
-        lattice_gaussian(1.0, 1e-5, 1.0)  # the noise calibration of a release (scipy.special, scipy.optimize)
+        noise = lattice_gaussian(1.0, 1e-5, 1.0)  # the noise calibration of a release (scipy.special, scipy.optimize)
+        noise.noisy_points([0.0] * 64)  # the sampler's tables that depend on no parameter, the cipher
         readable = []
         for name in self.datasets.names():
             try:
