@@ -319,7 +319,7 @@ def _slope(recal, level: float) -> Estimate | None:
     if recal is None or not recal.converged:
         return None
     lo, hi = recal.ci(level=level)["slope"]
-    return Estimate(recal.slope, lo, hi, float(recal.cov[1, 1]), _NOISE)
+    return Estimate(recal.slope, lo, hi, float(recal.cov[1, 1]), recal.includes)
 
 
 def citl_with_noise(events, counts, mean_predictions, merged, *, sigma: float, level: float) -> Estimate | None:

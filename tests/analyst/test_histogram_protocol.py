@@ -179,6 +179,17 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert set(report["detail"]["grid_releases"]) == set(d.releases)
+    # The slope's interval spans the unbinned fit's range from the score sums and the first stage: it holds the
+    # patient-level fit (statsmodels), and the result says what it includes.
+    import statsmodels.api as sm
+
+    from dsroc.histogram.slope import BINNING_INCLUDED
+
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    truth = sm.Logit(y, sm.add_constant(logit(np.clip(s, 1e-12, 1 - 1e-12)))).fit(disp=0).params[1]
+    slope = res.calibration.slope
+    assert slope.lower <= truth <= slope.upper and slope.includes == BINNING_INCLUDED
+    assert report["calibration"]["slope"]["includes"] == BINNING_INCLUDED
 
 
 def test_per_site_heterogeneity_and_decision_curve_equal_brute_force(exact_sites, pki, helpers, tmp_path):
