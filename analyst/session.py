@@ -25,7 +25,7 @@ Progress = Callable[[str, "str | None", str], None]
 
 _UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the site's policy cap
 _SCORES_TAG = bytes([pb.SurvivorChunk.DESCRIPTOR.fields_by_name["scores"].number << 3 | 2])  # length-delimited
-_UPLOADS_IN_FLIGHT = 4  # survivor upload streams sent at once, whatever the number of sites
+_UPLOADS_IN_FLIGHT = 16  # survivor upload streams sent at once, whatever the number of sites (each holds one message)
 
 
 def _quiet(step: str, site: str | None, message: str) -> None:
