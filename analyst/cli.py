@@ -325,6 +325,10 @@ def _parser() -> argparse.ArgumentParser:
     sa.add_argument("--colluders", type=int, default=None, metavar="T",
                     help="size the noise shares for coalitions of T sites with the analyst (default: the largest "
                          "any site's policy requires)")
+    sa.add_argument("--dropouts", type=int, default=0, metavar="D",
+                    help="go on without up to D sites that fail to mask (their pairwise masks removed by the "
+                         "survivors); shares sized for sites - D - T honest sites, each round charged anew (default 0: "
+                         "a dropout aborts the round, nothing is charged)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")

@@ -263,28 +263,39 @@ class ValidationSession:
         return self.session_ids[conn.name]
 
     # -- all or nothing -------------------------------------------------------------------------
-    def hold(self, step: str, prepare: Callable[[SiteConnection], pb.PrepareRequest]) -> dict[str, str]:
+    def hold(self, step: str, prepare: Callable[[SiteConnection], pb.PrepareRequest], *,
+             follow_ups: dict | None = None) -> dict[str, str]:
         """Every site checks a release and holds its budget before any site releases (PrepareRelease).
 
         ``prepare(conn)`` is the site's request. When any site refuses or cannot be reached, every hold
-        is cancelled (a hold not cancelled expires within a minute) and that site's error is raised: no
-        site was charged. Returns each site's reservation id: "" when the release was made before (its
-        replay is free) or the site predates PrepareRelease (it checks and charges at the release).
+        is cancelled (a hold not cancelled expires within a minute; so are the follow-up holds made, and those
+        the requests were to take over) and that site's error is raised: no site was charged. Returns each site's
+        reservation id: "" when the release was made before (its replay is free) or the site predates
+        PrepareRelease (it checks and charges at the release). ``follow_ups``: filled with each site's hold of the
+        release that follows (``PrepareRequest.follow_up``).
         """
+        requests = {c.name: prepare(c) for c in self.connections}
+
         def one(conn):
             try:
-                return conn.call("PrepareRelease", prepare(conn)).reservation_id
+                return conn.call("PrepareRelease", requests[conn.name])
             except SiteError as exc:
                 if exc.code == grpc.StatusCode.UNIMPLEMENTED:
-                    return ""
+                    return pb.PrepareResponse()
                 raise
 
         replies = fan_out_partial(self.connections, one, executor=self.executor)
-        holds = {c.name: r for c, r in zip(self.connections, replies) if not isinstance(r, SiteError)}
+        holds = {c.name: r.reservation_id for c, r in zip(self.connections, replies) if not isinstance(r, SiteError)}
+        made = {c.name: r.follow_up_reservation_id for c, r in zip(self.connections, replies)
+                if not isinstance(r, SiteError) and r.follow_up_reservation_id}
         failed = [r for r in replies if isinstance(r, SiteError)]
         if failed:
-            self.cancel(holds)
+            taken = {name: q.follow_up_reservation_id for name, q in requests.items() if q.follow_up_reservation_id}
+            for held in (holds, made, taken):
+                self.cancel(held)
             _explain(failed, "; nothing was released or charged at any site (the others' holds were cancelled)")
+        if follow_ups is not None:
+            follow_ups.update(made)
         self.progress(step, None, f"{len(holds)} sites checked the request and hold its budget")
         return holds
 

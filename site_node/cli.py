@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the site daemon. TLS (mutual TLS when tls.client_ca is set) unless "
                        "--insecure, which is refused on any but a loopback address. Prints "
                        '{"event": "serving", "address": ...} on stdout once listening, JSON logs on stderr; the '
-                       "standard gRPC health service reports SERVING. On SIGTERM or SIGINT health turns NOT_SERVING, "
+                       "standard gRPC health service reports SERVING once the datasets are read and prepared (NOT_SERVING before). On SIGTERM or SIGINT health turns NOT_SERVING, "
                        "running calls get --grace seconds, then the daemon exits 0. Exit 2 on a config error, and when the site "
                        "served before and its state/ is missing, empty, another's or damaged (see restore and "
                        "--reset-state).")

@@ -121,6 +121,8 @@ CREATE TABLE IF NOT EXISTS glm_answered (
 """
 
 
+# The request of a follow-up hold (the release that takes it over is not known yet): no release has such a key.
+_FOLLOW_UP = "follow-up hold "
 _CHANGED = ("the dataset changed since this release was made, so its noisy values no longer match the data; "
             "a new release needs different parameters (epsilon, delta, sensitivity or grid)")
 
@@ -227,35 +229,65 @@ class SqliteLedger(Ledger):
             "AND request=?", _key_fields(key),
         ).fetchone()
 
-    def reserve(self, key, *, dataset, analyst, events, epsilon, delta, fingerprint, policy, hold_seconds=HOLD_SECONDS):
-        events = tuple(events)
+    def reserve(self, key, *, dataset, analyst, events, epsilon, delta, fingerprint, policy, hold_seconds=HOLD_SECONDS,
+                follow_up=(), takes_over=""):
+        events, follow_up = tuple(events), tuple(follow_up)
         hold = min(float(hold_seconds), HOLD_SECONDS) if hold_seconds and hold_seconds > 0 else HOLD_SECONDS
         out = []
+
+        def insert(db, reservation_id, request, held_events, now):
+            db.execute("INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       (reservation_id, _now(), now + hold, analyst, key.population, dataset, key.source,
+                        key.outcome, key.kind, request, _events_json(held_events)))
 
         def body(db):
             now = time.time()
             db.execute("DELETE FROM reservations WHERE expires <= ?", (now,))  # returned to the budget
+            took = bool(takes_over) and self._take_over(takes_over, analyst, key, events, now)
+            main, needed = None, follow_up
             row = self._existing(key)
             if row is not None:
                 if row[8] != fingerprint:
                     raise FailedPrecondition(_CHANGED)
-                out.append(Reservation("", 0.0, True))
-                return
-            held = db.execute(
-                "SELECT reservation_id, expires FROM reservations WHERE analyst=? AND population=? AND source=? AND "
-                "outcome=? AND kind=? AND request=?", (analyst, *_key_fields(key))).fetchone()
-            if held is not None:
-                out.append(Reservation(held[0], held[1] - now, False))
-                return
-            self._fit(key.population, dataset, events, policy, epsilon, delta)
-            reservation_id = secrets.token_hex(16)
-            db.execute("INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                       (reservation_id, _now(), now + hold, analyst, key.population, dataset, key.source,
-                        key.outcome, key.kind, key.request, _events_json(events)))
-            out.append(Reservation(reservation_id, hold, False))
+                main = Reservation("", 0.0, True)
+            else:
+                held = db.execute(
+                    "SELECT reservation_id, expires FROM reservations WHERE analyst=? AND population=? AND source=? "
+                    "AND outcome=? AND kind=? AND request=?", (analyst, *_key_fields(key))).fetchone()
+                if held is not None:
+                    main = Reservation(held[0], held[1] - now, False)
+                elif not took:  # a follow-up hold taken over already holds these events
+                    needed = events + follow_up
+            if needed:
+                self._fit(key.population, dataset, needed, policy, epsilon, delta)
+            if main is None:
+                main = Reservation(secrets.token_hex(16), hold, False)
+                insert(db, main.reservation_id, key.request, events, now)
+            if follow_up:
+                follow_id = secrets.token_hex(16)
+                insert(db, follow_id, _FOLLOW_UP + follow_id, follow_up, now)
+                main = Reservation(main.reservation_id, main.expires_in, main.repeated, follow_id)
+            out.append(main)
 
         self._transaction(body)
         return out[0]
+
+    def _take_over(self, reservation_id: str, analyst: str, key: ReleaseKey, events: tuple, now: float) -> bool:
+        """Delete the analyst's unexpired follow-up hold ``reservation_id`` for ``key``'s population, score and
+        outcome when it holds ``events`` (True), False when it is unknown or expired; InvalidArgument when it
+        is no follow-up hold or holds other events (call in a transaction)."""
+        row = self._db.execute("SELECT population, source, outcome, kind, request, events FROM reservations WHERE "
+                               "reservation_id=? AND analyst=? AND expires > ?", (reservation_id, analyst, now)).fetchone()
+        if row is None:
+            return False
+        where = f"follow_up_reservation_id {reservation_id!r}"
+        if not row[4].startswith(_FOLLOW_UP) or tuple(row[:4]) != _key_fields(key)[:4]:
+            raise InvalidArgument(f"{where} is not a follow-up hold of this dataset, score and outcome")
+        if row[5] != _events_json(events):
+            raise InvalidArgument(f"{where} holds the budget of another release (other epsilon, delta or noise) than "
+                                  "this one: a follow-up hold is taken over only by the release it was held for")
+        self._db.execute("DELETE FROM reservations WHERE reservation_id=?", (reservation_id,))
+        return True
 
     def cancel(self, reservation_id, analyst):
         out = []
@@ -441,6 +473,10 @@ class SqliteLedger(Ledger):
             finally:
                 if not synced:
                     self._db.execute("PRAGMA synchronous=FULL")
+
+    def has_release(self, release_id):
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM releases WHERE release_id = ?", (str(release_id),)).fetchone() is not None
 
     def history(self):
         with self._lock:

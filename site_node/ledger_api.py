@@ -76,11 +76,13 @@ class Release:
 
 @dataclass(frozen=True)
 class Reservation:
-    """A held budget (PrepareRelease): ``reservation_id`` is empty when the release was made before (a free replay)."""
+    """A held budget (PrepareRelease): ``reservation_id`` is empty when the release was made before (a free replay);
+    ``follow_up_id`` the hold of the release that follows it (the second stage of a two-stage grid), when asked for."""
 
     reservation_id: str
     expires_in: float
     repeated: bool
+    follow_up_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,12 +151,21 @@ class Ledger(ABC):
 
     @abstractmethod
     def reserve(self, key: ReleaseKey, *, dataset: str, analyst: str, events: tuple, epsilon: float, delta: float,
-                fingerprint: str, policy: Policy, hold_seconds: float = HOLD_SECONDS) -> Reservation:
+                fingerprint: str, policy: Policy, hold_seconds: float = HOLD_SECONDS, follow_up: tuple = (),
+                takes_over: str = "") -> Reservation:
         """Hold the budget of a release for ``hold_seconds`` (at most HOLD_SECONDS) without releasing anything.
 
         Refused (ResourceExhausted, nothing held) when the release would not fit the budget with the
         history and the other holds. A release made before holds nothing (its replay is free); an
         unexpired hold of the same release by the same analyst is returned, not doubled.
+
+        ``follow_up``: the events of a release that will follow this one and whose request is not known yet
+        (the second stage of a two-stage grid, placed by this release): held too, in the same transaction and
+        budget check, as a *follow-up hold* (``Reservation.follow_up_id``) that charges nothing and that only
+        ``takes_over`` can turn into a release's hold. ``takes_over``: the id of such a hold of this analyst for
+        this population, score and outcome; its events must equal ``events`` (InvalidArgument otherwise,
+        nothing changed), and it becomes this release's hold without a new budget check (the budget it holds
+        is the same). An unknown or expired follow-up hold is no refusal: the release is checked as any other.
         """
 
     @abstractmethod
@@ -210,3 +221,7 @@ class Ledger(ABC):
     @abstractmethod
     def history(self) -> list[dict]:
         """Every release (without payloads or seeds), oldest first."""
+
+    @abstractmethod
+    def has_release(self, release_id: str) -> bool:
+        """Whether the release ``release_id`` is in the ledger."""

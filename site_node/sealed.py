@@ -29,7 +29,7 @@ def _associated(key: ReleaseKey) -> bytes:
 def seal_points(noise_key: NoiseKey, key: ReleaseKey, negatives: np.ndarray, positives: np.ndarray) -> bytes:
     """Seal the sorted int64 lattice points of both classes of the release ``key``."""
     parts = [np.diff(np.asarray(p, dtype=np.int64), prepend=np.int64(0)) for p in (negatives, positives)]
-    plain = _HEADER.pack(parts[0].size, parts[1].size) + zlib.compress(np.concatenate(parts).astype("<i8").tobytes(), 6)
+    plain = _HEADER.pack(parts[0].size, parts[1].size) + zlib.compress(np.concatenate(parts).astype("<i8").tobytes(), 1)
     return noise_key.seal(plain, _associated(key))
 
 

@@ -121,9 +121,10 @@ class SiteServer:
         Move a lost or damaged state aside and start a new one (audited); without it such a state is
         refused with :class:`~site_node.state.StateError` (:mod:`site_node.state`).
     warm_up : bool, default False
-        Once serving, read the datasets and prepare their scores in the background
+        Once listening, read the datasets and prepare their scores in the background
         (:meth:`site_node.site.Site.warm_up`), so that the first validation costs what the next ones do;
-        calls that arrive meanwhile wait for the dataset they need. ``dsroc-site serve`` does.
+        the health service reports NOT_SERVING until that is done (then SERVING), and calls that arrive
+        meanwhile wait for the dataset they need. ``dsroc-site serve`` does.
     """
 
     def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
@@ -167,6 +168,7 @@ class SiteServer:
         site_pb2_grpc.add_SiteServiceServicer_to_server(SiteServicer(self.site, calls_per_analyst=slots.limit),
                                                         self.server)
         self.health = health.HealthServicer()
+        self._health_lock, self._stopping = threading.Lock(), False
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         try:
             if insecure:
@@ -189,12 +191,14 @@ class SiteServer:
             self.health.set(service, status)
 
     def start(self) -> "SiteServer":
-        """Start serving and report SERVING on the health service."""
+        """Start serving; the health service reports SERVING now, or once the warm-up is done."""
         self.server.start()
-        self._set_health(health_pb2.HealthCheckResponse.SERVING)
-        log.info("site %s serving on %s (%s)", self.config.name, self.bound_address,
-                 "INSECURE plain text" if self.insecure else "TLS")
-        if self.warm_up:
+        warming = self.warm_up
+        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING if warming else health_pb2.HealthCheckResponse.SERVING)
+        log.info("site %s serving on %s (%s)%s", self.config.name, self.bound_address,
+                 "INSECURE plain text" if self.insecure else "TLS",
+                 "; health SERVING once the datasets are ready" if warming else "")
+        if warming:
             threading.Thread(target=self._warm_up, name="dsroc-warm-up", daemon=True).start()
         return self
 
@@ -204,13 +208,19 @@ class SiteServer:
             prepared = self.site.warm_up()
         except Exception:  # noqa: BLE001 - a request reads what the warm-up could not, and says why
             log.exception("site %s: warming up the datasets failed; they are read on first use", self.config.name)
-            return
-        log.info("site %s: datasets ready: %d score columns prepared in %.2f s", self.config.name, prepared,
-                 time.perf_counter() - started)
+        else:
+            log.info("site %s: datasets ready: %d score columns prepared in %.2f s", self.config.name, prepared,
+                     time.perf_counter() - started)
+        finally:
+            with self._health_lock:
+                if not self._stopping:
+                    self._set_health(health_pb2.HealthCheckResponse.SERVING)
 
     def stop(self, grace: float | None = 5.0) -> None:
         """Report NOT_SERVING, finish running calls (up to ``grace`` seconds) and close the ledger."""
-        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        with self._health_lock:
+            self._stopping = True
+            self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.server.stop(grace).wait()
         self.audit.flush()
         self.site.close()

@@ -168,7 +168,8 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
                                    epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
                                    spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
                                    interior=list(request.edges), score_sums=request.score_sums,
-                                   proposed_sigma=request.share_sigma)
+                                   proposed_sigma=request.share_sigma, next_round=_next_round(request),
+                                   dropouts=request.dropouts)
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
@@ -178,21 +179,35 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def SecAggMask(self, request, context):
         ads = [Advertisement(a.site, a.round_id, a.request_sha256, a.public_key, a.signature)
                for a in request.advertisements]
-        out = self.secagg.mask(self._session(request.session_id), round_id=request.round_id, advertisements=ads)
+        out = self.secagg.mask(self._session(request.session_id), round_id=request.round_id, advertisements=ads,
+                               follow_up=request.follow_up_reservation_id)
         note(parameters={"kind": "secagg mask", "round_id": bytes(request.round_id).hex()})
         r = out.receipt
         return pb.SecAggMaskResponse(masked=out.masked.astype("<u8").tobytes(), receipt=pb.SecAggReceipt(
             site=r.site, masked_sha256=r.masked_sha256, commitment=r.commitment, signature=r.signature),
-            reservation_id=out.reservation_id)
+            reservation_id=out.reservation_id, follow_up_reservation_id=out.follow_up_id)
+
+    def SecAggConfirm(self, request, context):
+        receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
+        signature = self.secagg.confirm(self._session(request.session_id), round_id=request.round_id,
+                                        receipts=receipts)
+        note(parameters={"kind": "secagg confirm", "round_id": bytes(request.round_id).hex(),
+                         "survivors": sorted(r.site for r in receipts)})
+        return pb.SecAggConfirmation(site=self.site.config.name, signature=signature)
 
     def SecAggUnmask(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
-        out = self.secagg.unmask(self._session(request.session_id), round_id=request.round_id, receipts=receipts)
+        confirmations = [(c.site, c.signature) for c in request.confirmations]
+        if len({site for site, _ in confirmations}) != len(confirmations):
+            raise InvalidArgument("confirmations must come from distinct sites")
+        out = self.secagg.unmask(self._session(request.session_id), round_id=request.round_id, receipts=receipts,
+                                 confirmations=confirmations)
         note(parameters={"kind": "secagg unmask", "round_id": bytes(request.round_id).hex(),
                          "release_id": out.release_id, "charged": out.charged})
         return pb.SecAggUnmaskResponse(self_seed=out.self_seed, release_id=out.release_id, repeated=not out.charged,
                                        epsilon_spent=out.epsilon_spent, honest_shares=out.honest,
-                                       privacy_unit=PRIVACY_UNIT)
+                                       privacy_unit=PRIVACY_UNIT, pair_seeds=[
+                                           pb.SecAggPairSeed(peer=peer, seed=seed) for peer, seed in out.pair_seeds])
 
     def ReleaseBoydStatistics(self, request, context):
         out = self.boyd.release(self._session(request.session_id), epsilon=request.epsilon, delta=request.delta,
@@ -287,10 +302,7 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             plan = self.paper.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
                                    sensitivity=r.sensitivity)[0]
         elif which == "histogram":
-            r = request.histogram
-            plan = self.histogram.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
-                                       n_bins=r.n_bins, spacing=r.spacing, scalars=list(r.scalars),
-                                       score_sums=r.score_sums, interior=list(r.edges), **self._partition(r))[0]
+            plan = self._histogram_plan(request.histogram)
         elif which == "boyd":
             r = request.boyd
             plan = self.boyd.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
@@ -299,16 +311,39 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             raise InvalidArgument("PrepareRequest must carry one release request (scores, histogram or boyd)")
         if request.hold_seconds < 0 or not np.isfinite(request.hold_seconds):
             raise InvalidArgument(f"hold_seconds must be a finite number >= 0, got {request.hold_seconds}")
-        held = self.site.prepare(plan, request.hold_seconds)
-        note(parameters={"reservation_id": held.reservation_id, "kind": plan.key.kind, "repeated": held.repeated})
+        follow_up = None
+        if request.HasField("follow_up"):
+            if which != "histogram" or request.follow_up.session_id != request.histogram.session_id:
+                raise InvalidArgument("follow_up: a follow-up release is a histogram release in the same session as "
+                                      "the histogram release it follows")
+            follow_up = self._histogram_plan(request.follow_up)
+        held = self.site.prepare(plan, request.hold_seconds, follow_up=follow_up,
+                                 takes_over=request.follow_up_reservation_id)
+        note(parameters={"reservation_id": held.reservation_id, "kind": plan.key.kind, "repeated": held.repeated,
+                         "follow_up_reservation_id": held.follow_up_id})
         budget = self.site.budget(current_analyst(), plan.dataset)
         return pb.PrepareResponse(reservation_id=held.reservation_id, expires_in_seconds=held.expires_in,
-                                  repeated=held.repeated, budget=_budget_message(budget))
+                                  repeated=held.repeated, budget=_budget_message(budget),
+                                  follow_up_reservation_id=held.follow_up_id)
+
+    def _histogram_plan(self, r):
+        """The checked release plan of a HistogramRequest (what PrepareRelease holds)."""
+        return self.histogram.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta, n_bins=r.n_bins,
+                                   spacing=r.spacing, scalars=list(r.scalars), score_sums=r.score_sums,
+                                   interior=list(r.edges), **self._partition(r))[0]
 
     def CancelReservation(self, request, context):
         cancelled = self.site.cancel(current_analyst(), request.reservation_id)
         note(parameters={"reservation_id": request.reservation_id, "cancelled": cancelled})
         return pb.CancelReservationResponse(cancelled=cancelled)
+
+
+def _next_round(request) -> tuple | None:
+    """A SecAggAdvertiseRequest's next round as (epsilon, delta, score_sums, share_sigma), or None."""
+    if not request.HasField("next_round"):
+        return None
+    n = request.next_round
+    return n.epsilon, n.delta, n.score_sums, n.share_sigma
 
 
 def _partition_fields(plan) -> dict:

@@ -108,11 +108,15 @@ class Site:
         return self.budget_of(self._allowed(analyst, dataset), queries)
 
     # ------------------------------------------------------------------ all or nothing
-    def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0) -> Reservation:
-        """Hold the budget of a checked release (PrepareRelease): nothing is released or charged."""
+    def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0, *, follow_up: ReleasePlan | None = None,
+                takes_over: str = "") -> Reservation:
+        """Hold the budget of a checked release (PrepareRelease): nothing is released or charged. ``follow_up``: the
+        checked release that follows it, held too (``Reservation.follow_up_id``); ``takes_over``: such a hold made
+        for this release (:meth:`site_node.ledger_api.Ledger.reserve`)."""
         return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
                                    epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
-                                   policy=self.policy, hold_seconds=hold_seconds)
+                                   policy=self.policy, hold_seconds=hold_seconds,
+                                   follow_up=() if follow_up is None else follow_up.events, takes_over=takes_over)
 
     def cancel(self, analyst: str, reservation_id: str) -> bool:
         """Return the analyst's hold to the budget (False when unknown, used or expired)."""
@@ -181,7 +185,8 @@ class Site:
 
         for name in ("SurvivorFunction", "RocGlmParts", "calibration_parts"):  # their modules import scipy
             getattr(dsroc, name)
-        lattice_gaussian(1.0, 1e-5, 1.0)  # the noise calibration of a release (scipy.special, scipy.optimize)
+        noise = lattice_gaussian(1.0, 1e-5, 1.0)  # the noise calibration of a release (scipy.special, scipy.optimize)
+        noise.noisy_points([0.0] * 64)  # the sampler's tables that depend on no parameter, the cipher
         readable = []
         for name in self.datasets.names():
             try:

@@ -145,11 +145,15 @@ class HistogramSite:
 
 
 def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                       scalars: tuple[str, ...], score_sums: bool = False,
-                       interior=None) -> tuple[np.ndarray, dict[str, HistogramSite]]:
+                       scalars: tuple[str, ...], score_sums: bool = False, interior=None,
+                       following: Mapping | None = None, follow_ups: Mapping[str, str] | None = None,
+                       held: dict | None = None) -> tuple[np.ndarray, dict[str, HistogramSite]]:
     """Ask every site of a :class:`analyst.session.ValidationSession` for its histogram release.
 
     ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each site adds its range's ends).
+    ``following``: the ``epsilon``, ``delta``, ``n_bins``, ``scalars`` and ``score_sums`` of the release that follows
+    in this session (the quantile grid's second stage), held with this one; ``held`` is filled with those holds, to
+    pass as the next release's ``follow_ups``, which the sites take over.
     Returns the public grid (every site must use the same) and each site's release.
     """
     if interior is not None:
@@ -175,7 +179,17 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
         return np.asarray(r.edges, dtype=np.float64), site
 
     # All or nothing: every site checks the request and holds its budget before any site releases.
-    holds = session.hold("histogram release", lambda c: pb.PrepareRequest(histogram=request(c, "")))
+    def prepare(conn):
+        out = pb.PrepareRequest(histogram=request(conn, ""),
+                                follow_up_reservation_id=(follow_ups or {}).get(conn.name, ""))
+        if following is not None:  # its grid is not known yet; its noise, all that its hold depends on, is
+            out.follow_up.CopyFrom(pb.HistogramRequest(
+                session_id=session.session_ids[conn.name], epsilon=float(following["epsilon"]),
+                delta=float(following["delta"]), n_bins=int(following["n_bins"]), spacing="equal",
+                scalars=list(following["scalars"]), score_sums=bool(following["score_sums"])))
+        return out
+
+    holds = session.hold("histogram release", prepare, follow_ups=held)
     replies = session.commit("histogram release", holds, ask)
     edges = replies[0][0]
     for (other, _), name in zip(replies, session.sites):
@@ -202,12 +216,15 @@ def fine_release(allowed, release):
         return release(fine, "equal")
 
 
-def quantile_grid(session, stages, n_bins: int, allowed) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
+def quantile_grid(session, stages, n_bins: int, allowed, *, following: Mapping | None = None,
+                  held: dict | None = None) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
     """First stage of the quantile grid: every site's release of its scores on a fine grid (:func:`fine_release`;
     classes summed by the analyst) at ``stages.epsilon1``, and the interior edges at its quantiles for
-    ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`)."""
+    ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`). ``following`` and ``held``: the
+    second stage, held with the first (:func:`collect_histograms`)."""
     edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
-        session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=()))
+        session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=(),
+        following=following, held=held))
     total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
     return second_stage_interior(total, edges, n_bins), releases, edges
 
@@ -302,7 +319,7 @@ def _slope(recal, level: float) -> Estimate | None:
     if recal is None or not recal.converged:
         return None
     lo, hi = recal.ci(level=level)["slope"]
-    return Estimate(recal.slope, lo, hi, float(recal.cov[1, 1]), _NOISE)
+    return Estimate(recal.slope, lo, hi, float(recal.cov[1, 1]), recal.includes)
 
 
 def citl_with_noise(events, counts, mean_predictions, merged, *, sigma: float, level: float) -> Estimate | None:
@@ -379,10 +396,17 @@ class HistogramProtocol(Protocol):
             if n_bins is None:  # from the policies the sites sent with their sessions
                 n_bins = allowed_n_bins(allowed, epsilon=stages.epsilon2, delta=stages.delta2)
             partitions.check(n_bins)
-            interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed)
-            edges, releases = collect_histograms(s, epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins,
-                                                 spacing="", scalars=o.scalars, score_sums=o.score_sums,
-                                                 interior=interior)
+            second, held = dict(epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins, scalars=o.scalars,
+                                score_sums=o.score_sums), {}
+            try:  # the first stage holds the second's budget too: no site charges one and refuses the other
+                # its hold is planned on a grid every site allows (the fine one): its noise does not depend on the grid
+                following = {**second, "n_bins": first_stage_bins(allowed)}
+                interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed, following=following,
+                                                                    held=held)
+                edges, releases = collect_histograms(s, spacing="", interior=interior, follow_ups=held, **second)
+            except BaseException:
+                s.cancel(held)  # the second stage's holds not taken over
+                raise
         else:
             if n_bins is None:
                 n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta)

@@ -19,7 +19,7 @@ from dsroc.secagg import secagg_n_bins
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
 from analyst.protocols.histogram import allowed_n_bins, fine_release, summed_result
-from analyst.protocols.secagg_rounds import SecAggSum, collect_secagg, round_colluders
+from analyst.protocols.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
 from analyst.summary import fmt
 
@@ -58,6 +58,11 @@ class SecAggOptions(ProtocolOptions):
     colluders : int, optional
         The coalition size t the noise shares are sized for (default: the largest any site's policy
         requires, ``secagg_colluders``).
+    dropouts : int, default 0
+        How many sites may fail to mask without aborting a round: the survivors' sum is recovered without them
+        (their pairwise masks removed by the survivors' pairwise seeds; docs/privacy.md), at the price of shares
+        sized for the fewest survivors (``sites - dropouts - colluders`` honest shares) and of no free replay.
+        0: any dropout aborts the round and nothing is charged.
     a0 : float, optional
         Also test ``H0: AUC <= a0``.
     """
@@ -67,6 +72,7 @@ class SecAggOptions(ProtocolOptions):
     score_sums: bool = True
     estimator: str = DEFAULT_ESTIMATOR
     colluders: int | None = None
+    dropouts: int = 0
     a0: float | None = None
 
     def __post_init__(self):
@@ -80,6 +86,8 @@ class SecAggOptions(ProtocolOptions):
         if self.colluders is not None and (isinstance(self.colluders, bool) or int(self.colluders) != self.colluders
                                            or self.colluders < 0):
             raise ValueError(f"colluders must be a non-negative integer, got {self.colluders!r}")
+        if isinstance(self.dropouts, bool) or int(self.dropouts) != self.dropouts or self.dropouts < 0:
+            raise ValueError(f"dropouts must be a non-negative integer, got {self.dropouts!r}")
         check_a0(self.a0)
 
 
@@ -122,7 +130,8 @@ class SecAggDetail:
         sums = " and per-bin score sums" if r.sums0 is not None else ""
         return [f"Secagg protocol: {grid}; {len(r.sites)} sites each added a share of sigma {r.share_sigma:.3g} to "
                 f"their counts{sums} (sized for coalitions of {r.colluders} sites with the analyst); summed noise SD "
-                f"{r.noise_sd:.3g} per cell; the rounds compose to the requested epsilon and delta per site", PER_SITE]
+                f"{r.noise_sd:.3g} per cell; the rounds compose to the requested epsilon and delta per site", PER_SITE,
+                *_dropped_lines(self)]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -133,10 +142,21 @@ class SecAggDetail:
                 "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
                 "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved),
                 "score_sums": r.sums0 is not None, "sums_sigma": num(r.sums_sd), "unavailable": dict(v.unavailable),
-                "sites": _site_answers(r),
+                "sites": _site_answers(r), "dropped": list(_dropped(self)),
                 "grid_round": None if g is None else {
                     "edges": [num(e) for e in g.edges], "sigma": num(g.noise_sd), "share_sigma": num(g.share_sigma),
                     "sites": _site_answers(g)}}
+
+
+def _dropped(detail: SecAggDetail) -> tuple:
+    """The sites that dropped out of either round (in neither sum after it, not charged for it)."""
+    return tuple(dict.fromkeys((*(detail.grid_round.dropped if detail.grid_round else ()), *detail.round.dropped)))
+
+
+def _dropped_lines(detail: SecAggDetail) -> list[str]:
+    gone = _dropped(detail)
+    return [] if not gone else [
+        f"dropped out (not in the sum; the survivors removed their pairwise masks): {', '.join(gone)}"]
 
 
 def _site_answers(r: SecAggSum) -> dict:
@@ -164,7 +184,7 @@ class SecAggProtocol(Protocol):
             if n_bins is None:  # from the policies the sites sent with their sessions
                 n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta, shares=len(s.sites) - t)
             total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins, spacing=o.spacing,
-                                   colluders=t, score_sums=o.score_sums)
+                                   colluders=t, score_sums=o.score_sums, dropouts=o.dropouts)
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
@@ -188,16 +208,24 @@ class SecAggProtocol(Protocol):
         :func:`dsroc.secagg.secagg_n_bins` gives for its estimate of n unless ``o.n_bins``), then the second
         round with the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split."""
         stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums)
+        second_round = dict(epsilon=stages.epsilon2, delta=stages.delta2, score_sums=o.score_sums,
+                            summed_sigma=stages.sigma2)
+        # the first round holds the second's budget too: no site is charged the first and then refuses the second
         first = fine_release(allowed, lambda fine, spacing: collect_secagg(
             s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
-            summed_sigma=stages.sigma1))
-        total = consistent_counts(first.counts0 + first.counts1)
-        n_bins = o.n_bins
-        if n_bins is None:  # the second round's summed noise: the plan's, the shares sized for k - t honest sites
-            k = len(s.sites)
-            n_bins = min(secagg_n_bins(float(total.sum()), stages.sigma2 * math.sqrt(k / (k - t))),
-                         min(max(a) for a in allowed))
-        interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
-        second = collect_secagg(s, epsilon=stages.epsilon2, delta=stages.delta2, colluders=t, interior=interior,
-                                score_sums=o.score_sums, summed_sigma=stages.sigma2)
+            summed_sigma=stages.sigma1, following=second_round, dropouts=o.dropouts))
+        try:
+            total = consistent_counts(first.counts0 + first.counts1)
+            n_bins = o.n_bins
+            if n_bins is None:  # the second round's summed noise: the plan's, the shares sized for k - d - t honest
+                k = len(s.sites)
+                n_bins = min(secagg_n_bins(float(total.sum()), stages.sigma2 * math.sqrt(k / (k - o.dropouts - t))),
+                             min(max(a) for a in allowed))
+            interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
+        except BaseException:
+            cancel_follow_ups(s, first.follow_ups)
+            raise
+        # over the first round's survivors, with the dropouts left: the same fewest survivors, the same shares
+        second = collect_secagg(among(s, first.sites), colluders=t, interior=interior, follow_ups=first.follow_ups,
+                                dropouts=o.dropouts - len(first.dropped), **second_round)
         return second, first, n_bins

@@ -196,20 +196,34 @@ class Recalibration:
     """Logistic recalibration ``logit P(y = 1) = intercept + slope logit(r)`` fitted on the histograms.
 
     ``cov`` is the 2 x 2 covariance (sampling plus noise) of ``(intercept, slope)``; a perfectly
-    calibrated model has intercept 0 and slope 1.
+    calibrated model has intercept 0 and slope 1. ``intercept_range`` and ``slope_range`` (None: none) are a
+    range the unbinned fit may lie in whatever the binning hides (:mod:`dsroc.histogram.slope`), ``range_cov``
+    the covariance of its ends (default ``cov``); ``includes`` says what the intervals include.
     """
 
     intercept: float
     slope: float
     cov: np.ndarray
     converged: bool
+    intercept_range: tuple | None = None
+    slope_range: tuple | None = None
+    includes: str = "sampling and the privacy noise"
+    range_cov: np.ndarray | None = None
 
     def ci(self, *, level: float = 0.95) -> dict:
-        """Normal intervals ``{"intercept": (lo, hi), "slope": (lo, hi)}``."""
+        """Intervals ``{"intercept": (lo, hi), "slope": (lo, hi)}``: the point's normal interval, or with a range
+        the hull of that and the range widened by ``z`` of its ends' standard errors on either side."""
         z = norm.ppf(0.5 + _check_level(level) / 2.0)
         se = np.sqrt(np.diag(self.cov))
-        return {"intercept": (self.intercept - z * se[0], self.intercept + z * se[0]),
-                "slope": (self.slope - z * se[1], self.slope + z * se[1])}
+        se_range = se if self.range_cov is None else np.sqrt(np.diag(self.range_cov))
+        out = {}
+        for i, (name, value, bounds) in enumerate((("intercept", self.intercept, self.intercept_range),
+                                                   ("slope", self.slope, self.slope_range))):
+            lo, hi = value - z * se[i], value + z * se[i]
+            if bounds is not None:
+                lo, hi = min(lo, bounds[0] - z * se_range[i]), max(hi, bounds[1] + z * se_range[i])
+            out[name] = (lo, hi)
+        return out
 
 
 def histogram_recalibration(h0, h1, representatives, *, sigma: float, max_iter: int = 50, tol: float = 1e-10,

@@ -22,7 +22,7 @@ import numpy as np
 from .grid import check_counts, check_edges
 
 __all__ = ["SUBPOINTS", "tilt_rate", "tilt_concordance", "concordance_auc", "concordance_placements", "fine_base",
-           "logistic_concordance"]
+           "logistic_classes", "logistic_concordance"]
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(96)
 _NODES, _WEIGHTS = 0.5 * (_NODES + 1.0), 0.5 * _WEIGHTS
@@ -123,11 +123,12 @@ def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
     return z, base
 
 
-def logistic_concordance(z, base, share, du) -> np.ndarray:
-    """Within-bin concordance when the bin's scores have density ``base`` and a patient's chance of being positive
-    is ``expit(a + b z)``: ``f1 ~ base pi``, ``f0 ~ base (1 - pi)``, with ``(a, b)`` solved (Newton) so that the
-    positives' share is ``share`` and their mean offset exceeds the negatives' by ``du`` (arrays (..., B);
-    ``z`` (B, SUBPOINTS), ``base`` (..., B, SUBPOINTS))."""
+def logistic_classes(z, base, share, du) -> tuple[np.ndarray, np.ndarray]:
+    """The classes' densities within each bin when the bin's scores have density ``base`` and a patient's chance of
+    being positive is ``expit(a + b z)``: ``f1 ~ base pi``, ``f0 ~ base (1 - pi)``, with ``(a, b)`` solved (Newton)
+    so that the positives' share is ``share`` and their mean offset exceeds the negatives' by ``du`` (arrays
+    (..., B); ``z`` (B, SUBPOINTS), ``base`` (..., B, SUBPOINTS)). Returns ``(f0, f1)``, each summing to 1 over the
+    sub-points."""
     zs = (z - z.mean(-1, keepdims=True)) / (z.std(-1, keepdims=True) + 1e-12)
     w = base / base.sum(-1, keepdims=True)
     share = np.clip(share, 1e-6, 1 - 1e-6)
@@ -152,6 +153,11 @@ def logistic_concordance(z, base, share, du) -> np.ndarray:
             break
     p = 1.0 / (1.0 + np.exp(-(a[..., None] + b[..., None] * zs)))
     f1, f0 = w * p, w * (1 - p)
-    f1, f0 = f1 / f1.sum(-1, keepdims=True), f0 / f0.sum(-1, keepdims=True)
+    return f0 / f0.sum(-1, keepdims=True), f1 / f1.sum(-1, keepdims=True)
+
+
+def logistic_concordance(z, base, share, du) -> np.ndarray:
+    """Within-bin concordance ``P(X0 < X1)`` of the classes of :func:`logistic_classes` (same arguments)."""
+    f0, f1 = logistic_classes(z, base, share, du)
     below = np.cumsum(f0, -1) - f0
     return np.clip((f1 * (below + 0.5 * f0)).sum(-1), 0.0, 1.0)

@@ -17,6 +17,7 @@ from .calibration import (
     histogram_recalibration,
     scalar_brier,
 )
+from .slope import recalibration_with_sums, with_range
 from .sums import bin_means, within_offsets, within_variance
 from .estimates import DEFAULT_ESTIMATOR, DEFAULT_TAIL_SIGMAS, histogram_auc_estimates
 from .grid import (
@@ -75,7 +76,10 @@ class HistogramValidation:
     oe : Estimate
         Calibration-in-the-large O/E (from the scalar releases when given, else binned).
     recalibration : Recalibration or None
-        Calibration intercept and slope (None when the representatives are not probabilities).
+        Calibration intercept and slope (None when the representatives are not probabilities): with the score sums
+        and a finer histogram the unbinned fit's reconstruction and the range the binning leaves open
+        (:func:`dsroc.histogram.slope.recalibration_with_sums`), else the grouped fit on the bins' representative
+        scores; a note says which and what its interval includes.
     auc_resolved : float
         With the score sums: the binned AUC with within-bin pairs resolved by the classes' mean offsets
         (:func:`dsroc.histogram.sums.resolved_auc`); NaN without them.
@@ -145,6 +149,13 @@ class HistogramValidation:
 
 _NAMES = {"auc": "AUC", "roc": "ROC or PR curve", "brier": "Brier score", "calibration": "calibration curve",
           "oe": "O/E", "recalibration": "calibration intercept and slope"}
+
+
+_RECALIBRATION = {True: "the grouped logistic fit on the bins' mean scores, its interval extended over the range of "
+                        "the unbinned fit reconstructed from the score sums and the finer histogram of all scores "
+                        "(dsroc.histogram.slope)",
+                  False: "the grouped logistic fit on the bins' representative scores (without the score sums and "
+                         "a finer histogram the binning's effect on the unbinned fit is not bounded)"}
 
 
 def _curves(c0, c1):
@@ -322,6 +333,13 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         else:
             recal = histogram_recalibration(c0, c1, r, sigma=sigma, regressor_variance=(
                 None if means is None else _logit_mean_variance(c0 + c1, means)))
+            if means is not None and "grid" in with_sums:  # the unbinned fit's reconstruction and range
+                recal = with_range(recal, recalibration_with_sums(c0, c1, *means["u"], e, with_sums["grid"],
+                                                                  sigma=sigma, sums_sigma=means["sigma"],
+                                                                  draws=noise_draws, seed=seed))
+            if recal.converged:
+                notes.append(f"calibration intercept and slope: {_RECALIBRATION[recal.slope_range is not None]}; "
+                             f"the interval includes {recal.includes}")
             if not recal.converged:
                 missing["recalibration"] = "the bins' event rates separate (no finite logistic fit)"
         n_hat, var_n = n0 + n1, 2 * m * sigma**2

@@ -61,16 +61,21 @@ def discrete_gaussian_gdp_mu(t: int, r: int, shift: int) -> float:
     if shift < 1:
         raise ValueError(f"shift must be a positive integer, got {shift}")
     bound = int(math.ceil(39.0 * sigma)) + shift + 1  # beyond: mass below exp(-760)
-    n = np.arange(-bound, bound + 1, dtype=np.float64)
-    log_w = -(n * n) / (2.0 * variance)
-    log_p = log_w - logsumexp(log_w)
-    log_cdf = np.logaddexp.accumulate(log_p)  # log P[Y <= n]
-    log_sf = np.empty_like(log_p)  # log P[Y > n]
-    log_sf[:-1] = np.logaddexp.accumulate(log_p[::-1])[::-1][1:]
-    log_sf[-1] = -np.inf
-    # Phi^-1(F(n)) from the smaller of the two tails, for precision.
+    # The noise is symmetric (F(-k) = P[Y > k - 1]): the tail sums and Phi^-1 on n >= 0 only, from the
+    # smaller tail for precision, reflected to n < 0.
+    half = np.arange(0, bound + 1, dtype=np.float64)
+    log_w = -(half * half) / (2.0 * variance)
+    log_p = log_w - np.logaddexp(log_w[0], math.log(2.0) + logsumexp(log_w[1:]))
+    tail = np.empty_like(log_p)  # log P[Y > n], n >= 0
+    tail[:-1] = np.logaddexp.accumulate(log_p[::-1])[::-1][1:]
+    tail[-1] = -np.inf
     with np.errstate(divide="ignore"):
-        z = np.where(n < 0, ndtri_exp(log_cdf), -ndtri_exp(np.minimum(log_sf, 0.0)))
+        z_half = -ndtri_exp(tail)  # Phi^-1(F(n)), n >= 0
+        body = np.log1p(-np.exp(tail))  # log P[Y <= n], n >= 0
+    # n = -bound..bound
+    z = np.concatenate([-z_half[:-1][::-1], z_half])
+    log_cdf = np.concatenate([tail[:-1][::-1], body])  # log P[Y <= n]
+    log_sf = np.concatenate([body[:-1][::-1], tail])  # log P[Y > n]
     diff = z[shift:] - z[:-shift]  # at n and n - shift
     evaluated = (log_cdf[:-shift] > _LOG_TINY) & (log_sf[shift:] > _LOG_TINY)
     return float(np.max(diff[evaluated])) + _MARGIN

@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 __all__ = ["MASK_BITS", "SEED_BYTES", "PLAUSIBLE_BOUND", "request_digest", "advertisement_message", "round_transcript",
-           "receipt_message", "masked_digest", "seed_commitment", "expand_seed", "pair_seed", "mask_vector",
-           "unmask_sum", "check_plausible"]
+           "receipt_message", "survivors_message", "masked_digest", "seed_commitment", "expand_seed", "pair_seed",
+           "mask_vector", "unmask_sum", "remove_pair_masks", "check_plausible"]
 
 #: Every vector is masked modulo 2^MASK_BITS (numpy uint64 arithmetic wraps there).
 MASK_BITS = 64
@@ -55,6 +55,13 @@ def receipt_message(site: str, transcript: bytes, masked_sha256: str, commitment
     """What a site signs with its masked vector: the round, the vector's digest and its self-seed commitment."""
     return _canonical({"receipt": {"site": site, "transcript": bytes(transcript).hex(), "masked": masked_sha256,
                                    "commitment": commitment}})
+
+
+def survivors_message(site: str, transcript: bytes, survivors: Mapping[str, str]) -> bytes:
+    """What a site signs when it confirms a round's surviving sites: the round and each survivor's masked-vector
+    digest. A site signs one such set per round; it reveals anything only given every survivor's signature on it."""
+    return _canonical({"survivors": {"site": site, "transcript": bytes(transcript).hex(),
+                                     "masked": {name: survivors[name] for name in sorted(survivors)}}})
 
 
 def masked_digest(masked: np.ndarray) -> str:
@@ -118,6 +125,17 @@ def unmask_sum(masked: list[np.ndarray], self_seeds: list[bytes]) -> np.ndarray:
             raise ValueError("masked vectors of different lengths")
         total = total + np.asarray(vector, dtype=np.uint64) - expand_seed(seed, length)
     return total.view(np.int64)
+
+
+def remove_pair_masks(total: np.ndarray, pair_seeds) -> np.ndarray:
+    """``total`` (a sum over the surviving sites, self masks removed) less the survivors' pairwise masks with the
+    sites that dropped out: ``pair_seeds`` holds ``(site, peer, seed)`` for each survivor ``site`` and dropped
+    ``peer`` (the seed ``site`` revealed; :func:`mask_vector` added its mask when ``site < peer``, else subtracted it)."""
+    out = np.asarray(total, dtype=np.int64).view(np.uint64).copy()
+    for site, peer, seed in pair_seeds:
+        mask = expand_seed(bytes(seed), out.size)
+        out = out - mask if site < peer else out + mask
+    return out.view(np.int64)
 
 
 def check_plausible(total: np.ndarray) -> np.ndarray:

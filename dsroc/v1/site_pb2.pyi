@@ -278,28 +278,34 @@ class BudgetRequest(_message.Message):
     def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
-    __slots__ = ("scores", "histogram", "boyd", "hold_seconds")
+    __slots__ = ("scores", "histogram", "boyd", "hold_seconds", "follow_up", "follow_up_reservation_id")
     SCORES_FIELD_NUMBER: _ClassVar[int]
     HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
     BOYD_FIELD_NUMBER: _ClassVar[int]
     HOLD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     scores: ReleaseRequest
     histogram: HistogramRequest
     boyd: BoydRequest
     hold_seconds: float
-    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ...) -> None: ...
+    follow_up: HistogramRequest
+    follow_up_reservation_id: str
+    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ..., follow_up: _Optional[_Union[HistogramRequest, _Mapping]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class PrepareResponse(_message.Message):
-    __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget")
+    __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget", "follow_up_reservation_id")
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     reservation_id: str
     expires_in_seconds: float
     repeated: bool
     budget: BudgetStatus
-    def __init__(self, reservation_id: _Optional[str] = ..., expires_in_seconds: _Optional[float] = ..., repeated: _Optional[bool] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+    follow_up_reservation_id: str
+    def __init__(self, reservation_id: _Optional[str] = ..., expires_in_seconds: _Optional[float] = ..., repeated: _Optional[bool] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class CancelReservationRequest(_message.Message):
     __slots__ = ("reservation_id",)
@@ -710,7 +716,7 @@ class BoydResponse(_message.Message):
     def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class SecAggAdvertiseRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma")
+    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma", "next_round", "dropouts")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -722,6 +728,8 @@ class SecAggAdvertiseRequest(_message.Message):
     EDGES_FIELD_NUMBER: _ClassVar[int]
     SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
     SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ROUND_FIELD_NUMBER: _ClassVar[int]
+    DROPOUTS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     epsilon: float
@@ -733,7 +741,21 @@ class SecAggAdvertiseRequest(_message.Message):
     edges: _containers.RepeatedScalarFieldContainer[float]
     score_sums: bool
     share_sigma: float
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ...) -> None: ...
+    next_round: SecAggNextRound
+    dropouts: int
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ..., next_round: _Optional[_Union[SecAggNextRound, _Mapping]] = ..., dropouts: _Optional[int] = ...) -> None: ...
+
+class SecAggNextRound(_message.Message):
+    __slots__ = ("epsilon", "delta", "score_sums", "share_sigma")
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SUMS_FIELD_NUMBER: _ClassVar[int]
+    SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
+    epsilon: float
+    delta: float
+    score_sums: bool
+    share_sigma: float
+    def __init__(self, epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggAdvertisement(_message.Message):
     __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders", "sums_share_sigma")
@@ -758,14 +780,16 @@ class SecAggAdvertisement(_message.Message):
     def __init__(self, site: _Optional[str] = ..., round_id: _Optional[bytes] = ..., request_sha256: _Optional[str] = ..., public_key: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., edges: _Optional[_Iterable[float]] = ..., share_sigma: _Optional[float] = ..., site_colluders: _Optional[int] = ..., sums_share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggMaskRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "advertisements")
+    __slots__ = ("session_id", "round_id", "advertisements", "follow_up_reservation_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     ADVERTISEMENTS_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     advertisements: _containers.RepeatedCompositeFieldContainer[SecAggAdvertisement]
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., advertisements: _Optional[_Iterable[_Union[SecAggAdvertisement, _Mapping]]] = ...) -> None: ...
+    follow_up_reservation_id: str
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., advertisements: _Optional[_Iterable[_Union[SecAggAdvertisement, _Mapping]]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class SecAggReceipt(_message.Message):
     __slots__ = ("site", "masked_sha256", "commitment", "signature")
@@ -780,16 +804,30 @@ class SecAggReceipt(_message.Message):
     def __init__(self, site: _Optional[str] = ..., masked_sha256: _Optional[str] = ..., commitment: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class SecAggMaskResponse(_message.Message):
-    __slots__ = ("masked", "receipt", "reservation_id")
+    __slots__ = ("masked", "receipt", "reservation_id", "follow_up_reservation_id")
     MASKED_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_FIELD_NUMBER: _ClassVar[int]
     RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     masked: bytes
     receipt: SecAggReceipt
     reservation_id: str
-    def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ..., reservation_id: _Optional[str] = ...) -> None: ...
+    follow_up_reservation_id: str
+    def __init__(self, masked: _Optional[bytes] = ..., receipt: _Optional[_Union[SecAggReceipt, _Mapping]] = ..., reservation_id: _Optional[str] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class SecAggUnmaskRequest(_message.Message):
+    __slots__ = ("session_id", "round_id", "receipts", "confirmations")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIPTS_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATIONS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round_id: bytes
+    receipts: _containers.RepeatedCompositeFieldContainer[SecAggReceipt]
+    confirmations: _containers.RepeatedCompositeFieldContainer[SecAggConfirmation]
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., receipts: _Optional[_Iterable[_Union[SecAggReceipt, _Mapping]]] = ..., confirmations: _Optional[_Iterable[_Union[SecAggConfirmation, _Mapping]]] = ...) -> None: ...
+
+class SecAggConfirmRequest(_message.Message):
     __slots__ = ("session_id", "round_id", "receipts")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
@@ -799,18 +837,36 @@ class SecAggUnmaskRequest(_message.Message):
     receipts: _containers.RepeatedCompositeFieldContainer[SecAggReceipt]
     def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., receipts: _Optional[_Iterable[_Union[SecAggReceipt, _Mapping]]] = ...) -> None: ...
 
+class SecAggConfirmation(_message.Message):
+    __slots__ = ("site", "signature")
+    SITE_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    site: str
+    signature: bytes
+    def __init__(self, site: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
+
+class SecAggPairSeed(_message.Message):
+    __slots__ = ("peer", "seed")
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    peer: str
+    seed: bytes
+    def __init__(self, peer: _Optional[str] = ..., seed: _Optional[bytes] = ...) -> None: ...
+
 class SecAggUnmaskResponse(_message.Message):
-    __slots__ = ("self_seed", "release_id", "repeated", "epsilon_spent", "honest_shares", "privacy_unit")
+    __slots__ = ("self_seed", "release_id", "repeated", "epsilon_spent", "honest_shares", "privacy_unit", "pair_seeds")
     SELF_SEED_FIELD_NUMBER: _ClassVar[int]
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     HONEST_SHARES_FIELD_NUMBER: _ClassVar[int]
     PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    PAIR_SEEDS_FIELD_NUMBER: _ClassVar[int]
     self_seed: bytes
     release_id: str
     repeated: bool
     epsilon_spent: float
     honest_shares: int
     privacy_unit: str
-    def __init__(self, self_seed: _Optional[bytes] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ..., epsilon_spent: _Optional[float] = ..., honest_shares: _Optional[int] = ..., privacy_unit: _Optional[str] = ...) -> None: ...
+    pair_seeds: _containers.RepeatedCompositeFieldContainer[SecAggPairSeed]
+    def __init__(self, self_seed: _Optional[bytes] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ..., epsilon_spent: _Optional[float] = ..., honest_shares: _Optional[int] = ..., privacy_unit: _Optional[str] = ..., pair_seeds: _Optional[_Iterable[_Union[SecAggPairSeed, _Mapping]]] = ...) -> None: ...

@@ -134,6 +134,11 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.FromString,
                 _registered_method=True)
+        self.SecAggConfirm = channel.unary_unary(
+                '/dsroc.v1.SiteService/SecAggConfirm',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SecAggConfirmRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggConfirmation.FromString,
+                _registered_method=True)
 
 
 class SiteServiceServicer:
@@ -324,6 +329,13 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SecAggConfirm(self, request, context):
+        """Rounds with dropouts, between 2 and 3: given the survivors' receipts, sign that set (once per round).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SiteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -426,6 +438,11 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.SecAggUnmask,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.SerializeToString,
+            ),
+            'SecAggConfirm': grpc.unary_unary_rpc_method_handler(
+                    servicer.SecAggConfirm,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SecAggConfirmRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SecAggConfirmation.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -968,6 +985,33 @@ class SiteService:
             '/dsroc.v1.SiteService/SecAggUnmask',
             dsroc_dot_v1_dot_site__pb2.SecAggUnmaskRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.SecAggUnmaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SecAggConfirm(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/SecAggConfirm',
+            dsroc_dot_v1_dot_site__pb2.SecAggConfirmRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SecAggConfirmation.FromString,
             options,
             channel_credentials,
             insecure,

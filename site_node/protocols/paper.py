@@ -210,7 +210,7 @@ class PaperProtocol(SiteProtocol):
         return survivor
 
     def _known_release(self, release_id: str) -> bool:
-        return any(r["release_id"] == release_id for r in self.ledger.history())
+        return self.ledger.has_release(release_id)
 
     def evaluations_left(self, session: Session) -> int:
         """Theta-evaluations left on the session's uploaded S~0."""

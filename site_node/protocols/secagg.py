@@ -31,8 +31,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from dsroc.histogram.stages import SUMS_RATIO, SUMS_RESOLUTION, release_parts
 from dsroc.privacy.accounting import DiscreteGaussianSum
-from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, receipt_message,
-                          request_digest, round_transcript, seed_commitment, share_sigma, shares_meet)
+from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, pair_seed, receipt_message,
+                          request_digest, round_transcript, seed_commitment, share_sigma, shares_meet,
+                          survivors_message)
 
 from ..errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from ..guard import analyst_input, check_release_parameters
@@ -80,6 +81,7 @@ class MaskedRelease:
     masked: np.ndarray
     receipt: Receipt
     reservation_id: str = ""
+    follow_up_id: str = ""  # the next round's hold (a two-round validation), held with this one
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class Unmasked:
     charged: bool
     epsilon_spent: float
     honest: int
+    pair_seeds: tuple = ()  # (peer, seed) of each site of the round that dropped out (rounds with dropouts)
 
 
 @dataclass
@@ -103,7 +106,11 @@ class _Round:
     advertisement: Advertisement
     key: ReleaseKey
     plan: HistogramPlan
+    follow_up: tuple = ()  # the next round's events, held with this round's at the mask
     transcript: bytes = b""
+    keys: dict = field(default_factory=dict)  # every site's round key (fixed at the mask)
+    survivors: tuple | None = None  # the surviving sites this site confirmed (rounds with dropouts; once)
+    confirmation: bytes = b""
     masked: MaskedRelease | None = None
     payload: bytes = b""
     self_seed: bytes = b""
@@ -129,14 +136,19 @@ class SecAggProtocol(SiteProtocol):
     # ------------------------------------------------------------------ step 1: advertise
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
                   sites, colluders: int, interior=(), score_sums: bool = False,
-                  proposed_sigma: float = 0.0) -> Advertisement:
+                  proposed_sigma: float = 0.0, next_round=None, dropouts: int = 0) -> Advertisement:
         """Check a round's request and sign a fresh round key bound to it (nothing is released or charged).
 
         ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each an edge of a grid
         the policy allows); ``score_sums``: also each bin's sum of score offsets per class, the counts and
         sums sharing one noise scale so that the whole release is (epsilon, delta)-DP; ``proposed_sigma``: the
         analyst's share parameter, checked by one evaluation of the accountant instead of a calibration here
-        (0: calibrate).
+        (0: calibrate). ``next_round``: ``(epsilon, delta, score_sums, proposed_sigma)`` of the round that follows
+        this one over the same sites (the second round of a quantile grid, whose edges this round places), checked
+        as this round's and held with it at the mask, so that no site is charged this round and then refuses the
+        next for its budget. ``dropouts``: how many sites may fail between the advertisement and the mask without
+        aborting the round (their pairwise masks are removed by the survivors, :meth:`confirm`); the share is sized
+        for the ``len(sites) - dropouts - colluders`` honest shares a sum over the fewest survivors keeps.
         """
         site, policy = self.site, self.policy
         self.require()
@@ -151,21 +163,27 @@ class SecAggProtocol(SiteProtocol):
                 f"policy: colluders must lie in [{policy.secagg_colluders}, {len(sites) - 1}] for a round of "
                 f"{len(sites)} sites: this site's guarantee must survive coalitions of {policy.secagg_colluders} other "
                 f"sites with the analyst (policy.secagg_colluders), got {colluders}")
+        floor = len(sites) - self._check_dropouts(dropouts, len(sites), int(colluders))
         with analyst_input("epsilon, delta"):
             edges, grid, _ = histogram_grid(policy, session.data.score_range, n_bins=n_bins, spacing=spacing,
                                             interior=list(interior) or None)
             check_noise_size(epsilon, delta)
             # sized on the request's own grid (not the ledger's), so every site computes the same share
-            score_sums, honest = bool(score_sums), honest_shares(len(sites), int(colluders))
+            score_sums, honest = bool(score_sums), honest_shares(floor, int(colluders))
             parts = tuple(release_parts(score_sums=score_sums))
             sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed_sigma else \
                 self._check_proposed(float(proposed_sigma), epsilon, delta, honest, parts)
         sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
+        following, follow_up = self._next_round(next_round, honest, floor)
         plan = HistogramPlan(edges, edges.size - 1, grid, (), epsilon, delta, sigma, 0.0, score_sums, sums_sigma)
         request = {"protocol": "secagg", "edges": edges.tolist(), "epsilon": epsilon, "delta": delta,
                    "sites": sites, "colluders": int(colluders), "share_sigma": sigma}
         if score_sums:  # absent otherwise: rounds of counts only keep their digest and release key
             request.update(score_sums=True, sums_share_sigma=sums_sigma)
+        if following:  # absent otherwise, likewise
+            request["next_round"] = following
+        if floor < len(sites):
+            request["dropouts"] = len(sites) - floor
         digest = request_digest(request)
         key = (session.analyst, round_id)
         with self._lock:
@@ -181,13 +199,47 @@ class SecAggProtocol(SiteProtocol):
             ad = Advertisement(site.config.name, round_id, digest, public, signature, tuple(edges.tolist()),
                                sigma, policy.secagg_colluders, sums_sigma)
             text = json.dumps({k: request[k] for k in ("edges", "epsilon", "delta", "sites", "colluders",
-                                                       "score_sums") if k in request}, sort_keys=True)
+                                                       "score_sums", "dropouts") if k in request}, sort_keys=True)
+            if floor < len(sites):  # the survivors are known only after the mask: no replay, each round is charged
+                text = json.dumps({"round": round_id.hex(), "request": json.loads(text)}, sort_keys=True)
             release_key = ReleaseKey(*session.data.key, "secagg", text)
             self._rounds[key] = _Round(session.analyst, session.session_id, request, digest, private, ad, release_key,
-                                       plan)
+                                       plan, follow_up)
             while len(self._rounds) > _MAX_ROUNDS:
                 self._rounds.popitem(last=False)
         return ad
+
+    def _check_dropouts(self, dropouts, n_sites: int, colluders: int) -> int:
+        """The round's tolerated dropouts, checked: the fewest survivors must number at least the policy's
+        ``secagg_min_sites`` and ``colluders + 2`` (so that no coalition of the analyst and ``colluders`` sites can
+        show one honest site a set of survivors and its peers another, see :meth:`confirm`)."""
+        if isinstance(dropouts, bool) or int(dropouts) != dropouts or dropouts < 0:
+            raise InvalidArgument(f"dropouts must be a non-negative integer, got {dropouts!r}")
+        dropouts, least = int(dropouts), max(self.policy.secagg_min_sites, colluders + 2)
+        if dropouts and n_sites - dropouts < least:
+            raise PermissionDenied(f"secagg: a round of {n_sites} sites with {dropouts} dropouts keeps {n_sites - dropouts}"
+                                   f" sites, fewer than {least} (policy.secagg_min_sites, and colluders + 2 so that "
+                                   "survivor sets cannot be split around one site)")
+        return dropouts
+
+    def _next_round(self, next_round, honest: int, n_sites: int) -> tuple[dict, tuple]:
+        """The next round's checked privacy parameters (for the request digest) and the events its hold charges."""
+        if next_round is None:
+            return {}, ()
+        epsilon, delta, score_sums, proposed = next_round
+        where = "next_round.epsilon, next_round.delta"
+        try:
+            epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
+        except (InvalidArgument, PermissionDenied) as exc:
+            raise type(exc)(f"next_round: {exc}") from None
+        with analyst_input(where):
+            check_noise_size(epsilon, delta)
+            score_sums, parts = bool(score_sums), tuple(release_parts(score_sums=bool(score_sums)))
+            sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed else \
+                self._check_proposed(float(proposed), epsilon, delta, honest, parts)
+        sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
+        following = {"epsilon": epsilon, "delta": delta, "share_sigma": sigma, "score_sums": score_sums}
+        return following, self._charged_events(n_sites, sigma, sums_sigma)
 
     @staticmethod
     def _check_proposed(sigma: float, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
@@ -221,9 +273,13 @@ class SecAggProtocol(SiteProtocol):
         return r
 
     # ------------------------------------------------------------------ step 2: masked release
-    def mask(self, session, *, round_id: bytes, advertisements) -> MaskedRelease:
+    def mask(self, session, *, round_id: bytes, advertisements, follow_up: str = "") -> MaskedRelease:
         """The masked noisy counts, given every site's signed round key: the release's budget is held
-        (ResourceExhausted, nothing held, when it does not fit), nothing is charged yet."""
+        (ResourceExhausted, nothing held, when it does not fit), nothing is charged yet.
+
+        With a ``next_round`` advertised, the next round's budget is held too (``MaskedRelease.follow_up_id``);
+        ``follow_up``: the id of that hold, given to the next round's mask, which takes it over (InvalidArgument
+        when this round's events are not the ones it holds)."""
         r = self._round(session, round_id)
         keys = self._check_advertisements(r, list(advertisements))
         transcript = round_transcript(r.advertisement.round_id, r.digest, keys)
@@ -237,7 +293,8 @@ class SecAggProtocol(SiteProtocol):
             # Hold the budget (all or nothing: the charge at unmask comes only once every site holds its own).
             held = site.ledger.reserve(r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
                                        epsilon=r.request["epsilon"], delta=r.request["delta"],
-                                       fingerprint=data.fingerprint, policy=site.policy)
+                                       fingerprint=data.fingerprint, policy=site.policy, follow_up=r.follow_up,
+                                       takes_over=str(follow_up))
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
             if payload is None:
@@ -248,9 +305,9 @@ class SecAggProtocol(SiteProtocol):
                                      private=r.private, keys=keys, transcript=transcript, self_seed=seed)
             digest, commitment = masked_digest(masked), seed_commitment(transcript, seed)
             signature = site.signer.sign_message(receipt_message(site.config.name, transcript, digest, commitment))
-            r.transcript, r.payload, r.self_seed = transcript, payload, seed
+            r.transcript, r.payload, r.self_seed, r.keys = transcript, payload, seed, keys
             r.masked = MaskedRelease(masked, Receipt(site.config.name, digest, commitment, signature),
-                                     held.reservation_id)
+                                     held.reservation_id, held.follow_up_id)
             return r.masked
 
     def _check_advertisements(self, r: _Round, advertisements) -> dict[str, bytes]:
@@ -276,20 +333,53 @@ class SecAggProtocol(SiteProtocol):
     def _events(self, r: _Round) -> tuple:
         """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know, of
         the counts and (with score sums) of the sums."""
-        honest = honest_shares(len(r.request["sites"]), self.site.policy.secagg_colluders)
-        sums = ((DiscreteGaussianSum(r.plan.sums_sigma, honest, SUMS_RESOLUTION),) if r.plan.score_sums else ())
-        return (DiscreteGaussianSum(r.request["share_sigma"], honest), *sums)
+        return self._charged_events(_floor(r.request), r.request["share_sigma"], r.plan.sums_sigma)
+
+    def _charged_events(self, n_sites: int, sigma: float, sums_sigma: float) -> tuple:
+        """The sum of ``n_sites`` shares less this site's policy's coalition: of the counts (share ``sigma``) and,
+        when ``sums_sigma`` is not 0, of the score sums."""
+        honest = honest_shares(n_sites, self.site.policy.secagg_colluders)
+        sums = (DiscreteGaussianSum(sums_sigma, honest, SUMS_RESOLUTION),) if sums_sigma else ()
+        return (DiscreteGaussianSum(sigma, honest), *sums)
+
+    # ------------------------------------------------------------------ step 3 (rounds with dropouts): confirm
+    def confirm(self, session, *, round_id: bytes, receipts) -> bytes:
+        """Sign the round's surviving sites (those whose receipts the analyst relays, at least the round's fewest),
+        once per round: a site never confirms two sets, so the analyst cannot show one site a set that includes it
+        (to get its self seed) and its peers a set without it (to get their pairwise seeds with it)."""
+        r = self._round(session, round_id)
+        with r.lock:
+            if r.masked is None:
+                raise FailedPrecondition("secagg: this site has not masked its counts in this round yet")
+            if not r.request.get("dropouts"):
+                raise FailedPrecondition("secagg: this round tolerates no dropout; it is unmasked with every site's "
+                                         "receipt, without confirmation")
+            survivors = self._check_receipts(r, list(receipts), survivors=True)
+            if r.survivors is not None and r.survivors != tuple(survivors):
+                raise PermissionDenied(f"secagg: this site confirmed the survivors {list(r.survivors)} in this round; "
+                                       "a site confirms one set of survivors per round (start a new round)")
+            if r.survivors is None:
+                r.survivors = tuple(survivors)
+                r.confirmation = self.site.signer.sign_message(
+                    survivors_message(self.site.config.name, r.transcript, survivors))
+            return r.confirmation
 
     # ------------------------------------------------------------------ step 3: unmask
-    def unmask(self, session, *, round_id: bytes, receipts) -> Unmasked:
-        """Charge the release and reveal the self seed, given every site's signed receipt of this round."""
+    def unmask(self, session, *, round_id: bytes, receipts, confirmations=()) -> Unmasked:
+        """Charge the release and reveal the self seed, given every site's signed receipt of this round (in a round
+        with dropouts: every survivor's receipt and its signed confirmation of the same survivors, and then the
+        pairwise seeds with the sites that dropped out are revealed too)."""
         r = self._round(session, round_id)
         with r.lock:
             if r.masked is None:
                 raise FailedPrecondition("secagg: this site has not masked its counts in this round yet")
             if r.unmasked is not None:
                 return r.unmasked
-            self._check_receipts(r, list(receipts))
+            if r.request.get("dropouts"):
+                survivors = self._check_confirmed(r, list(receipts), dict(confirmations))
+            else:
+                self._check_receipts(r, list(receipts))
+                survivors = {}
             site, data = self.site, session.data
             release, charged = site.ledger.release(
                 r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
@@ -300,15 +390,41 @@ class SecAggProtocol(SiteProtocol):
                 raise FailedPrecondition("secagg: another round over the same request and sites was completed first "
                                          "with other noise; this round is aborted (nothing revealed), start a new one")
             spent = site.ledger.budget(data.key[0], site.policy).epsilon_spent
+            me = site.config.name
+            dropped = [v for v in r.request["sites"] if survivors and v not in survivors]
+            pairs = tuple((v, pair_seed(r.private, me, v, r.keys[v], r.transcript)) for v in dropped)
             r.unmasked = Unmasked(r.self_seed, release.release_id, charged, spent,
-                                  honest_shares(len(r.request["sites"]), site.policy.secagg_colluders))
+                                  honest_shares(_floor(r.request), site.policy.secagg_colluders), pairs)
             return r.unmasked
 
-    def _check_receipts(self, r: _Round, receipts) -> None:
-        sites = r.request["sites"]
-        if sorted(x.site for x in receipts) != sites:
+    def _check_confirmed(self, r: _Round, receipts, confirmations: dict) -> dict[str, str]:
+        """The survivors this site confirmed, when ``receipts`` are theirs and every one of them signed the same set."""
+        survivors = self._check_receipts(r, receipts, survivors=True)
+        if r.survivors != tuple(survivors):
+            raise FailedPrecondition("secagg: this site has not confirmed these survivors (SecAggConfirm first; a site "
+                                     "reveals nothing for a set it did not confirm)")
+        if sorted(confirmations) != list(survivors):
+            raise FailedPrecondition(f"secagg: confirmations: one per survivor {list(survivors)} is needed, got "
+                                     f"{sorted(confirmations)}; until every survivor confirmed no site reveals anything")
+        for name, signature in confirmations.items():
+            if not self.site.signer.verify_message(name, survivors_message(name, r.transcript, survivors), signature):
+                raise PermissionDenied(f"secagg: confirmations (site {name!r}): the signature does not verify for these "
+                                       "survivors of this round (relay each confirmation unchanged)")
+        return survivors
+
+    def _check_receipts(self, r: _Round, receipts, *, survivors: bool = False) -> dict[str, str]:
+        """Each receipt's masked digest by site, when every one is signed for this round and this site's is its own:
+        one per site of the round, or with ``survivors`` one per survivor (distinct sites of the round, this site
+        among them, at least the round's fewest)."""
+        sites, names = r.request["sites"], sorted(x.site for x in receipts)
+        if not survivors and names != sites:
             raise FailedPrecondition(f"secagg: the round is complete only with one receipt from every site {sites}; "
                                      "until then no site reveals its self seed (a site dropped out: start a new round)")
+        if survivors and (len(set(names)) != len(names) or not set(names) <= set(sites)
+                          or r.advertisement.site not in names or len(names) < _floor(r.request)):
+            raise FailedPrecondition(f"secagg: receipts must come from distinct sites of the round {sites}, this site "
+                                     f"among them, and at least {_floor(r.request)} of them (the round's fewest "
+                                     f"survivors), got {names}")
         for x in receipts:
             message = receipt_message(x.site, r.transcript, x.masked_sha256, x.commitment)
             if not self.site.signer.verify_message(x.site, message, x.signature):
@@ -317,3 +433,9 @@ class SecAggProtocol(SiteProtocol):
             if x.site == r.masked.receipt.site and (x.masked_sha256, x.commitment) != (
                     r.masked.receipt.masked_sha256, r.masked.receipt.commitment):
                 raise PermissionDenied("secagg: receipts: this site's receipt is not the one it signed in this round")
+        return {x.site: x.masked_sha256 for x in sorted(receipts, key=lambda x: x.site)}
+
+
+def _floor(request: dict) -> int:
+    """The fewest sites whose sum a round reveals: its sites less the dropouts it tolerates."""
+    return len(request["sites"]) - int(request.get("dropouts", 0))

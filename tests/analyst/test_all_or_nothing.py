@@ -82,6 +82,23 @@ def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol)
         assert _ledger(two_sites[1]) == (1, 0)
 
 
+def test_a_budget_that_fits_the_first_stage_only_charges_no_site(two_sites, pki, helpers):
+    """Issue 20, gap 2: the quantile grid's two stages were held one after the other, so s1 was charged the first
+    stage and then refused the second (and s0 was charged for a grid nobody used). The first stage holds both.
+    After a release at epsilon 2.5, s1's budget of epsilon 3 fits the first stage at epsilon 3 (composed: about
+    1.8 at delta 0.05) but not both (about 3.3)."""
+    with contextlib.ExitStack() as stack:
+        addresses = [stack.enter_context(running_server(p)).bound_address for p in two_sites]
+        with helpers.federation(addresses[1:], pki) as alone:
+            alone.validate("test", "y", score="pred", epsilon=2.5, delta=0.01, n_bins=10, spacing="equal")
+        with helpers.federation(addresses, pki) as fed:
+            with pytest.raises(SiteError) as err:
+                fed.validate("test", "y", score="pred", epsilon=3.0, delta=0.01, spacing="quantile")
+    assert err.value.site == "s1" and err.value.code == C.RESOURCE_EXHAUSTED
+    assert "nothing was released or charged at any site" in err.value.message
+    assert [_ledger(p) for p in two_sites] == [(0, 0), (1, 0)]
+
+
 @pytest.mark.parametrize("labels", ["one class", "three patients"])
 def test_a_dataset_no_histogram_can_use_is_refused_before_any_charge(tmp_path, pki, helpers, labels):
     """The review's finding: a one-class or 3-patient dataset was charged (epsilon 4.62), then the CLI failed."""

@@ -169,15 +169,27 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
     picked = sorted({int(np.argmin(np.abs(share - q))) for q in (0.2, 0.4, 0.6, 0.8)})
     np.testing.assert_allclose(d.validation.edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
     # Every stage is charged: both releases are new, and each states the epsilon it was asked for (the
-    # first about a tenth of the budget's zCDP share, so a smaller epsilon).
+    # first about a tenth of the budget's zCDP share, so a smaller epsilon). The first stage held the second's
+    # budget too, so the budget after it already counts both.
     for name in d.releases:
         first, second = d.grid_releases[name], d.releases[name]
         assert not first.repeated and not second.repeated and first.epsilon < second.epsilon < 3000.0
-        assert second.epsilon_spent > first.epsilon_spent > 0
+        assert second.epsilon_spent == first.epsilon_spent > 0
     assert "quantiles of a first release" in str(res)
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert set(report["detail"]["grid_releases"]) == set(d.releases)
+    # The slope's interval spans the unbinned fit's range from the score sums and the first stage: it holds the
+    # patient-level fit (statsmodels), and the result says what it includes.
+    import statsmodels.api as sm
+
+    from dsroc.histogram.slope import BINNING_INCLUDED
+
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    truth = sm.Logit(y, sm.add_constant(logit(np.clip(s, 1e-12, 1 - 1e-12)))).fit(disp=0).params[1]
+    slope = res.calibration.slope
+    assert slope.lower <= truth <= slope.upper and slope.includes == BINNING_INCLUDED
+    assert report["calibration"]["slope"]["includes"] == BINNING_INCLUDED
 
 
 def test_per_site_heterogeneity_and_decision_curve_equal_brute_force(exact_sites, pki, helpers, tmp_path):

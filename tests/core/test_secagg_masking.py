@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from scipy.stats import chisquare
 
-from dsroc.secagg import (PLAUSIBLE_BOUND, check_plausible, expand_seed, mask_vector, pair_seed, round_transcript,
-                          seed_commitment, unmask_sum)
+from dsroc.secagg import (PLAUSIBLE_BOUND, check_plausible, expand_seed, mask_vector, pair_seed, remove_pair_masks,
+                          round_transcript, seed_commitment, unmask_sum)
 
 _RAW = (serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
@@ -110,3 +110,20 @@ def test_a_low_order_key_and_a_wrong_seed_are_refused():
     with pytest.raises(ValueError, match="32 bytes"):
         expand_seed(b"short", 4)
     assert seed_commitment(b"t", b"s" * 32) != seed_commitment(b"u", b"s" * 32)
+
+
+def test_the_survivors_pairwise_seeds_with_dropped_sites_recover_exactly_the_survivors_sum():
+    """Every subset of dropped sites (names on both sides of each survivor, so masks added and subtracted)."""
+    rng = np.random.default_rng(2)
+    values = {f"site{i}": rng.integers(-50, 5000, 25) for i in range(5)}
+    masked, seeds, private, keys, transcript = _round(values)
+    for dropped in (["site0"], ["site2"], ["site4"], ["site1", "site3"]):
+        alive = [n for n in values if n not in dropped]
+        total = unmask_sum([masked[n] for n in alive], [seeds[n] for n in alive])
+        with pytest.raises(ValueError):  # the dropped sites' pairwise masks are still in it
+            check_plausible(total)
+        pairs = [(u, v, pair_seed(private[u], u, v, keys[v], transcript)) for u in alive for v in dropped]
+        np.testing.assert_array_equal(check_plausible(remove_pair_masks(total, pairs)), sum(values[n] for n in alive))
+        garbage = [(u, v, secrets.token_bytes(32) if i == 0 else seed) for i, (u, v, seed) in enumerate(pairs)]
+        with pytest.raises(ValueError):  # one wrong pairwise seed (a compromised survivor) spoils the sum
+            check_plausible(remove_pair_masks(total, garbage))

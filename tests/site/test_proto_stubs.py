@@ -43,7 +43,7 @@ def test_stub_exposes_every_call_of_the_spec():
         "PrepareRelease", "CancelReservation",
         "SecAggAdvertise",
         "SecAggMask",
-        "SecAggUnmask",
+        "SecAggUnmask", "SecAggConfirm",
     }
     methods = service.methods_by_name
     assert methods["ReleaseNoisyScores"].server_streaming and not methods["ReleaseNoisyScores"].client_streaming

@@ -37,3 +37,42 @@ def test_after_the_warm_up_a_session_reads_nothing(make_site_config, frame):
     finally:
         site.close()
         ledger.close()
+
+
+def test_health_reports_serving_only_once_the_warm_up_is_done(site_config):
+    """SERVING means warm: NOT_SERVING while the datasets are read, SERVING after, NOT_SERVING once stopping."""
+    import threading
+
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from site_node.server import SiteServer
+
+    from .conftest import wait_until
+
+    server = SiteServer(site_config, insecure=True, address="127.0.0.1:0", warm_up=True)
+    reading, done = threading.Event(), threading.Event()
+    warm_up = server.site.warm_up
+
+    def slow_warm_up():
+        reading.set()
+        done.wait(30)
+        return warm_up()
+
+    server.site.warm_up = slow_warm_up
+    server.start()
+    try:
+        with grpc.insecure_channel(server.bound_address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+
+            def status():
+                return stub.Check(health_pb2.HealthCheckRequest(service="dsroc.v1.SiteService"), timeout=10).status
+
+            assert reading.wait(10)
+            assert status() == health_pb2.HealthCheckResponse.NOT_SERVING
+            done.set()
+            assert wait_until(lambda: status() == health_pb2.HealthCheckResponse.SERVING)
+            assert "sorted_negatives" in server.site.open_session("alice", "test", "y", ScoreSpec(column="pred")).data.__dict__
+    finally:
+        done.set()
+        server.stop(grace=1)
