@@ -296,14 +296,16 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of every interval (default 0.05)")
     v.add_argument("--n-bins", type=int, default=None, metavar="N",
-                   help="histogram: bins of the grid (default: the simulation study's count for the noise level, "
-                        "or the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
+                   help="histogram: bins of the grid (default: with the quantile grid chosen from its first release's "
+                        "class sizes and the noise, 5 to 10; else the simulation study's count for the noise level, or "
+                        "the nearest count all sites allow); paper: calibration bins on [0,1] (default 10)")
     v.add_argument("--a0", type=float, default=None, help="also test H0: AUC <= a0 (every protocol)")
     h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "
                              "--protocol paper)")
     h.add_argument("--spacing", choices=("quantile", "equal", "logit"), default=None,
                    help="grid: quantile (the default) puts the bins at the quantiles of a first release on a fine "
-                        "grid (a tenth of the budget); equal or logit use one fixed grid on the score range")
+                        "grid (a tenth of the budget; histogram: of both classes, balanced); equal or logit use one "
+                        "fixed grid on the score range")
     ho = v.add_argument_group("histogram protocol only (HistogramOptions)")
     ho.add_argument("--by-site", action="store_true",
                     help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "

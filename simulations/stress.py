@@ -10,14 +10,15 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
   Stage 1: every site counts its negatives and positives on the fine logit grid its default policy gives
   (:func:`dsroc.histogram.stages.first_stage_bins` bins) plus discrete-Gaussian noise
   (:func:`dsroc.privacy.noise.discrete_gaussian_noise`) at the scale the site plans for the first stage's
-  (epsilon1, delta1) of :func:`dsroc.histogram.stages.two_stage_plan`; the analyst sums them over sites and
-  classes and puts the second grid's edges at their quantiles
-  (:func:`dsroc.histogram.stages.second_stage_interior`, the site's explicit grid around them). Stage 2: every
+  (epsilon1, delta1) of :func:`dsroc.histogram.stages.two_stage_plan`; the analyst sums them over sites, chooses
+  the second grid's bin count from the estimated class sizes (:func:`dsroc.histogram.stages.second_stage_bins`)
+  and puts its edges at the quantiles of the classes' balanced mixture
+  (:func:`dsroc.histogram.stages.balanced_interior`, the site's explicit grid around them). Stage 2: every
   site counts per class on those edges and sums its patients' randomly rounded offsets within their bins,
   with noise at the second stage's (epsilon2, delta2); the analyst sums the releases and calls
-  :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). Bin counts
-  come from :func:`analyst.protocols.histogram.allowed_n_bins` under a default site policy (``POLICY_BINS``,
-  ``POLICY_LOGIT_RANGE``) and each noise scale from the parts the site composes (:func:`site_sigmas`); the
+  :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). The sites have
+  a default site policy (``POLICY_BINS``, ``POLICY_LOGIT_RANGE``) and each noise scale comes from the parts the
+  site composes (:func:`site_sigmas`); the
   study does not import ``site_node``: a test asks a real site for the same two stages and compares;
 - ``histogram_equal``: the analyst's one-release grid (``spacing="equal"``: ``allowed_n_bins`` equal bins on
   [0, 1]) with score sums at the whole (epsilon, delta): the default before the quantile grid;
@@ -51,8 +52,8 @@ from analyst.protocols.histogram import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
-from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, release_parts,
-                                   second_stage_interior, two_stage_plan)
+from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, balanced_interior, first_stage_bins, release_parts,
+                                   second_stage_bins, second_stage_interior, two_stage_plan)
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance, joint_discrete_gaussian_sigma
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
@@ -239,28 +240,28 @@ class QuantilePlan(NamedTuple):
 
     fine_edges: np.ndarray  # the first stage's grid (the site's logit grid of first_stage_bins bins)
     sigma1: float  # per-site noise of a first-stage count
-    n_bins: int  # bins asked of the second stage
     sigma2: float  # per-site noise of a second-stage count
     sums_sigma: float  # per-site noise of a second-stage score sum (integer scale)
-    central2: float = 0.0  # secagg: the plan's central noise of a second-stage count (its bin rule's sigma)
+    central2: float  # the analyst's summed noise SD of a second-stage count (its bin rule's sigma)
 
 
-def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares: int = 0) -> QuantilePlan:
-    """What ``analyst.protocols.histogram`` asks for under ``spacing="quantile"`` of sites with the default policy
-    (:func:`dsroc.histogram.stages.two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`,
-    :func:`analyst.protocols.histogram.allowed_n_bins`) and the noise those sites calibrate for each stage;
-    ``shares``: the secagg protocol's two rounds over that many sites instead (each site's share of each stage,
-    :func:`dsroc.secagg.share_sigma`; ``n_bins`` 0: chosen per replication by :func:`dsroc.secagg.secagg_n_bins`)."""
+def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares: int = 0, sites: int = 5
+                  ) -> QuantilePlan:
+    """What ``analyst.protocols.histogram`` asks for under ``spacing="quantile"`` of ``sites`` sites with the default
+    policy (:func:`dsroc.histogram.stages.two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`) and the
+    noise those sites calibrate for each stage; ``shares``: the secagg protocol's two rounds over that many sites
+    instead (each site's share of each stage, :func:`dsroc.secagg.share_sigma`). The second grid's bin count is
+    chosen per replication from the first stage (:func:`quantile_release`) against ``central2``."""
     stages = two_stage_plan(epsilon, delta, score_sums=score_sums)
     fine = first_stage_bins([POLICY_BINS])
     edges = histogram_edges(fine, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
     if shares:
         sigma2 = share_sigma(stages.epsilon2, stages.delta2, shares, parts=tuple(release_parts(score_sums=score_sums)))
-        return QuantilePlan(edges, share_sigma(stages.epsilon1, stages.delta1, shares), 0, sigma2,
+        return QuantilePlan(edges, share_sigma(stages.epsilon1, stages.delta1, shares), sigma2,
                             SUMS_RATIO * SUMS_RESOLUTION * sigma2 if score_sums else 0.0, stages.sigma2)
-    n_bins = allowed_n_bins([POLICY_BINS], epsilon=stages.epsilon2, delta=stages.delta2)
     sigma1 = site_sigmas(stages.epsilon1, stages.delta1, False)[0]
-    return QuantilePlan(edges, sigma1, n_bins, *site_sigmas(stages.epsilon2, stages.delta2, score_sums))
+    return QuantilePlan(edges, sigma1, *site_sigmas(stages.epsilon2, stages.delta2, score_sums),
+                        stages.sigma2 * float(np.sqrt(sites)))
 
 
 def _summed_release(p, y, site, k: int, edges, sigma: float, sums_sigma: float, rng, score_sums: bool):
@@ -311,28 +312,37 @@ def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protoco
 def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: bool = True,
                      protocol: str = "histogram") -> Release:
     """The default two-stage release, summed: every site's noisy counts of its negatives and positives on the fine
-    grid (the analyst sums them over sites and classes); the analyst's second-stage edges at their quantiles
-    (:func:`dsroc.histogram.stages.second_stage_interior`; the site's explicit grid is its score range around
-    them); then every site's per-class release on those edges. ``protocol="secagg"``: the secagg protocol's two
-    rounds (each site's noise a share, the second grid's bin count from the first round's estimate of n).
+    grid (the analyst sums them over sites); the analyst's second-stage bin count from their estimated class sizes
+    (:func:`dsroc.histogram.stages.second_stage_bins`) and edges at the quantiles of their class-balanced mixture
+    (:func:`dsroc.histogram.stages.balanced_interior`; the site's explicit grid is its score range around them);
+    then every site's per-class release on those edges. ``protocol="secagg"``: the secagg protocol's two rounds
+    (each site's noise a share; classes summed, the second grid's bin count from the first round's estimate of n
+    and its edges at the quantiles of all scores, :func:`dsroc.histogram.stages.second_stage_interior`).
 
     Per replication one stream ``[seed, cell, rep]`` draws the first stage's noise ``(sites, 2, B1)``, then the
     second stage's as :func:`histogram_release`.
     """
     b, k, n = data.batch, cell.sites, cell.n
-    plan = quantile_plan(cell.epsilon, cell.delta, score_sums, shares=k if protocol == "secagg" else 0)
+    plan = quantile_plan(cell.epsilon, cell.delta, score_sums, shares=k if protocol == "secagg" else 0, sites=k)
     fine = plan.fine_edges.size - 1
     site = np.arange(n) % k
-    first = np.bincount(b.groups * fine + bin_index(b.scores, plan.fine_edges), minlength=b.size * fine)
-    first = first.reshape(b.size, fine).astype(np.float64)
+    first = np.bincount((b.groups * 2 + b.labels) * fine + bin_index(b.scores, plan.fine_edges),
+                        minlength=b.size * 2 * fine)
+    first = first.reshape(b.size, 2, fine).astype(np.float64)
     salt = _salt(f"{cell.name}/{protocol}")
     grids, counts, sums, totals = [], [], [], []
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
-        total = first[i] + discrete_gaussian_noise(plan.sigma1, (k, 2, fine), rng).sum(axis=(0, 1))
+        classes = first[i] + discrete_gaussian_noise(plan.sigma1, (k, 2, fine), rng).sum(axis=0)
+        total = classes.sum(axis=0)
         totals.append(total)
-        n_bins = plan.n_bins or secagg_n_bins(float(consistent_counts(total).sum()), plan.central2)
-        interior = second_stage_interior(total, plan.fine_edges, n_bins)
+        if protocol == "secagg":
+            n_bins = secagg_n_bins(float(consistent_counts(total).sum()), plan.central2)
+            interior = second_stage_interior(total, plan.fine_edges, n_bins)
+        else:  # as analyst.protocols.histogram.quantile_grid
+            n0, n1 = consistent_counts(classes).sum(axis=-1)
+            n_bins = second_stage_bins(n0, n1, plan.central2, most=max(POLICY_BINS))
+            interior = balanced_interior(classes[0], classes[1], plan.fine_edges, n_bins)
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,

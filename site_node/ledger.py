@@ -206,8 +206,9 @@ class SqliteLedger(Ledger):
                                         cap=MAX_RELEASES_LEFT)
 
     def _fit(self, population: str, dataset: str, events: tuple, policy: Policy, epsilon, delta, *,
-             without: str = "") -> None:
-        """Refuse (ResourceExhausted) unless ``events`` fit the history and the other holds (call in a transaction)."""
+             without: str = "", also: str = "") -> None:
+        """Refuse (ResourceExhausted) unless ``events`` fit the history and the other holds (call in a transaction);
+        ``also``: what the events hold beside the release, for the message."""
         accountant, count, holds = self._committed(population, without=without)
         after = accountant
         for event in events:
@@ -216,7 +217,7 @@ class SqliteLedger(Ledger):
             spent = _status(population, policy, accountant, count, holds)
             held = f" (and {holds} held by validations in progress)" if holds else ""
             raise ResourceExhausted(
-                f"privacy budget: this release (epsilon {epsilon}, delta {delta}) would exceed the total budget "
+                f"privacy budget: this release (epsilon {epsilon}, delta {delta}){also} would exceed the total budget "
                 f"(epsilon {policy.budget_epsilon}, delta {policy.budget_delta}) of the patients behind dataset "
                 f"{dataset!r}: spent so far epsilon {spent.epsilon_spent:.6g} at delta {policy.budget_delta} in "
                 f"{count} releases{held}, remaining about epsilon {spent.epsilon_remaining:.6g}; nothing was released"
@@ -259,7 +260,8 @@ class SqliteLedger(Ledger):
                 elif not took:  # a follow-up hold taken over already holds these events
                     needed = events + follow_up
             if needed:
-                self._fit(key.population, dataset, needed, policy, epsilon, delta)
+                also = " with the release that follows it (held together)" if follow_up else ""
+                self._fit(key.population, dataset, needed, policy, epsilon, delta, also=also)
             if main is None:
                 main = Reservation(secrets.token_hex(16), hold, False)
                 insert(db, main.reservation_id, key.request, events, now)

@@ -13,8 +13,9 @@ from scipy.stats import norm
 
 from dsroc import analytic_gaussian_sigma
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.stages import STAGE1_BINS, first_stage_bins, second_stage_interior, two_stage_plan
-from dsroc.histogram.grid import recommended_n_bins
+from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, balanced_interior, first_stage_bins, second_stage_bins,
+                                   two_stage_plan)
+from dsroc.histogram.grid import consistent_counts, recommended_n_bins
 from dsroc.histogram.validation import histogram_validation
 from dsroc.v1 import site_pb2 as pb
 
@@ -28,7 +29,7 @@ from analyst.result import ValidationResult
 from analyst.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "HistogramSite",
-           "citl_with_noise", "collect_histograms", "default_n_bins", "fine_release", "quantile_grid",
+           "citl_with_noise", "collect_histograms", "default_n_bins", "fine_release", "quantile_grid", "quantile_bin_cap",
            "histogram_result", "summed_result"]
 
 HISTOGRAM_GUARANTEE = (
@@ -49,13 +50,16 @@ class HistogramOptions(ProtocolOptions):
     Parameters
     ----------
     n_bins : int, optional
-        Bins of the grid; default: the simulation study's count for the noise of one release
+        Bins of the grid; default: with ``spacing="quantile"`` chosen from the first release's estimated class
+        sizes and the second release's noise (:func:`dsroc.histogram.stages.second_stage_bins`, 5 to 10, within
+        the sites' policies); otherwise the simulation study's count for the noise of one release
         (:func:`default_n_bins`), or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
-        Grid: ``"quantile"`` spends about a tenth of each site's budget on a first release of all scores on a
-        fine grid and puts ``n_bins`` bins at its quantiles for the second (both charged, composing to the
-        request's epsilon and delta; :func:`dsroc.histogram.stages.two_stage_plan`); ``"equal"`` or
-        ``"logit"``: one release on a fixed grid over the score range.
+        Grid: ``"quantile"`` spends about a tenth of each site's budget on a first release of both classes'
+        scores on a fine grid and puts the bins at the quantiles of its class-balanced mixture for the second
+        (both charged, composing to the request's epsilon and delta;
+        :func:`dsroc.histogram.stages.two_stage_plan`); ``"equal"`` or ``"logit"``: one release on a fixed grid
+        over the score range.
     scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
         Also release these noisy sums, for an unbinned Brier score and O/E (charged with the histograms).
     score_sums : bool, default True
@@ -216,17 +220,40 @@ def fine_release(allowed, release):
         return release(fine, "equal")
 
 
-def quantile_grid(session, stages, n_bins: int, allowed, *, following: Mapping | None = None,
-                  held: dict | None = None) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
-    """First stage of the quantile grid: every site's release of its scores on a fine grid (:func:`fine_release`;
-    classes summed by the analyst) at ``stages.epsilon1``, and the interior edges at its quantiles for
-    ``n_bins`` bins (:func:`dsroc.histogram.stages.second_stage_interior`). ``following`` and ``held``: the
-    second stage, held with the first (:func:`collect_histograms`)."""
+def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = STAGE2_BINS[-1][1],
+                  following: Mapping | None = None, held: dict | None = None
+                  ) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
+    """First stage of the quantile grid: every site's release of both classes' counts on a fine grid
+    (:func:`fine_release`) at ``stages.epsilon1``, and the second stage's interior edges at the quantiles of the
+    class-balanced mixture of the summed counts (:func:`dsroc.histogram.stages.balanced_interior`), for ``n_bins``
+    bins or, when None, :func:`dsroc.histogram.stages.second_stage_bins` of the first stage's estimated class sizes
+    and the second stage's summed noise (at most ``most``): post-processing of the first release. ``following`` and
+    ``held``: the second stage, held with the first (:func:`collect_histograms`)."""
     edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
         session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=(),
         following=following, held=held))
-    total = np.sum([r.negatives + r.positives for r in releases.values()], axis=0)
-    return second_stage_interior(total, edges, n_bins), releases, edges
+    h0 = np.sum([r.negatives for r in releases.values()], axis=0).astype(np.float64)
+    h1 = np.sum([r.positives for r in releases.values()], axis=0).astype(np.float64)
+    if n_bins is None:
+        n0, n1 = (float(consistent_counts(h).sum()) for h in (h0, h1))
+        n_bins = second_stage_bins(n0, n1, stages.sigma2 * math.sqrt(len(releases)), most=most)
+    return balanced_interior(h0, h1, edges, n_bins), releases, edges
+
+
+def quantile_bin_cap(partitions, allowed) -> int:
+    """The most bins the quantile grid's second stage may have, checked before any release: every site's largest
+    allowed bin count (an explicit grid's limit) and, with strata or a second model, the cells each site's
+    ``histogram_max_cells`` allows (the largest count up to :data:`dsroc.histogram.stages.STAGE2_BINS`' that
+    passes; a refusal even at 2 bins is raised)."""
+    top = min(STAGE2_BINS[-1][1], *(max(a) for a in allowed))
+    for bins in range(top, 1, -1):
+        try:
+            partitions.check(bins)
+            return bins
+        except ValueError:
+            if bins == 2:
+                raise
+    return top
 
 
 def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
@@ -295,7 +322,7 @@ class HistogramDetail:
         """The protocol's own lines at the end of the summary."""
         if self.grid_releases:
             first = next(iter(self.grid_releases.values()))
-            return [f"Histogram protocol: {self.n_bins} bins at the quantiles of a first release (each site: "
+            return [f"Histogram protocol: {self.n_bins} bins at the class-balanced quantiles of a first release (each site: "
                     f"epsilon {first.epsilon:.3g}, {first.negatives.size} fine bins; charged), then the per-class "
                     f"release (epsilon {next(iter(self.releases.values())).epsilon:.3g}); summed noise SD "
                     f"{self.sigma:.3g} per cell; both stages compose to the requested epsilon and delta per site"]
@@ -393,16 +420,18 @@ class HistogramProtocol(Protocol):
         grid_edges = None
         if o.spacing == "quantile":
             stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums, scalars=len(o.scalars))
-            if n_bins is None:  # from the policies the sites sent with their sessions
-                n_bins = allowed_n_bins(allowed, epsilon=stages.epsilon2, delta=stages.delta2)
-            partitions.check(n_bins)
+            if n_bins is None:  # chosen from the first release, within what the policies allow
+                most = quantile_bin_cap(partitions, allowed)
+            else:
+                partitions.check(n_bins)
+                most = n_bins
             second, held = dict(epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins, scalars=o.scalars,
                                 score_sums=o.score_sums), {}
             try:  # the first stage holds the second's budget too: no site charges one and refuses the other
                 # its hold is planned on a grid every site allows (the fine one): its noise does not depend on the grid
                 following = {**second, "n_bins": first_stage_bins(allowed)}
-                interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed, following=following,
-                                                                    held=held)
+                interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed, most=most,
+                                                                    following=following, held=held)
                 edges, releases = collect_histograms(s, spacing="", interior=interior, follow_ups=held, **second)
             except BaseException:
                 s.cancel(held)  # the second stage's holds not taken over

@@ -14,6 +14,7 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+import grpc
 import numpy as np
 
 from dsroc.histogram.stages import SUMS_RESOLUTION, release_parts
@@ -48,11 +49,17 @@ class SecAggRound:
     unmasked: dict | None = None
     dropouts: int = 0
     confirmations: dict | None = None
+    lost: tuple = ()  # sites of the session unreachable when the round was advertised (not in it)
+
+    @property
+    def unmasked_sites(self) -> list[str]:
+        """The sites that advertised but did not mask (federation names): the survivors remove their pair masks."""
+        return [name for name in self.advertisements if name not in (self.masked or {})]
 
     @property
     def dropped(self) -> list[str]:
-        """The sites that advertised but did not mask (federation names)."""
-        return [name for name in self.advertisements if name not in (self.masked or {})]
+        """The sites lost before the advertisement or that advertised but did not mask (federation names)."""
+        return [*self.lost, *self.unmasked_sites]
 
     @property
     def follow_ups(self) -> dict[str, str]:
@@ -286,7 +293,7 @@ def sum_round(r: SecAggRound) -> SecAggSum:
     survivors' pairwise masks with the sites that dropped out)."""
     names = list(r.masked)
     total = unmask_sum([masked_vector(r.masked[n]) for n in names], [r.unmasked[n].self_seed for n in names])
-    dropped = {r.names[n]: n for n in r.dropped}  # own name -> federation name
+    dropped = {r.names[n]: n for n in r.unmasked_sites}  # own name -> federation name
     pairs = [(r.names[n], p.peer, p.seed) for n in names for p in r.unmasked[n].pair_seeds]
     if sorted((site, peer) for site, peer, _ in pairs) != sorted((r.names[n], v) for n in names for v in dropped):
         raise SecAggAborted("the survivors did not reveal one pairwise seed per site that dropped out; no sum")
@@ -325,15 +332,24 @@ def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int = 0, sp
     When this round fails, every hold it made or was to take over is returned. ``dropouts``: see
     :func:`advertise_round` (the next round is sized for the same fewest survivors).
     """
-    t = round_colluders(session, colluders)
+    t, lost, whole = round_colluders(session, colluders), [], session
     try:
         nxt = None if following is None else next_round(session, colluders=t, dropouts=dropouts, **following)
-        r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing, colluders=t,
-                            interior=interior, score_sums=score_sums, summed_sigma=summed_sigma, next_round=nxt,
-                            dropouts=dropouts)
+        while True:  # a site unreachable at the advertisement is left out while dropouts remain (nothing is held)
+            try:
+                r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,
+                                    colluders=t, interior=interior, score_sums=score_sums, summed_sigma=summed_sigma,
+                                    next_round=nxt, dropouts=dropouts - len(lost))
+                break
+            except SiteError as exc:
+                if len(lost) >= dropouts or exc.code not in _UNREACHABLE:
+                    raise
+                lost.append(exc.site)
+                session = among(whole, [name for name in whole.sites if name not in lost])
     except BaseException:
-        cancel_follow_ups(session, follow_ups)
+        cancel_follow_ups(whole, follow_ups)
         raise
+    r.lost = tuple(lost)
     r = mask_round(session, r, follow_ups)  # returns every hold itself when it fails
     try:
         total = sum_round(unmask_round(session, confirm_round(session, r)))
@@ -341,3 +357,7 @@ def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int = 0, sp
         cancel_follow_ups(session, r.follow_ups)  # no next round after a failed one
         raise
     return replace(total, follow_ups=r.follow_ups)
+
+
+# What makes a site a dropout at the advertisement (a refusal there is the request's problem, not the site's).
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)

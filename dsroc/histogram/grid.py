@@ -33,6 +33,7 @@ __all__ = [
     "histogram_pr",
     "histogram_confusion",
     "quantile_edges",
+    "balanced_quantile_edges",
 ]
 
 SPACINGS = ("equal", "logit")
@@ -228,8 +229,7 @@ def quantile_edges(counts, edges, n_bins: int) -> np.ndarray:
 
     For levels ``k / n_bins`` (k = 1 .. n_bins - 1) the fine inner edge whose cumulative share of the
     consistent counts is nearest; repeats are dropped, so fewer bins come back where the counts are
-    concentrated. Post-processing of a release: the grid of a second release that follows the scores
-    (the first stage of the histogram protocol's two-stage grid).
+    concentrated. Post-processing of a release: the grid of a second release that follows the scores.
 
     Returns
     -------
@@ -237,15 +237,53 @@ def quantile_edges(counts, edges, n_bins: int) -> np.ndarray:
         Strictly increasing interior edges, a subset of ``edges[1:-1]`` (empty when the counts hold nobody).
     """
     e = check_edges(edges)
-    c = consistent_counts(check_counts(counts, name="counts", n_bins=e.size - 1))
-    if c.ndim != 1:
-        raise ValueError("quantile_edges takes one histogram (1-D counts)")
-    if isinstance(n_bins, bool) or not float(n_bins).is_integer() or n_bins < 2:
-        raise ValueError(f"n_bins must be an integer >= 2, got {n_bins!r}")
+    c = _fine_counts(counts, e, "counts")
+    _check_n_bins(n_bins)
     total = c.sum()
     if total <= 0:
         return e[1:1]
-    share = np.cumsum(c)[:-1] / total  # cumulative share at the inner edges e_1 .. e_{B-1}
+    return _edges_at_levels(np.cumsum(c)[:-1] / total, e, n_bins)
+
+
+def balanced_quantile_edges(counts0, counts1, edges, n_bins: int) -> np.ndarray:
+    """Interior edges of a coarser grid at the quantiles of the class-balanced mixture of two (noisy) per-class
+    histograms on a fine grid: ``G = (F0 + F1) / 2`` with ``F0``, ``F1`` the cumulative shares of each class's
+    consistent counts.
+
+    At a low prevalence the quantiles of all scores are the negatives' and leave the positives in one or two
+    bins; the mixture gives each class about half of the edges. For levels ``k / n_bins`` the fine inner edge
+    whose ``G`` is nearest, repeats dropped (as :func:`quantile_edges`). A class that holds nobody after the
+    noise is left out (the other class's quantiles). Post-processing of a release: the histogram protocol's
+    first stage releases both classes' counts (:mod:`dsroc.histogram.stages`).
+
+    Returns
+    -------
+    ndarray
+        Strictly increasing interior edges, a subset of ``edges[1:-1]`` (empty when both classes hold nobody).
+    """
+    e = check_edges(edges)
+    cdfs = [np.cumsum(c)[:-1] / c.sum() for c in (_fine_counts(counts0, e, "counts0"), _fine_counts(counts1, e, "counts1"))
+            if c.sum() > 0]
+    _check_n_bins(n_bins)
+    if not cdfs:
+        return e[1:1]
+    return _edges_at_levels(np.mean(cdfs, axis=0), e, n_bins)
+
+
+def _fine_counts(counts, e: np.ndarray, name: str) -> np.ndarray:
+    c = consistent_counts(check_counts(counts, name=name, n_bins=e.size - 1))
+    if c.ndim != 1:
+        raise ValueError(f"{name}: one histogram (1-D counts) is needed")
+    return c
+
+
+def _check_n_bins(n_bins) -> None:
+    if isinstance(n_bins, bool) or not float(n_bins).is_integer() or n_bins < 2:
+        raise ValueError(f"n_bins must be an integer >= 2, got {n_bins!r}")
+
+
+def _edges_at_levels(share: np.ndarray, e: np.ndarray, n_bins: int) -> np.ndarray:
+    """The inner edges ``e_1 .. e_{B-1}`` whose cumulative ``share`` is nearest each level ``k / n_bins``, once each."""
     levels = np.arange(1, int(n_bins)) / int(n_bins)
     picked = np.unique(np.argmin(np.abs(share[None, :] - levels[:, None]), axis=1))
     return e[1:-1][picked]

@@ -154,20 +154,33 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
 
 
 def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(exact_sites, pki, helpers):
-    """The first stage's fine logit grid (50 bins) summed over classes; the second stage's interior edges are
-    the fine edges nearest the pooled scores' quantiles (by brute force here, where the noise is 0)."""
+    """The first stage's fine logit grid (50 bins) per class; the second stage's interior edges are the fine edges
+    nearest the quantiles of the mean of the two classes' pooled score CDFs, as many as the rule on the class sizes
+    gives (by brute force here, where the noise is 0), or as asked."""
     from scipy.special import expit, logit
+
+    from dsroc.histogram.stages import two_stage_plan
 
     frames, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", score="pred", epsilon=3000.0, delta=0.01, n_bins=5)
+        res = fed.validate("test", "y", score="pred", epsilon=3000.0, delta=0.01)
+        asked = fed.validate("test", "y", score="pred", epsilon=3000.0, delta=0.01, n_bins=5)
     d = res.detail
     assert d.spacing == "quantile" and set(d.grid_releases) == set(d.releases)
     s = np.concatenate([f["pred"].to_numpy() for f in frames])
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    # The bin count: n_eff = (n0^-2 + n1^-2)^(-1/2) over the second stage's summed noise SD, 5 below 400 noise SDs,
+    # 7 below 4 000, else 10.
+    ratio = (np.sum(y == 0) ** -2.0 + np.sum(y == 1) ** -2.0) ** -0.5 / (
+        two_stage_plan(3000.0, 0.01).sigma2 * np.sqrt(len(frames)))
+    bins = 5 if ratio < 400 else 7 if ratio < 4000 else 10
     fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
-    share = np.array([np.mean(np.clip(s, fine[0], fine[-1]) < e) for e in fine[1:-1]])
-    picked = sorted({int(np.argmin(np.abs(share - q))) for q in (0.2, 0.4, 0.6, 0.8)})
-    np.testing.assert_allclose(d.validation.edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+    c = np.clip(s, fine[0], fine[-1])
+    share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
+    for result, b in ((res, bins), (asked, 5)):
+        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, b) / b})
+        np.testing.assert_allclose(result.detail.validation.edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+    assert res.detail.n_bins == bins == 10
     # Every stage is charged: both releases are new, and each states the epsilon it was asked for (the
     # first about a tenth of the budget's zCDP share, so a smaller epsilon). The first stage held the second's
     # budget too, so the budget after it already counts both.

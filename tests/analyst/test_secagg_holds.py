@@ -14,7 +14,8 @@ import grpc
 import pytest
 
 from analyst.connection import SiteError
-from analyst.protocols.secagg_rounds import advertise_round, mask_round, next_round, sum_round, unmask_round
+from analyst.protocols.secagg_rounds import (advertise_round, collect_secagg, mask_round, next_round, sum_round,
+                                             unmask_round)
 from dsroc.histogram.stages import two_stage_plan
 from site_node.init import link_peers
 from site_node.testing import running_server
@@ -180,3 +181,21 @@ def test_a_site_that_drops_out_of_a_round_with_dropouts_is_left_out_and_not_char
     n3, n4 = sum(len(f) for f in frames[:3]), len(frames[3])
     assert abs(res.n - n3) < 0.25 * n4  # s3's patients are not in the sum
     assert "dropped out" in str(res) and res.to_dict()["detail"]["dropped"] == ["s3"]
+
+
+def test_a_site_unreachable_at_the_advertisement_is_left_out_of_a_round_with_dropouts(tmp_path, pki, helpers):
+    """Dropout at the first step: s3 goes down after the session opened; with ``dropouts=1`` the round is advertised
+    again over the others (nothing was held) and their sum is charged; s3's ledger is untouched."""
+    frames = helpers.site_frames(seed=34)[:4]
+    paths = [helpers.write_site(tmp_path / f"s{k}", f"s{k}", f, pki) for k, f in enumerate(frames)]
+    link_peers(paths)
+    with contextlib.ExitStack() as stack, contextlib.ExitStack() as last:
+        servers = [stack.enter_context(running_server(p)) for p in paths[:3]] + [
+            last.enter_context(running_server(paths[3]))]
+        with helpers.federation([s.bound_address for s in servers], pki) as fed, \
+                fed.session("test", "y", score="pred") as s:
+            last.close()  # s3 is gone
+            total = collect_secagg(s, epsilon=2.0, delta=0.01, n_bins=10, spacing="equal", dropouts=1)
+    assert total.dropped == ("s3",) and set(total.sites) == {"s0", "s1", "s2"}
+    assert all(a.honest_shares == 3 for a in total.sites.values())
+    assert [_ledger(p) for p in paths] == [(1, 0)] * 3 + [(0, 0)]

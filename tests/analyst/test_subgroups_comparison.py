@@ -35,7 +35,7 @@ def _frames(seed=7):
 
 
 @contextlib.contextmanager
-def _sites(root, frames, pki, helpers, *, strata="age = [60.0]", huge=True):
+def _sites(root, frames, pki, helpers, *, strata="age = [60.0]", huge=True, max_cells=None):
     with contextlib.ExitStack() as stack:
         servers = []
         for k, f in enumerate(frames):
@@ -44,6 +44,8 @@ def _sites(root, frames, pki, helpers, *, strata="age = [60.0]", huge=True):
             if huge:
                 text = text.replace("max_epsilon = 10.0", "max_epsilon = 5000.0").replace(
                     "budget_epsilon = 200.0", "budget_epsilon = 100000.0")
+            if max_cells is not None:
+                text = text.replace("max_epsilon = ", f"histogram_max_cells = {max_cells}\nmax_epsilon = ")
             path.write_text(text + f"\n[policy.strata]\n{strata}\n")
             servers.append(stack.enter_context(running_server(path)))
         yield [s.bound_address for s in servers]
@@ -199,3 +201,23 @@ def test_the_cli_writes_subgroups_and_comparison_and_refuses_them_under_the_pape
     capsys.readouterr()
     assert main(["describe", "--federation", str(fed_file)]) == 0  # where an analyst learns the strata
     assert "strata (--strata): age cut at [60.0]; at most 400 cells per class" in capsys.readouterr().out
+
+
+
+def test_the_quantile_grids_bin_count_stays_within_every_sites_cell_limit(exact, tmp_path, pki, helpers):
+    """At negligible noise the quantile grid takes 10 bins; with strata (2 parts) and sites allowing 14 cells per class
+    it takes 7, the most whose 2 x 7 cells pass, checked before any release; a limit below 2 bins x 2 parts is refused
+    with nothing released."""
+    frames, addresses = exact
+    with helpers.federation(addresses, pki) as fed:
+        assert fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, strata="age").detail.n_bins == 10
+    with _sites(tmp_path / "cap", frames, pki, helpers, max_cells=14) as capped:
+        with helpers.federation(capped, pki) as fed:
+            res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, strata="age")
+            assert res.detail.n_bins == 7 and len(res.subgroups.strata) == 2
+    with _sites(tmp_path / "tiny", frames, pki, helpers, max_cells=3) as tiny:
+        with helpers.federation(tiny, pki) as fed:
+            with pytest.raises(ValueError, match="4 cells per class on the validation's 2 bins is above site s0's limit "
+                                                 "of 3.*nothing was released"):
+                fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, strata="age")
+            assert all(b["releases"] == 0 for b in fed.budget("test").values())

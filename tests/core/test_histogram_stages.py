@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from dsroc.histogram import bin_scores, histogram_edges, quantile_edges
-from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, second_stage_interior,
-                                   two_stage_plan)
+from dsroc.histogram import balanced_quantile_edges, bin_scores, histogram_edges, quantile_edges
+from dsroc.histogram.stages import (STAGE2_BINS, SUMS_RATIO, SUMS_RESOLUTION, balanced_interior, first_stage_bins,
+                                   second_stage_bins, second_stage_interior, two_stage_plan)
 from dsroc.privacy.accounting import Accountant, DiscreteGaussian
 from dsroc.privacy.noise import discrete_gaussian_sigma, joint_discrete_gaussian_sigma
 
@@ -44,6 +44,51 @@ def test_the_analysts_stage_choices_are_the_finest_common_count_and_the_quantile
     expected = fine[1:-1][sorted({int(np.argmin(np.abs(cum - q))) for q in (0.2, 0.4, 0.6, 0.8)})]
     np.testing.assert_array_equal(second_stage_interior(counts, fine, 5), expected)
     np.testing.assert_array_equal(second_stage_interior(np.full(50, -3.0), fine, 5), [fine[25]])  # nobody left
+
+
+def test_balanced_quantile_edges_are_the_fine_edges_nearest_the_mean_of_the_class_cdfs():
+    rng = np.random.default_rng(3)
+    s = expit(rng.normal(-4.0, 1.0, 20_000))  # prevalence about 0.03: all scores' quantiles are the negatives'
+    y = (rng.random(s.size) < s).astype(int)
+    fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
+    h0, h1 = bin_scores(s, y, fine)
+    got = balanced_quantile_edges(h0, h1, fine, 5)
+    clipped = np.clip(s, fine[0], fine[-1])
+    mix = np.array([0.5 * np.mean(clipped[y == 0] < e) + 0.5 * np.mean(clipped[y == 1] < e) for e in fine[1:-1]])
+    expected = fine[1:-1][sorted({int(np.argmin(np.abs(mix - q))) for q in (0.2, 0.4, 0.6, 0.8)})]
+    np.testing.assert_array_equal(got, expected)
+    # The positives get bins: above the highest edge sit about 10 % of all patients' mixture but far more
+    # positives than the all-scores grid leaves in its top bin's share of positives.
+    top = np.mean(clipped[y == 1] >= got[-1])
+    assert 0.12 < top < 0.3 and np.mean(clipped[y == 1] >= quantile_edges(h0 + h1, fine, 5)[-1]) > 0.5
+    # One class empty after the noise: the other's quantiles; both empty: no edge.
+    np.testing.assert_array_equal(balanced_quantile_edges(h0, np.full(50, -2.0), fine, 5), quantile_edges(h0, fine, 5))
+    assert balanced_quantile_edges(np.full(50, -2.0), np.full(50, -1.0), fine, 5).size == 0
+    np.testing.assert_array_equal(balanced_interior(np.full(50, -2.0), np.zeros(50), fine, 5), [fine[25]])
+    with pytest.raises(ValueError, match="n_bins must be an integer >= 2"):
+        balanced_quantile_edges(h0, h1, fine, 1)
+    with pytest.raises(ValueError, match="counts1 must have one count per bin"):
+        balanced_quantile_edges(h0, h1[:-1], fine, 5)
+
+
+@pytest.mark.parametrize("n0,n1,sigma", [(9800, 200, 9.2), (700, 300, 9.2), (7000, 3000, 9.2), (7000, 3000, 4.1),
+                                         (70_000, 30_000, 4.1), (70_000, 30_000, 0.0), (100, 0.0, 9.2), (-5, 50, 1)])
+def test_the_second_stages_bin_count_follows_the_effective_size_over_the_noise(n0, n1, sigma):
+    # n_eff = (n0^-2 + n1^-2)^(-1/2), by hand; the thresholds of STAGE2_BINS: 5 below 400, 7 to 4 000, then 10.
+    ratio = 0.0 if min(n0, n1) <= 0 else float("inf") if sigma == 0 else 1.0 / np.sqrt(n0**-2.0 + n1**-2.0) / sigma
+    expected = 5 if ratio < 400 else 7 if ratio < 4000 else 10
+    assert STAGE2_BINS == ((0.0, 5), (400.0, 7), (4000.0, 10))
+    assert second_stage_bins(n0, n1, sigma, most=100) == expected
+    assert second_stage_bins(n0, n1, sigma, most=6) == min(expected, 6)
+    # At epsilon 1 (5 sites): 5 bins up to n = 10 000 at prevalence 0.3, 7 at 100 000, 10 at a million.
+    assert [second_stage_bins(*a, 9.2, most=100) for a in ((7000, 3000), (70_000, 30_000), (700_000, 300_000))] == [5, 7, 10]
+
+
+def test_the_second_stages_bin_count_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="sigma must be a finite number >= 0"):
+        second_stage_bins(100, 100, -1.0, most=10)
+    with pytest.raises(ValueError, match="most must be an integer >= 2"):
+        second_stage_bins(100, 100, 1.0, most=1)
 
 
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-5), (5.0, 1e-6)])

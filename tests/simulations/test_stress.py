@@ -127,9 +127,10 @@ def test_release_is_what_the_sites_count_and_noise_free_estimate_recovers_the_po
 
 
 def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_and_counts_what_the_sites_count():
-    """Stage 1 at (almost) no noise: the second grid's interior edges are the fine logit edges nearest the pooled
-    scores' fifths (by direct comparison, as the analyst's protocol test); the summed second release equals
-    every site's own bin_scores on that grid."""
+    """Stage 1 at (almost) no noise: the second grid's interior edges are the fine logit edges nearest the sevenths
+    of the mean of the two classes' pooled score CDFs (by direct comparison, as the analyst's protocol test; 7
+    bins: about 60 positives over a summed noise SD of 0.1 is an effective size of 400 to 4 000 noise SDs); the
+    summed second release equals every site's own bin_scores on that grid."""
     from scipy.special import expit, logit
 
     cell = StressCell(Design("binormal", 0.02, 0.76), 3_000, 5, 3000.0, delta=0.01)  # noise SD 0.045 and below
@@ -141,8 +142,11 @@ def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_a
     for g in range(3):
         sl = slice(cell.n * g, cell.n * (g + 1))
         p, y, site = b.scores[sl], b.labels[sl], np.arange(cell.n) % cell.sites
-        share = np.array([np.mean(np.clip(p, fine[0], fine[-1]) < e) for e in fine[1:-1]])
-        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, 12) / 12})
+        c = np.clip(p, fine[0], fine[-1])
+        share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
+        n0, n1 = np.sum(y == 0), np.sum(y == 1)
+        assert 400 <= (n0**-2.0 + n1**-2.0) ** -0.5 / (two_stage_plan(cell.epsilon, cell.delta).sigma2 * np.sqrt(5)) < 4000
+        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, 7) / 7})
         np.testing.assert_allclose(release.edges[g], [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
         # the first stage as the analyst passes it to histogram_validation: all scores on the fine grid, summed
         assert np.array_equal(release.first["counts"][g], np.histogram(np.clip(p, fine[0], fine[-1]), fine)[0])
@@ -208,7 +212,7 @@ def test_the_secagg_rows_run_the_protocols_two_rounds_with_each_sites_share():
     stages, plan = two_stage_plan(1.0, DELTA), quantile_plan(1.0, DELTA, shares=5)
     assert plan.sigma1 == share_sigma(stages.epsilon1, stages.delta1, 5)
     assert plan.sigma2 == share_sigma(stages.epsilon2, stages.delta2, 5, parts=tuple(release_parts(score_sums=True)))
-    assert plan.sums_sigma == pytest.approx(6 * plan.sigma2) and plan.n_bins == 0
+    assert plan.sums_sigma == pytest.approx(6 * plan.sigma2)
     release = quantile_release(generate_data(cell.design, cell.n, range(2), seed=5, slope=False), cell, seed=5,
                                protocol="secagg")
     assert release.total_sd == pytest.approx(stages.sigma2, rel=1e-3) == pytest.approx(plan.central2, rel=1e-3)

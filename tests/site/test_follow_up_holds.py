@@ -55,7 +55,7 @@ def test_a_release_and_its_follow_up_are_held_together_or_not_at_all(ledger):
         _reserve(ledger, 9)
     ledger.cancel(first.reservation_id, "a"), ledger.cancel(first.follow_up_id, "a")
     _release(ledger, 0, "")  # one release spent: one more fits, not two
-    with pytest.raises(ResourceExhausted):
+    with pytest.raises(ResourceExhausted, match="with the release that follows it"):
         _reserve(ledger, 1, follow_up=EVENTS)
     assert _holds(ledger) == 0  # neither held
 

@@ -137,3 +137,32 @@ def test_dropouts_must_leave_enough_sites_and_a_round_without_them_needs_no_conf
     masked = mask(clients, sessions, rid, ads)
     expect(C.FAILED_PRECONDITION, lambda: confirm(clients[:1], sessions[:1], rid, [m.receipt for m in masked]),
            "tolerates no dropout")
+
+
+def test_a_survivor_lost_after_the_masks_leaves_nothing_revealed_or_the_sum_masked(federation, snapshot):
+    """The residual window of recovery. A survivor that does not confirm: the others cannot reveal (its
+    confirmation is missing) nor confirm a set without it (one set per round) -- nothing charged anywhere. A
+    survivor lost after confirming: the others reveal and are charged, the sum stays under its self mask, and the
+    round completes when it comes back (its repeated reveal is free)."""
+    configs, clients, sessions = federation()
+    rid = secrets.token_bytes(32)
+    ads = advertise(clients, sessions, rid, dropouts=1)
+    masked = mask(clients, sessions, rid, ads)
+    every = [m.receipt for m in masked]
+    before = [snapshot(c.ledger_path) for c in configs]
+    three = confirm(clients[:3], sessions[:3], rid, every)  # s3 is lost before confirming
+    expect(C.FAILED_PRECONDITION, lambda: unmask(clients[:1], sessions[:1], rid, every, three), "one per survivor")
+    expect(C.PERMISSION_DENIED, lambda: confirm(clients[:1], sessions[:1], rid, every[:3]), "one set of survivors")
+    assert [snapshot(c.ledger_path) for c in configs] == before
+    # s3 comes back and confirms; then it is lost again before revealing
+    confirmations = three + confirm(clients[3:], sessions[3:], rid, every)
+    seeds = unmask(clients[:3], sessions[:3], rid, every, confirmations)
+    assert all(not s.pair_seeds for s in seeds) and [len(releases(c)) for c in configs] == [1, 1, 1, 0]
+    with pytest.raises(ValueError):  # s3's vector is in the sum, its self mask too
+        check_plausible(unmask_sum(vectors(masked[:3]), [s.self_seed for s in seeds]) +
+                        vectors(masked[3:])[0].view(np.int64))
+    last = unmask(clients[3:], sessions[3:], rid, every, confirmations)
+    again = unmask(clients[:3], sessions[:3], rid, every, confirmations)
+    assert all(a.self_seed == s.self_seed for a, s in zip(again, seeds)) and [len(releases(c)) for c in configs] == [1] * 4
+    np.testing.assert_array_equal(check_plausible(unmask_sum(vectors(masked), [s.self_seed for s in seeds + last])),
+                                  truth(configs, np.asarray(ads[0].edges)))
