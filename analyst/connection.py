@@ -17,6 +17,8 @@ T = TypeVar("T")
 
 #: Message-size limit on the analyst's channels (arrays travel in chunks well below it).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+#: The sites' gRPC service.
+SERVICE = "dsroc.v1.SiteService"
 #: gRPC allows at most 5 attempts per call (``maxAttempts``), so at most 4 retries.
 MAX_RETRIES = 4
 
@@ -29,10 +31,10 @@ def retry_service_config(retries: int) -> str:
     the whole call fails within about a second.
     """
     if retries == 0:
-        return json.dumps({"methodConfig": [{"name": [{"service": "dsroc.v1.SiteService"}]}]})
+        return json.dumps({"methodConfig": [{"name": [{"service": SERVICE}]}]})
     policy = {"maxAttempts": retries + 1, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
               "retryableStatusCodes": ["UNAVAILABLE"]}
-    return json.dumps({"methodConfig": [{"name": [{"service": "dsroc.v1.SiteService"}], "retryPolicy": policy}]})
+    return json.dumps({"methodConfig": [{"name": [{"service": SERVICE}], "retryPolicy": policy}]})
 
 
 def explain(code: grpc.StatusCode, details: str, config: SiteConfig, *, timeout: float | None = None) -> str:
@@ -120,6 +122,7 @@ class SiteConnection:
             self.channel = grpc.secure_channel(config.address, tls, options=options)
         self.stub = stub_class(self.channel)
         self._slots: threading.Semaphore | None = None  # the site's calls-in-progress limit, once known
+        self._serialized: dict[str, Callable] = {}  # client-streaming calls taking messages already serialized
 
     def limit_calls(self, limit: int) -> None:
         """Keep at most ``limit`` calls to this site in progress at once (the site refuses more from one analyst
@@ -128,16 +131,18 @@ class SiteConnection:
             self._slots, self._slots_limit = threading.BoundedSemaphore(limit), limit
 
     def call(self, method: str, request, *, timeout: float | None = None, stream: bool = False,
-             on_message: Callable[[object], None] | None = None):
+             on_message: Callable[[object], None] | None = None, reply_type=None):
         """Call ``method`` with ``request`` (a message, or a zero-argument factory of a request iterator
         for client-streaming calls).
 
         Server-streaming replies (``stream=True``) are read completely and returned as a list, or, with
         ``on_message``, handed to it one by one as they arrive (nothing is kept; returns None).
+        ``reply_type``: a client-streaming call whose request messages are already serialized (bytes, e.g.
+        built from arrays without a message object), its reply parsed as this message type.
         UNAVAILABLE is retried by gRPC's retry policy (see :func:`retry_service_config`); a failure
         raises :class:`SiteError` with what to check (:func:`explain`).
         """
-        fn = getattr(self.stub, method)
+        fn = getattr(self.stub, method) if reply_type is None else self._serialized_stream(method, reply_type)
         req = request() if callable(request) else request
         timeout = timeout or self.timeout
         slots = self._slots
@@ -160,6 +165,14 @@ class SiteConnection:
             code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
             details = exc.details() if hasattr(exc, "details") else str(exc)
             raise SiteError(self.name, code, explain(code, details, self.config, timeout=timeout)) from None
+
+    def _serialized_stream(self, method: str, reply_type) -> Callable:
+        fn = self._serialized.get(method)
+        if fn is None:
+            path = f"/{SERVICE}/{method}"
+            fn = self._serialized[method] = self.channel.stream_unary(
+                path, request_serializer=None, response_deserializer=reply_type.FromString)
+        return fn
 
     def close(self) -> None:
         """Close the channel."""

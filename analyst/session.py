@@ -6,7 +6,7 @@ import numbers
 import threading
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import grpc
 import numpy as np
@@ -24,17 +24,32 @@ __all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", 
 Progress = Callable[[str, "str | None", str], None]
 
 _UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the site's policy cap
-_UPLOADS_IN_FLIGHT = 4  # survivor upload streams sent at once, whatever the number of sites
+_SCORES_TAG = bytes([pb.SurvivorChunk.DESCRIPTOR.fields_by_name["scores"].number << 3 | 2])  # length-delimited
+_UPLOADS_IN_FLIGHT = 16  # survivor upload streams sent at once, whatever the number of sites (each holds one message)
 
 
 def _quiet(step: str, site: str | None, message: str) -> None:
     return None
 
 
-def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> list[pb.SurvivorChunk]:
-    """The scores of ``arrays`` (little-endian float64, one after another) as upload messages of at most
-    ``size`` scores each, without a header: built once and sent to every site."""
-    return [pb.SurvivorChunk(scores=a[start:start + size].tobytes()) for a in arrays for start in range(0, a.size, size)]
+def _varint(n: int) -> bytes:
+    """``n`` as a protobuf varint."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> Iterator[bytes]:
+    """The scores of ``arrays`` (little-endian float64, one after another) as serialized ``SurvivorChunk``
+    messages (field ``scores``) of at most ``size`` scores each, without a header: made from the arrays
+    as they are sent (one copy each, as serializing a message makes), so no site's upload is held whole."""
+    for a in arrays:
+        for start in range(0, a.size, size):
+            part = a[start:start + size]
+            yield b"".join((_SCORES_TAG, _varint(part.nbytes), part))
 
 
 def concurrently(*steps: Callable[[], object]) -> list:
@@ -388,10 +403,12 @@ class ValidationSession:
     @staticmethod
     def pool(releases: Mapping[str, SiteRelease]) -> tuple[np.ndarray, np.ndarray]:
         """Pool the noisy negatives into S~0 and the noisy positives into S~1 (sorted)."""
-        # Each release arrives sorted: a stable sort (timsort) merges the sites' runs in O(n log K).
-        s0 = np.sort(np.concatenate([r.negatives for r in releases.values()]), kind="stable")
-        s1 = np.sort(np.concatenate([r.positives for r in releases.values()]), kind="stable")
-        return s0, s1
+        # Each release arrives sorted: a stable sort (timsort) merges the sites' runs in O(n log K), in place.
+        pooled = (np.concatenate([r.negatives for r in releases.values()]),
+                  np.concatenate([r.positives for r in releases.values()]))
+        for s in pooled:
+            s.sort(kind="stable")
+        return pooled
 
 
     def upload_survivors(self, releases: Mapping[str, SiteRelease]) -> None:
@@ -409,10 +426,8 @@ class ValidationSession:
             if (any(a.ndim != 1 for a in arrays) or not sum(a.size for a in arrays)
                     or not all(np.isfinite(a).all() for a in arrays)):
                 raise ValueError("survivor scores must be a non-empty one-dimensional array of finite numbers")
-        # The chunks are built once for every site (one list per chunk size the sites' policies allow) and
-        # only a few streams are in flight at once, whatever the number of sites.
-        sizes = {min(_UPLOAD_CHUNK, self.policies[c.name].max_chunk_scores or _UPLOAD_CHUNK) for c in self.connections}
-        chunks = {(cls, size): _survivor_chunks(arrays, size) for cls, arrays in parts.items() for size in sizes}
+        # The messages are serialized straight from the released arrays as they are sent (no message object,
+        # no copy of the whole upload), and only a few streams are in flight at once, whatever the number of sites.
         totals = {cls: sum(a.size for a in arrays) for cls, arrays in parts.items()}
         in_flight = threading.BoundedSemaphore(_UPLOADS_IN_FLIGHT)
 
@@ -424,11 +439,11 @@ class ValidationSession:
 
                 def messages():
                     yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=n,
-                                                                    segments=segments[cls]))
-                    yield from chunks[cls, size]
+                                                                    segments=segments[cls])).SerializeToString()
+                    yield from _survivor_chunks(parts[cls], size)
 
                 with in_flight:
-                    r = conn.call("UploadSurvivor", messages, timeout=300.0)
+                    r = conn.call("UploadSurvivor", messages, timeout=300.0, reply_type=pb.UploadSurvivorResponse)
                 if r.n_received != n:
                     raise ValueError(f"the site received {r.n_received} of {n} survivor scores")
                 return r.evaluations_left

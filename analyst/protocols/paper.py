@@ -208,7 +208,9 @@ class PaperProtocol(Protocol):
             return _released_roc(points), pr_from_released_scores(s0_noisy, s1_noisy, level=level, points=points)
 
         curves_done: Future = executor.submit(post_processing)
+        clock = time.perf_counter()
         s.upload_survivors(releases)
+        timing["upload"] = time.perf_counter() - clock
 
         def timed(step, fn):
             def run():

@@ -78,36 +78,32 @@ def pr_points_by_class(negatives, positives) -> PRPoints:
     """
     s0, s1 = _ascending(negatives, "negatives"), _ascending(positives, "positives")
     n0, n1 = s0.size, s1.size
-    # Merge the two sorted classes: each positive goes after the negatives at or below it. Every step
-    # below keeps at most a few arrays of n0 + n1 alive (10^7 scores: a few hundred MB, not a GB).
-    at = np.searchsorted(s0, s1, side="right")
-    at += np.arange(n1)
-    is1 = np.zeros(n0 + n1, dtype=bool)
-    is1[at] = True
-    del at
-    merged = np.empty(n0 + n1)
-    merged[is1] = s1
-    merged[~is1] = s0
-    new = np.empty(n0 + n1, dtype=bool)  # first of each distinct score
-    new[0] = True
-    np.not_equal(merged[1:], merged[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    del new
-    m = starts.size
+    # The distinct scores of both classes, ascending: each class's distinct scores, merged (a stable sort
+    # of two sorted runs is a linear merge). Beyond the inputs only arrays of distinct scores are held,
+    # which for released scores on a lattice are few.
+    distinct = np.concatenate([_distinct(s0), _distinct(s1)])
+    distinct.sort(kind="stable")
+    distinct = _distinct(distinct)
+    m = distinct.size
     thresholds = np.empty(m + 1)
     thresholds[0] = np.inf
-    thresholds[1:] = merged[starts][::-1]
-    del merged
-    # Positives strictly below each distinct score, then #{s >= c} at every distinct score c, descending.
-    below1 = np.cumsum(is1, dtype=np.int64)[starts - 1]
-    below1[0] = 0
-    del is1
+    thresholds[1:] = distinct[::-1]
+    # #{s >= c} at every distinct score c, descending: the class size less the scores strictly below c.
     tp, fp = np.empty(m + 1), np.empty(m + 1)
     tp[0] = fp[0] = 0.0
-    tp[1:] = (n1 - below1)[::-1]
-    starts -= below1
-    fp[1:] = (n0 - starts)[::-1]
+    tp[1:] = (n1 - np.searchsorted(s1, distinct, side="left"))[::-1]
+    fp[1:] = (n0 - np.searchsorted(s0, distinct, side="left"))[::-1]
     return PRPoints(tp, fp, thresholds, float(n1), float(n0))
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """The distinct values of an ascending array (the first of each run of equal values)."""
+    if x.size < 2:
+        return x
+    new = np.empty(x.size, dtype=bool)
+    new[0] = True
+    np.not_equal(x[1:], x[:-1], out=new[1:])
+    return x[new]
 
 
 def _ascending(values, name: str) -> np.ndarray:

@@ -44,6 +44,7 @@ DEFAULT_DRAWS = 6
 DEFAULT_MAX_SIZE = 4_000  # released scores per data set used by the noise bootstrap (variance scaled to n)
 GRID_BINS = 60  # bins (and mixture components) spanning each data set's released scores
 EM_ITERATIONS = 500  # fixed: the fitted weights are a deterministic function of the binned releases
+_CHUNK = 1 << 18  # released scores per step of a pass over them (its temporaries hold this many, not n)
 # The deconvolution's own error, as a share of the blur it removes: at most 3-5 % in the study's shapes
 # (docs/simulations.md, coverage by score shape); the CI allows 10 % as a bias bound.
 MISFIT_SHARE = 0.1
@@ -147,10 +148,60 @@ def _pair_auc(w0: np.ndarray, w1: np.ndarray, ratio: np.ndarray) -> np.ndarray:
     return np.einsum("cj,cjk,ck->c", w1, kernel, w0)
 
 
+def _one_group(size: int) -> np.ndarray:
+    """The group ids of a single data set: zeros as a read-only view (no memory per score)."""
+    return np.broadcast_to(np.int64(0), (size,))
+
+
+def _group_bounds(groups: np.ndarray, n_groups: int) -> np.ndarray | None:
+    """The ``n_groups + 1`` offsets of the groups' slices when they are stored one after another (the
+    batch layout, and a single data set), else None."""
+    if groups.size > 1 and not np.all(groups[1:] >= groups[:-1]):
+        return None
+    return np.searchsorted(groups, np.arange(n_groups + 1))
+
+
+def _levels(tau, r: np.ndarray) -> np.ndarray:
+    """The distinct noise levels of the scores ``r`` (``tau``: a scalar or one per score)."""
+    return np.unique(np.asarray(tau, dtype=np.float64)) if r.size else np.empty(0)
+
+
+def _extremes(lo: np.ndarray, hi: np.ndarray, r: np.ndarray, g: np.ndarray, bounds: np.ndarray | None) -> None:
+    """Lower ``lo`` and raise ``hi`` to each group's smallest and largest score of ``r`` (in place)."""
+    if bounds is None:
+        np.minimum.at(lo, g, r)
+        np.maximum.at(hi, g, r)
+        return
+    full = np.flatnonzero(bounds[1:] > bounds[:-1])
+    if full.size:
+        lo[full] = np.minimum(lo[full], np.minimum.reduceat(r, bounds[full]))
+        hi[full] = np.maximum(hi[full], np.maximum.reduceat(r, bounds[full]))
+
+
+def _binned(r: np.ndarray, g: np.ndarray, t: np.ndarray, lo: np.ndarray, width: np.ndarray,
+            levels: np.ndarray) -> np.ndarray:
+    """Counts ``(level, group, bin)`` of the scores ``r`` on their groups' grids, ``_CHUNK`` scores at a time."""
+    n_groups = lo.size
+    counts = np.zeros((levels.size, n_groups * GRID_BINS), dtype=np.int64)
+    for a in range(0, r.size, _CHUNK):
+        gc = g[a:a + _CHUNK]
+        cells = ((r[a:a + _CHUNK] - lo[gc]) / width[gc]).astype(np.int64)
+        np.clip(cells, 0, GRID_BINS - 1, out=cells)
+        cells += gc * GRID_BINS
+        if levels.size == 1:
+            counts[0] += np.bincount(cells, minlength=n_groups * GRID_BINS)
+            continue
+        tc = t[a:a + _CHUNK]
+        for i, level in enumerate(levels):
+            counts[i] += np.bincount(cells[tc == level], minlength=n_groups * GRID_BINS)
+    return counts.reshape(levels.size, n_groups, GRID_BINS)
+
+
 def grouped_deconvolution_correction(released0, groups0, released1, groups1, tau0, tau1, *, n_groups: int) -> np.ndarray:
     """:func:`deconvolution_correction` of many data sets at once (group ids as in :mod:`dsroc.batch`).
 
-    Each group's value equals :func:`deconvolution_correction` on that group alone.
+    Each group's value equals :func:`deconvolution_correction` on that group alone. The scores are
+    binned in chunks: beyond the inputs it holds a few arrays of ``_CHUNK`` scores, whatever their number.
     """
     r0, r1 = np.asarray(released0, dtype=np.float64), np.asarray(released1, dtype=np.float64)
     g0, g1 = check_groups(groups0, r0.size, n_groups, name="groups0"), check_groups(groups1, r1.size, n_groups, name="groups1")
@@ -160,37 +211,31 @@ def grouped_deconvolution_correction(released0, groups0, released1, groups1, tau
     lo = np.full(n_groups, np.inf)
     hi = np.full(n_groups, -np.inf)
     for r, g in ((r0, g0), (r1, g1)):
-        np.minimum.at(lo, g, r)
-        np.maximum.at(hi, g, r)
+        _extremes(lo, hi, r, g, _group_bounds(g, n_groups))
     span = hi - lo
     width = np.where(np.isfinite(span) & (span > 0), span / GRID_BINS, 1.0)
     lo = np.where(np.isfinite(lo), lo, 0.0)
-    levels = np.unique(np.concatenate([t0, t1]))
-    weights, shares = [], []
+    levels = np.unique(np.concatenate([_levels(tau0, r0), _levels(tau1, r1)]))
+    weights, shares, noisy = [], [], np.zeros(n_groups, dtype=bool)
     for r, g, t in ((r0, g0, t0), (r1, g1, t1)):
-        bins = np.clip(((r - lo[g]) / width[g]).astype(np.int64), 0, GRID_BINS - 1)
-        size = np.maximum(group_sizes(g, n_groups), 1)
-        parts = []
-        for level in levels:
-            at = t == level
-            counts = np.bincount(g[at] * GRID_BINS + bins[at], minlength=n_groups * GRID_BINS).reshape(n_groups, GRID_BINS)
-            parts.append((counts, _bin_likelihood(level / width)))
+        counts = _binned(r, g, t, lo, width, levels)
+        per_level = counts.sum(axis=2)  # (level, group)
+        size = np.maximum(per_level.sum(axis=0), 1)
+        noisy |= per_level[levels > 0].sum(axis=0) > 0
+        parts = [(counts[i], _bin_likelihood(level / width)) for i, level in enumerate(levels)]
         w = np.full((n_groups, GRID_BINS), 1.0 / GRID_BINS)
         for _ in range(EM_ITERATIONS):  # EM for the mixing weights (the likelihood is concave in them)
             step = np.zeros_like(w)
-            for counts, lik in parts:
+            for c, lik in parts:
                 fitted = np.matmul(lik, w[:, :, None])[:, :, 0]
-                ratio = np.divide(counts, fitted, out=np.zeros_like(fitted), where=counts > 0)
+                ratio = np.divide(c, fitted, out=np.zeros_like(fitted), where=c > 0)
                 step += np.matmul(ratio[:, None, :], lik)[:, 0, :]
             w = w * step / size[:, None]
         weights.append(w)
-        shares.append([np.bincount(g[t == level], minlength=n_groups) / size for level in levels])
+        shares.append([per_level[i] / size for i in range(levels.size)])
     w0, w1 = weights
     blurred = sum(0.5 * (s0 + s1) * _pair_auc(w0, w1, level / width) for level, s0, s1 in zip(levels, *shares))
     out = _pair_auc(w0, w1, np.zeros(n_groups)) - blurred
-    noisy = np.zeros(n_groups, dtype=bool)
-    for g, t in ((g0, t0), (g1, t1)):
-        noisy[g[t > 0]] = True
     return np.where(noisy, out, 0.0)
 
 
@@ -212,7 +257,7 @@ def deconvolution_correction(released0, released1, tau0, tau1) -> float:
         Noise standard deviation of each released negative / positive (a scalar when all sites used the same).
     """
     r0, r1 = np.asarray(released0, dtype=np.float64), np.asarray(released1, dtype=np.float64)
-    return float(grouped_deconvolution_correction(r0, np.zeros(r0.size, dtype=np.int64), r1, np.zeros(r1.size, dtype=np.int64),
+    return float(grouped_deconvolution_correction(r0, _one_group(r0.size), r1, _one_group(r1.size),
                                                   tau0, tau1, n_groups=1)[0])
 
 
@@ -237,14 +282,27 @@ def noise_variance(released0, released1, tau0, tau1, *, draws: int = DEFAULT_DRA
         Seed of the redrawn noise (``numpy.random.default_rng``).
     """
     r0, r1 = np.asarray(released0, dtype=np.float64), np.asarray(released1, dtype=np.float64)
-    return float(grouped_noise_variance(r0, np.zeros(r0.size, dtype=np.int64), r1, np.zeros(r1.size, dtype=np.int64),
+    return float(grouped_noise_variance(r0, _one_group(r0.size), r1, _one_group(r1.size),
                                         tau0, tau1, n_groups=1, draws=draws, max_size=max_size, seeds=[seed])[0])
 
 
-def _by_group(groups: np.ndarray, n_groups: int) -> list[np.ndarray]:
-    """Indices of each group's elements, in their order."""
-    order = np.argsort(groups, kind="stable")
-    return np.split(order, np.cumsum(group_sizes(groups, n_groups))[:-1])
+def _by_group(groups: np.ndarray, n_groups: int) -> tuple[list, np.ndarray]:
+    """Each group's elements, in their order (a slice when the groups are stored one after another,
+    else their indices), and the groups' sizes."""
+    bounds = _group_bounds(groups, n_groups)
+    if bounds is not None:
+        return [slice(a, b) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())], np.diff(bounds)
+    sizes = group_sizes(groups, n_groups)
+    return np.split(np.argsort(groups, kind="stable"), np.cumsum(sizes)[:-1]), sizes
+
+
+def _kept(rng: np.random.Generator, idx, p: float) -> np.ndarray:
+    """The indices of ``idx`` (a slice or indices) that a uniform draw below ``p`` keeps, one draw per
+    element in order (drawn ``_CHUNK`` at a time: the same stream as one draw of all)."""
+    size = idx.stop - idx.start if isinstance(idx, slice) else idx.size
+    keep = [np.flatnonzero(rng.random(min(_CHUNK, size - a)) < p) + a for a in range(0, size, _CHUNK)]
+    keep = np.concatenate(keep) if keep else np.empty(0, dtype=np.intp)
+    return keep + idx.start if isinstance(idx, slice) else idx[keep]
 
 
 def grouped_noise_variance(released0, groups0, released1, groups1, tau0, tau1, *, n_groups: int, seeds,
@@ -264,18 +322,23 @@ def grouped_noise_variance(released0, groups0, released1, groups1, tau0, tau1, *
     g0, g1 = check_groups(groups0, r0.size, n_groups, name="groups0"), check_groups(groups1, r1.size, n_groups, name="groups1")
     t0, t1 = _check_taus(tau0, r0), _check_taus(tau1, r1)
     d = int(draws)
-    n = group_sizes(g0, n_groups) + group_sizes(g1, n_groups)
+    (members0, n0), (members1, n1) = _by_group(g0, n_groups), _by_group(g1, n_groups)
+    n = n0 + n1
     # Per group, from its own generator: a random subset of at most ~max_size scores, then d noise draws
     # per kept score. Cell (group, draw) = group * d + draw holds one redrawn data set.
     parts = {0: [], 1: []}
     kept = np.zeros(n_groups)
-    for g, (i0, i1), seed in zip(range(n_groups), zip(_by_group(g0, n_groups), _by_group(g1, n_groups)), seeds):
+    for g, (i0, i1), seed in zip(range(n_groups), zip(members0, members1), seeds):
         rng = np.random.default_rng(seed)
         p = min(1.0, max_size / max(int(n[g]), 1))
         for cls, idx, r, t in ((0, i0, r0, t0), (1, i1, r1, t1)):
             if not is_sorted(r[idx]):  # canonical order: the result ignores the input order
-                idx = idx[np.argsort(r[idx], kind="stable")]
-            idx = idx[rng.random(idx.size) < p] if p < 1.0 else idx
+                order = np.argsort(r[idx], kind="stable")
+                idx = order + idx.start if isinstance(idx, slice) else idx[order]
+            if p < 1.0:
+                idx = _kept(rng, idx, p)
+            elif isinstance(idx, slice):
+                idx = np.arange(idx.start, idx.stop)
             kept[g] += idx.size
             s = np.repeat(r[idx][None, :], d, axis=0)  # (draws, kept)
             tt = np.repeat(t[idx][None, :], d, axis=0)

@@ -1,5 +1,6 @@
 """Connections: gRPC's retry policy (UNAVAILABLE only), fast TLS and token failures that say what to check,
-describe/budget answers from the sites that answer, the budget in the analyst's terms, recommend by policy."""
+describe/budget answers from the sites that answer, the budget in the analyst's terms, recommend by policy, and
+upload messages serialized as protobuf would."""
 
 import contextlib
 import json
@@ -235,3 +236,24 @@ def test_recommend_lists_only_what_the_policies_accept(tmp_path, five_sites, pki
     assert main(["recommend", "--sensitivity", "0.19", "--federation", str(tmp_path / "f.toml"), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed == [r for r in everything if r["delta"] <= 0.05]  # the sites' max_delta is 0.05
+
+
+def test_upload_messages_are_serialized_from_the_arrays_as_protobuf_would():
+    # The survivor upload serializes its SurvivorChunk messages straight from the released arrays (no message
+    # objects, nothing built for the whole upload): the bytes must be what the generated code makes, for
+    # chunk sizes across the varint's length boundaries and arrays that end mid-chunk.
+    import numpy as np
+
+    from analyst.session import _survivor_chunks
+
+    rng = np.random.default_rng(2)
+    arrays = [np.sort(rng.normal(size=k)) for k in (1, 15, 17, 2049, 40_000)]
+    for size in (1, 16, 2048, 16_384, 65_536):
+        chunks = _survivor_chunks(arrays, size)
+        assert not isinstance(chunks, list)  # made as they are sent
+        expected = [pb.SurvivorChunk(scores=a[i:i + size].tobytes()).SerializeToString()
+                    for a in arrays for i in range(0, a.size, size)]
+        got = list(chunks)
+        assert got == expected
+        parsed = np.concatenate([np.frombuffer(pb.SurvivorChunk.FromString(m).scores, "<f8") for m in got])
+        np.testing.assert_array_equal(parsed, np.concatenate(arrays))

@@ -134,6 +134,40 @@ def test_noise_variance_and_correction_are_seeded_order_free_and_batchable():
     assert np.isfinite(big) and big > 0
 
 
+def test_passes_in_chunks_give_the_same_numbers_with_little_memory(monkeypatch):
+    # The released scores are binned and subsampled a chunk at a time (10^7 pooled scores would otherwise
+    # hold several copies): the numbers must not depend on the chunk size, nor on the groups' layout.
+    import tracemalloc
+
+    from dsroc.roc import noise_correction as nc
+
+    rng = np.random.default_rng(8)
+    r0, r1 = np.sort(np.round(rng.normal(size=30_000), 3)), np.sort(np.round(rng.normal(0.7, size=20_000), 3))
+    t0 = np.where(np.arange(r0.size) % 4 == 0, 0.1, 0.3)  # two noise levels
+    g0, g1 = np.repeat([0, 2], [10_000, 20_000]), np.repeat([0, 2], [5_000, 15_000])  # group 1 empty
+    whole = [deconvolution_correction(r0, r1, 0.3, 0.3), noise_variance(r0, r1, 0.3, 0.3, max_size=500),
+             deconvolution_correction(r0, r1, t0, 0.2), noise_variance(r0, r1, t0, 0.2, seed=3),
+             *grouped_deconvolution_correction(r0, g0, r1, g1, 0.3, 0.2, n_groups=3),
+             *grouped_noise_variance(r0, g0, r1, g1, 0.3, 0.2, n_groups=3, seeds=[1, 2, 3])]
+    perm0, perm1 = rng.permutation(r0.size), rng.permutation(r1.size)  # groups interleaved: indices, not slices
+    interleaved = grouped_noise_variance(r0[perm0], g0[perm0], r1[perm1], g1[perm1], 0.3, 0.2, n_groups=3,
+                                         seeds=[1, 2, 3])
+    np.testing.assert_array_equal(interleaved[[0, 2]], whole[-3:][::2])
+    monkeypatch.setattr(nc, "_CHUNK", 997)
+    chunked = [deconvolution_correction(r0, r1, 0.3, 0.3), noise_variance(r0, r1, 0.3, 0.3, max_size=500),
+               deconvolution_correction(r0, r1, t0, 0.2), noise_variance(r0, r1, t0, 0.2, seed=3),
+               *grouped_deconvolution_correction(r0, g0, r1, g1, 0.3, 0.2, n_groups=3),
+               *grouped_noise_variance(r0, g0, r1, g1, 0.3, 0.2, n_groups=3, seeds=[1, 2, 3])]
+    np.testing.assert_array_equal(chunked, whole)
+    monkeypatch.undo()
+    big0, big1 = np.sort(np.round(rng.normal(size=2_000_000), 3)), np.sort(np.round(rng.normal(1, size=2_000_000), 3))
+    tracemalloc.start()
+    deconvolution_correction(big0, big1, 0.3, 0.3), noise_variance(big0, big1, 0.3, 0.3)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.5 * (big0.nbytes + big1.nbytes)  # not one copy of the scores (the group ids are a view)
+
+
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="mean_pv0 must lie in"):
         noise_corrected_auc(mean_pv0=1.2, mean_pv1=0.5, correction=0.0, delong_variance=0.01, noise_variance=0.0)
