@@ -112,7 +112,7 @@ def _pool(statistic, scale, back, effects, variances, level) -> Pooled:
 def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, estimator: str) -> Heterogeneity:
     """Each site's AUC and O/E from its own histogram release, pooled across sites by random effects.
 
-    ``releases``: :class:`analyst.protocols.histogram.HistogramSite` per site name.
+    ``releases``: :class:`analyst.protocols.histogram_release.HistogramSite` per site name.
     """
     sites, notes = [], []
     for name, r in releases.items():

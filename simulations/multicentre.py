@@ -81,7 +81,7 @@ def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: f
 def _validation_grid(rng, scores, site, sites, epsilon):
     """The grid of the analyst's default histogram validation, which the stratified and joint releases reuse: a
     first release of every site's scores on the fine logit grid at the first stage's noise, edges at the noisy
-    quantiles for the study's bin count at the second stage's noise (analyst.protocols.histogram.quantile_grid)."""
+    quantiles for the study's bin count at the second stage's noise (analyst.protocols.histogram_release.quantile_grid)."""
     stages = two_stage_plan(epsilon, DELTA)
     fine = histogram_edges(STAGE1_BINS, lo=0.005, hi=0.995, spacing="logit")
     idx = bin_index(scores, fine)

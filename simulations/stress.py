@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from analyst.protocols.histogram import allowed_n_bins
+from analyst.protocols.histogram_release import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
@@ -208,7 +208,7 @@ POLICY_LOGIT_RANGE = (0.005, 0.995)
 
 def default_grid(epsilon: float, delta: float) -> np.ndarray:
     """The analyst's one-release grid (``spacing="equal"``) at (epsilon, delta):
-    :func:`analyst.protocols.histogram.allowed_n_bins` under the default policy, equal bins."""
+    :func:`analyst.protocols.histogram_release.allowed_n_bins` under the default policy, equal bins."""
     return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta))
 
 
@@ -339,7 +339,7 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         if protocol == "secagg":
             n_bins = secagg_n_bins(float(consistent_counts(total).sum()), plan.central2)
             interior = second_stage_interior(total, plan.fine_edges, n_bins)
-        else:  # as analyst.protocols.histogram.quantile_grid
+        else:  # as analyst.protocols.histogram_release.quantile_grid
             n0, n1 = consistent_counts(classes).sum(axis=-1)
             n_bins = second_stage_bins(n0, n1, plan.central2, most=max(POLICY_BINS))
             interior = balanced_interior(classes[0], classes[1], plan.fine_edges, n_bins)

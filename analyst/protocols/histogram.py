@@ -7,29 +7,24 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import grpc
 import numpy as np
 from scipy.stats import norm
 
-from dsroc import analytic_gaussian_sigma
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, balanced_interior, first_stage_bins, second_stage_bins,
-                                   two_stage_plan)
-from dsroc.histogram.grid import consistent_counts, recommended_n_bins
+from dsroc.histogram.stages import first_stage_bins, two_stage_plan
 from dsroc.histogram.validation import histogram_validation
-from dsroc.v1 import site_pb2 as pb
 
-from analyst.connection import SiteError
 from analyst.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
 from analyst.parts import Calibration, Estimate, RocCurve, num
 from analyst.pr import pr_from_counts
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
                                     site_privacy_from_budget)
+from analyst.protocols.histogram_release import (HistogramSite, allowed_n_bins, collect_histograms, quantile_bin_cap,
+                                                 quantile_grid)
 from analyst.result import ValidationResult
 from analyst.summary import fmt, plural
 
-__all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "HistogramSite",
-           "citl_with_noise", "collect_histograms", "default_n_bins", "fine_release", "quantile_grid", "quantile_bin_cap",
+__all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "citl_with_noise",
            "histogram_result", "summed_result"]
 
 HISTOGRAM_GUARANTEE = (
@@ -53,7 +48,7 @@ class HistogramOptions(ProtocolOptions):
         Bins of the grid; default: with ``spacing="quantile"`` chosen from the first release's estimated class
         sizes and the second release's noise (:func:`dsroc.histogram.stages.second_stage_bins`, 5 to 10, within
         the sites' policies); otherwise the simulation study's count for the noise of one release
-        (:func:`default_n_bins`), or the nearest count every site allows.
+        (:func:`analyst.protocols.histogram_release.default_n_bins`), or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
         Grid: ``"quantile"`` spends about a tenth of each site's budget on a first release of both classes'
         scores on a fine grid and puts the bins at the quantiles of its class-balanced mixture for the second
@@ -116,169 +111,6 @@ class HistogramOptions(ProtocolOptions):
             raise ValueError(f"strata must be a column name, got {self.strata!r}")
         if self.compare is not None and isinstance(self.compare, str) and not self.compare:
             raise ValueError("compare must be a score column name or a GLM, got ''")
-
-
-@dataclass(frozen=True)
-class HistogramSite:
-    """One site's histogram release: noisy counts, noise, guarantee and its budget after the release."""
-
-    negatives: np.ndarray
-    positives: np.ndarray
-    sigma: float
-    noise_sd: float
-    epsilon: float
-    delta: float
-    release_id: str
-    repeated: bool
-    epsilon_spent: float
-    scalars: Mapping[str, float]
-    scalar_sd: float
-    negative_sums: np.ndarray | None = None
-    positive_sums: np.ndarray | None = None
-    sums_sd: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        sums = {} if self.negative_sums is None else {
-            "negative_sums": [num(v) for v in self.negative_sums], "positive_sums": [num(v) for v in self.positive_sums],
-            "sums_sd": num(self.sums_sd)}
-        return {**sums, "negatives": self.negatives.tolist(), "positives": self.positives.tolist(), "sigma": num(self.sigma),
-                "noise_sd": num(self.noise_sd), "epsilon": num(self.epsilon), "delta": num(self.delta),
-                "release_id": self.release_id, "repeated": self.repeated, "epsilon_spent": num(self.epsilon_spent),
-                "scalars": {k: num(v) for k, v in self.scalars.items()}, "scalar_sd": num(self.scalar_sd)}
-
-
-def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
-                       scalars: tuple[str, ...], score_sums: bool = False, interior=None,
-                       following: Mapping | None = None, follow_ups: Mapping[str, str] | None = None,
-                       held: dict | None = None) -> tuple[np.ndarray, dict[str, HistogramSite]]:
-    """Ask every site of a :class:`analyst.session.ValidationSession` for its histogram release.
-
-    ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each site adds its range's ends).
-    ``following``: the ``epsilon``, ``delta``, ``n_bins``, ``scalars`` and ``score_sums`` of the release that follows
-    in this session (the quantile grid's second stage), held with this one; ``held`` is filled with those holds, to
-    pass as the next release's ``follow_ups``, which the sites take over.
-    Returns the public grid (every site must use the same) and each site's release.
-    """
-    if interior is not None:
-        n_bins, spacing = len(interior) + 1, ""
-
-    def request(conn, held):
-        return pb.HistogramRequest(session_id=session.session_ids[conn.name], epsilon=float(epsilon),
-                                   delta=float(delta), n_bins=0 if interior is not None else int(n_bins),
-                                   spacing=spacing, scalars=list(scalars), score_sums=bool(score_sums),
-                                   reservation_id=held, edges=[] if interior is None else [float(v) for v in interior])
-
-    def ask(conn, held):
-        r = conn.call("ReleaseHistogram", request(conn, held))
-        if score_sums and len(r.negative_sums) != n_bins:
-            raise ValueError(f"site {conn.name} did not release the per-bin score sums asked for (an older site?)")
-        sums = ((np.asarray(r.negative_sums, dtype=np.float64), np.asarray(r.positive_sums, dtype=np.float64),
-                 r.sums_noise_sd) if score_sums else (None, None, 0.0))
-        site = HistogramSite(
-            np.asarray(r.negatives, dtype=np.int64), np.asarray(r.positives, dtype=np.int64), r.sigma, r.noise_sd,
-            r.epsilon, r.delta, r.release_id, r.repeated, r.epsilon_spent, {s.name: s.value for s in r.scalars},
-            max([s.noise_sd for s in r.scalars], default=0.0), *sums)
-        session.progress("histogram release", conn.name, f"{n_bins} bins, noise SD {r.noise_sd:.3g}")
-        return np.asarray(r.edges, dtype=np.float64), site
-
-    # All or nothing: every site checks the request and holds its budget before any site releases.
-    def prepare(conn):
-        out = pb.PrepareRequest(histogram=request(conn, ""),
-                                follow_up_reservation_id=(follow_ups or {}).get(conn.name, ""))
-        if following is not None:  # its grid is not known yet; its noise, all that its hold depends on, is
-            out.follow_up.CopyFrom(pb.HistogramRequest(
-                session_id=session.session_ids[conn.name], epsilon=float(following["epsilon"]),
-                delta=float(following["delta"]), n_bins=int(following["n_bins"]), spacing="equal",
-                scalars=list(following["scalars"]), score_sums=bool(following["score_sums"])))
-        return out
-
-    holds = session.hold("histogram release", prepare, follow_ups=held)
-    replies = session.commit("histogram release", holds, ask)
-    edges = replies[0][0]
-    for (other, _), name in zip(replies, session.sites):
-        if other.shape != edges.shape or not np.allclose(other, edges, rtol=0, atol=1e-12):
-            raise ValueError(f"site {name} used another grid than {session.sites[0]} (different score ranges?); "
-                             "histograms on different grids cannot be summed")
-    return edges, {name: site for name, (_, site) in zip(session.sites, replies)}
-
-
-def fine_release(allowed, release):
-    """The quantile grid's first release, ``release(n_bins, spacing)``: on the finest grid every site allows up to
-    ``STAGE1_BINS`` bins (:func:`dsroc.histogram.stages.first_stage_bins`), logit-spaced for probabilities, else
-    (a site refused logit spacing before holding or charging anything: not probabilities, or not in its policy)
-    equal-width."""
-    fine = first_stage_bins(allowed)
-    if fine is None:
-        raise ValueError(f"the quantile grid needs a fine first release; no bin count up to {STAGE1_BINS} is allowed "
-                         "by every site (policy: histogram_bins)")
-    try:
-        return release(fine, "logit")
-    except SiteError as refused:
-        if refused.code not in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED):
-            raise
-        return release(fine, "equal")
-
-
-def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = STAGE2_BINS[-1][1],
-                  following: Mapping | None = None, held: dict | None = None
-                  ) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
-    """First stage of the quantile grid: every site's release of both classes' counts on a fine grid
-    (:func:`fine_release`) at ``stages.epsilon1``, and the second stage's interior edges at the quantiles of the
-    class-balanced mixture of the summed counts (:func:`dsroc.histogram.stages.balanced_interior`), for ``n_bins``
-    bins or, when None, :func:`dsroc.histogram.stages.second_stage_bins` of the first stage's estimated class sizes
-    and the second stage's summed noise (at most ``most``): post-processing of the first release. ``following`` and
-    ``held``: the second stage, held with the first (:func:`collect_histograms`)."""
-    edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
-        session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=(),
-        following=following, held=held))
-    h0 = np.sum([r.negatives for r in releases.values()], axis=0).astype(np.float64)
-    h1 = np.sum([r.positives for r in releases.values()], axis=0).astype(np.float64)
-    if n_bins is None:
-        n0, n1 = (float(consistent_counts(h).sum()) for h in (h0, h1))
-        n_bins = second_stage_bins(n0, n1, stages.sigma2 * math.sqrt(len(releases)), most=most)
-    return balanced_interior(h0, h1, edges, n_bins), releases, edges
-
-
-def quantile_bin_cap(partitions, allowed) -> int:
-    """The most bins the quantile grid's second stage may have, checked before any release: every site's largest
-    allowed bin count (an explicit grid's limit) and, with strata or a second model, the cells each site's
-    ``histogram_max_cells`` allows (the largest count up to :data:`dsroc.histogram.stages.STAGE2_BINS`' that
-    passes; a refusal even at 2 bins is raised)."""
-    top = min(STAGE2_BINS[-1][1], *(max(a) for a in allowed))
-    for bins in range(top, 1, -1):
-        try:
-            partitions.check(bins)
-            return bins
-        except ValueError:
-            if bins == 2:
-                raise
-    return top
-
-
-def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
-    """The simulation study's bin count for the noise of one (epsilon, delta) release, among those all sites allow.
-
-    :func:`dsroc.histogram.grid.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
-    sensitivity 1, within a few per cent of the discrete one, far inside the rule's steps); when a site's
-    policy does not list that count, the nearest count every answering site allows (ties: the smaller).
-    """
-    policies = [answer["policy"]["histogram_bins"] for answer in federation.describe().values()]
-    return allowed_n_bins(policies, epsilon=epsilon, delta=delta)
-
-
-def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float, shares: int = 1) -> int:
-    """:func:`default_n_bins` from each site's allowed bin counts.
-
-    ``shares``: the release's noise is split into this many shares (secagg), each about ``sigma / sqrt(shares)``;
-    the count is the study's for one share.
-    """
-    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0) / math.sqrt(shares))
-    sets = [set(a) for a in allowed_per_site]
-    allowed = set.intersection(*sets) if sets else set()
-    if not allowed or wanted in allowed:
-        return wanted
-    return min(allowed, key=lambda b: (abs(b - wanted), b))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from dsroc.secagg import secagg_n_bins
 
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
-from analyst.protocols.histogram import allowed_n_bins, fine_release, summed_result
+from analyst.protocols.histogram import summed_result
+from analyst.protocols.histogram_release import allowed_n_bins, fine_release
 from analyst.protocols.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
 from analyst.summary import fmt
@@ -43,7 +44,7 @@ class SecAggOptions(ProtocolOptions):
     n_bins : int, optional
         Bins of the grid. Default with ``spacing="quantile"``: :func:`dsroc.secagg.secagg_n_bins` of the
         first round's estimate of n and the summed noise (5 bins, 7 from n = 1 000 noise SDs, 10 from
-        10 000); else the simulation study's count for the noise (:func:`analyst.protocols.histogram.allowed_n_bins`),
+        10 000); else the simulation study's count for the noise (:func:`analyst.protocols.histogram_release.allowed_n_bins`),
         or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
         ``"quantile"``: a first secure-aggregation round of the scores on a fine grid (about a tenth of the

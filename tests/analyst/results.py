@@ -8,7 +8,8 @@ import numpy as np
 
 import dsroc
 from analyst.parts import Estimate, RocCurve, SitePrivacy, TestResult
-from analyst.protocols.histogram import HistogramOptions, HistogramSite, histogram_result
+from analyst.protocols.histogram import HistogramOptions, histogram_result
+from analyst.protocols.histogram_release import HistogramSite
 from analyst.protocols.paper import PAPER_GUARANTEE, PaperDetail, paper_calibration
 from analyst.result import ValidationResult
 
