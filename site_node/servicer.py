@@ -198,8 +198,6 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
     def SecAggUnmask(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
         confirmations = [(c.site, c.signature) for c in request.confirmations]
-        if len({site for site, _ in confirmations}) != len(confirmations):
-            raise InvalidArgument("confirmations must come from distinct sites")
         out = self.secagg.unmask(self._session(request.session_id), round_id=request.round_id, receipts=receipts,
                                  confirmations=confirmations)
         note(parameters={"kind": "secagg unmask", "round_id": bytes(request.round_id).hex(),

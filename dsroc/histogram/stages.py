@@ -84,8 +84,7 @@ def second_stage_interior(counts, edges, n_bins: int) -> np.ndarray:
     nobody after the noise (pure post-processing of the first release)."""
     from .grid import quantile_edges
 
-    interior = quantile_edges(counts, edges, n_bins)
-    return interior if interior.size else np.asarray(edges, dtype=np.float64)[[len(edges) // 2]]
+    return _or_middle(quantile_edges(counts, edges, n_bins), edges)
 
 
 def second_stage_bins(n0: float, n1: float, sigma: float, *, most: int) -> int:
@@ -119,5 +118,9 @@ def balanced_interior(counts0, counts1, edges, n_bins: int) -> np.ndarray:
     nobody after the noise (pure post-processing of the first release)."""
     from .grid import balanced_quantile_edges
 
-    interior = balanced_quantile_edges(counts0, counts1, edges, n_bins)
+    return _or_middle(balanced_quantile_edges(counts0, counts1, edges, n_bins), edges)
+
+
+def _or_middle(interior: np.ndarray, edges) -> np.ndarray:
+    """``interior``, or the middle fine edge when the first release's counts held nobody after the noise."""
     return interior if interior.size else np.asarray(edges, dtype=np.float64)[[len(edges) // 2]]

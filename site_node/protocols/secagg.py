@@ -369,6 +369,9 @@ class SecAggProtocol(SiteProtocol):
         """Charge the release and reveal the self seed, given every site's signed receipt of this round (in a round
         with dropouts: every survivor's receipt and its signed confirmation of the same survivors, and then the
         pairwise seeds with the sites that dropped out are revealed too)."""
+        confirmations = list(confirmations)
+        if len({site for site, _ in confirmations}) != len(confirmations):
+            raise InvalidArgument("confirmations must come from distinct sites")
         r = self._round(session, round_id)
         with r.lock:
             if r.masked is None:
