@@ -22,7 +22,7 @@ def _check_scale(scale: float) -> float:
 
 
 def discrete_laplace_variance(scale: float) -> float:
-    """Variance ``2 a / (1 - a)^2``, ``a = exp(-1 / scale)``, of the discrete Laplace ``P[X = x] ∝ exp(-|x| / scale)``.
+    """Variance ``2 a / (1 - a)^2``, ``a = exp(-1 / scale)``, of the discrete Laplace ``P[x] ∝ exp(-|x| / scale)``.
 
     0 for ``scale`` 0 (no noise).
     """
@@ -78,17 +78,9 @@ def sample_discrete_laplace(scale: float, size: int) -> np.ndarray:
     (Algorithm 2) in rational arithmetic on OpenDP's cryptographically secure randomness, so no floating-point
     artefact reveals the noiseless value (Mironov 2012). Proof: docs.opendp.org, proofs of ``make_laplace`` (0.16).
     """
-    import opendp.prelude as dp
+    from .noise import opendp_integer_noise
 
-    scale = _check_scale(scale)
-    size = int(size)
-    if size < 0:
-        raise ValueError(f"size must be non-negative, got {size}")
-    if size == 0:
-        return np.zeros(0, dtype=np.int64)
-    dp.enable_features("contrib")
-    measurement = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64"), scale=scale)
-    return np.asarray(measurement([0] * size), dtype=np.int64)
+    return opendp_integer_noise("laplace", _check_scale(scale), size)
 
 
 def discrete_laplace_noise(scale: float, size, rng: np.random.Generator) -> np.ndarray:

@@ -21,7 +21,8 @@ def _closed_form_delta(scale: float, sensitivity: int, epsilon: float) -> float:
     log_q = -np.abs(x - sensitivity) / scale
     z = np.log(np.sum(np.exp(log_p)))
     p, q = np.exp(log_p - z), np.exp(log_q - z)
-    return float(max(np.sum(np.maximum(p - math.exp(epsilon) * q, 0.0)), np.sum(np.maximum(q - math.exp(epsilon) * p, 0.0))))
+    e = math.exp(epsilon)
+    return float(max(np.sum(np.maximum(p - e * q, 0.0)), np.sum(np.maximum(q - e * p, 0.0))))
 
 
 @pytest.mark.parametrize("scale,sensitivity", [(1.25, 1), (10.0, 1), (20.0, 2), (160.0, 16)])
