@@ -34,7 +34,7 @@ HISTOGRAM_GUARANTEE = (
 )
 SCALARS = ("sum_sq", "sum_p", "sum_y")
 _NOISE = "sampling and the privacy noise"
-_ESTIMATOR_NAMES = {"rocglm": "ROC-GLM", "resolved": "resolved",
+_ESTIMATOR_NAMES = {"rocglm": "ROC-GLM", "monotone": "monotone (PCHIP)", "resolved": "resolved",
                     "empirical": "binned empirical", "none": "none"}
 
 
@@ -61,10 +61,11 @@ class HistogramOptions(ProtocolOptions):
         Also release each bin's noisy sum of scores per class, within the same epsilon (the counts' noise
         grows by 5 %): calibration, O/E, Brier and the slope then use within-bin mean scores instead of bin
         midpoints, and within-bin pairs of the AUC are resolved.
-    estimator : {"rocglm", "resolved", "empirical"}
+    estimator : {"rocglm", "monotone", "resolved", "empirical"}
         The reported AUC: ``"rocglm"`` (default) the ROC-GLM through the bin edges where it agrees with the
-        nonparametric AUC, else the resolved AUC (within-bin pairs ordered by the score sums; the binned one
-        without sums); ``"resolved"`` or ``"empirical"`` always that one. The result's first AUC note says
+        nonparametric AUC, else the monotone (PCHIP) curve through the ROC points where it agrees with the
+        resolved AUC, else the resolved AUC (within-bin pairs ordered by the score sums; the binned one without
+        sums); ``"monotone"`` (with the sums), ``"resolved"`` or ``"empirical"`` always that one. The result's first AUC note says
         which and why (:mod:`dsroc.histogram.estimates`).
     a0 : float, optional
         Also test ``H0: AUC <= a0``.

@@ -7,11 +7,13 @@ binormal line through two points is taken on trust), its AUC lies in the set the
 within-bin pairs; without sums ``PLAUSIBLE_SDS`` SDs more), and (with the per-bin score sums) it agrees with the
 resolved AUC (within-bin pairs ordered by the classes' mean offsets, :mod:`dsroc.histogram.resolved`) within
 ``AGREEMENT_SHARE`` of the shift that ordering gives plus ``AGREEMENT_Z`` SDs of their difference under the
-noise. Elsewhere the nonparametric AUC is reported (resolved with sums, else binned). The constants are tuned
+noise. Elsewhere a nonparametric AUC is reported: with the sums the monotone (PCHIP) curve through the ROC points
+(:mod:`dsroc.histogram.monotone`) where it agrees with the resolved AUC by the same test, else the resolved AUC;
+without sums the binned one. The constants are tuned
 by the stress study (``docs/simulations.md``): a chi-square at 0.01 rejected the skewed design's curve although
 its AUC was the more accurate, so the test only guards against gross misfit, and the AUC-level checks decide.
-Every interval covers sampling, the privacy noise and what the binning or the model can hide: the ROC-GLM's is
-widened by its disagreement with the resolved AUC beyond one SD (misfit), the resolved AUC's by
+Every interval covers sampling, the privacy noise and what the binning or the model can hide: the ROC-GLM's and
+the monotone curve's are widened by their disagreement with the resolved AUC beyond one SD (misfit), the resolved AUC's by
 ``RESOLUTION_SHARE`` of the shift it gives the within-bin pairs (the binned AUC lies inside), the binned AUC's
 by half the share of within-bin pairs (partial identification).
 """
@@ -35,6 +37,7 @@ from .auc import (
 )
 from .fit_test import rocglm_fit_pvalue
 from .grid import check_counts, consistent_counts
+from .monotone import monotone_auc
 from .resolved import concordance_auc, fine_base, logistic_concordance, tilt_concordance
 from .sums import within_offsets
 
@@ -52,7 +55,7 @@ __all__ = [
     "histogram_auc_estimates",
 ]
 
-ESTIMATORS = ("rocglm", "resolved", "empirical")
+ESTIMATORS = ("rocglm", "monotone", "resolved", "empirical")
 DEFAULT_ESTIMATOR = "rocglm"
 # ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted (5 left no fit
 # in half the data sets at prevalence 0.02, n = 10 000 on the quantile grid; 2 fits nearly all, as accurately).
@@ -80,12 +83,15 @@ RESOLUTION_SHARE = 1.0
 class AucEstimates(NamedTuple):
     """The AUC part of a histogram validation for one or many histograms (arrays with one entry per row).
 
-    ``estimator`` says per row which estimate ``auc`` is (``"rocglm"``, ``"resolved"`` or ``"empirical"``) and
+    ``estimator`` says per row which estimate ``auc`` is (``"rocglm"``, ``"monotone"``, ``"resolved"`` or
+    ``"empirical"``) and
     ``reason`` why; ``variance`` is sampling plus noise and ``lower, upper`` the interval, widened by
     ``widening`` on each side for what the binning or the model can hide. ``binning_bound`` is half the
     share of within-bin pairs; ``resolution_bound`` the resolved AUC's widening (``RESOLUTION_SHARE`` of its shift); ``disagreement`` the ROC-GLM's
     AUC minus the resolved one and ``disagreement_sd`` its noise SD (NaN without sums or fit);
-    ``rocglm_fit_pvalue`` the goodness of fit of the binormal curve to the ROC points (NaN: not testable).
+    ``rocglm_fit_pvalue`` the goodness of fit of the binormal curve to the ROC points (NaN: not testable);
+    ``auc_monotone`` the area under the monotone curve through the ROC points and ``variance_monotone`` its
+    sampling plus noise variance (NaN without sums).
     """
 
     counts0: np.ndarray
@@ -112,6 +118,8 @@ class AucEstimates(NamedTuple):
     widening: np.ndarray
     reason: np.ndarray
     rocglm_fit_pvalue: np.ndarray
+    auc_monotone: np.ndarray
+    variance_monotone: np.ndarray
 
 
 def _rocglm_candidates(c0, c1, tail, sigma):
@@ -250,6 +258,7 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     bound = np.where(ok, 0.5 * _within_share(c0, c1), np.nan)
     params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
     var_glm, res, var_res, resolution, diff, diff_sd, pvalue = (nan.copy() for _ in range(7))
+    mono, var_mono, mono_diff, mono_sd = (nan.copy() for _ in range(4))
     tail = tail_sigmas * sigma
     if estimator == "rocglm" and ok.any():
         params[ok], auc_glm[ok], points[ok], pvalue[ok] = _rocglm_candidates(c0[ok], c1[ok], tail, sigma)
@@ -260,7 +269,13 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         shapes = (None, None) if grid is None else _fine_shapes(edges, grid, idx, seeds, int(noise_draws))
         res[idx], conc, shift, res_draws = _resolved_parts(c0[idx], c1[idx], sums[0][idx], sums[1][idx], k,
                                                                      b0, b1, more, *shapes)
-        var_res[idx] = histogram_delong_variance(c0[idx], c1[idx], conc) + replicate_variance(res_draws)
+        sampling_res = histogram_delong_variance(c0[idx], c1[idx], conc)
+        var_res[idx] = sampling_res + replicate_variance(res_draws)
+        mono_draws = monotone_auc(b0, b1)
+        mono[idx] = monotone_auc(c0[idx], c1[idx])
+        var_mono[idx] = sampling_res + replicate_variance(mono_draws)
+        mono_diff[idx] = mono[idx] - res[idx]
+        mono_sd[idx] = np.sqrt(replicate_variance(mono_draws - res_draws))
         fit = _fits(auc_glm[idx], pvalue[idx])
         if fit.any():
             glm_draws = replicate_rocglm_auc(b0[fit], b1[fit], tail_count=tail)
@@ -273,6 +288,7 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         with np.errstate(invalid="ignore"):
             use_glm = (np.abs(diff) <= agree + AGREEMENT_Z * diff_sd) & _plausible(auc_glm, auc_emp, 0.0, bound) \
                 & np.isfinite(pvalue)
+            use_mono = (np.abs(mono_diff) <= agree + AGREEMENT_Z * mono_sd) & np.isfinite(var_mono)
     elif estimator == "rocglm" and idx.size:
         fit = idx[_fits(auc_glm[idx], pvalue[idx]) & _plausible(auc_glm[idx], auc_emp[idx], var_emp[idx], bound[idx])]
         if fit.size:
@@ -282,27 +298,38 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     else:
         use_glm = np.zeros(rows, dtype=bool)
     use_glm &= _fits(auc_glm, pvalue) & np.isfinite(var_glm) & (estimator == "rocglm")
-    use_res = ~use_glm & np.isfinite(res) & np.isfinite(var_res)
-    auc = np.where(use_glm, auc_glm, np.where(use_res, res, auc_emp))
-    variance = np.where(use_glm, sampling + var_glm, np.where(use_res, var_res, var_emp))
-    # What the binning or the model can hide, added to each side of the interval: the ROC-GLM's disagreement with
-    # the resolved AUC beyond one SD of its noise (misfit; 0 without sums, where the plausibility check bounds
-    # it), the resolved AUC's resolution bound, the binned AUC's partial-identification bound.
+    if not (with_sums and estimator != "empirical" and idx.size):
+        use_mono = np.zeros(rows, dtype=bool)
+    use_mono = ~use_glm & np.where(estimator == "monotone", np.isfinite(var_mono), use_mono & (estimator == "rocglm"))
+    use_res = ~use_glm & ~use_mono & np.isfinite(res) & np.isfinite(var_res)
+    auc = np.where(use_glm, auc_glm, np.where(use_mono, mono, np.where(use_res, res, auc_emp)))
+    variance = np.where(use_glm, sampling + var_glm, np.where(use_mono, var_mono, np.where(use_res, var_res, var_emp)))
+    # What the binning or the model can hide, added to each side of the interval: the ROC-GLM's or the monotone
+    # curve's disagreement with the resolved AUC beyond one SD of its noise (misfit; 0 without sums, where the
+    # plausibility check bounds it), the resolved AUC's resolution bound, the binned AUC's partial-identification
+    # bound.
     misfit = np.where(np.isfinite(diff), np.maximum(np.abs(diff) - np.nan_to_num(diff_sd), 0.0), 0.0)
-    widening = np.where(use_glm, misfit, np.where(use_res, resolution, bound))
+    mono_misfit = np.where(np.isfinite(mono_diff), np.maximum(np.abs(mono_diff) - np.nan_to_num(mono_sd), 0.0), 0.0)
+    widening = np.where(use_glm, misfit, np.where(use_mono, mono_misfit, np.where(use_res, resolution, bound)))
     ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
     lower, upper = np.clip(ci.lower - widening, 0.0, 1.0), np.clip(ci.upper + widening, 0.0, 1.0)
-    used = np.where(use_glm, "rocglm", np.where(use_res, "resolved", "empirical")).astype(object)
+    used = np.where(use_glm, "rocglm", np.where(use_mono, "monotone", np.where(use_res, "resolved", "empirical")))
+    used = used.astype(object)
     reason = np.array([_reason(estimator, with_sums, used[i], points[i], auc_glm[i], pvalue[i], diff[i], diff_sd[i],
-                               resolution[i], widening[i], bound[i], auc_emp[i]) for i in range(rows)], dtype=object)
+                               resolution[i], widening[i], bound[i], auc_emp[i], mono_diff[i], mono_sd[i])
+                       for i in range(rows)], dtype=object)
     return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling, params,
-                        auc_glm, var_glm, points, bound, res, var_res, resolution, diff, diff_sd, widening, reason, pvalue)
+                        auc_glm, var_glm, points, bound, res, var_res, resolution, diff, diff_sd, widening, reason, pvalue,
+                        mono, var_mono)
 
 
-def _reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp) -> str:
+def _reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp,
+            mono_diff, mono_sd) -> str:
     """Why row's reported AUC is the one it is (a note of the validation)."""
-    agreement = (f"|ROC-GLM - resolved| = {abs(diff):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
-                 f"{resolution / RESOLUTION_SHARE:.4f} + {AGREEMENT_Z} x its noise SD {diff_sd:.4f}")
+    def against(name, d, sd):
+        return (f"|{name} - resolved| = {abs(d):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
+                f"{resolution / RESOLUTION_SHARE:.4f} + {AGREEMENT_Z} x its noise SD {sd:.4f}")
+    agreement = against("ROC-GLM", diff, diff_sd)
     identified = (f"|ROC-GLM - binned| = {abs(auc_glm - auc_emp):.4f} against half the share of within-bin pairs "
                   f"{bound:.4f}")
     fit = ("no test: fewer than 3 usable points" if not np.isfinite(pvalue) else
@@ -328,7 +355,13 @@ def _reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, reso
             glm = "no plausible ROC-GLM fit (outside the binning bound of the binned AUC)"
     else:
         glm = "asked for"
+    if used == "monotone":
+        why = glm if asked == "monotone" else f"{glm}; it agrees with the resolved AUC: {against('monotone', mono_diff, mono_sd)}"
+        return (f"the monotone (PCHIP) ROC curve through the ROC points at the edges ({why}); its interval is widened "
+                f"by {widening:.4f} for misfit (the disagreement beyond one noise SD)")
     if used == "resolved":
+        if asked == "rocglm" and np.isfinite(mono_diff):
+            glm = f"{glm}; the monotone curve does not agree: {against('monotone', mono_diff, mono_sd)}"
         return (f"the resolved AUC (within-bin pairs ordered by the classes' mean score offsets; {glm}); its "
                 f"interval is widened by {widening:.4f}, {RESOLUTION_SHARE:g} x the shift it gives the within-bin pairs")
     return (f"the binned empirical AUC ({glm}); its interval is widened by +-{bound:.4f}, half the share of "

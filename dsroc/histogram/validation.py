@@ -55,7 +55,8 @@ class HistogramValidation:
     recall, precision : ndarray
         PR points at the edges ``e_0 .. e_{B-1}``.
     estimator : str
-        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges), ``"resolved"`` (within-bin pairs
+        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges), ``"monotone"`` (the monotone PCHIP
+        curve through the ROC points at the edges), ``"resolved"`` (within-bin pairs
         ordered by the score sums), ``"empirical"`` (binned), or ``"none"`` (too few patients of a class: ``auc``
         is NaN and ``unavailable["auc"]`` says why); the first note says why (the rule of
         :mod:`dsroc.histogram.estimates`).
@@ -125,6 +126,7 @@ class HistogramValidation:
     auc_resolved: float = float("nan")
     auc_resolved_variance: float = float("nan")
     auc_widening: float = 0.0
+    auc_monotone: float = float("nan")
 
     def confusion(self, edge: int) -> dict:
         """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
@@ -240,10 +242,11 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         The public grid.
     sigma : float
         Noise SD of each summed cell, ``sqrt(sum of the sites' sigma^2)`` (0: exact counts).
-    estimator : {"rocglm", "resolved", "empirical"}, default "rocglm"
+    estimator : {"rocglm", "monotone", "resolved", "empirical"}, default "rocglm"
         The reported AUC: ``"rocglm"`` the rule of :mod:`dsroc.histogram.estimates` (the ROC-GLM through the
-        ROC points at the edges where it agrees with the nonparametric AUC, else the resolved AUC with the
-        score sums or the binned one without); ``"resolved"`` or ``"empirical"`` that AUC.
+        ROC points at the edges where it agrees with the nonparametric AUC, else with the score sums the
+        monotone curve through them where it agrees with the resolved AUC, else the resolved AUC; the binned
+        one without sums); ``"monotone"`` (needs the sums), ``"resolved"`` or ``"empirical"`` that AUC.
     tail_sigmas : float, default 2
         The ROC-GLM uses only edges with at least ``tail_sigmas * sigma`` estimated patients of each
         class on either side.
@@ -371,6 +374,6 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         rocglm_noise_variance=float(est.rocglm_noise_variance[0]), sampling_variance=float(est.sampling_variance[0]), brier=brier, brier_scalar=brier_s, calibration=calibration, oe=oe,
         recalibration=recal, notes=notes, unavailable=missing,
         auc_resolved=float(est.auc_resolved[0]), auc_resolved_variance=float(est.variance_resolved[0]),
-        auc_widening=float(est.widening[0]),
+        auc_widening=float(est.widening[0]), auc_monotone=float(est.auc_monotone[0]),
     )
 
