@@ -243,7 +243,7 @@ def histogram_calibration(v, level: float, with_sums: bool = False) -> Calibrati
 
 
 class HistogramProtocol(Protocol):
-    """Each site answers with one (epsilon, delta)-DP release of per-class noisy histograms of its scores;
+    """Each site answers with epsilon-DP releases (discrete Laplace) of per-class noisy histograms of its scores;
     the analyst sums them and computes every estimate from the sum (:func:`dsroc.histogram_validation`)."""
 
     name = "histogram"
