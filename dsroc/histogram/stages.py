@@ -10,8 +10,8 @@ import numpy as np
 __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", "STAGE1_SHARE", "STAGE2_BINS",
            "LAPLACE_STAGE1_SHARE", "LAPLACE_COUNTS_SHARE", "LAPLACE_SUMS_SHARE", "LAPLACE_SCALAR_SHARE",
            "release_parts", "TwoStage", "two_stage_plan", "laplace_release_parts", "laplace_release_scales",
-           "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_interior", "second_stage_bins",
-           "balanced_interior"]
+           "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_interior",
+           "second_stage_bins", "balanced_interior"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.

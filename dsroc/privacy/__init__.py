@@ -1,4 +1,4 @@
-"""Privacy maths: Gaussian, discrete Gaussian and discrete Laplace noise, the accountant, sensitivity, auditing, the privacy level."""
+"""Privacy maths: (discrete) Gaussian and discrete Laplace noise, the accountant, sensitivity, auditing, privacy level."""
 
 from .._lazy import export_lazily
 

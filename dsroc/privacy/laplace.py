@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-__all__ = ["discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace_scale", "discrete_laplace_scales", "sample_discrete_laplace",
-           "discrete_laplace_noise"]
+__all__ = ["discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace_scale", "discrete_laplace_scales",
+           "sample_discrete_laplace", "discrete_laplace_noise"]
 
 # A part's epsilon is rounded down to the ledger's privacy-loss grid, less this relative hair: dp-accounting rounds
 # the loss up to the grid, so a part exactly on it in floating point could be charged one grid step more.
