@@ -257,7 +257,8 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
     n_trials : array_like, shape (B,)
         Positives per data set.
     grid : None, int or array_like
-        The common threshold grid.
+        The common threshold grid, or one grid per row (array (B, nT), each row as :func:`rocglm_grid` accepts;
+        only with ``newton``): the rows are then fitted as independent one-row fits of their own grids.
     start, tol, xtol, max_iter
         As for :func:`fit_rocglm`.
     newton : bool, default True
@@ -267,11 +268,14 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
         same steps, same number of evaluations as the distributed fit.
     """
     _check_options(tol, xtol, max_iter)
-    grid = rocglm_grid(grid)
+    grid = _row_grids(grid) if np.ndim(grid) == 2 else rocglm_grid(grid)
+    if grid.ndim == 2 and not newton:
+        raise ValueError("one grid per row needs newton=True (the remote iteration's moment step has one grid)")
     k = np.asarray(counts, dtype=np.float64)
     n = np.asarray(n_trials, dtype=np.float64)
-    if k.ndim != 2 or k.shape[1] != grid.size:
-        raise ValueError(f"counts must have shape (B, {grid.size}), got {k.shape}")
+    if k.ndim != 2 or k.shape[1] != grid.shape[-1] or (grid.ndim == 2 and k.shape[0] != grid.shape[0]):
+        raise ValueError(f"counts must have shape (B, {grid.shape[-1]}) (B = {grid.shape[0]} with a grid per row), "
+                         f"got {k.shape}")
     if n.shape != (k.shape[0],):
         raise ValueError(f"n_trials must have shape ({k.shape[0]},), got {n.shape}")
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n[:, None]):
@@ -284,7 +288,7 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
     iterations, evaluations = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64)
     converged = np.zeros(B, dtype=bool)
     if fit.any():
-        x = ndtri(grid)
+        x = ndtri(grid) if grid.ndim == 1 else ndtri(grid[fit])
         model = ProbitCounts(x, k[fit], n[fit])
         if start is not None:
             theta0 = np.tile(_as_theta(start), (int(fit.sum()), 1))
@@ -297,6 +301,18 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
         params[fit], out_dev[fit], converged[fit] = res.theta, res.deviance, res.converged
         iterations[fit], evaluations[fit] = res.iterations, res.evaluations
     return RocGlmBatchResult(params, rocglm_auc(params), converged, iterations, out_dev, degenerate, evaluations)
+
+
+def _row_grids(grid) -> np.ndarray:
+    """Validate one threshold grid per row (B, nT), each as :func:`rocglm_grid` requires."""
+    g = np.asarray(grid, dtype=np.float64)
+    if g.shape[1] < 2:
+        raise ValueError(f"each row's grid needs at least 2 thresholds, got shape {g.shape}")
+    if not np.isfinite(g).all() or g.min(initial=0.5) <= 0.0 or g.max(initial=0.5) >= 1.0:
+        raise ValueError("grid thresholds must be finite and lie strictly inside (0, 1)")
+    if np.any(np.diff(g, axis=1) <= 0.0):
+        raise ValueError("each row's grid thresholds must be strictly increasing (no duplicates)")
+    return g
 
 
 def _auc(g1: float, g2: float) -> float:
