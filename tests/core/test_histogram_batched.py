@@ -1,5 +1,7 @@
 """The histogram protocol's batched computations against one-at-a-time and independent ones (statsmodels, scipy)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import statsmodels.api as sm
@@ -94,3 +96,53 @@ def test_logistic_classes_solve_their_moment_equations_as_scipy_does():
             p = expit(theta[0] + theta[1] * zs)
             np.testing.assert_allclose(f1[r, b], w * p / (w * p).sum(), rtol=1e-7, atol=1e-12)
             np.testing.assert_allclose(f0[r, b], w * (1 - p) / (w * (1 - p)).sum(), rtol=1e-7, atol=1e-12)
+
+
+def test_tilted_shapes_have_the_released_mean_as_brentq_finds_it():
+    """Each bin's tilted shape (Newton inside a bracket) against scipy's brentq root of the tilted mean; means beyond
+    what a tilt of 60 reaches stay at the bracket's end, as the bisection did."""
+    from scipy.optimize import brentq
+
+    from dsroc.histogram.slope import _tilted
+
+    rng = np.random.default_rng(4)
+    base = rng.gamma(0.3, size=(3, 4, SUBPOINTS)) + 1e-9
+    base[0, 0, :] = 1e-9
+    base[0, 0, 7] = 1.0  # nearly all of the bin at one sub-point: a steep, almost flat-then-steep mean
+    mean = rng.uniform(0.02, 0.98, (3, 4))
+    mean[2, 3] = 0.999999  # beyond the largest tilt
+    w = _tilted(base, mean)
+    steps = (np.arange(SUBPOINTS) + 0.5) / SUBPOINTS
+
+    def tilt(b, lam):
+        v = b * np.exp(lam * (steps - 0.5))
+        return v / v.sum()
+
+    for i in range(3):
+        for j in range(4):
+            f = lambda lam: (tilt(base[i, j], lam) * steps).sum() - mean[i, j]  # noqa: E731
+            lam = 60.0 if f(60.0) < 0 else brentq(f, -60.0, 60.0, xtol=1e-14, rtol=1e-15)
+            np.testing.assert_allclose(w[i, j], tilt(base[i, j], lam), rtol=1e-9, atol=1e-15)
+    assert (w[:2] * steps).sum(-1) == pytest.approx(mean[:2], abs=1e-12)
+
+
+def test_reconstructed_logistic_fits_equal_statsmodels_row_by_row():
+    """The slope's batched Newton fits (rows stopping one by one) against statsmodels' weighted GLM on the same
+    covariates: the moment equations ``sum w (1, z) expit(a + s z) = (n1, T)``."""
+    from dsroc.histogram.slope import _fit
+
+    rng = np.random.default_rng(6)
+    z = np.linspace(-4, 3, 40)
+    w = rng.gamma(2.0, 10.0, (12, 40))
+    truth = np.stack([rng.normal(-1, 0.5, 12), rng.uniform(0.3, 2.0, 12)], -1)
+    p = expit(truth[:, :1] + truth[:, 1:] * z)
+    n1, T = (w * p).sum(-1), (w * p * z).sum(-1)
+    theta, inv = _fit(z, w, n1, T)
+    np.testing.assert_allclose(theta, truth, rtol=1e-8)
+    for r in range(12):
+        # A GLM whose responses are the fitted probabilities solves the same score equations.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # statsmodels calls fitted probabilities near 0 or 1 separation
+            glm = sm.GLM(p[r], sm.add_constant(z), family=sm.families.Binomial(), freq_weights=w[r]).fit(tol=1e-13)
+        np.testing.assert_allclose(theta[r], glm.params, rtol=1e-8)
+        np.testing.assert_allclose(inv[r], glm.cov_params(), rtol=1e-6)
