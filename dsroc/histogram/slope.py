@@ -109,10 +109,17 @@ def logit_sum_range(z, mass, counts, offsets):
     return np.where(apart, np.minimum(lo1, total - hi0), lo), np.where(apart, np.maximum(hi1, total - lo0), hi)
 
 
+def _information(v, powers):
+    """``sum_j v_j (1, z_j)' (1, z_j)`` per row (R, 2, 2) from the weights ``v`` (R, N) and ``powers = (1, z, z^2)``."""
+    m = v @ powers  # (R, 3)
+    return np.stack([m[:, :2], m[:, 1:]], axis=1)
+
+
 def _fit(z, w, n1, T):
     """Logistic fit solving ``sum_j w_j (1, z_j) expit(a + s z_j) = (n1, T)`` per row (Newton, steps clipped):
     ``theta`` (R, 2) and the inverse information (R, 2, 2); NaN where it does not converge (no finite fit)."""
     x = np.stack([np.ones_like(z), z], -1)  # (N, 2)
+    powers = np.stack([np.ones_like(z), z, z * z], -1)  # (N, 3)
     target = np.stack([n1, T], -1)
     n = w.sum(-1)
     theta = np.stack([np.log(np.clip(n1, 0.5, None) / np.clip(n - n1, 0.5, None)), np.zeros(n1.shape)], -1)
@@ -121,8 +128,9 @@ def _fit(z, w, n1, T):
     for _ in range(_NEWTON):
         wr = w[rows]
         mu = expit(theta[rows] @ x.T)  # (R, N)
-        info = np.einsum("rn,ni,nj->rij", wr * mu * (1 - mu), x, x)
-        score = target[rows] - (wr * mu) @ x
+        wmu = wr * mu
+        info = _information(wmu * (1 - mu), powers)
+        score = target[rows] - wmu @ x
         with np.errstate(all="ignore"):
             step = np.clip(np.linalg.solve(info + 1e-300 * np.eye(2), score[..., None])[..., 0], -5.0, 5.0)
         step = np.where(np.isfinite(step), step, 0.0)
@@ -133,7 +141,7 @@ def _fit(z, w, n1, T):
         if rows.size == 0:
             break
     mu = expit(theta @ x.T)
-    info = np.einsum("rn,ni,nj->rij", w * mu * (1 - mu), x, x)
+    info = _information(w * mu * (1 - mu), powers)
     with np.errstate(all="ignore"):
         inv = np.linalg.pinv(info)
     ok = done & (np.abs(theta[:, 1]) <= MAX_SLOPE)
