@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -203,11 +203,11 @@ class Ledger(ABC):
         """Theta-evaluations left on a survivor function."""
 
     @abstractmethod
-    def record_survivor(self, key: tuple[str, str, str, int, str], cap: int) -> None:
-        """Record an uploaded survivor function ``(population, source, outcome, class, digest)``.
+    def record_survivors(self, keys: Sequence[tuple[str, str, str, int, str]], cap: int) -> None:
+        """Record uploaded survivor functions ``(population, source, outcome, class, digest)`` in one transaction.
 
-        A digest seen before is free; a new one beyond ``cap`` distinct ones raises
-        :class:`ResourceExhausted` and records nothing.
+        A digest seen before is free; a new one beyond ``cap`` distinct ones per (population, source, outcome,
+        class) raises :class:`ResourceExhausted` and records none of ``keys``.
         """
 
     @abstractmethod

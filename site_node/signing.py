@@ -110,25 +110,27 @@ class ReleaseSigner:
         Peer site name to public key text (``[peers.NAME] public_key``).
     """
 
-    #: Signatures remembered as valid (a validation re-sends every site's release: 2 K^2 checks per
-    #: validation over K sites, ~0.1-0.2 ms each; a repeat of the same releases costs none).
+    #: Segments remembered as valid (a validation re-sends every site's release: 2 K^2 checks per
+    #: validation over K sites, ~0.1-0.2 ms each; a repeat of the same segment costs none).
     VERIFIED_CACHE = 4096
 
     def __init__(self, name: str, key_path, peers: dict):
         self.name = name
         self._key = ensure_signing_key(key_path)
         self._keys = {name: self._key.public_key(), **{p: parse_public_key(k) for p, k in peers.items()}}
-        self._verified: OrderedDict[tuple[str, bytes, bytes], None] = OrderedDict()
+        self._verified: OrderedDict[tuple[str, bytes], None] = OrderedDict()
         self._verified_lock = threading.Lock()
 
-    def _valid(self, site: str, fields: dict, signature: bytes) -> bool:
-        """:func:`verify_release` with the peer's key, remembering valid signatures (exact message and bytes)."""
-        key = (site, release_message(fields), bytes(signature))
+    def _valid(self, segment) -> bool:
+        """:func:`verify_release` of a ``ReleaseInfo`` with its site's key, remembering valid segments by their
+        exact serialized bytes (every field and the signature: a hit is the very message verified before)."""
+        key = (segment.site, segment.SerializeToString(deterministic=True))
         with self._verified_lock:
             if key in self._verified:
                 self._verified.move_to_end(key)
                 return True
-        if not verify_release(self._keys[site], fields, signature):
+        fields = {name: getattr(segment, name) for name in SIGNED_FIELDS}
+        if not verify_release(self._keys[segment.site], fields, segment.signature):
             return False
         with self._verified_lock:
             self._verified[key] = None
@@ -190,7 +192,7 @@ class ReleaseSigner:
             seen.add(s.site)
             if s.site not in self._keys:
                 raise PermissionDenied(f"signed releases: {where}: not this site nor a peer in its config")
-            if not self._valid(s.site, {name: getattr(s, name) for name in SIGNED_FIELDS}, s.signature):
+            if not self._valid(s):
                 raise PermissionDenied(f"signed releases: {where}: the signature does not match the release and its "
                                        "values (send each site's released values unchanged, in release order)")
 

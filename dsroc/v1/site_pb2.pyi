@@ -414,16 +414,18 @@ class ReleaseChunk(_message.Message):
     def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[bytes] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class SurvivorHeader(_message.Message):
-    __slots__ = ("session_id", "score_class", "n", "segments")
+    __slots__ = ("session_id", "score_class", "n", "segments", "answers")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     score_class: ScoreClass
     n: int
     segments: _containers.RepeatedCompositeFieldContainer[ReleaseInfo]
-    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[ReleaseInfo, _Mapping]]] = ...) -> None: ...
+    answers: PaperAggregatesRequest
+    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[ReleaseInfo, _Mapping]]] = ..., answers: _Optional[_Union[PaperAggregatesRequest, _Mapping]] = ...) -> None: ...
 
 class SurvivorChunk(_message.Message):
     __slots__ = ("header", "scores")
@@ -444,6 +446,14 @@ class UploadSurvivorResponse(_message.Message):
     evaluations_left: int
     survivor_id: str
     def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n_received: _Optional[int] = ..., evaluations_left: _Optional[int] = ..., survivor_id: _Optional[str] = ...) -> None: ...
+
+class UploadSurvivorsResponse(_message.Message):
+    __slots__ = ("survivors", "answers")
+    SURVIVORS_FIELD_NUMBER: _ClassVar[int]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    survivors: _containers.RepeatedCompositeFieldContainer[UploadSurvivorResponse]
+    answers: PaperAggregatesResponse
+    def __init__(self, survivors: _Optional[_Iterable[_Union[UploadSurvivorResponse, _Mapping]]] = ..., answers: _Optional[_Union[PaperAggregatesResponse, _Mapping]] = ...) -> None: ...
 
 class RocGlmPartsRequest(_message.Message):
     __slots__ = ("session_id", "theta", "grid")
@@ -578,24 +588,32 @@ class ConfusionPartsResponse(_message.Message):
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
 class PaperAggregatesRequest(_message.Message):
-    __slots__ = ("session_id", "calibration")
+    __slots__ = ("session_id", "calibration", "confusion", "rocglm")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
+    CONFUSION_FIELD_NUMBER: _ClassVar[int]
+    ROCGLM_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     calibration: CalibrationPartsRequest
-    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ...) -> None: ...
+    confusion: ConfusionPartsRequest
+    rocglm: RocGlmPartsRequest
+    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ...) -> None: ...
 
 class PaperAggregatesResponse(_message.Message):
-    __slots__ = ("moments", "brier", "calibration", "budget")
+    __slots__ = ("moments", "brier", "calibration", "budget", "confusion", "rocglm")
     MOMENTS_FIELD_NUMBER: _ClassVar[int]
     BRIER_FIELD_NUMBER: _ClassVar[int]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
+    CONFUSION_FIELD_NUMBER: _ClassVar[int]
+    ROCGLM_FIELD_NUMBER: _ClassVar[int]
     moments: PlacementMomentsResponse
     brier: BrierPartsResponse
     calibration: CalibrationPartsResponse
     budget: BudgetStatus
-    def __init__(self, moments: _Optional[_Union[PlacementMomentsResponse, _Mapping]] = ..., brier: _Optional[_Union[BrierPartsResponse, _Mapping]] = ..., calibration: _Optional[_Union[CalibrationPartsResponse, _Mapping]] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+    confusion: ConfusionPartsResponse
+    rocglm: RocGlmPartsResponse
+    def __init__(self, moments: _Optional[_Union[PlacementMomentsResponse, _Mapping]] = ..., brier: _Optional[_Union[BrierPartsResponse, _Mapping]] = ..., calibration: _Optional[_Union[CalibrationPartsResponse, _Mapping]] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsResponse, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsResponse, _Mapping]] = ...) -> None: ...
 
 class HistogramRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id", "edges", "strata_column", "compare_session_id")

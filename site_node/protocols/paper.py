@@ -188,6 +188,13 @@ class PaperProtocol(SiteProtocol):
         Accepted only as the union of the signed releases ``segments`` (``dsroc.v1.ReleaseInfo``) of this
         site and its peers, so that every cut point is a noisy score (:mod:`site_node.signing`).
         """
+        survivor = self.check_survivor(session, score_class, values, declared_n=declared_n, segments=segments)
+        self.store_survivors(session, {score_class: survivor})
+        return survivor
+
+    def check_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,
+                       segments=()) -> Survivor:
+        """Every check of :meth:`upload_survivor` (nothing stored): the survivor function and its content key."""
         self.require()
         score_class = _check_class(score_class)
         self._approved(session)
@@ -200,14 +207,15 @@ class PaperProtocol(SiteProtocol):
         self.site.signer.verify_segments(segments, values, score_class, self._known_release)
         function = dsroc.SurvivorFunction(values)  # merges the sorted releases (no sort when sent sorted)
         # The content key of the query caps, over the sorted values (whatever the order of the segments).
-        survivor = Survivor(function, hashlib.sha256(memoryview(function.sorted_values)).hexdigest())
-        self.ledger.record_survivor(
-            (*session.data.key, score_class, survivor.digest),
-            self.policy.max_survivor_uploads,
-        )
+        return Survivor(function, hashlib.sha256(memoryview(function.sorted_values)).hexdigest())
+
+    def store_survivors(self, session: Session, survivors: dict[int, Survivor]) -> None:
+        """Record checked survivor functions (:meth:`check_survivor`; one ledger transaction, the cap on distinct
+        ones per class checked there: all or none) and make them the session's."""
+        self.ledger.record_survivors([(*session.data.key, cls, s.digest) for cls, s in survivors.items()],
+                                     self.policy.max_survivor_uploads)
         with session.lock:
-            session.survivors[score_class] = survivor
-        return survivor
+            session.survivors.update(survivors)
 
     def _known_release(self, release_id: str) -> bool:
         return self.ledger.has_release(release_id)
@@ -280,6 +288,17 @@ class PaperProtocol(SiteProtocol):
                                     ssd_pv1=sq_dev_parts(pv1, parts1.total / parts1.n))
         return PlacementMoments(ssd_pv0=sq_dev_parts(pv0, means[0]), ssd_pv1=sq_dev_parts(pv1, means[1]),
                                 second_pass=True)
+
+    def check_aggregates(self, session: Session, calibration) -> None:
+        """The checks of :meth:`placement_moments` (pass 1), :meth:`brier_parts` and :meth:`calibration_parts` that
+        need no survivor function (nothing changes): a combined call runs them before any part changes state."""
+        self.require()
+        data, q = session.data, self.policy.privacy_level
+        require_privacy_level(data.positives.size, q, "the placement moments (positives)")
+        require_privacy_level(data.negatives.size, q, "the placement moments (negatives)")
+        self._probabilities(session, "the Brier score")
+        require_privacy_level(data.scores.size, q, "the Brier parts")
+        check_edges(self.policy, calibration)
 
     def _probabilities(self, session: Session, what: str) -> None:
         self._approved(session)
