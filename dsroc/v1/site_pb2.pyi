@@ -364,7 +364,7 @@ class ReleaseRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ..., reservation_id: _Optional[str] = ..., both_classes: _Optional[bool] = ...) -> None: ...
 
 class ReleaseInfo(_message.Message):
-    __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule", "site", "population", "dataset", "source", "outcome", "values_sha256", "signature")
+    __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule", "site", "population", "dataset", "source", "outcome", "values_sha256", "signature", "other_n", "other_values_sha256", "pair_signature")
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
@@ -383,6 +383,9 @@ class ReleaseInfo(_message.Message):
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     VALUES_SHA256_FIELD_NUMBER: _ClassVar[int]
     SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    OTHER_N_FIELD_NUMBER: _ClassVar[int]
+    OTHER_VALUES_SHA256_FIELD_NUMBER: _ClassVar[int]
+    PAIR_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     score_class: ScoreClass
     n: int
     sensitivity: float
@@ -401,7 +404,10 @@ class ReleaseInfo(_message.Message):
     outcome: str
     values_sha256: str
     signature: bytes
-    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., sensitivity: _Optional[float] = ..., tau: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., mu: _Optional[float] = ..., mu_charged: _Optional[float] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., rule: _Optional[str] = ..., site: _Optional[str] = ..., population: _Optional[str] = ..., dataset: _Optional[str] = ..., source: _Optional[str] = ..., outcome: _Optional[str] = ..., values_sha256: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
+    other_n: int
+    other_values_sha256: str
+    pair_signature: bytes
+    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., sensitivity: _Optional[float] = ..., tau: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., mu: _Optional[float] = ..., mu_charged: _Optional[float] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., rule: _Optional[str] = ..., site: _Optional[str] = ..., population: _Optional[str] = ..., dataset: _Optional[str] = ..., source: _Optional[str] = ..., outcome: _Optional[str] = ..., values_sha256: _Optional[str] = ..., signature: _Optional[bytes] = ..., other_n: _Optional[int] = ..., other_values_sha256: _Optional[str] = ..., pair_signature: _Optional[bytes] = ...) -> None: ...
 
 class ReleaseChunk(_message.Message):
     __slots__ = ("info", "scores", "offset")

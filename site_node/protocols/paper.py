@@ -128,12 +128,18 @@ class PaperProtocol(SiteProtocol):
         data = session.data
         # Opened once for both classes and the repeats (the two classes are asked at the same moment).
         opened = self.site.releases.get(release.release_id, lambda: self._open(release, used_delta))
-        values, digest = opened[0:2] if score_class == NEGATIVES else opened[2:4]
-        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
-                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
-                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
-                  "values_sha256": digest}
-        signed.update(site=self.site.signer.name, signature=self.site.signer.sign(signed))
+        (values, digest), (other, other_digest) = (opened[0:2], opened[2:4])[::1 if score_class == NEGATIVES else -1]
+        common = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
+                  "release_id": release.release_id, "epsilon": release.epsilon, "delta": release.delta,
+                  "sensitivity": used_delta}
+        signed = {**common, "score_class": score_class, "n": values.size, "values_sha256": digest}
+        signer = self.site.signer
+        # Each class signed alone (for sites from before pair signatures) and both classes at once: a site verifies
+        # one signature per peer for an upload of both classes.
+        pair = signer.sign_pair({**common, "n_negatives": opened[0].size, "negatives_sha256": opened[1],
+                                 "n_positives": opened[2].size, "positives_sha256": opened[3]})
+        signed.update(site=signer.name, signature=signer.sign(signed), other_n=other.size,
+                      other_values_sha256=other_digest, pair_signature=pair)
         return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
 
     def _open(self, release: Release, used_delta: float) -> tuple[np.ndarray, str, np.ndarray, str]:
