@@ -45,11 +45,27 @@ def _varint(n: int) -> bytes:
 def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> Iterator[bytes]:
     """The scores of ``arrays`` (little-endian float64, one after another) as serialized ``SurvivorChunk``
     messages (field ``scores``) of at most ``size`` scores each, without a header: made from the arrays
-    as they are sent (one copy each, as serializing a message makes), so no site's upload is held whole."""
+    as they are sent (one copy each, as serializing a message makes), so no site's upload is held whole.
+    Small arrays share a message (a site's part of a 50-site upload is a few hundred scores: one message
+    per site was most of a site's work per upload)."""
+    parts: list = []
+    room = size
     for a in arrays:
-        for start in range(0, a.size, size):
-            part = a[start:start + size]
-            yield b"".join((_SCORES_TAG, _varint(part.nbytes), part))
+        start = 0
+        while start < a.size:
+            part = a[start:start + room]
+            parts.append(part)
+            start += part.size
+            room -= part.size
+            if room == 0:
+                yield _scores_message(parts)
+                parts, room = [], size
+    if parts:
+        yield _scores_message(parts)
+
+
+def _scores_message(parts: Sequence[np.ndarray]) -> bytes:
+    return b"".join((_SCORES_TAG, _varint(sum(p.nbytes for p in parts)), *parts))
 
 
 def concurrently(*steps: Callable[[], object]) -> list:
@@ -241,7 +257,7 @@ class ValidationSession:
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
                  source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None,
-                 with_sensitivity: bool = False):
+                 with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None):
         self.connections = list(connections)
         self.executor = executor
         self.dataset, self.outcome = dataset, outcome
@@ -252,11 +268,17 @@ class ValidationSession:
         # ROC-GLM parts the sites answered with the upload: (theta, grid) -> site -> RocGlmPartsResponse
         self._rocglm_given: dict[tuple, dict[str, pb.RocGlmPartsResponse]] = {}
 
+        # The release the sessions hold with their opening (``hold``): site -> reservation id ("" for a free replay).
+        self._held: dict[str, str] = {}
+        self._hold = hold
+
         def open_one(conn):
-            # One round trip: the reply carries the policy (and, when asked, the sensitivity) too.
+            # One round trip: the reply carries the policy (and, when asked, the sensitivity and the hold) too.
             r = conn.call("OpenSession", pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=source,
-                                                               with_sensitivity=with_sensitivity))
+                                                               with_sensitivity=with_sensitivity, prepare=hold))
             self.session_ids[conn.name] = r.session_id
+            if r.HasField("prepared"):
+                self._held[conn.name] = r.prepared.reservation_id
             self.policies[conn.name] = (r.policy if r.HasField("policy")  # a site from before: ask separately
                                         else conn.call("Describe", pb.DescribeRequest()).policy)
             # Steps run at the same time; never more calls at once than the site serves one analyst.
@@ -267,8 +289,12 @@ class ValidationSession:
 
         try:
             described = self._each("open session", open_one)
-        except Exception:
-            self.close()  # the sites that did open a session should not keep it
+        except Exception as exc:
+            self.close()  # the sites that did open a session should not keep it (nor their holds)
+            if hold is not None and isinstance(exc, SiteError):
+                what = "; nothing was released or charged at any site (the others' holds were cancelled)"
+                exc.message += what
+                exc.args = (exc.args[0] + what,)
             raise
         self.score_source = described[0] or source.score_column or "GLM model"
 
@@ -422,8 +448,24 @@ class ValidationSession:
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
 
-        holds = self.hold("noisy release", lambda c: pb.PrepareRequest(scores=request(c, 0, "")))
+        holds = self._held_with_session(request(self.connections[0], 0, ""))
+        if holds is None:
+            holds = self.hold("noisy release", lambda c: pb.PrepareRequest(scores=request(c, 0, "")))
         return dict(zip(self.sites, self.commit("noisy release", holds, release_site)))
+
+    def _held_with_session(self, release: pb.ReleaseRequest) -> dict[str, str] | None:
+        """The holds every site made with its session when they are of ``release`` (used once), else None (those
+        made are cancelled: a site from before holds at OpenSession did not hold)."""
+        held, asked, self._held, self._hold = self._held, self._hold, {}, None
+        if asked is None:
+            return None
+        same = (asked.scores.epsilon, asked.scores.delta, asked.scores.sensitivity) == (
+            release.epsilon, release.delta, release.sensitivity)
+        if same and len(held) == len(self.connections):
+            self.progress("noisy release", None, f"{len(held)} sites checked the request and hold its budget")
+            return held
+        self.cancel(held)
+        return None
 
     @staticmethod
     def pool(releases: Mapping[str, SiteRelease]) -> tuple[np.ndarray, np.ndarray]:
@@ -708,6 +750,7 @@ class ValidationSession:
         caps see it closed, and keeps it off the end of a validation.
         """
         ids, self.session_ids = self.session_ids, {}
+        unused, self._held = self._held, {}  # holds made with the sessions and never used
 
         def close_one(conn):
             try:
@@ -716,6 +759,8 @@ class ValidationSession:
                 pass
 
         def close_all():
+            if unused:
+                self.cancel(unused)
             fan_out([c for c in self.connections if c.name in ids], close_one, executor=self.executor)
 
         if not ids:

@@ -103,9 +103,24 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
 
     def OpenSession(self, request, context):
         spec = ScoreSpec.from_proto(request.score)
-        session = self.site.open_session(current_analyst(), request.dataset, request.outcome, spec)
+        analyst, prepared = current_analyst(), pb.PrepareResponse()
+
+        def hold(session):
+            # PrepareRelease on the session-to-be: a refused hold opens no session (and records no model).
+            with part("PrepareRelease", request_parameters(request.prepare)):
+                if request.prepare.WhichOneof("release") != "scores":
+                    raise InvalidArgument("prepare: OpenSession holds a paper-protocol release (scores) only; "
+                                          "ask PrepareRelease for the others")
+                prepared.CopyFrom(self._prepare(request.prepare, session))
+            held = prepared.reservation_id
+            return (lambda: self.site.cancel(analyst, held)) if held else None
+
+        session = self.site.open_session(analyst, request.dataset, request.outcome, spec,
+                                         before=hold if request.HasField("prepare") else None)
         reply = pb.OpenSessionResponse(session_id=session.session_id, policy=self._policy(),
                                        idle_timeout_seconds=self.site.sessions.idle_seconds, score_source=spec.key)
+        if request.HasField("prepare"):
+            reply.prepared.CopyFrom(prepared)
         if request.with_sensitivity:
             try:
                 reply.sensitivity.CopyFrom(self._sensitivity(session))
@@ -363,10 +378,14 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             self.site.budget(current_analyst(), request.dataset, _queries(request.queries))))
 
     def PrepareRelease(self, request, context):
+        return self._prepare(request)
+
+    def _prepare(self, request, session=None) -> pb.PrepareResponse:
+        """PrepareRelease (``session``: the session of a scores release, instead of its request's)."""
         which = request.WhichOneof("release")
         if which == "scores":
             r = request.scores
-            plan = self.paper.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+            plan = self.paper.plan(session or self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
                                    sensitivity=r.sensitivity)[0]
         elif which == "histogram":
             plan = self._histogram_plan(request.histogram)

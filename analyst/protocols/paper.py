@@ -12,6 +12,7 @@ import numpy as np
 
 import dsroc
 from dsroc.roc.rocglm_fit import DEFAULT_START
+from dsroc.v1 import site_pb2 as pb
 
 from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.parts import Calibration, Estimate, RocCurve, num
@@ -186,6 +187,11 @@ class PaperProtocol(Protocol):
 
     def check(self, request: ValidationRequest, options: PaperOptions) -> None:
         check_privacy_request(epsilon=request.epsilon, delta=request.delta, sensitivity=options.sensitivity)
+
+    def hold_request(self, request: ValidationRequest, options: PaperOptions) -> pb.PrepareRequest:
+        """The noisy release, held with the sessions (one round trip fewer); :meth:`ValidationSession.release` uses it."""
+        return pb.PrepareRequest(scores=pb.ReleaseRequest(epsilon=request.epsilon, delta=request.delta,
+                                                          sensitivity=float(options.sensitivity or 0.0)))
 
     def run(self, s, request: ValidationRequest, o: PaperOptions, *, executor=None, timing=None) -> ValidationResult:
         timing = {} if timing is None else timing

@@ -234,30 +234,34 @@ class DescribeResponse(_message.Message):
     def __init__(self, site_name: _Optional[str] = ..., api_version: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[DatasetInfo, _Mapping]]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("dataset", "outcome", "score", "with_sensitivity")
+    __slots__ = ("dataset", "outcome", "score", "with_sensitivity", "prepare")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     WITH_SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     outcome: str
     score: ScoreSource
     with_sensitivity: bool
-    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ..., with_sensitivity: _Optional[bool] = ...) -> None: ...
+    prepare: PrepareRequest
+    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ..., with_sensitivity: _Optional[bool] = ..., prepare: _Optional[_Union[PrepareRequest, _Mapping]] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
-    __slots__ = ("session_id", "idle_timeout_seconds", "score_source", "policy", "sensitivity")
+    __slots__ = ("session_id", "idle_timeout_seconds", "score_source", "policy", "sensitivity", "prepared")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     SCORE_SOURCE_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
+    PREPARED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     idle_timeout_seconds: float
     score_source: str
     policy: Policy
     sensitivity: SensitivityResponse
-    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_seconds: _Optional[float] = ..., score_source: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., sensitivity: _Optional[_Union[SensitivityResponse, _Mapping]] = ...) -> None: ...
+    prepared: PrepareResponse
+    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_seconds: _Optional[float] = ..., score_source: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., sensitivity: _Optional[_Union[SensitivityResponse, _Mapping]] = ..., prepared: _Optional[_Union[PrepareResponse, _Mapping]] = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -282,7 +282,8 @@ def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki
 
 
 def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helpers, monkeypatch):
-    # Each round trip costs every site a call: the policy and sensitivity come with the session; both
+    # Each round trip costs every site a call: the policy, sensitivity and the release's hold come with the
+    # session; both
     # survivor functions go in one stream whose reply carries the placement moments (one pass), Brier sums,
     # calibration cells, budget and the fit's first evaluation; the closing comes after the result.
     from collections import Counter
@@ -305,9 +306,8 @@ def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helper
     for site in sites:
         asked = {method: n for (s, method), n in calls.items() if s == site}
         evaluations = asked.pop("RocGlmParts")
-        # PrepareRelease: every site holds the release's budget before any site releases (all or nothing).
-        assert asked == {"OpenSession": 1, "PrepareRelease": 1, "ReleaseNoisyScores": 1, "UploadSurvivors": 1,
-                         "CloseSession": 1}
+        # Every site holds the release's budget with its session, before any site releases (all or nothing).
+        assert asked == {"OpenSession": 1, "ReleaseNoisyScores": 1, "UploadSurvivors": 1, "CloseSession": 1}
         assert evaluations <= res.detail.rocglm.iterations + 1  # the first came with the upload
 
 

@@ -374,6 +374,48 @@ def test_upload_survivors_refuses_a_malformed_stream_and_audits_a_refused_part(c
     assert "lattice" in last[3]["message"]
 
 
+def test_open_session_holds_a_release_as_prepare_release_would_and_opens_nothing_when_refused(client, server):
+    # OpenSession can carry the noisy release's PrepareRequest: the hold it makes is what PrepareRelease makes
+    # (the release then uses it and is charged once); a refused hold opens no session and holds nothing; each
+    # is audited as its own PrepareRelease.
+    from site_node.audit import read_audit
+
+    def holds():
+        with sqlite3.connect(server.config.ledger_path) as db:
+            return db.execute("SELECT reservation_id, request FROM reservations").fetchall()
+
+    def open_holding(**release):
+        return client.OpenSession(pb.OpenSessionRequest(dataset="test", outcome="y", score=pb.ScoreSource(
+            score_column="pred"), prepare=pb.PrepareRequest(scores=pb.ReleaseRequest(**release))))
+
+    opened = open_holding(epsilon=5.0, delta=0.01)
+    held = opened.prepared.reservation_id
+    assert held and holds() == [(held, '{"delta": 0.01, "epsilon": 5.0, "sensitivity": 1.0}')]
+    assert opened.prepared.budget.reservations == 1 and not opened.prepared.repeated
+    chunks = list(client.ReleaseNoisyScores(pb.ReleaseRequest(session_id=opened.session_id, epsilon=5.0, delta=0.01,
+                                                               both_classes=True, reservation_id=held)))
+    assert [c.info.score_class for c in chunks if c.HasField("info")] == [NEG, POS] and holds() == []
+    budget = client.Budget(pb.BudgetRequest(dataset="test")).budget
+    assert budget.releases == 1 and budget.reservations == 0
+    records = read_audit(server.config.audit_path)
+    first = next(i for i, r in enumerate(records) if r["call"] == "OpenSession")
+    assert [(r["call"], r["decision"]) for r in records[first:first + 2]] == [("OpenSession", "OK"), ("PrepareRelease", "OK")]
+    assert records[first + 1]["parameters"]["reservation_id"] == held
+    # Refused holds (epsilon above the policy's cap; a histogram): no session, no hold, the refusal audited twice.
+    sessions = len(server.site.sessions._sessions)
+    for release, code, words in ((pb.PrepareRequest(scores=pb.ReleaseRequest(epsilon=50.0, delta=0.01)),
+                                  grpc.StatusCode.PERMISSION_DENIED, "limit per release"),
+                                 (pb.PrepareRequest(histogram=pb.HistogramRequest(epsilon=1.0, delta=0.01)),
+                                  grpc.StatusCode.INVALID_ARGUMENT, "paper-protocol release (scores) only")):
+        with pytest.raises(grpc.RpcError) as refused:
+            client.OpenSession(pb.OpenSessionRequest(dataset="test", outcome="y", prepare=release,
+                                                     score=pb.ScoreSource(score_column="pred")))
+        assert refused.value.code() == code and words in refused.value.details()
+        assert [(r["call"], r["decision"]) for r in read_audit(server.config.audit_path)[-2:]] == [
+            ("OpenSession", code.name), ("PrepareRelease", code.name)]
+    assert len(server.site.sessions._sessions) == sessions and holds() == []
+
+
 def test_sessions_on_the_same_question_share_the_site_data(client, server):
     a, b = client.open(), client.open()
     other = client.open(model=pb.GlmModel(link=pb.LINK_LOGIT, coefficients=[pb.Coefficient(name="age", value=0.01)]))
