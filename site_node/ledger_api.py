@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
@@ -119,8 +120,10 @@ class BudgetStatus:
         return max(self.budget_epsilon - self.epsilon_spent, 0.0)
 
 
+@lru_cache(maxsize=64)
 def budget_mu(epsilon: float, delta: float) -> float:
-    """The largest Gaussian-DP mu that is (epsilon, delta)-DP: ``1 / sigma`` of the analytic mechanism at sensitivity 1."""
+    """The largest Gaussian-DP mu that is (epsilon, delta)-DP: ``1 / sigma`` of the analytic mechanism at sensitivity 1
+    (a root search; remembered, as every budget status of a site asks it of the same policy)."""
     return gdp_release_mu(1.0, analytic_gaussian_sigma(epsilon, delta, 1.0))
 
 

@@ -151,13 +151,17 @@ class ReleaseSigner:
         their exact serialized bytes (every field and the signatures: a hit is the very message verified before)
         and valid pair signatures by their message, so that a site's two segments cost one verification."""
         exact = (segment.site, segment.SerializeToString(deterministic=True))
+        with self._verified_lock:
+            if exact in self._verified:
+                self._remember([exact])
+                return True
         if segment.pair_signature:
             message, signature = pair_message(pair_fields(segment)), bytes(segment.pair_signature)
         else:
             message, signature = release_message({name: getattr(segment, name) for name in SIGNED_FIELDS}), None
         keys = [exact] if signature is None else [exact, (segment.site, message, signature)]
         with self._verified_lock:
-            if any(k in self._verified for k in keys):
+            if keys[-1] in self._verified:  # the release's other class, verified with this one's pair signature
                 self._remember(keys)
                 return True
         try:
