@@ -1,10 +1,11 @@
-"""Privacy maths: Gaussian and discrete Gaussian noise, the accountant, sensitivity, auditing, the privacy level."""
+"""Privacy maths: Gaussian, discrete Gaussian and discrete Laplace noise, the accountant, sensitivity, auditing, the privacy level."""
 
 from .._lazy import export_lazily
 
 _EXPORTS = {
     # .accounting
-    "Gaussian": "accounting", "DiscreteGaussian": "accounting", "DiscreteGaussianSum": "accounting", "Laplace": "accounting",
+    "Gaussian": "accounting", "DiscreteGaussian": "accounting", "DiscreteGaussianSum": "accounting", "DiscreteLaplace": "accounting",
+    "Laplace": "accounting",
     "RandomizedResponse": "accounting", "PureEpsilon": "accounting", "ApproximateDp": "accounting",
     "Event": "accounting", "Accountant": "accounting", "VALUE_DISCRETIZATION": "accounting",
     "discretization_for": "accounting", "encode_event": "accounting", "decode_event": "accounting",
@@ -18,6 +19,9 @@ _EXPORTS = {
     "gdp_mu": "gaussian", "gdp_delta": "gaussian", "gdp_epsilon": "gaussian", "add_gaussian_noise": "gaussian",
     # .guard
     "require_privacy_level": "guard",
+    # .laplace
+    "discrete_laplace_variance": "laplace", "discrete_laplace_sd": "laplace", "discrete_laplace_scales": "laplace",
+    "sample_discrete_laplace": "laplace", "discrete_laplace_noise": "laplace",
     # .noise
     "discrete_gaussian_delta": "noise", "discrete_gaussian_sigma": "noise",
     "discrete_gaussian_variance": "noise", "sample_discrete_gaussian": "noise",
@@ -27,13 +31,15 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
+    "Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "DiscreteLaplace", "Laplace", "RandomizedResponse", "PureEpsilon", "ApproximateDp", "Event",
     "Accountant", "VALUE_DISCRETIZATION", "discretization_for", "encode_event", "decode_event",
     "summed_noise_log_pmf", "summed_noise_pld", "summed_noise_variance",
     "CountQuery", "AuditResult", "atoms", "small_determined_group", "audit_counts", "PRIME",
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",
     "gdp_epsilon", "add_gaussian_noise",
     "require_privacy_level",
+    "discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace_scales", "sample_discrete_laplace",
+    "discrete_laplace_noise",
     "discrete_gaussian_delta", "discrete_gaussian_sigma", "discrete_gaussian_variance",
     "sample_discrete_gaussian", "discrete_gaussian_noise",
     "SensitivityEstimate", "model_sensitivity",

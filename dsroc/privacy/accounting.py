@@ -9,22 +9,9 @@ from typing import Iterable, Union
 
 from .gaussian import gdp_delta, gdp_epsilon
 
-__all__ = [
-    "Gaussian",
-    "DiscreteGaussian",
-    "DiscreteGaussianSum",
-    "Laplace",
-    "RandomizedResponse",
-    "PureEpsilon",
-    "ApproximateDp",
-    "Event",
-    "Accountant",
-    "VALUE_DISCRETIZATION",
-    "MAX_DISCRETIZATION",
-    "discretization_for",
-    "encode_event",
-    "decode_event",
-]
+__all__ = ["Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "DiscreteLaplace", "Laplace", "RandomizedResponse",
+           "PureEpsilon", "ApproximateDp", "Event", "Accountant", "VALUE_DISCRETIZATION", "MAX_DISCRETIZATION",
+           "discretization_for", "encode_event", "decode_event"]
 
 # Privacy-loss grid of the PLDs (connect-the-dots, pessimistic): the epsilon of composed Gaussian
 # releases comes out within 1e-6 relative of the exact value (tests/core/test_accounting.py), and
@@ -126,6 +113,33 @@ class DiscreteGaussianSum:
 
 
 @dataclass(frozen=True)
+class DiscreteLaplace:
+    """Discrete Laplace noise, ``P[X = x]`` proportional to ``exp(-|x| / scale)``, on an integer query of l1-sensitivity
+    ``sensitivity``: pure epsilon-DP with ``epsilon = sensitivity / scale`` (the geometric mechanism, Ghosh,
+    Roughgarden and Sundararajan 2009)."""
+
+    scale: float
+    sensitivity: int = 1
+
+    def __post_init__(self):
+        _positive("scale", self.scale)
+        if isinstance(self.sensitivity, bool) or not isinstance(self.sensitivity, int) or self.sensitivity < 1:
+            raise ValueError(f"sensitivity must be a positive integer, got {self.sensitivity!r}")
+
+    @property
+    def epsilon(self) -> float:
+        """The pure epsilon of one release, ``sensitivity / scale``."""
+        return self.sensitivity / float(self.scale)
+
+    def pld(self, interval: float):
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        # dp-accounting's parameter is the inverse scale: P[X = x] proportional to exp(-parameter |x|).
+        return pld.from_discrete_laplace_mechanism(1.0 / float(self.scale), sensitivity=self.sensitivity,
+                                                   value_discretization_interval=interval)
+
+
+@dataclass(frozen=True)
 class Laplace:
     """Laplace noise of scale ``scale`` on an l1-sensitivity ``sensitivity`` query."""
 
@@ -199,7 +213,7 @@ class PureEpsilon(ApproximateDp):
             raise ValueError("a pure-epsilon event has delta = 0")
 
 
-Event = Union[Gaussian, DiscreteGaussian, DiscreteGaussianSum, Laplace, RandomizedResponse, ApproximateDp]
+Event = Union[Gaussian, DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Laplace, RandomizedResponse, ApproximateDp]
 
 
 @lru_cache(maxsize=512)
@@ -250,7 +264,7 @@ class Accountant:
     def _absorb(self, event, count: int = 1) -> None:
         if isinstance(event, Gaussian):
             self._mu2 += count * event.mu**2
-        elif isinstance(event, (DiscreteGaussian, DiscreteGaussianSum, Laplace, RandomizedResponse, ApproximateDp)):
+        elif isinstance(event, (DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Laplace, RandomizedResponse, ApproximateDp)):
             new = _event_pld(event, self._interval)
             if count > 1:
                 new = new.self_compose(count)
@@ -354,7 +368,7 @@ class Accountant:
 
 
 _KINDS = {"gaussian": Gaussian, "discrete_gaussian": DiscreteGaussian, "discrete_gaussian_sum": DiscreteGaussianSum,
-          "laplace": Laplace,
+          "discrete_laplace": DiscreteLaplace, "laplace": Laplace,
           "randomized_response": RandomizedResponse, "approximate_dp": ApproximateDp, "pure_epsilon": PureEpsilon}
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "discrete_gaussian_variance",
     "sample_discrete_gaussian",
     "discrete_gaussian_noise",
+    "opendp_integer_noise",
 ]
 
 # Support of the summations: +-(40 sigma + 40) holds all but exp(-800) of the mass.
@@ -220,16 +221,23 @@ def sample_discrete_gaussian(sigma: float, size: int) -> np.ndarray:
     randomness, so no floating-point artefact reveals the noiseless value (Mironov 2012; Jin et al.
     2022). Proof: docs.opendp.org, proofs of ``make_gaussian`` (0.16).
     """
+    return opendp_integer_noise("gaussian", _check_sigma(sigma), size)
+
+
+def opendp_integer_noise(mechanism: str, scale: float, size: int) -> np.ndarray:
+    """``size`` draws of OpenDP's exact integer noise: ``"gaussian"`` (``make_gaussian``, l2) or ``"laplace"``
+    (``make_laplace``, l1) of parameter ``scale`` on an integer vector domain."""
     import opendp.prelude as dp
 
-    sigma = _check_sigma(sigma)
     size = int(size)
     if size < 0:
         raise ValueError(f"size must be non-negative, got {size}")
     if size == 0:
         return np.zeros(0, dtype=np.int64)
     dp.enable_features("contrib")
-    measurement = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale=sigma)
+    make, distance = {"gaussian": (dp.m.make_gaussian, dp.l2_distance),
+                      "laplace": (dp.m.make_laplace, dp.l1_distance)}[mechanism]
+    measurement = make(dp.vector_domain(dp.atom_domain(T="i64")), distance(T="i64"), scale=float(scale))
     return np.asarray(measurement([0] * size), dtype=np.int64)
 
 
