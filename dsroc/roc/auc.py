@@ -78,6 +78,15 @@ class SurvivorFunction:
         """The reference sample, sorted ascending (built anew at each access when counted on a grid)."""
         return self._grid.sorted_values() if self._sorted is None else self._sorted
 
+    def sorted_blocks(self, size: int = 1 << 18):
+        """The reference sample in ascending order, in consecutive blocks of about ``size`` values (for hashing
+        or writing it without holding a sorted copy)."""
+        if self._sorted is None:
+            yield from self._grid.sorted_blocks(size)
+            return
+        for start in range(0, self._n, size):
+            yield self._sorted[start:start + size]
+
     def __call__(self, query_scores, *, ties: str = "mid") -> np.ndarray:
         """Evaluate the survivor function at ``query_scores``.
 

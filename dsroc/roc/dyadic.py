@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["DyadicCounts"]
 
-_CHUNK = 1 << 20  # values per pass over the reference (bounds the temporaries)
+_CHUNK = 1 << 18  # values per pass (bounds the work arrays: about 7 MB)
 _EXACT = 2.0**53  # integers of at most this size are exact float64 values
 
 
@@ -52,21 +52,22 @@ class DyadicCounts:
         if top == 0.0:
             return None
         shift = 61 - int(np.frexp(top)[1])  # every |value| * 2**shift < 2**62: an exact int64 when on the 2**-shift grid
-        bits, kept = 0, None
+        work = _Work(min(values.size, _CHUNK))
+        bits = 0
         for part in _chunks(values):
-            whole = np.ldexp(part, shift).astype(np.int64)
-            if not np.array_equal(whole, np.ldexp(part, shift)):
+            whole = work.scaled(part, shift)
+            if not work.exact():
                 return None  # a value has bits below 2**-shift: no grid of bounded size
             bits |= int(np.bitwise_or.reduce(whole))
-            kept = whole if part.size == values.size else None
         zeros = (bits & -bits).bit_length() - 1  # the trailing zero bits every scaled value has
         first, last = int(np.ldexp(low, shift)) >> zeros, int(np.ldexp(high, shift)) >> zeros
         cells = last - first + 1
         if cells > max_cells or max(abs(first), abs(last)) >= _EXACT:
             return None
         counts = np.zeros(cells, dtype=np.int64)
-        for part in ([kept] if kept is not None else _chunks(values)):
-            cell = part if kept is not None else np.ldexp(part, shift).astype(np.int64)
+        for part in _chunks(values):
+            # One pass (one chunk) leaves its scaled values in the work arrays: they need not be made again.
+            cell = work.scaled(part, shift) if part.size < values.size else work.whole[:part.size]
             cell >>= zeros
             cell -= first
             counts += np.bincount(cell, minlength=cells)
@@ -77,25 +78,68 @@ class DyadicCounts:
 
     def counts(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``#{ref < q}`` and ``#{ref <= q}`` for every query (finite float64, any order)."""
+        queries = np.asarray(queries, dtype=np.float64)
         cells = self.below.size - 1
-        # The first cell at or above q, in steps: ceil(q / step), kept within one cell of the grid, then checked
-        # against q exactly (cell * step is an exact float64), so rounding of q / step cannot move it.
-        cell = np.clip(np.ceil(queries / self.step), self.first - 1, self.first + cells)
-        cell += cell * self.step < queries
-        cell -= (cell - 1) * self.step >= queries
-        index = (cell - self.first).astype(np.int64)
-        less = self.below[np.clip(index, 0, cells)]
-        on_grid = cell * self.step == queries
-        if not on_grid.any():
-            return less, less
-        less_equal = less.copy()
-        less_equal[on_grid] = self.below[np.clip(index[on_grid] + 1, 0, cells)]
+        less, less_equal = np.empty(queries.size, dtype=np.int64), np.empty(queries.size, dtype=np.int64)
+        work = _Work(min(queries.size, _CHUNK))
+        for start in range(0, queries.size, _CHUNK):
+            q = queries[start:start + _CHUNK]
+            k = q.size
+            cell, product, flag, index = work.values[:k], work.other[:k], work.flags[:k], work.whole[:k]
+            # The first cell at or above q, in steps: ceil(q / step), kept within one cell of the grid, then
+            # checked against q exactly (cell * step is an exact float64), so rounding of q / step cannot move it.
+            np.divide(q, self.step, out=cell)
+            np.ceil(cell, out=cell)
+            np.clip(cell, self.first - 1, self.first + cells, out=cell)
+            np.less(np.multiply(cell, self.step, out=product), q, out=flag)
+            cell += flag
+            np.subtract(cell, 1.0, out=product)
+            np.greater_equal(np.multiply(product, self.step, out=product), q, out=flag)
+            cell -= flag
+            cell -= self.first
+            index[...] = cell
+            np.equal(np.multiply(np.add(cell, self.first, out=product), self.step, out=product), q, out=flag)
+            np.take(self.below, np.clip(index, 0, cells), out=less[start:start + k])
+            index += flag  # a query on a cell's value counts that cell's values as at most q
+            np.take(self.below, np.clip(index, 0, cells, out=index), out=less_equal[start:start + k])
         return less, less_equal
+
+    def sorted_blocks(self, size: int):
+        """The reference values in ascending order, in consecutive blocks of whole cells, each of about ``size``
+        values (or one cell's) at most."""
+        start, cells = 0, self.below.size - 1
+        while start < cells:
+            stop = max(start + 1, int(np.searchsorted(self.below, self.below[start] + size, side="right")) - 1)
+            stop = min(stop, cells)
+            values = np.arange(self.first + start, self.first + stop, dtype=np.float64) * self.step
+            yield np.repeat(values, np.diff(self.below[start:stop + 1]))
+            start = stop
 
     def sorted_values(self) -> np.ndarray:
         """The reference values, ascending (each cell's value repeated by its count)."""
         cells = np.arange(self.first, self.first + self.below.size - 1, dtype=np.float64)
         return np.repeat(cells * self.step, np.diff(self.below))
+
+
+class _Work:
+    """Arrays of one pass's chunk, made once and reused by every chunk."""
+
+    def __init__(self, size: int):
+        self.values, self.other = np.empty(size), np.empty(size)
+        self.whole, self.flags = np.empty(size, dtype=np.int64), np.empty(size, dtype=bool)
+        self._size = 0
+
+    def scaled(self, part: np.ndarray, shift: int) -> np.ndarray:
+        """``part * 2**shift`` (exact), as float64 in ``values`` and truncated to int64 in ``whole``."""
+        k = self._size = part.size
+        np.ldexp(part, shift, out=self.values[:k])
+        np.copyto(self.whole[:k], self.values[:k], casting="unsafe")
+        return self.whole[:k]
+
+    def exact(self) -> bool:
+        """Whether the last :meth:`scaled` chunk was integral (its truncation changed nothing)."""
+        k = self._size
+        return bool(np.equal(self.whole[:k], self.values[:k], out=self.flags[:k]).all())
 
 
 def _chunks(values: np.ndarray):

@@ -198,9 +198,12 @@ class PaperProtocol(SiteProtocol):
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
         self.site.signer.verify_segments(segments, values, score_class, self._known_release)
-        function = dsroc.SurvivorFunction(values)  # merges the sorted releases (no sort when sent sorted)
+        function = dsroc.SurvivorFunction(values)  # released values: counted on their lattice, not sorted
         # The content key of the query caps, over the sorted values (whatever the order of the segments).
-        survivor = Survivor(function, hashlib.sha256(memoryview(function.sorted_values)).hexdigest())
+        digest = hashlib.sha256()
+        for block in function.sorted_blocks():
+            digest.update(memoryview(block))
+        survivor = Survivor(function, digest.hexdigest())
         self.ledger.record_survivor(
             (*session.data.key, score_class, survivor.digest),
             self.policy.max_survivor_uploads,

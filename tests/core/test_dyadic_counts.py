@@ -76,3 +76,12 @@ def test_values_off_a_small_grid_are_sorted_and_searched_instead():
     assert f._grid is None
     queries = rng.uniform(-0.1, 1.1, 200)
     assert np.array_equal(f(queries), brute(ref, queries, "mid"))
+
+
+def test_sorted_blocks_are_the_sorted_values_in_order():
+    rng = np.random.default_rng(9)
+    ref = np.concatenate([released(rng, 5000), released(rng, 3000)])
+    for f in (dsroc.SurvivorFunction(ref), dsroc.SurvivorFunction(rng.uniform(0.0, 1.0, 7000))):
+        blocks = list(f.sorted_blocks(1000))
+        assert all(b.size <= 1000 or np.all(b == b[0]) for b in blocks)  # a block is one cell when larger
+        assert np.array_equal(np.concatenate(blocks), np.sort(f.sorted_values)) and len(blocks) > 5
