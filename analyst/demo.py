@@ -75,9 +75,10 @@ def _protocols_side_by_side(paper, hist, secagg, pooled) -> str:
     truth = pooled["auc_empirical"]
     rows = [("paper", paper.auc, paper.auc_ci, "the noisy scores are (epsilon, delta)-DP at the sites' model "
              "sensitivity (an estimate, not a bound); every other answer is exact, q-protected, not DP"),
-            ("histogram", hist.auc, hist.auc_ci, "each site's whole answer is one (epsilon, delta)-DP release under "
-             "add/remove one patient; everything else is post-processing"),
-            ("secagg", secagg.auc, secagg.auc_ci, "the same guarantee per site, but the sites' counts are summed by "
+            ("histogram", hist.auc, hist.auc_ci, "each site's whole answer is epsilon-DP under add/remove one patient "
+             "(discrete Laplace, pure epsilon-DP per site); everything else is post-processing"),
+            ("secagg", secagg.auc, secagg.auc_ci, "(epsilon, delta)-DP per site (discrete Gaussian shares), and the "
+             "sites' counts are summed by "
              "secure aggregation: the analyst sees only the sum, so the sites' noise shares together need to hide "
              f"each patient once (summed noise SD {secagg.detail.round.noise_sd:.3g} per cell against the histogram "
              f"protocol's {hist.detail.sigma:.3g}); no per-site results")]

@@ -172,8 +172,9 @@ class Federation:
         epsilon, delta : float
             Privacy request of each site's release.
         protocol : {"histogram", "secagg", "paper"}, default "histogram"
-            ``"histogram"``: each site answers with one (epsilon, delta)-DP release of per-class noisy
-            histograms (add/remove one patient) and everything is computed from their sum. ``"secagg"``: the
+            ``"histogram"``: each site answers with epsilon-DP releases of per-class noisy histograms
+            (add/remove one patient; discrete Laplace, pure epsilon-DP per site) and everything is computed from
+            their sum. ``"secagg"``: the
             same counts summed by secure aggregation, so the analyst sees only the sum (per-site results
             are unavailable by design) and the sum carries one release's noise. ``"paper"``: the
             paper's protocol (noisy scores, then exact q-protected answers; not DP end to end). See

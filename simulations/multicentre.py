@@ -1,8 +1,8 @@
 """Multicentre study: heterogeneity across sites, subgroups, decision curves and two models compared (issue 19).
 
 Each analysis is simulated as the histogram protocol computes it: every site counts its patients on a
-public grid and adds discrete-Gaussian noise of the per-site sigma for (epsilon, delta) to every cell
-(:func:`dsroc.privacy.noise.discrete_gaussian_sigma`, add/remove one patient changes one cell by one);
+public grid and adds discrete Laplace noise of the per-site scale for epsilon to every cell, as the site
+calibrates it (:func:`dsroc.histogram.stages.laplace_release_scales`, add/remove one patient changes one cell by one);
 the analyst computes from the releases with :mod:`dsroc.multicentre` and the histogram AUC estimator
 (:func:`dsroc.histogram.estimates.histogram_auc_estimates`). The truth is the pooled unbinned data
 (or, for a new site, its population AUC).
@@ -15,13 +15,12 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit, logit
 
-from dsroc import analytic_gaussian_sigma, bin_scores, delong_variance, empirical_auc
+from dsroc import bin_scores, delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
-from dsroc.histogram.stages import STAGE1_BINS, release_parts, second_stage_interior, two_stage_plan
+from dsroc.histogram.stages import STAGE1_BINS, laplace_release_scales, laplace_two_stage_plan, second_stage_interior
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
-from dsroc.privacy.noise import (discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance,
-                                 joint_discrete_gaussian_sigma)
+from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_variance
 
 __all__ = ["heterogeneity", "subgroups", "decision_curves", "paired_comparison", "DECISION_EDGES"]
 
@@ -37,8 +36,14 @@ def _binormal(rng, n, auc, prevalence):
     return expit(latent - 1.0), y
 
 
-def _release(rng, h, sigma):
-    return h + discrete_gaussian_noise(sigma, h.shape, rng) if sigma > 0 else h.astype(np.float64)
+def _release(rng, h, scale):
+    return h + discrete_laplace_noise(scale, h.shape, rng) if scale > 0 else h.astype(np.float64)
+
+
+def _noise(epsilon: float, score_sums: bool = False) -> tuple[float, float]:
+    """A site's discrete Laplace scale of a count in one release at ``epsilon`` and that noise's variance."""
+    scale = laplace_release_scales(epsilon, score_sums=score_sums)[0]
+    return scale, discrete_laplace_variance(scale)
 
 
 def _counts(scores, y, edges):
@@ -55,9 +60,9 @@ def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: f
     coverage of the pooled mean.
     """
     rng = np.random.default_rng(seed)
-    sigma = discrete_gaussian_sigma(epsilon, DELTA)
-    edges = histogram_edges(recommended_n_bins(sigma))
-    sd = np.sqrt(discrete_gaussian_variance(sigma))
+    sigma, var = _noise(epsilon)
+    sd = np.sqrt(var)
+    edges = histogram_edges(recommended_n_bins(sd))
     covered, mean_covered, tau2_hat = [], [], []
     for _ in range(reps):
         site_aucs = expit(rng.normal(logit(mean_auc), np.sqrt(tau2), sites + 1))
@@ -82,12 +87,13 @@ def _validation_grid(rng, scores, site, sites, epsilon):
     """The grid of the analyst's default histogram validation, which the stratified and joint releases reuse: a
     first release of every site's scores on the fine logit grid at the first stage's noise, edges at the noisy
     quantiles for the study's bin count at the second stage's noise (analyst.protocols.histogram_release.quantile_grid)."""
-    stages = two_stage_plan(epsilon, DELTA)
+    stages = laplace_two_stage_plan(epsilon, DELTA)
     fine = histogram_edges(STAGE1_BINS, lo=0.005, hi=0.995, spacing="logit")
     idx = bin_index(scores, fine)
-    total = sum(_release(rng, np.bincount(idx[site == k], minlength=STAGE1_BINS).astype(np.float64), stages.sigma1)
+    scale1 = _noise(stages.epsilon1)[0]
+    total = sum(_release(rng, np.bincount(idx[site == k], minlength=STAGE1_BINS).astype(np.float64), scale1)
                 for k in range(sites))
-    n_bins = recommended_n_bins(analytic_gaussian_sigma(stages.epsilon2, stages.delta2, 1.0))
+    n_bins = recommended_n_bins(stages.sigma2)
     return np.concatenate([[0.0], second_stage_interior(total, fine, n_bins), [1.0]])
 
 
@@ -103,8 +109,8 @@ def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: floa
     DeLong interval.
     """
     rng = np.random.default_rng(seed)
-    sigma = joint_discrete_gaussian_sigma(epsilon, DELTA, release_parts(score_sums=True))
-    sd_sum = np.sqrt(sites * discrete_gaussian_variance(sigma))
+    sigma, var = _noise(epsilon, score_sums=True)
+    sd_sum = np.sqrt(sites * var)
     covered, ratio, bins = [], [], []
     for _ in range(reps):
         data = [_binormal(rng, n // 2, a, 0.3) for a in aucs]
@@ -135,8 +141,8 @@ def decision_curves(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon
     pooled unbinned truth (MAE, interval coverage) and the population's (coverage): the interval is for the
     population (sampling and noise), so it over-covers the pooled value, which differs by the noise only."""
     rng = np.random.default_rng(seed)
-    sigma = discrete_gaussian_sigma(epsilon, DELTA)
-    var_cell = sites * discrete_gaussian_variance(sigma)
+    sigma, var = _noise(epsilon)
+    var_cell = sites * var
     at = np.searchsorted(DECISION_EDGES[1:-1], thresholds)
     t = np.asarray(thresholds)
 
@@ -177,8 +183,8 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
     DeLong test's power.
     """
     rng = np.random.default_rng(seed)
-    sigma = discrete_gaussian_sigma(epsilon, DELTA)
-    var_cell = sites * discrete_gaussian_variance(sigma)
+    sigma, var = _noise(epsilon)
+    var_cell = sites * var
     auc_a, auc_b = 0.78, 0.78 - delta_auc
     da, db = np.sqrt(2) * stats.norm.ppf(auc_a), np.sqrt(2) * stats.norm.ppf(auc_b)
     covered, reject, reject_free, bins = [], [], [], []

@@ -1,5 +1,5 @@
 """The simulation grid: l2-sensitivity x epsilon x delta of the Gaussian mechanism (or epsilon x delta of the histogram
-protocol's discrete Gaussian), plus the noise-free setting."""
+protocol's discrete Laplace), plus the noise-free setting."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.privacy.noise import discrete_gaussian_sigma
+from dsroc.histogram.stages import laplace_release_scales
 
 __all__ = ["Setting", "SENSITIVITIES", "EPSILONS", "DELTAS", "NOISE_FREE", "HISTOGRAM", "all_settings", "select_settings"]
 
@@ -23,8 +23,9 @@ class Setting:
     """One privacy setting; ``sensitivity == 0`` marks the noise-free setting (tau = 0).
 
     ``tau`` is the noise standard deviation of the analytic Gaussian mechanism (Balle and Wang 2018), or
-    with ``discrete`` the per-site parameter of the histogram protocol's discrete Gaussian (sensitivity
-    1: one patient is one count), :func:`dsroc.privacy.noise.discrete_gaussian_sigma`.
+    with ``discrete`` the per-site scale of the histogram protocol's discrete Laplace on the counts of a
+    counts-only release at ``epsilon`` (sensitivity 1: one patient is one count; ``delta`` unused),
+    :func:`dsroc.histogram.stages.laplace_release_scales`.
     """
 
     sensitivity: float
@@ -43,7 +44,7 @@ class Setting:
         if self.noise_free:
             return 0.0
         if self.discrete:
-            return discrete_gaussian_sigma(self.epsilon, self.delta)
+            return laplace_release_scales(self.epsilon, score_sums=False)[0]
         return analytic_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
 
     @property

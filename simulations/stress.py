@@ -8,21 +8,21 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
 
 - ``histogram``: as the sites and the analyst run it by default (``spacing="quantile"``, per-bin score sums).
   Stage 1: every site counts its negatives and positives on the fine logit grid its default policy gives
-  (:func:`dsroc.histogram.stages.first_stage_bins` bins) plus discrete-Gaussian noise
-  (:func:`dsroc.privacy.noise.discrete_gaussian_noise`) at the scale the site plans for the first stage's
-  (epsilon1, delta1) of :func:`dsroc.histogram.stages.two_stage_plan`; the analyst sums them over sites, chooses
+  (:func:`dsroc.histogram.stages.first_stage_bins` bins) plus discrete Laplace noise
+  (:func:`dsroc.privacy.laplace.discrete_laplace_noise`) at the scale the site plans for the first stage's
+  epsilon1 of :func:`dsroc.histogram.stages.laplace_two_stage_plan`; the analyst sums them over sites, chooses
   the second grid's bin count from the estimated class sizes (:func:`dsroc.histogram.stages.second_stage_bins`)
   and puts its edges at the quantiles of the classes' balanced mixture
   (:func:`dsroc.histogram.stages.balanced_interior`, the site's explicit grid around them). Stage 2: every
   site counts per class on those edges and sums its patients' randomly rounded offsets within their bins,
-  with noise at the second stage's (epsilon2, delta2); the analyst sums the releases and calls
+  with noise at the second stage's epsilon2; the analyst sums the releases and calls
   :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). The sites have
   a default site policy (``POLICY_BINS``, ``POLICY_LOGIT_RANGE``) and each noise scale comes from the parts the
   site composes (:func:`site_sigmas`); the
   study does not import ``site_node``: a test asks a real site for the same two stages and compares;
 - ``histogram_equal``: the analyst's one-release grid (``spacing="equal"``: ``allowed_n_bins`` equal bins on
-  [0, 1]) with score sums at the whole (epsilon, delta): the default before the quantile grid;
-- ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline);
+  [0, 1]) with score sums at the whole epsilon: the default before the quantile grid;
+- ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline), discrete Laplace too;
 - ``secagg``: the secagg protocol as the analyst and sites run it by default: the two stages of ``histogram``
   (counts and score sums), each site adding its share of a distributed discrete Gaussian
   (:func:`dsroc.secagg.share_sigma` of each stage for all ``sites`` shares, no coalition), summed; the second
@@ -52,15 +52,16 @@ from analyst.protocols.histogram_release import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
-from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, balanced_interior, first_stage_bins, release_parts,
-                                   second_stage_bins, second_stage_interior, two_stage_plan)
+from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, balanced_interior, first_stage_bins, laplace_count_sd,
+                                   laplace_release_scales, laplace_two_stage_plan, release_parts, second_stage_bins,
+                                   second_stage_interior, two_stage_plan)
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
-from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance, joint_discrete_gaussian_sigma
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
 from dsroc.histogram.grid import consistent_counts
 from dsroc.secagg import secagg_n_bins, share_sigma
 
 from .dgp import N_SITES, Batch
+from .histogram import NOISE
 from .protocol import run_protocol_chunk
 from .settings import Setting
 from .stress_designs import SHAPES, Design, population_truth, sample_design
@@ -206,10 +207,13 @@ POLICY_BINS = (5, 8, 10, 12, 20, 50, 100)
 POLICY_LOGIT_RANGE = (0.005, 0.995)
 
 
-def default_grid(epsilon: float, delta: float) -> np.ndarray:
+def default_grid(epsilon: float, delta: float, score_sums: bool = SCORE_SUMS) -> np.ndarray:
     """The analyst's one-release grid (``spacing="equal"``) at (epsilon, delta):
-    :func:`analyst.protocols.histogram_release.allowed_n_bins` under the default policy, equal bins."""
-    return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta))
+    :func:`analyst.protocols.histogram_release.allowed_n_bins` under the default policy at the sites' count noise
+    (:func:`dsroc.histogram.stages.laplace_count_sd`), equal bins."""
+    return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta,
+                                          noise_sd=laplace_count_sd(epsilon, score_sums=score_sums)))
+
 
 
 class Release(NamedTuple):
@@ -218,7 +222,8 @@ class Release(NamedTuple):
     edges: list  # per replication: the grid of the (second-stage) release, (B_r + 1,)
     counts: list  # per replication: (2, B_r) noisy counts of negatives and positives
     sums: list | None  # per replication: (2, B_r) noisy per-bin sums of score offsets (bin widths); None without
-    sigma: float  # per-site discrete-Gaussian parameter of a count (the second stage's for the quantile grid)
+    sigma: float  # per-site noise parameter of a count (the second stage's for the quantile grid): the discrete
+    # Laplace's scale (secagg: the discrete Gaussian share's sigma)
     total_sd: float  # noise SD of a summed count
     sums_sd: float  # noise SD of a summed score sum (bin widths)
     first: dict | None = None  # the quantile grid's first stage as the analyst passes it on: its fine edges, per
@@ -227,12 +232,10 @@ class Release(NamedTuple):
 
 @lru_cache(maxsize=None)
 def site_sigmas(epsilon: float, delta: float, score_sums: bool) -> tuple[float, float]:
-    """Per-site noise parameters of the counts and (with ``score_sums``) the score sums of one release asked for
-    at (epsilon, delta), as ``site_node.histograms.plan_histogram`` calibrates them (one scale ``t`` for the parts
-    :func:`dsroc.histogram.stages.release_parts`, at the ledger's default discretisation)."""
-    t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums),
-                                      interval=VALUE_DISCRETIZATION)
-    return t, SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
+    """Per-site discrete Laplace scales of the counts and (with ``score_sums``) the score sums of one release asked
+    for at epsilon (``delta`` is only checked by the policy), as ``site_node.histograms.plan_histogram`` calibrates
+    them (:func:`dsroc.histogram.stages.laplace_release_scales`, at the ledger's default discretisation)."""
+    return laplace_release_scales(epsilon, score_sums=score_sums, interval=VALUE_DISCRETIZATION)[:2]
 
 
 class QuantilePlan(NamedTuple):
@@ -243,49 +246,55 @@ class QuantilePlan(NamedTuple):
     sigma2: float  # per-site noise of a second-stage count
     sums_sigma: float  # per-site noise of a second-stage score sum (integer scale)
     central2: float  # the analyst's summed noise SD of a second-stage count (its bin rule's sigma)
+    noise: str = "laplace"  # the sites' noise (simulations.histogram.NOISE): "gaussian" for secagg's shares
 
 
 def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares: int = 0, sites: int = 5
                   ) -> QuantilePlan:
     """What ``analyst.protocols.histogram`` asks for under ``spacing="quantile"`` of ``sites`` sites with the default
-    policy (:func:`dsroc.histogram.stages.two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`) and the
-    noise those sites calibrate for each stage; ``shares``: the secagg protocol's two rounds over that many sites
-    instead (each site's share of each stage, :func:`dsroc.secagg.share_sigma`). The second grid's bin count is
+    policy (:func:`dsroc.histogram.stages.laplace_two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`)
+    and the discrete Laplace noise those sites calibrate for each stage; ``shares``: the secagg protocol's two rounds
+    over that many sites instead (each site's share of each stage's discrete Gaussian,
+    :func:`dsroc.histogram.stages.two_stage_plan`, :func:`dsroc.secagg.share_sigma`). The second grid's bin count is
     chosen per replication from the first stage (:func:`quantile_release`) against ``central2``."""
-    stages = two_stage_plan(epsilon, delta, score_sums=score_sums)
     fine = first_stage_bins([POLICY_BINS])
     edges = histogram_edges(fine, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
     if shares:
+        stages = two_stage_plan(epsilon, delta, score_sums=score_sums)
         sigma2 = share_sigma(stages.epsilon2, stages.delta2, shares, parts=tuple(release_parts(score_sums=score_sums)))
         return QuantilePlan(edges, share_sigma(stages.epsilon1, stages.delta1, shares), sigma2,
-                            SUMS_RATIO * SUMS_RESOLUTION * sigma2 if score_sums else 0.0, stages.sigma2)
+                            SUMS_RATIO * SUMS_RESOLUTION * sigma2 if score_sums else 0.0, stages.sigma2, "gaussian")
+    stages = laplace_two_stage_plan(epsilon, delta, score_sums=score_sums)
     sigma1 = site_sigmas(stages.epsilon1, stages.delta1, False)[0]
     return QuantilePlan(edges, sigma1, *site_sigmas(stages.epsilon2, stages.delta2, score_sums),
                         stages.sigma2 * float(np.sqrt(sites)))
 
 
-def _summed_release(p, y, site, k: int, edges, sigma: float, sums_sigma: float, rng, score_sums: bool):
+def _summed_release(p, y, site, k: int, edges, sigma: float, sums_sigma: float, rng, score_sums: bool,
+                    noise: str = "laplace"):
     """One replication's release on ``edges`` by each of ``k`` sites (as ``site_node.histograms.draw_histogram``:
-    counts plus noise, then the offsets' random rounding and the sums' noise), summed over the sites."""
+    counts plus ``noise``, then the offsets' random rounding and the sums' noise), summed over the sites."""
+    draw = NOISE[noise][0]
     m = edges.size - 1
     p = np.clip(p, edges[0], edges[-1])
     bins = bin_index(p, edges)
     cell_id = (site * 2 + y) * m + bins
-    counts = np.bincount(cell_id, minlength=k * 2 * m).reshape(k, 2, m) + discrete_gaussian_noise(sigma, (k, 2, m), rng)
+    counts = np.bincount(cell_id, minlength=k * 2 * m).reshape(k, 2, m) + draw(sigma, (k, 2, m), rng)
     if not score_sums:
         return counts.sum(axis=0), None
     offsets = np.clip((p - edges[bins]) / np.diff(edges)[bins], 0.0, 1.0) * SUMS_RESOLUTION
     low = np.floor(offsets)
     rounded = low + (rng.random(p.size) < offsets - low)
     sums = np.bincount(cell_id, weights=rounded, minlength=k * 2 * m).reshape(k, 2, m)
-    sums = sums + discrete_gaussian_noise(sums_sigma, (k, 2, m), rng)
+    sums = sums + draw(sums_sigma, (k, 2, m), rng)
     return counts.sum(axis=0), sums.sum(axis=0) / SUMS_RESOLUTION
 
 
-def _sds(k: int, sigma: float, sums_sigma: float) -> tuple[float, float]:
+def _sds(k: int, sigma: float, sums_sigma: float, noise: str = "laplace") -> tuple[float, float]:
     """Noise SDs of a count and of a score sum (bin widths) summed over ``k`` sites."""
-    sums_sd = np.sqrt(k * discrete_gaussian_variance(sums_sigma)) / SUMS_RESOLUTION if sums_sigma > 0 else 0.0
-    return float(np.sqrt(k * discrete_gaussian_variance(sigma))), float(sums_sd)
+    variance = NOISE[noise][1]
+    sums_sd = np.sqrt(k * variance(sums_sigma)) / SUMS_RESOLUTION if sums_sigma > 0 else 0.0
+    return float(np.sqrt(k * variance(sigma))), float(sums_sd)
 
 
 def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protocol: str, *,
@@ -333,7 +342,7 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     grids, counts, sums, totals = [], [], [], []
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
-        classes = first[i] + discrete_gaussian_noise(plan.sigma1, (k, 2, fine), rng).sum(axis=0)
+        classes = first[i] + NOISE[plan.noise][0](plan.sigma1, (k, 2, fine), rng).sum(axis=0)
         total = classes.sum(axis=0)
         totals.append(total)
         if protocol == "secagg":
@@ -346,13 +355,13 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,
-                               score_sums)
+                               score_sums, plan.noise)
         grids.append(edges)
         counts.append(c)
         sums.append(t)
-    stage1 = {"edges": plan.fine_edges, "counts": totals, "sd": _sds(2 * k, plan.sigma1, 0.0)[0]}
-    return Release(grids, counts, sums if score_sums else None, plan.sigma2, *_sds(k, plan.sigma2, plan.sums_sigma),
-                   stage1)
+    stage1 = {"edges": plan.fine_edges, "counts": totals, "sd": _sds(2 * k, plan.sigma1, 0.0, plan.noise)[0]}
+    return Release(grids, counts, sums if score_sums else None, plan.sigma2,
+                   *_sds(k, plan.sigma2, plan.sums_sigma, plan.noise), stage1)
 
 
 def _estimates(v) -> dict:
@@ -384,7 +393,7 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
     if protocol in ("histogram", "secagg"):
         release = quantile_release(data, cell, seed, score_sums=sums, protocol=protocol)
     else:
-        edges = histogram_edges(20) if protocol == "flat20" else default_grid(cell.epsilon, cell.delta)
+        edges = histogram_edges(20) if protocol == "flat20" else default_grid(cell.epsilon, cell.delta, sums)
         release = histogram_release(data, cell, edges, seed, protocol, score_sums=sums)
     estimator = "empirical" if protocol == "flat20" else DEFAULT_ESTIMATOR
     est = {e: np.full((data.batch.size, 4), np.nan) for e in ESTIMANDS}

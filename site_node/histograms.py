@@ -10,8 +10,10 @@ import numpy as np
 
 import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram.grid imports scipy.optimize)
 from dsroc import analytic_gaussian_sigma
-from dsroc.histogram.stages import SCALAR_RESOLUTION, SUMS_RATIO, SUMS_RESOLUTION, release_parts
-from dsroc.privacy.accounting import DiscreteGaussian
+from dsroc.histogram.stages import (SCALAR_RESOLUTION, SUMS_RATIO, SUMS_RESOLUTION, laplace_release_parts,
+                                   laplace_release_scales)
+from dsroc.privacy.accounting import DiscreteGaussian, DiscreteLaplace
+from dsroc.privacy.laplace import discrete_laplace_scale
 
 from .config import Policy
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -19,9 +21,13 @@ from .partitions import Partition
 
 __all__ = ["PRIVACY_UNIT", "SCALARS", "SCALAR_RESOLUTION", "SUMS_RESOLUTION", "SUMS_RATIO", "HistogramPlan",
            "histogram_grid", "check_noise_size", "plan_histogram", "require_protocol", "draw_histogram",
-           "decode_histogram", "noise_sd"]
+           "decode_histogram", "noise_sd", "LAPLACE", "GAUSSIAN"]
 
 PRIVACY_UNIT = "add or remove one patient"
+# The noise of a release: the histogram protocol's discrete Laplace (pure epsilon-DP), or the secure-aggregation
+# protocol's discrete Gaussian shares (which build their plans with it).
+LAPLACE = "discrete_laplace"
+GAUSSIAN = "discrete_gaussian"
 SCALARS = ("sum_sq", "sum_p", "sum_y")
 # Largest noise SD per cell a histogram release may need (smaller epsilon is refused).
 MAX_SIGMA = 1000.0
@@ -38,7 +44,12 @@ def require_protocol(policy: Policy, protocol: str) -> None:
 
 @dataclass(frozen=True)
 class HistogramPlan:
-    """A checked histogram request: its grid, scalars, noise and accountant events."""
+    """A checked histogram request: its grid, scalars, noise and accountant events.
+
+    ``sigma``, ``sums_sigma`` and ``scalar_sigma`` are the noise parameters of the counts, the score sums and each
+    scalar on their integer scales: the discrete Laplace's scale ``b`` (``mechanism`` :data:`LAPLACE`) or the
+    discrete Gaussian's sigma (:data:`GAUSSIAN`).
+    """
 
     edges: np.ndarray
     n_bins: int
@@ -51,6 +62,7 @@ class HistogramPlan:
     score_sums: bool = False
     sums_sigma: float = 0.0
     partition: Partition | None = None  # strata or a second model's bins: n_bins x parts cells per class
+    mechanism: str = GAUSSIAN
 
     @property
     def n_cells(self) -> int:
@@ -59,11 +71,19 @@ class HistogramPlan:
 
     @property
     def events(self) -> tuple:
-        """The release's privacy events, composed into the one (epsilon, delta) of the whole release: the pair
-        of histograms (l2-sensitivity 1), the per-bin score sums (``SUMS_RESOLUTION``), then each scalar."""
-        sums = [DiscreteGaussian(self.sums_sigma, SUMS_RESOLUTION)] if self.score_sums else []
-        scalars = [DiscreteGaussian(self.scalar_sigma, SCALAR_RESOLUTION) for _ in self.scalars]
-        return (DiscreteGaussian(self.sigma), *sums, *scalars)
+        """The release's privacy events, composed into the one epsilon (or (epsilon, delta)) of the whole release:
+        the pair of histograms (sensitivity 1: one patient is one count), the per-bin score sums
+        (``SUMS_RESOLUTION``), then each scalar (``SCALAR_RESOLUTION``)."""
+        event = DiscreteLaplace if self.mechanism == LAPLACE else DiscreteGaussian
+        sums = [event(self.sums_sigma, SUMS_RESOLUTION)] if self.score_sums else []
+        scalars = [event(self.scalar_sigma, SCALAR_RESOLUTION) for _ in self.scalars]
+        return (event(self.sigma), *sums, *scalars)
+
+    @property
+    def noise_sds(self) -> tuple[float, float, float]:
+        """Noise SD of each count, of each score sum (in bin widths) and of each scalar (on its own scale)."""
+        return (noise_sd(self.sigma, self.mechanism), noise_sd(self.sums_sigma, self.mechanism) / SUMS_RESOLUTION,
+                noise_sd(self.scalar_sigma, self.mechanism) / SCALAR_RESOLUTION)
 
     @property
     def request(self) -> str:
@@ -73,6 +93,8 @@ class HistogramPlan:
             key["score_sums"] = True
         if self.partition is not None:  # likewise absent for a plain release
             key.update(self.partition.key())
+        if self.mechanism != GAUSSIAN:  # likewise: a release of another noise is another release
+            key["mechanism"] = self.mechanism
         return json.dumps(key, sort_keys=True)
 
 
@@ -159,30 +181,29 @@ def check_noise_size(epsilon: float, delta: float) -> None:
 
 def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float, n_bins: int, spacing: str,
                    scalars, interval: float, score_sums: bool = False, interior=None) -> HistogramPlan:
-    """Check a histogram request against the policy and calibrate its noise.
+    """Check a histogram request against the policy and calibrate its discrete Laplace noise.
 
-    ``epsilon`` and ``delta`` are those of the whole release: the counts, the per-bin score sums when asked
-    for and each scalar share one noise scale ``t`` (:func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`): the
-    counts get ``sigma = t``, the sums ``SUMS_RATIO * SUMS_RESOLUTION * t`` and each scalar
-    ``SCALAR_RESOLUTION * t`` on their integer scales. They must already be checked against the per-release caps.
-    ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (:func:`histogram_grid`).
+    ``epsilon`` is that of the whole release: the counts, the per-bin score sums when asked for and each scalar
+    share it in the proportions of :func:`dsroc.histogram.stages.laplace_release_parts` (each part's epsilon rounded
+    down to the ledger's grid ``interval``, :func:`dsroc.histogram.stages.laplace_release_scales`), so the release is
+    pure epsilon-DP. ``delta`` is the request's, checked by the policy and part of the release's key; the release
+    itself uses delta 0. Both must already be checked against the per-release caps. ``interior``: explicit interior
+    edges instead of ``n_bins`` and ``spacing`` (:func:`histogram_grid`).
     """
     edges, spacing, scalars = histogram_grid(policy, score_range, n_bins=n_bins, spacing=spacing, scalars=scalars,
                                              interior=interior)
-    n_bins = edges.size - 1
-    from dsroc.privacy.noise import joint_discrete_gaussian_sigma  # scipy.optimize: imported at the first histogram request
-
-    check_noise_size(epsilon, delta)
     score_sums = bool(score_sums)
+    parts = laplace_release_parts(score_sums=score_sums, scalars=len(scalars))
+    if noise_sd(parts[0][1] * discrete_laplace_scale(epsilon, parts), LAPLACE) > MAX_SIGMA:
+        raise InvalidArgument(f"epsilon {epsilon} needs noise of SD above {MAX_SIGMA:g} per cell; this site makes "
+                              "histogram releases at larger epsilon only")
     try:
-        t = joint_discrete_gaussian_sigma(epsilon, delta, release_parts(score_sums=score_sums, scalars=len(scalars)),
-                                          interval=interval)
-    except ValueError as exc:  # an epsilon too large for the accountant (the policy allowed it): the caller's to change
+        sigma, sums_sigma, scalar_sigma = laplace_release_scales(epsilon, score_sums=score_sums, scalars=len(scalars),
+                                                                 interval=interval)
+    except ValueError as exc:  # a part's epsilon below the ledger's grid (the policy allowed it): the caller's to change
         raise InvalidArgument(f"epsilon: {exc}") from None
-    scalar_sigma = SCALAR_RESOLUTION * t if scalars else 0.0
-    sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * t if score_sums else 0.0
-    return HistogramPlan(edges, n_bins, spacing, scalars, epsilon, delta, t, scalar_sigma, score_sums,
-                         sums_sigma)
+    return HistogramPlan(edges, edges.size - 1, spacing, scalars, epsilon, delta, sigma, scalar_sigma, score_sums,
+                         sums_sigma, mechanism=LAPLACE)
 
 
 def _round(terms: np.ndarray, rng: np.random.Generator, resolution: int = SCALAR_RESOLUTION) -> np.ndarray:
@@ -202,10 +223,14 @@ def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, 
     e_b)`` in [0, 1] (clipped scores, as binned): the bin's sum of scores is ``e_b h_b + (e_{b+1} - e_b) T_b``,
     and a narrow bin's mean score is as precise as a wide one's. With a partition, ``parts`` gives each patient's
     part (:func:`site_node.partitions.part_index`) and bin ``b`` becomes the cells ``b * parts + k``. The noise
-    comes from the exact sampler (:func:`dsroc.privacy.noise.sample_discrete_gaussian`); ``rng`` only rounds the
+    comes from an exact sampler (:func:`dsroc.privacy.laplace.sample_discrete_laplace`, or
+    :func:`dsroc.privacy.noise.sample_discrete_gaussian` for a discrete Gaussian plan); ``rng`` only rounds the
     terms (any rounding into [0, 1] keeps the sensitivity).
     """
+    from dsroc.privacy.laplace import sample_discrete_laplace
     from dsroc.privacy.noise import sample_discrete_gaussian
+
+    sample = sample_discrete_laplace if plan.mechanism == LAPLACE else sample_discrete_gaussian
 
     m = plan.n_cells
     p = np.clip(np.asarray(scores, dtype=np.float64), plan.edges[0], plan.edges[-1])
@@ -213,15 +238,15 @@ def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, 
     idx = dsroc.bin_index(p, plan.edges)
     cell = idx if parts is None else idx * plan.partition.parts + parts
     counts = np.bincount(y * m + cell, minlength=2 * m)
-    values = [counts.astype(np.int64) + sample_discrete_gaussian(plan.sigma, 2 * m)]
+    values = [counts.astype(np.int64) + sample(plan.sigma, 2 * m)]
     if plan.score_sums:
         offset = np.clip((p - plan.edges[idx]) / np.diff(plan.edges)[idx], 0.0, 1.0)
         sums = np.bincount(y * m + cell, weights=_round(offset, rng, SUMS_RESOLUTION), minlength=2 * m).astype(np.int64)
-        values.append(sums + sample_discrete_gaussian(plan.sums_sigma, 2 * m))
+        values.append(sums + sample(plan.sums_sigma, 2 * m))
     if plan.scalars:
         q = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
         terms = {"sum_sq": (y - q) ** 2, "sum_p": q, "sum_y": y.astype(np.float64)}
-        noise = sample_discrete_gaussian(plan.scalar_sigma, len(plan.scalars))
+        noise = sample(plan.scalar_sigma, len(plan.scalars))
         values.append(np.array([int(_round(terms[name], rng).sum()) + int(extra)
                                 for name, extra in zip(plan.scalars, noise)], dtype=np.int64))
     return np.concatenate(values).astype(np.int64).tobytes()
@@ -241,8 +266,11 @@ def decode_histogram(plan: HistogramPlan, payload: bytes) -> tuple[np.ndarray, n
     return values[:m].copy(), values[m:2 * m].copy(), scalars, sums
 
 
-def noise_sd(sigma: float) -> float:
-    """Standard deviation of ``N_Z(0, sigma^2)`` noise."""
+def noise_sd(sigma: float, mechanism: str = GAUSSIAN) -> float:
+    """Standard deviation of ``N_Z(0, sigma^2)`` noise, or of the discrete Laplace of scale ``sigma`` (0 for 0)."""
+    from dsroc.privacy.laplace import discrete_laplace_sd
     from dsroc.privacy.noise import discrete_gaussian_variance
 
-    return math.sqrt(discrete_gaussian_variance(sigma)) if sigma > 0 else 0.0
+    if sigma <= 0:
+        return 0.0
+    return discrete_laplace_sd(sigma) if mechanism == LAPLACE else math.sqrt(discrete_gaussian_variance(sigma))

@@ -17,7 +17,7 @@ from .audit import note
 from .auth import current_analyst
 from .budget_view import ReleaseQuery
 from .errors import InvalidArgument, SiteError
-from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION, noise_sd
+from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION
 from .ledger import BudgetStatus
 from .protocols import BoydProtocol, HistogramProtocol, PaperProtocol, SecAggProtocol
 from .protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
@@ -142,15 +142,15 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         release, plan = out.release, out.plan
         # The audit's privacy_cost is a Gaussian mu; this release's cost is its (epsilon, delta), in parameters.
         note(parameters={"release_id": release.release_id, "kind": "histogram", "sigma": plan.sigma,
-                         "epsilon_charged": plan.epsilon if out.charged else 0.0})
-        scalar_sd = noise_sd(plan.scalar_sigma) / SCALAR_RESOLUTION if plan.scalars else 0.0
+                         "mechanism": plan.mechanism, "epsilon_charged": plan.epsilon if out.charged else 0.0})
+        count_sd, sums_sd, scalar_sd = plan.noise_sds
         sums = {}
         if out.sums is not None:
             sums = dict(negative_sums=out.sums[0].tolist(), positive_sums=out.sums[1].tolist(),
-                        sums_noise_sd=noise_sd(plan.sums_sigma) / SUMS_RESOLUTION, sums_resolution=1.0 / SUMS_RESOLUTION)
+                        sums_noise_sd=sums_sd, sums_resolution=1.0 / SUMS_RESOLUTION)
         return pb.HistogramResponse(
             edges=plan.edges.tolist(), negatives=out.negatives.tolist(), positives=out.positives.tolist(),
-            sigma=plan.sigma, noise_sd=noise_sd(plan.sigma), epsilon=plan.epsilon, delta=plan.delta,
+            sigma=plan.sigma, noise_sd=count_sd, epsilon=plan.epsilon, delta=plan.delta, mechanism=plan.mechanism,
             privacy_unit=PRIVACY_UNIT, repeated=not out.charged, release_id=release.release_id,
             epsilon_spent=out.budget.epsilon_spent,
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)

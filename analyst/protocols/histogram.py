@@ -11,7 +11,7 @@ import numpy as np
 from scipy.stats import norm
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.stages import first_stage_bins, two_stage_plan
+from dsroc.histogram.stages import first_stage_bins, laplace_count_sd, laplace_two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 
 from analyst.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
@@ -28,9 +28,10 @@ __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "Histog
            "histogram_result", "summed_result"]
 
 HISTOGRAM_GUARANTEE = (
-    "histogram protocol: each site's whole answer is one (epsilon, delta)-DP release under add/remove-one-patient "
-    "adjacency (discrete Gaussian noise on per-class counts, charged to the site's ledger); every number below is "
-    "post-processing of those releases"
+    "histogram protocol: each site's whole answer is epsilon-DP under add/remove-one-patient adjacency (discrete "
+    "Laplace noise on per-class counts and score sums, pure epsilon-DP per site, charged to the site's ledger; the "
+    "request's delta is checked by the sites' policies but not used); every number below is post-processing of "
+    "those releases"
 )
 SCALARS = ("sum_sq", "sum_p", "sum_y")
 _NOISE = "sampling and the privacy noise"
@@ -52,8 +53,8 @@ class HistogramOptions(ProtocolOptions):
     spacing : {"quantile", "equal", "logit"}, default "quantile"
         Grid: ``"quantile"`` spends about a tenth of each site's budget on a first release of both classes'
         scores on a fine grid and puts the bins at the quantiles of its class-balanced mixture for the second
-        (both charged, composing to the request's epsilon and delta;
-        :func:`dsroc.histogram.stages.two_stage_plan`); ``"equal"`` or ``"logit"``: one release on a fixed grid
+        (both charged, composing to the request's epsilon;
+        :func:`dsroc.histogram.stages.laplace_two_stage_plan`); ``"equal"`` or ``"logit"``: one release on a fixed grid
         over the score range.
     scalars : sequence of {"sum_sq", "sum_p", "sum_y"}
         Also release these noisy sums, for an unbinned Brier score and O/E (charged with the histograms).
@@ -129,7 +130,7 @@ class HistogramDetail:
     spacing : str
     grid_releases : dict of str to HistogramSite
         With ``spacing="quantile"``: each site's first-stage release, whose quantiles placed the grid (charged
-        too; both stages compose to the request's epsilon and delta per site).
+        too; both stages compose to the request's epsilon per site).
     """
 
     validation: Any
@@ -150,21 +151,30 @@ class HistogramDetail:
             lines.append(f"{'AUC (resolved)':<22} {fmt(v.auc_resolved)}   (within-bin pairs ordered by the score sums)")
         return lines
 
+    @property
+    def mechanism(self) -> str:
+        """The sites' noise in words: discrete Laplace (pure epsilon-DP), or discrete Gaussian from older sites."""
+        kinds = {r.mechanism for r in (*self.releases.values(), *self.grid_releases.values())}
+        if kinds == {"discrete_laplace"}:
+            return "discrete Laplace, pure epsilon-DP per site"
+        return " and ".join(sorted(k.replace("_", " ") for k in kinds)) + " noise"
+
     def detail_lines(self, result) -> list[str]:
         """The protocol's own lines at the end of the summary."""
         if self.grid_releases:
             first = next(iter(self.grid_releases.values()))
-            return [f"Histogram protocol: {self.n_bins} bins at the class-balanced quantiles of a first release (each site: "
-                    f"epsilon {first.epsilon:.3g}, {first.negatives.size} fine bins; charged), then the per-class "
-                    f"release (epsilon {next(iter(self.releases.values())).epsilon:.3g}); summed noise SD "
-                    f"{self.sigma:.3g} per cell; both stages compose to the requested epsilon and delta per site"]
-        return [f"Histogram protocol: {self.n_bins} {self.spacing} bins on the score range; summed noise SD "
-                f"{self.sigma:.3g} per cell; {plural(len(self.releases), 'site')} released once each"]
+            return [f"Histogram protocol ({self.mechanism}): {self.n_bins} bins at the class-balanced quantiles of a "
+                    f"first release (each site: epsilon {first.epsilon:.3g}, {first.negatives.size} fine bins; "
+                    f"charged), then the per-class release (epsilon {next(iter(self.releases.values())).epsilon:.3g}); "
+                    f"summed noise SD {self.sigma:.3g} per cell; both stages compose to the requested epsilon per site"]
+        return [f"Histogram protocol ({self.mechanism}): {self.n_bins} {self.spacing} bins on the score range; summed "
+                f"noise SD {self.sigma:.3g} per cell; {plural(len(self.releases), 'site')} released once each"]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
         v = self.validation
         return {"n_bins": int(self.n_bins), "spacing": self.spacing, "sigma": num(self.sigma),
+                "mechanism": self.mechanism,
                 "edges": [num(e) for e in v.edges], "counts0": [num(c) for c in v.counts0],
                 "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
                 "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved),
@@ -233,7 +243,7 @@ def histogram_calibration(v, level: float, with_sums: bool = False) -> Calibrati
 
 
 class HistogramProtocol(Protocol):
-    """Each site answers with one (epsilon, delta)-DP release of per-class noisy histograms of its scores;
+    """Each site answers with epsilon-DP releases (discrete Laplace) of per-class noisy histograms of its scores;
     the analyst sums them and computes every estimate from the sum (:func:`dsroc.histogram_validation`)."""
 
     name = "histogram"
@@ -251,7 +261,8 @@ class HistogramProtocol(Protocol):
         n_bins, allowed, grid_releases = o.n_bins, [p.histogram_bins for p in s.policies.values()], {}
         grid_edges = None
         if o.spacing == "quantile":
-            stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums, scalars=len(o.scalars))
+            stages = laplace_two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums,
+                                            scalars=len(o.scalars))
             if n_bins is None:  # chosen from the first release, within what the policies allow
                 most = quantile_bin_cap(partitions, allowed)
             else:
@@ -270,7 +281,9 @@ class HistogramProtocol(Protocol):
                 raise
         else:
             if n_bins is None:
-                n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta)
+                n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta,
+                                        noise_sd=laplace_count_sd(request.epsilon, score_sums=o.score_sums,
+                                                                  scalars=len(o.scalars)))
             partitions.check(n_bins)
             edges, releases = collect_histograms(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins,
                                                  spacing=o.spacing, scalars=o.scalars, score_sums=o.score_sums)
@@ -300,6 +313,11 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
     ``BudgetStatus`` after its release; ``grid_releases`` and ``grid_edges``: the quantile grid's first-stage
     releases and fine grid, whose summed counts of all scores shape the resolved AUC within each bin; ``extra``:
     further result fields (subgroups, comparison).
+
+    Each site reports its noise SD; the summed cells' noise SD is their root sum of squares. The intervals and the
+    parametric bootstraps of :func:`dsroc.histogram_validation` treat the summed noise as normal of that SD: a sum of
+    independent discrete Laplace variables over the sites (and the merged bins) has the right variance and is close
+    to normal (its excess kurtosis is about 3 / (number of summed cells), e.g. 0.6 over 5 sites).
     """
     o, level = options, common["level"]
     h0 = np.sum([r.negatives for r in releases.values()], axis=0)

@@ -11,7 +11,8 @@ import numpy as np
 
 from dsroc import analytic_gaussian_sigma
 from dsroc.histogram.grid import consistent_counts, recommended_n_bins
-from dsroc.histogram.stages import STAGE1_BINS, STAGE2_BINS, balanced_interior, first_stage_bins, second_stage_bins
+from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, balanced_interior, first_stage_bins, laplace_count_sd,
+                                   second_stage_bins)
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
@@ -23,7 +24,11 @@ __all__ = ["HistogramSite", "allowed_n_bins", "collect_histograms", "default_n_b
 
 @dataclass(frozen=True)
 class HistogramSite:
-    """One site's histogram release: noisy counts, noise, guarantee and its budget after the release."""
+    """One site's histogram release: noisy counts, noise, guarantee and its budget after the release.
+
+    ``sigma`` is the noise parameter of a count (the discrete Laplace's scale), ``noise_sd`` its SD; ``mechanism``
+    the site's noise (``"discrete_laplace"``; ``"discrete_gaussian"`` from sites before it).
+    """
 
     negatives: np.ndarray
     positives: np.ndarray
@@ -39,6 +44,7 @@ class HistogramSite:
     negative_sums: np.ndarray | None = None
     positive_sums: np.ndarray | None = None
     sums_sd: float = 0.0
+    mechanism: str = "discrete_laplace"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -48,7 +54,8 @@ class HistogramSite:
         return {**sums, "negatives": self.negatives.tolist(), "positives": self.positives.tolist(), "sigma": num(self.sigma),
                 "noise_sd": num(self.noise_sd), "epsilon": num(self.epsilon), "delta": num(self.delta),
                 "release_id": self.release_id, "repeated": self.repeated, "epsilon_spent": num(self.epsilon_spent),
-                "scalars": {k: num(v) for k, v in self.scalars.items()}, "scalar_sd": num(self.scalar_sd)}
+                "scalars": {k: num(v) for k, v in self.scalars.items()}, "scalar_sd": num(self.scalar_sd),
+                "mechanism": self.mechanism}
 
 
 def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,
@@ -81,7 +88,7 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
         site = HistogramSite(
             np.asarray(r.negatives, dtype=np.int64), np.asarray(r.positives, dtype=np.int64), r.sigma, r.noise_sd,
             r.epsilon, r.delta, r.release_id, r.repeated, r.epsilon_spent, {s.name: s.value for s in r.scalars},
-            max([s.noise_sd for s in r.scalars], default=0.0), *sums)
+            max([s.noise_sd for s in r.scalars], default=0.0), *sums, r.mechanism or "discrete_gaussian")
         session.progress("histogram release", conn.name, f"{n_bins} bins, noise SD {r.noise_sd:.3g}")
         return np.asarray(r.edges, dtype=np.float64), site
 
@@ -159,24 +166,29 @@ def quantile_bin_cap(partitions, allowed) -> int:
     return top
 
 
-def default_n_bins(federation, *, epsilon: float, delta: float) -> int:
-    """The simulation study's bin count for the noise of one (epsilon, delta) release, among those all sites allow.
+def default_n_bins(federation, *, epsilon: float, delta: float, score_sums: bool = True, scalars: int = 0) -> int:
+    """The simulation study's bin count for the noise of one histogram release at ``epsilon``, among those all sites
+    allow.
 
-    :func:`dsroc.histogram.grid.recommended_n_bins` at the per-site noise SD (the analytic Gaussian sigma at
-    sensitivity 1, within a few per cent of the discrete one, far inside the rule's steps); when a site's
-    policy does not list that count, the nearest count every answering site allows (ties: the smaller).
+    :func:`dsroc.histogram.grid.recommended_n_bins` at the per-site noise SD of a count (discrete Laplace,
+    :func:`dsroc.histogram.stages.laplace_count_sd`); when a site's policy does not list that count, the nearest
+    count every answering site allows (ties: the smaller).
     """
     policies = [answer["policy"]["histogram_bins"] for answer in federation.describe().values()]
-    return allowed_n_bins(policies, epsilon=epsilon, delta=delta)
+    return allowed_n_bins(policies, epsilon=epsilon, delta=delta,
+                          noise_sd=laplace_count_sd(epsilon, score_sums=score_sums, scalars=scalars))
 
 
-def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float, shares: int = 1) -> int:
+def allowed_n_bins(allowed_per_site, *, epsilon: float, delta: float, shares: int = 1,
+                   noise_sd: float | None = None) -> int:
     """:func:`default_n_bins` from each site's allowed bin counts.
 
-    ``shares``: the release's noise is split into this many shares (secagg), each about ``sigma / sqrt(shares)``;
-    the count is the study's for one share.
+    ``noise_sd``: the per-site SD of a count's noise; default the analytic Gaussian sigma of (epsilon, delta) at
+    sensitivity 1 (within a few per cent of the discrete one: the secure-aggregation protocol's) split into
+    ``shares`` shares (secagg), each about ``sigma / sqrt(shares)``; the count is the study's for one share.
     """
-    wanted = recommended_n_bins(analytic_gaussian_sigma(epsilon, delta, 1.0) / math.sqrt(shares))
+    sd = analytic_gaussian_sigma(epsilon, delta, 1.0) if noise_sd is None else float(noise_sd)
+    wanted = recommended_n_bins(sd / math.sqrt(shares))
     sets = [set(a) for a in allowed_per_site]
     allowed = set.intersection(*sets) if sets else set()
     if not allowed or wanted in allowed:

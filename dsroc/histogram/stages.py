@@ -1,4 +1,4 @@
-"""How a histogram validation's (epsilon, delta) is shared: the parts of one release and the two-stage grid."""
+"""How a histogram validation's epsilon is shared: the parts of one release and the two-stage grid."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", "STAGE1_SHARE", "STAGE2_BINS",
-           "release_parts", "TwoStage", "two_stage_plan", "first_stage_bins", "second_stage_interior", "second_stage_bins",
-           "balanced_interior"]
+           "LAPLACE_STAGE1_SHARE", "LAPLACE_COUNTS_SHARE", "LAPLACE_SUMS_SHARE", "LAPLACE_SCALAR_SHARE",
+           "release_parts", "TwoStage", "two_stage_plan", "laplace_release_parts", "laplace_release_scales",
+           "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_interior",
+           "second_stage_bins", "balanced_interior"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.
@@ -26,6 +28,14 @@ SUMS_RESOLUTION = 2
 # budget (zCDP share); the study (docs/simulations.md) found 5 to 20 % equally good.
 STAGE1_BINS = 50
 STAGE1_SHARE = 0.1
+# The histogram protocol's discrete Laplace noise (pure epsilon-DP; the secure-aggregation protocol keeps the discrete
+# Gaussian above): a validation's epsilon is shared between its parts in these proportions (renormalised over the parts
+# a release has): the quantile grid's first stage (per-class counts on the fine grid), the second stage's (or a one-
+# release grid's) counts, its per-bin score sums and each scalar. Stress study (docs/simulations.md): 0.1 / 0.8 / 0.1.
+LAPLACE_STAGE1_SHARE = 0.1
+LAPLACE_COUNTS_SHARE = 0.8
+LAPLACE_SUMS_SHARE = 0.1
+LAPLACE_SCALAR_SHARE = 0.1
 # Second stage: (threshold on n_eff / summed noise SD, bins) of :func:`second_stage_bins` (docs/simulations.md).
 STAGE2_BINS = ((0.0, 5), (400.0, 7), (4000.0, 10))
 
@@ -35,6 +45,36 @@ def release_parts(*, score_sums: bool, scalars: int = 0, ratio: float = 1.0) -> 
     (see :func:`dsroc.privacy.noise.joint_discrete_gaussian_sigma`)."""
     return ([(1, ratio)] + [(SUMS_RESOLUTION, SUMS_RATIO * ratio)] * bool(score_sums)
             + [(SCALAR_RESOLUTION, ratio)] * int(scalars))
+
+
+def laplace_release_parts(*, score_sums: bool, scalars: int = 0) -> list:
+    """``(sensitivity, ratio)`` of each discrete-Laplace part of one histogram release (counts, then the per-bin
+    score sums, then each scalar) for :func:`dsroc.privacy.laplace.discrete_laplace_scales`: a part's ratio is the
+    inverse of its share of the release's epsilon (:data:`LAPLACE_COUNTS_SHARE`, ...), so that part ``i`` is charged
+    ``epsilon share_i / sum_j share_j``."""
+    return ([(1, 1.0 / LAPLACE_COUNTS_SHARE)] + [(SUMS_RESOLUTION, 1.0 / LAPLACE_SUMS_SHARE)] * bool(score_sums)
+            + [(SCALAR_RESOLUTION, 1.0 / LAPLACE_SCALAR_SHARE)] * int(scalars))
+
+
+def laplace_release_scales(epsilon: float, *, score_sums: bool, scalars: int = 0,
+                           interval: float | None = None) -> tuple[float, float, float]:
+    """Discrete-Laplace scales ``(counts, score sums, each scalar)`` of one histogram release at ``epsilon`` (0 for a
+    part not asked for), on their integer scales (sums in ``1 / SUMS_RESOLUTION`` of a bin width, scalars in
+    ``1 / SCALAR_RESOLUTION``): what the site calibrates for a request and the study simulates. ``interval``: the
+    ledger's privacy-loss grid (:func:`dsroc.privacy.laplace.discrete_laplace_scales`)."""
+    from ..privacy.laplace import discrete_laplace_scales
+
+    scales = discrete_laplace_scales(epsilon, laplace_release_parts(score_sums=score_sums, scalars=scalars),
+                                     interval=interval)
+    sums = scales[1] if score_sums else 0.0
+    return scales[0], sums, scales[-1] if scalars else 0.0
+
+
+def laplace_count_sd(epsilon: float, *, score_sums: bool, scalars: int = 0) -> float:
+    """SD of one count's discrete Laplace noise in a one-stage histogram release at ``epsilon`` (one site)."""
+    from ..privacy.laplace import discrete_laplace_sd
+
+    return discrete_laplace_sd(laplace_release_scales(epsilon, score_sums=score_sums, scalars=scalars)[0])
 
 
 class TwoStage(NamedTuple):
@@ -70,6 +110,25 @@ def two_stage_plan(epsilon: float, delta: float, *, score_sums: bool = True, sca
                    epsilon)
 
     return TwoStage(eps([(1, r1)]), delta / 2, eps(second), delta / 2, r1 * t, t)
+
+
+def laplace_two_stage_plan(epsilon: float, delta: float, *, score_sums: bool = True, scalars: int = 0) -> TwoStage:
+    """Split one site's epsilon between the two stages of the histogram protocol's quantile grid (discrete Laplace).
+
+    The first stage is asked for ``epsilon`` times :data:`LAPLACE_STAGE1_SHARE` and the second for the shares of its
+    parts (:func:`laplace_release_parts`), renormalised to sum to ``epsilon``: pure epsilon-DP releases compose by
+    adding their epsilons, so both stages together are ``epsilon``-DP (the site charges each part rounded down to its
+    ledger's grid, never more). The request's ``delta`` is halved between the stages as the policy checks it; the
+    releases themselves use delta 0. ``sigma1``, ``sigma2``: the SD of one count's noise in each stage at one site.
+    """
+    delta = float(delta)
+    if not (math.isfinite(delta) and 0.0 < delta < 1.0):
+        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta}")
+    second = sum(1.0 / r for _, r in laplace_release_parts(score_sums=score_sums, scalars=scalars))
+    epsilon1 = float(epsilon) * LAPLACE_STAGE1_SHARE / (LAPLACE_STAGE1_SHARE + second)
+    epsilon2 = float(epsilon) * second / (LAPLACE_STAGE1_SHARE + second)
+    return TwoStage(epsilon1, delta / 2, epsilon2, delta / 2, laplace_count_sd(epsilon1, score_sums=False),
+                    laplace_count_sd(epsilon2, score_sums=score_sums, scalars=scalars))
 
 
 def first_stage_bins(allowed_per_site) -> int | None:

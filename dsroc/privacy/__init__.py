@@ -1,4 +1,4 @@
-"""Privacy maths: Gaussian, discrete Gaussian and discrete Laplace noise, the accountant, sensitivity, auditing, the privacy level."""
+"""Privacy maths: (discrete) Gaussian and discrete Laplace noise, the accountant, sensitivity, auditing, privacy level."""
 
 from .._lazy import export_lazily
 
@@ -20,7 +20,8 @@ _EXPORTS = {
     # .guard
     "require_privacy_level": "guard",
     # .laplace
-    "discrete_laplace_variance": "laplace", "discrete_laplace_sd": "laplace", "discrete_laplace_scales": "laplace",
+    "discrete_laplace_variance": "laplace", "discrete_laplace_sd": "laplace", "discrete_laplace_scale": "laplace",
+    "discrete_laplace_scales": "laplace",
     "sample_discrete_laplace": "laplace", "discrete_laplace_noise": "laplace",
     # .noise
     "discrete_gaussian_delta": "noise", "discrete_gaussian_sigma": "noise",
@@ -38,7 +39,8 @@ __all__ = [
     "analytic_gaussian_sigma", "classical_gaussian_sigma", "gdp_release_mu", "gdp_mu", "gdp_delta",
     "gdp_epsilon", "add_gaussian_noise",
     "require_privacy_level",
-    "discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace_scales", "sample_discrete_laplace",
+    "discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace_scale", "discrete_laplace_scales",
+    "sample_discrete_laplace",
     "discrete_laplace_noise",
     "discrete_gaussian_delta", "discrete_gaussian_sigma", "discrete_gaussian_variance",
     "sample_discrete_gaussian", "discrete_gaussian_noise",

@@ -264,7 +264,8 @@ class Accountant:
     def _absorb(self, event, count: int = 1) -> None:
         if isinstance(event, Gaussian):
             self._mu2 += count * event.mu**2
-        elif isinstance(event, (DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Laplace, RandomizedResponse, ApproximateDp)):
+        elif isinstance(event, (DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Laplace, RandomizedResponse,
+                                ApproximateDp)):
             new = _event_pld(event, self._interval)
             if count > 1:
                 new = new.self_compose(count)

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-__all__ = ["discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace_scales", "sample_discrete_laplace",
-           "discrete_laplace_noise"]
+__all__ = ["discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace_scale", "discrete_laplace_scales",
+           "sample_discrete_laplace", "discrete_laplace_noise"]
 
 # A part's epsilon is rounded down to the ledger's privacy-loss grid, less this relative hair: dp-accounting rounds
 # the loss up to the grid, so a part exactly on it in floating point could be charged one grid step more.
@@ -37,6 +37,18 @@ def discrete_laplace_sd(scale: float) -> float:
     return math.sqrt(discrete_laplace_variance(scale))
 
 
+def discrete_laplace_scale(epsilon: float, parts) -> float:
+    """The shared scale ``b = sum_i (1 / ratio_i) / epsilon`` of a release's parts ``(sensitivity, ratio)`` before the
+    ledger's grid (:func:`discrete_laplace_scales`): part ``i``'s noise has scale ``ratio_i sensitivity_i b``."""
+    epsilon = float(epsilon)
+    if not (math.isfinite(epsilon) and epsilon > 0.0):
+        raise ValueError(f"epsilon must be a finite positive number, got {epsilon}")
+    parts = [(int(k), float(r)) for k, r in parts]
+    if not parts or any(k < 1 or not (math.isfinite(r) and r > 0.0) for k, r in parts):
+        raise ValueError(f"parts must be a non-empty list of (sensitivity >= 1, ratio > 0), got {parts!r}")
+    return sum(1.0 / r for _, r in parts) / epsilon
+
+
 def discrete_laplace_scales(epsilon: float, parts, *, interval: float | None = None) -> tuple[float, ...]:
     """Scales of the discrete-Laplace parts of one release whose composition is pure ``epsilon``-DP.
 
@@ -53,14 +65,9 @@ def discrete_laplace_scales(epsilon: float, parts, *, interval: float | None = N
     """
     from .accounting import discretization_for  # the accountant's grid
 
-    epsilon = float(epsilon)
-    if not (math.isfinite(epsilon) and epsilon > 0.0):
-        raise ValueError(f"epsilon must be a finite positive number, got {epsilon}")
+    b = discrete_laplace_scale(epsilon, parts)
     parts = [(int(k), float(r)) for k, r in parts]
-    if not parts or any(k < 1 or not (math.isfinite(r) and r > 0.0) for k, r in parts):
-        raise ValueError(f"parts must be a non-empty list of (sensitivity >= 1, ratio > 0), got {parts!r}")
-    interval = discretization_for(epsilon) if interval is None else float(interval)
-    b = sum(1.0 / r for _, r in parts) / epsilon
+    interval = discretization_for(float(epsilon)) if interval is None else float(interval)
     scales = []
     for k, r in parts:
         steps = math.floor(1.0 / (r * b) / interval * (1.0 + _BELOW_GRID))

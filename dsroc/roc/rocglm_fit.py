@@ -18,6 +18,7 @@ __all__ = ["RocGlmResult", "RocGlmBatchResult", "fit_rocglm", "fit_rocglm_batch"
 
 DEFAULT_START = (0.0, 1.0)  # the diagonal ROC(t) = t: neutral, valid for every data set
 _SEPARATED = "the ROC-GLM counts are degenerate"
+_BLOCK = 512  # rows per block of a batched fit (see fit_rocglm_batch)
 _ETA_SATURATED = 8.0  # |eta| beyond which Phi(eta) is 0 or 1 to about 1e-15, as in R's glm warning
 
 
@@ -283,19 +284,23 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
     out_dev = np.full(B, np.nan)
     iterations, evaluations = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64)
     converged = np.zeros(B, dtype=bool)
-    if fit.any():
-        x = ndtri(grid)
-        model = ProbitCounts(x, k[fit], n[fit])
+    x = ndtri(grid)
+    rows = np.flatnonzero(fit)
+    # The rows are independent: fitted in blocks whose arrays stay in the CPU cache, and a block iterates
+    # only as long as its own slowest row (one block of 12 600 rows took 3x the time of 25 blocks).
+    for block in np.array_split(rows, -(-rows.size // _BLOCK)) if rows.size else ():
+        kb, nb = k[block], n[block]
+        model = ProbitCounts(x, kb, nb)
         if start is not None:
-            theta0 = np.tile(_as_theta(start), (int(fit.sum()), 1))
+            theta0 = np.tile(_as_theta(start), (block.size, 1))
         elif newton and xtol > 0:
-            theta0 = empirical_probit_start(x, k[fit], n[fit])
+            theta0 = empirical_probit_start(x, kb, nb)
         else:
-            theta0 = np.tile(DEFAULT_START, (int(fit.sum()), 1))
+            theta0 = np.tile(DEFAULT_START, (block.size, 1))
         res = iterate_to_mle(model, theta0, tol=tol, xtol=xtol, max_iter=max_iter,
                              observed=model.observed if newton else None, x=None if newton else x)
-        params[fit], out_dev[fit], converged[fit] = res.theta, res.deviance, res.converged
-        iterations[fit], evaluations[fit] = res.iterations, res.evaluations
+        params[block], out_dev[block], converged[block] = res.theta, res.deviance, res.converged
+        iterations[block], evaluations[block] = res.iterations, res.evaluations
     return RocGlmBatchResult(params, rocglm_auc(params), converged, iterations, out_dev, degenerate, evaluations)
 
 

@@ -636,7 +636,7 @@ class NoisyScalar(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., noise_sd: _Optional[float] = ..., resolution: _Optional[float] = ...) -> None: ...
 
 class HistogramResponse(_message.Message):
-    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent", "negative_sums", "positive_sums", "sums_noise_sd", "sums_resolution", "parts", "strata_cuts", "compare_edges")
+    __slots__ = ("edges", "negatives", "positives", "sigma", "noise_sd", "epsilon", "delta", "privacy_unit", "scalars", "repeated", "release_id", "epsilon_spent", "negative_sums", "positive_sums", "sums_noise_sd", "sums_resolution", "parts", "strata_cuts", "compare_edges", "mechanism")
     EDGES_FIELD_NUMBER: _ClassVar[int]
     NEGATIVES_FIELD_NUMBER: _ClassVar[int]
     POSITIVES_FIELD_NUMBER: _ClassVar[int]
@@ -656,6 +656,7 @@ class HistogramResponse(_message.Message):
     PARTS_FIELD_NUMBER: _ClassVar[int]
     STRATA_CUTS_FIELD_NUMBER: _ClassVar[int]
     COMPARE_EDGES_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
     edges: _containers.RepeatedScalarFieldContainer[float]
     negatives: _containers.RepeatedScalarFieldContainer[int]
     positives: _containers.RepeatedScalarFieldContainer[int]
@@ -675,7 +676,8 @@ class HistogramResponse(_message.Message):
     parts: int
     strata_cuts: _containers.RepeatedScalarFieldContainer[float]
     compare_edges: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ..., parts: _Optional[int] = ..., strata_cuts: _Optional[_Iterable[float]] = ..., compare_edges: _Optional[_Iterable[float]] = ...) -> None: ...
+    mechanism: str
+    def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ..., parts: _Optional[int] = ..., strata_cuts: _Optional[_Iterable[float]] = ..., compare_edges: _Optional[_Iterable[float]] = ..., mechanism: _Optional[str] = ...) -> None: ...
 
 class BoydRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "count_share", "reservation_id")

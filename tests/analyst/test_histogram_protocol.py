@@ -75,6 +75,9 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     assert report["protocol"] == "histogram" and report["privacy_unit"] == "add or remove one patient"
     assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["guarantee"]
     assert "histogram protocol" in res.plot()._suptitle.get_text()
+    assert "discrete Laplace, pure epsilon-DP per site" in " ".join(str(res).split())
+    assert report["detail"]["mechanism"] == "discrete Laplace, pure epsilon-DP per site"
+    assert all(r["mechanism"] == "discrete_laplace" for r in report["detail"]["releases"].values())
 
 
 def test_with_real_noise_the_stated_variance_holds(five_sites, pki, helpers):
@@ -89,7 +92,7 @@ def test_with_real_noise_the_stated_variance_holds(five_sites, pki, helpers):
             errors.append(np.concatenate([summed0 - h0, summed1 - h1]))
             sigmas.append(res.detail.sigma)
             assert res.detail.sigma == pytest.approx(np.sqrt(sum(r.noise_sd**2 for r in res.detail.releases.values())), rel=1e-12)
-    errors = np.concatenate(errors)  # 400 summed cells; the variance's sampling SD is about 7%
+    errors = np.concatenate(errors)  # 400 summed cells; the variance's sampling SD is about 8% (kurtosis 1.2 + 3)
     sigma = float(np.mean(sigmas))
     assert abs(errors.mean()) < 4 * sigma / np.sqrt(errors.size)
     assert errors.var() == pytest.approx(sigma**2, rel=0.3)
@@ -111,7 +114,8 @@ def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allo
 
     _, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
-        # SPEC §8: sigma(1, 1, 1e-5) = 3.7306 per site, above the study's 1.5 -> 5 bins; a huge epsilon -> 12.
+        # The discrete Laplace on the counts at 8/9 of epsilon 1 (the rest for the score sums): SD sqrt(2 a) / (1 - a),
+        # a = exp(-8/9), 1.540 per site, above the study's 1.5 -> 5 bins; a huge epsilon -> 12.
         assert default_n_bins(fed, epsilon=1.0, delta=1e-5) == 5
         assert default_n_bins(fed, epsilon=4000.0, delta=0.01) == 12
     # A site whose policy lists only coarser-grained counts: the nearest count every site allows.
@@ -159,7 +163,7 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
     gives (by brute force here, where the noise is 0), or as asked."""
     from scipy.special import expit, logit
 
-    from dsroc.histogram.stages import two_stage_plan
+    from dsroc.histogram.stages import laplace_two_stage_plan
 
     frames, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
@@ -172,7 +176,7 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
     # The bin count: n_eff = (n0^-2 + n1^-2)^(-1/2) over the second stage's summed noise SD, 5 below 400 noise SDs,
     # 7 below 4 000, else 10.
     ratio = (np.sum(y == 0) ** -2.0 + np.sum(y == 1) ** -2.0) ** -0.5 / (
-        two_stage_plan(3000.0, 0.01).sigma2 * np.sqrt(len(frames)))
+        laplace_two_stage_plan(3000.0, 0.01).sigma2 * np.sqrt(len(frames)))
     bins = 5 if ratio < 400 else 7 if ratio < 4000 else 10
     fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
     c = np.clip(s, fine[0], fine[-1])

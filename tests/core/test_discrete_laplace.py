@@ -130,5 +130,5 @@ def test_calibration_is_charged_the_asked_epsilon_by_the_accountant(epsilon, par
     assert np.all(got <= shares) and np.all(shares - got < interval)
     events = [DiscreteLaplace(s, k) for (k, _), s in zip(parts, scales)]
     accountant = Accountant(events, value_discretization_interval=interval)
-    assert accountant.delta(epsilon) == 0.0  # the ledger's check of exactly this epsilon, at delta 0
+    assert accountant.delta(epsilon) < 1e-12  # the ledger's check of this epsilon: delta 0 (up to truncated tails)
     assert accountant.delta(epsilon - len(parts) * interval - 1e-3) > 0.0  # nothing much is left unused

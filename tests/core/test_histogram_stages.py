@@ -119,3 +119,46 @@ def test_a_very_large_epsilon_is_calibrated_instead_of_exhausting_memory():
     assert release_delta(t) <= delta < release_delta(0.97 * t)  # meets delta, and not by a needlessly large sigma
     plan = two_stage_plan(epsilon, delta)
     assert np.isfinite([plan.sigma1, plan.sigma2]).all() and plan.epsilon2 <= epsilon
+
+
+@pytest.mark.parametrize("epsilon,score_sums,scalars", [(1.0, True, 0), (0.5, True, 2), (5.0, False, 0), (1.0, False, 3)])
+def test_the_laplace_stages_share_epsilon_in_the_modules_proportions_and_compose_to_it(epsilon, score_sums, scalars):
+    """The histogram protocol's discrete Laplace plan: stage 1 gets 0.1 of epsilon against 0.8 (counts), 0.1 (sums)
+    and 0.1 per scalar for stage 2, renormalised over the parts asked; each stage's parts as the site calibrates them
+    (on the ledger's grid of 5e-4) are charged by the accountant at most epsilon in all, at delta 0."""
+    from dsroc.histogram.stages import laplace_release_parts, laplace_release_scales, laplace_two_stage_plan
+    from dsroc.privacy.accounting import DiscreteLaplace
+
+    stages = laplace_two_stage_plan(epsilon, 1e-5, score_sums=score_sums, scalars=scalars)
+    weights = {"first": 0.1, "counts": 0.8, "sums": 0.1 * score_sums, "scalars": 0.1 * scalars}
+    total = sum(weights.values())
+    assert stages.epsilon1 == pytest.approx(epsilon * 0.1 / total, rel=1e-12)
+    assert stages.epsilon2 == pytest.approx(epsilon * (total - 0.1) / total, rel=1e-12)
+    assert stages.delta1 == stages.delta2 == 5e-6
+    events = []
+    for eps, sums, k in ((stages.epsilon1, False, 0), (stages.epsilon2, score_sums, scalars)):
+        counts, sums_scale, scalar_scale = laplace_release_scales(eps, score_sums=sums, scalars=k, interval=5e-4)
+        parts = laplace_release_parts(score_sums=sums, scalars=k)
+        events += [DiscreteLaplace(counts)] + ([DiscreteLaplace(sums_scale, SUMS_RESOLUTION)] if sums else [])
+        events += [DiscreteLaplace(scalar_scale, 16) for _ in range(k)]
+        assert len(parts) == 1 + sums + k
+    # closed form: the second stage's counts get 0.8 / total of epsilon, less than a grid step below
+    assert epsilon * 0.8 / total - 5e-4 < 1.0 / events[1].scale <= epsilon * 0.8 / total
+    # the stage SDs are the discrete Laplace's sqrt(2 a) / (1 - a) at those scales (a = exp(-1 / scale))
+    a = np.exp(-1.0 / events[1].scale)
+    assert stages.sigma2 == pytest.approx(np.sqrt(2 * a) / (1 - a), rel=2e-3)
+    accountant = Accountant(events, value_discretization_interval=5e-4)
+    assert accountant.delta(epsilon) < 1e-12 and accountant.delta(epsilon - 0.01) > 1e-6  # 1e-12: truncated tails
+
+
+def test_the_laplace_shares_are_read_where_they_are_set(monkeypatch):
+    """The shares live in one place: changing the module's constants changes the plan and the site's calibration."""
+    from dsroc.histogram import stages as module
+
+    before = module.laplace_two_stage_plan(1.0, 1e-5)
+    monkeypatch.setattr(module, "LAPLACE_STAGE1_SHARE", 0.2)
+    monkeypatch.setattr(module, "LAPLACE_COUNTS_SHARE", 0.7)
+    after = module.laplace_two_stage_plan(1.0, 1e-5)
+    assert before.epsilon1 == pytest.approx(0.1) and after.epsilon1 == pytest.approx(0.2)
+    counts, sums, _ = module.laplace_release_scales(0.8, score_sums=True, interval=1e-9)
+    assert 1.0 / counts == pytest.approx(0.8 * 0.7 / 0.8, rel=1e-6) and 2.0 / sums == pytest.approx(0.8 * 0.1 / 0.8, rel=1e-6)

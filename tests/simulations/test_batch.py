@@ -11,7 +11,6 @@ from dsroc.roc.batch import (
     grouped_placement_values,
     grouped_rocglm_counts,
     grouped_variance,
-    row_rocglm_counts,
     row_strict_placements,
 )
 
@@ -128,29 +127,52 @@ def test_bad_input_is_named():
 
 def test_row_strict_placements_equal_single_data_set_with_ties():
     # Rows as the study's settings make them: one replication's scores with noise, truncated to [0, 1]
-    # (many ties at 0 and 1), the noise-free row, and coarse values (ties inside), with -0.0 beside 0.0.
+    # (many ties at 0 and 1), the noise-free row, coarse values (ties inside) with -0.0 beside 0.0, and
+    # scores above 2 (whose bits reach the sign bit of a shifted 64-bit integer) and tied runs of both classes.
     rng = np.random.default_rng(5)
     n = 300
     s, z = rng.random(n), rng.standard_normal(n)
     y = (rng.random(n) < 0.3).astype(np.int8)
-    rows = np.vstack([s, np.clip(s + 0.4 * z, 0.0, 1.0), np.clip(s + 3.0 * z, 0.0, 1.0), np.round(s, 1)])
+    rows = np.vstack([s, np.clip(s + 0.4 * z, 0.0, 1.0), np.clip(s + 3.0 * z, 0.0, 1.0), np.round(s, 1),
+                      1.5 + 3.0 * np.round(s, 2), np.where(s < 0.5, 0.0, 1e300)])
     rows[3, :5] = -0.0
     rows[3, 5:10] = 0.0
-    pv0, pv1 = row_strict_placements(rows, y)
-    grid = rocglm_grid()
-    assert pv0.shape == (4, int(y.sum())) and pv1.shape == (4, int((y == 0).sum()))
-    for r, x in enumerate(rows):
-        s0, s1 = x[y == 0], x[y == 1]
-        # Brute force: the strict survivor function counts the other class strictly above.
-        want0 = np.array([(s0 > v).sum() / s0.size for v in s1])
-        want1 = np.array([(s1 > v).sum() / s1.size for v in s0])
-        np.testing.assert_array_equal(np.sort(pv0[r]), np.sort(want0))
-        np.testing.assert_array_equal(np.sort(pv1[r]), np.sort(want1))
-        np.testing.assert_array_equal(row_rocglm_counts(pv0, grid)[r], rocglm_counts(want0, grid))
+    for grid in (rocglm_grid(), rocglm_grid(np.array([0.001, 0.3, 0.5, 0.999])), rocglm_grid(7)):
+        placed = row_strict_placements(rows, y, grid)
+        assert placed.pv0.shape == (6, int(y.sum())) and placed.pv1.shape == (6, int((y == 0).sum()))
+        for r, x in enumerate(rows):
+            s0, s1 = x[y == 0], x[y == 1]
+            # Brute force: the strict survivor function counts the other class strictly above.
+            want0 = np.array([(s0 > v).sum() / s0.size for v in s1])
+            want1 = np.array([(s1 > v).sum() / s1.size for v in s0])
+            # In ascending score order within the row, each value as the single-data-set function's.
+            np.testing.assert_array_equal(placed.pv0[r], want0[np.argsort(s1, kind="stable")])
+            np.testing.assert_array_equal(placed.pv1[r], want1[np.argsort(s0, kind="stable")])
+            np.testing.assert_array_equal(placed.counts[r], rocglm_counts(want0, grid))
+            np.testing.assert_array_equal(placed.pv0[r], placement_values(s0, s1, ties="strict")[np.argsort(s1, kind="stable")])
+
+
+def test_row_strict_placements_of_random_batches_equal_brute_force():
+    # Many shapes: few or many of a class, heavy ties, values on the thresholds (i / n0 equal to t_j).
+    rng = np.random.default_rng(21)
+    grid = rocglm_grid(np.array([0.1, 0.25, 0.5, 0.75]))
+    for _ in range(30):
+        n = int(rng.integers(4, 40))
+        y = np.zeros(n, dtype=np.int8)
+        y[rng.choice(n, int(rng.integers(1, n)), replace=False)] = 1
+        rows = np.round(rng.random((int(rng.integers(1, 5)), n)) * rng.integers(1, 6), 0) / 4.0
+        placed = row_strict_placements(rows, y, grid)
+        for r, x in enumerate(rows):
+            s0, s1 = x[y == 0], x[y == 1]
+            want0 = (s0[None, :] > s1[:, None]).sum(1) / s0.size
+            np.testing.assert_array_equal(np.sort(placed.pv0[r]), np.sort(want0))
+            np.testing.assert_array_equal(np.sort(placed.pv1[r]), np.sort((s1[None, :] > s0[:, None]).sum(1) / s1.size))
+            np.testing.assert_array_equal(placed.counts[r], [(want0 <= t).sum() for t in grid])
 
 
 def test_row_strict_placements_refuses_negative_or_one_class_rows():
-    with pytest.raises(ValueError, match="non-negative"):
-        row_strict_placements(np.array([[0.1, -0.2, 0.3]]), np.array([0, 1, 1]))
+    for bad in (-0.2, np.nan, np.inf):
+        with pytest.raises(ValueError, match="non-negative"):
+            row_strict_placements(np.array([[0.1, bad, 0.3]]), np.array([0, 1, 1]))
     with pytest.raises(ValueError, match="both classes"):
         row_strict_placements(np.array([[0.1, 0.2, 0.3]]), np.array([1, 1, 1]))

@@ -9,7 +9,7 @@ from scipy.stats import norm
 
 from dsroc import bin_scores, empirical_auc, histogram_edges, histogram_validation
 from dsroc.histogram.grid import bin_index, recommended_n_bins
-from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_sigma, discrete_gaussian_variance
+from dsroc.privacy.laplace import discrete_laplace_noise
 from simulations.binormal import binormal_means, generate_binormal_batch
 from simulations.cli import main
 from simulations.compare import compare_settings, compare_table, run_compare_chunk
@@ -22,16 +22,19 @@ from simulations.settings import select_settings
 def _reference(scores, labels, sites, setting, seed, rep, *, n_bins=None, estimator="rocglm"):
     """One replication as the deployed system computes it: each site counts and adds its own noise, the
     analyst sums and calls dsroc.histogram_validation."""
-    sigma = setting.tau
-    edges = histogram_edges(n_bins or (20 if sigma == 0 else recommended_n_bins(sigma)))
+    scale = setting.tau
+    a = np.exp(-1.0 / scale) if scale > 0 else 0.0
+    sd = np.sqrt(2 * a) / (1 - a)  # one count's discrete Laplace SD
+    edges = histogram_edges(n_bins or (20 if scale == 0 else recommended_n_bins(sd)))
     h0, h1 = np.zeros(edges.size - 1), np.zeros(edges.size - 1)
     for k in range(N_SITES):
         c0, c1 = bin_scores(scores[sites == k], labels[sites == k], edges)
-        if sigma > 0:
-            noise = discrete_gaussian_noise(sigma, (2, edges.size - 1), np.random.default_rng([seed, rep, 1 + k, _salt(setting.name)]))
+        if scale > 0:
+            rng = np.random.default_rng([seed, rep, 1 + k, _salt(setting.name)])
+            noise = discrete_laplace_noise(scale, (2, edges.size - 1), rng)
             c0, c1 = c0 + noise[0], c1 + noise[1]
         h0, h1 = h0 + c0, h1 + c1
-    total = 0.0 if sigma == 0 else np.sqrt(N_SITES * discrete_gaussian_variance(sigma))
+    total = 0.0 if scale == 0 else np.sqrt(N_SITES) * sd
     return histogram_validation(h0, h1, edges, sigma=total, estimator=estimator, noise_draws=NOISE_DRAWS, seed=[seed, rep])
 
 
@@ -40,7 +43,8 @@ def test_histogram_mode_equals_the_analyst_entry_point_per_replication():
     frame = run_histogram_chunk(3, range(3), settings)
     assert len(frame) == 9
     for setting in settings:
-        assert setting.tau == (0.0 if setting.noise_free else discrete_gaussian_sigma(setting.epsilon, setting.delta))
+        # the discrete Laplace's scale of a counts-only release: 1 / epsilon, epsilon within a grid step (5e-4) below
+        assert setting.noise_free or setting.epsilon - 5e-4 < 1.0 / setting.tau <= setting.epsilon
         for rep in range(3):
             d = generate_replication(3, rep)
             row = frame[(frame["setting"] == setting.name) & (frame["rep"] == rep)].iloc[0]
@@ -79,7 +83,7 @@ def test_histogram_mode_runs_resumes_and_reports(tmp_path):
     assert timing["replications_computed_now"] == 4
     results = load_results(tmp_path)
     assert set(results["setting"]) == {"noise-free", "eps=1_delta=1e-05"} and len(results) == 8
-    assert np.allclose(results.loc[results["setting"] != "noise-free", "tau"], discrete_gaussian_sigma(1, 1e-5))
+    assert np.allclose(results.loc[results["setting"] != "noise-free", "tau"], 1.0, rtol=1e-6)  # scale 1 / epsilon
     assert main(["report", str(tmp_path)]) == 0
     assert (tmp_path / "settings.csv").exists() and (tmp_path / "fig5_mae.png").exists()
     with pytest.raises(ValueError, match="histogram mode"):

@@ -11,7 +11,7 @@ from scipy.special import expit
 from scipy.stats import mannwhitneyu, norm
 
 from dsroc import bin_scores, histogram_edges, histogram_validation
-from dsroc.histogram.stages import two_stage_plan
+from dsroc.histogram.stages import laplace_two_stage_plan, two_stage_plan
 from simulations.cli import main
 from simulations.stress import (
     DELTA,
@@ -127,10 +127,10 @@ def test_release_is_what_the_sites_count_and_noise_free_estimate_recovers_the_po
 
 
 def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_and_counts_what_the_sites_count():
-    """Stage 1 at (almost) no noise: the second grid's interior edges are the fine logit edges nearest the sevenths
-    of the mean of the two classes' pooled score CDFs (by direct comparison, as the analyst's protocol test; 7
-    bins: about 60 positives over a summed noise SD of 0.1 is an effective size of 400 to 4 000 noise SDs); the
-    summed second release equals every site's own bin_scores on that grid."""
+    """Stage 1 at (almost) no noise: the second grid's interior edges are the fine logit edges nearest the quantiles
+    of the mean of the two classes' pooled score CDFs (by direct comparison, as the analyst's protocol test), as
+    many as the bin rule gives for the effective size over the summed noise SD (10 bins: the discrete Laplace's SD
+    at epsilon 3000 is about 0); the summed second release equals every site's own bin_scores on that grid."""
     from scipy.special import expit, logit
 
     cell = StressCell(Design("binormal", 0.02, 0.76), 3_000, 5, 3000.0, delta=0.01)  # noise SD 0.045 and below
@@ -145,8 +145,10 @@ def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_a
         c = np.clip(p, fine[0], fine[-1])
         share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
         n0, n1 = np.sum(y == 0), np.sum(y == 1)
-        assert 400 <= (n0**-2.0 + n1**-2.0) ** -0.5 / (two_stage_plan(cell.epsilon, cell.delta).sigma2 * np.sqrt(5)) < 4000
-        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, 7) / 7})
+        ratio = (n0**-2.0 + n1**-2.0) ** -0.5 / (laplace_two_stage_plan(cell.epsilon, cell.delta).sigma2 * np.sqrt(5))
+        bins = 5 if ratio < 400 else 7 if ratio < 4000 else 10
+        assert bins == 10
+        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, bins) / bins})
         np.testing.assert_allclose(release.edges[g], [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
         # the first stage as the analyst passes it to histogram_validation: all scores on the fine grid, summed
         assert np.array_equal(release.first["counts"][g], np.histogram(np.clip(p, fine[0], fine[-1]), fine)[0])
@@ -162,7 +164,9 @@ def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_a
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 5.0])
 def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_requests(tmp_path, epsilon):
     """A site daemon's Site with the default histogram policy, asked for the two stages the analyst asks for
-    (two_stage_plan's epsilon and delta per stage): the same fine grid, second grid and noise as the study's."""
+    (laplace_two_stage_plan's epsilon and delta per stage): the same fine grid, second grid and discrete Laplace
+    noise as the study's, and that noise is the closed form's: stage 1 a tenth of epsilon on the counts, stage 2
+    eight tenths on the counts and a tenth on the score sums (sensitivity 2), each within a grid step (5e-4)."""
     import hashlib
 
     from site_node.config import parse_config
@@ -185,7 +189,7 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
     try:
         session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
         protocol = HistogramProtocol(site)
-        stages, ours = two_stage_plan(epsilon, DELTA), quantile_plan(epsilon, DELTA)
+        stages, ours = laplace_two_stage_plan(epsilon, DELTA), quantile_plan(epsilon, DELTA)
         _, first = protocol.plan(session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=ours.fine_edges.size - 1,
                                  spacing="logit")
         assert first.sigma == pytest.approx(ours.sigma1, rel=1e-12)
@@ -195,8 +199,15 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
                                   score_sums=True, interior=interior)
         assert (second.sigma, second.sums_sigma) == pytest.approx((ours.sigma2, ours.sums_sigma), rel=1e-12)
         np.testing.assert_array_equal(second.edges, [0.0, *interior, 1.0])
-        # two_stage_plan's own noise is what the site calibrates back to (within the per-release cap's effect).
-        assert ours.sigma2 == pytest.approx(stages.sigma2, rel=2e-3) and ours.sigma1 == pytest.approx(stages.sigma1, rel=1e-6)
+        assert first.mechanism == second.mechanism == "discrete_laplace" and ours.noise == "laplace"
+        for scale, share, sensitivity in ((ours.sigma1, 0.1, 1), (ours.sigma2, 0.8, 1), (ours.sums_sigma, 0.1, 2)):
+            assert share * epsilon - 5e-4 < sensitivity / scale <= share * epsilon
+        # the plan's SDs are the discrete Laplace's sqrt(2 a) / (1 - a), a = exp(-1 / scale), of those scales (the plan
+        # rounds each part's epsilon onto the grid of a budget of epsilon, the site onto its ledger's: within 2e-3)
+        for scale, sd in ((ours.sigma1, stages.sigma1), (ours.sigma2, stages.sigma2)):
+            a = np.exp(-1.0 / scale)
+            assert sd == pytest.approx(np.sqrt(2 * a) / (1 - a), rel=2e-3)
+        assert ours.central2 == pytest.approx(stages.sigma2 * np.sqrt(5), rel=2e-3)
     finally:
         site.close()
 

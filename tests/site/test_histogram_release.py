@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import expit, logit
 
-from dsroc.privacy.noise import discrete_gaussian_variance
+from dsroc.privacy.accounting import discretization_for
 from dsroc.v1 import site_pb2 as pb
 from site_node.testing import running_server
 
@@ -97,11 +97,16 @@ def test_with_real_noise_the_stated_variance_holds(make_site_config, client_cls)
             r = c.ReleaseHistogram(_request(s, epsilon=1.0 + 1e-3 * i, n_bins=10))
             h = _brute_force(frame["pred"].to_numpy(), frame["y"].to_numpy(), np.asarray(r.edges))
             noise.append(np.concatenate([np.asarray(r.negatives) - h[0], np.asarray(r.positives) - h[1]]))
-            assert r.noise_sd == pytest.approx(np.sqrt(discrete_gaussian_variance(r.sigma)), rel=1e-12)
+            # discrete Laplace of scale b = 1 / epsilon, epsilon rounded down to the ledger's grid at this budget
+            assert r.mechanism == "discrete_laplace"
+            eps, grid = 1.0 + 1e-3 * i, discretization_for(1000.0)
+            assert eps - grid < 1.0 / r.sigma <= eps
+            a = np.exp(-1.0 / r.sigma)
+            assert r.noise_sd == pytest.approx(np.sqrt(2 * a) / (1 - a), rel=1e-12)
             stated = r.noise_sd if stated is None else stated
-        noise = np.concatenate(noise)  # 800 draws; the variance's sampling SD is about 5%
+        noise = np.concatenate(noise)  # 800 draws; the variance's sampling SD is about 8% (kurtosis about 6)
         assert abs(noise.mean()) < 4 * stated / np.sqrt(noise.size)
-        assert noise.var() == pytest.approx(stated**2, rel=0.2)
+        assert noise.var() == pytest.approx(stated**2, rel=0.25)
         assert np.all(np.asarray(noise) == np.round(noise))  # integer noise
         c.close()
 
@@ -125,8 +130,9 @@ def test_release_once_after_a_restart_and_through_the_budget(site_config, client
 
 
 def test_the_whole_release_costs_its_stated_epsilon_and_the_sums_are_never_free(make_site_config, client_cls):
-    """Counts, per-bin score sums and three scalars at epsilon 1 fit a budget of exactly 1 (they share one
-    calibrated noise scale; each part at epsilon 1 would compose to about 2.2 and be refused), and the sums
+    """Counts, per-bin score sums and three scalars at epsilon 1 fit a budget of exactly 1 (they share epsilon in
+    the proportions 0.8 : 0.1 : 0.1 each, pure epsilon-DP parts adding up to 1; each part at epsilon 1 would
+    compose to 5 and be refused), and the sums
     cannot be had as a repeat of a counts-only release: asking for them is a new release, charged."""
     caps = {"max_epsilon": 1.0, "max_delta": 1e-5, "budget_delta": 1e-5}
     config = make_site_config(policy={**caps, "budget_epsilon": 1.0})
@@ -135,8 +141,16 @@ def test_the_whole_release_costs_its_stated_epsilon_and_the_sums_are_never_free(
         r = c.ReleaseHistogram(_request(c.open(), epsilon=1.0, scalars=["sum_sq", "sum_p", "sum_y"], score_sums=True))
         assert not r.repeated and r.epsilon == 1.0 and r.epsilon_spent == pytest.approx(1.0, abs=0.02)
         assert len(r.negative_sums) == len(r.positive_sums) == 20
-        # The counts' noise grows by sqrt(1 + 1/9 + 3) over a counts-only release at the same epsilon.
-        assert r.sigma == pytest.approx(3.7405 * np.sqrt(1 + 1 / 9 + 3), rel=0.03)
+        # The counts get 0.8 / 1.2 of epsilon: scale 1.5 (less than a grid step of 5e-4 in epsilon above it);
+        # the sums 0.1 / 1.2 at sensitivity 2 (half-bin units), each scalar 0.1 / 1.2 at sensitivity 16.
+        assert r.mechanism == "discrete_laplace" and 1.5 <= r.sigma <= 1.0 / (0.8 / 1.2 - 5e-4)
+
+        def sd(scale):  # the discrete Laplace's SD sqrt(2 a) / (1 - a), a = exp(-1 / scale)
+            a = np.exp(-1.0 / scale)
+            return np.sqrt(2 * a) / (1 - a)
+
+        assert sd(2 / (1 / 12)) / 2 <= r.sums_noise_sd <= sd(2 / (1 / 12 - 5e-4)) / 2
+        assert all(sd(16 / (1 / 12)) / 16 <= s.noise_sd <= sd(16 / (1 / 12 - 5e-4)) / 16 for s in r.scalars)
         c.close()
     config = make_site_config("twice", policy={**caps, "budget_epsilon": 10.0})
     with running_server(config, insecure=True) as srv:
@@ -239,20 +253,13 @@ def test_a_budget_too_small_is_resource_exhausted_and_charges_nothing(make_site_
 
 def test_a_huge_budget_does_not_coarsen_the_noise_of_a_small_release(make_site_config, client_cls):
     """Issue 18: with budget_epsilon = 100 000 the accountant's grid grew to 25 nats and a release at
-    epsilon 1 got sigma 39 894 instead of 3.74 (every answer noise). The sigma must be the smallest
-    the exact Theorem-7 curve allows, within 1e-3."""
-    from scipy.optimize import brentq
-
-    from dsroc.privacy.noise import discrete_gaussian_delta
-
+    epsilon 1 got noise 39 894 instead of 3.74 (every answer noise). The discrete Laplace's scale must be
+    1 / epsilon (pure epsilon-DP, Ghosh et al. 2009) up to the coarsest grid step of epsilon (1e-2)."""
     config = make_site_config(policy={"max_epsilon": 10.0, "budget_epsilon": 1e5})
     with running_server(config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
-        r = c.ReleaseHistogram(_request(c.open(), epsilon=1.0, delta=1e-5))
-        exact = brentq(lambda s: discrete_gaussian_delta(s, 1.0) - 1e-5, 1.0, 20.0, xtol=1e-12)
-        assert exact == pytest.approx(3.74, abs=0.01)
-        assert exact <= r.sigma <= exact * (1 + 1e-3)
-        assert discrete_gaussian_delta(r.sigma, 1.0) <= 1e-5
+        r = c.ReleaseHistogram(_request(c.open(), epsilon=0.995, delta=1e-5))
+        assert 1.0 / 0.995 <= r.sigma <= 1.0 / (0.995 - 1e-2)
         b = c.Budget(pb.BudgetRequest(dataset="test")).budget
-        assert b.releases == 1 and b.delta_spent <= 1e-5 * (1 + 1e-6)
+        assert b.releases == 1 and b.delta_spent == 0.0 and b.epsilon_spent <= 0.995
         c.close()
