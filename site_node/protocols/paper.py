@@ -173,9 +173,7 @@ class PaperProtocol(SiteProtocol):
         def make(_seed: bytes) -> tuple[bytes, int, int]:
             # The sampler runs on the CSPRNG and no seed reproduces it: the ledger keeps the sorted noisy points
             # sealed with the noise key (outside the ledger file), and a replay opens them.
-            points = [noise.noisy_points(v) for v in (negatives, positives)]
-            for p in points:
-                p.sort()  # in place: the sampler's array is this release's own
+            points = [noise.sorted_noisy_points(v) for v in (negatives, positives)]
             return seal_points(self.site.noise_key, key, *points), negatives.size, positives.size
 
         plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, noise.accounted_sensitivity),), epsilon,
