@@ -251,6 +251,8 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
                      max_iter: int = 25, newton: bool = True) -> RocGlmBatchResult:
     """Fit many ROC-GLMs at once, vectorised over rows, with the iteration of :func:`fit_rocglm`.
 
+    The rows are fitted in blocks of up to 512 (each row's estimate does not depend on the others).
+
     Parameters
     ----------
     counts : array_like, shape (B, nT)
