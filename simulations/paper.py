@@ -100,7 +100,7 @@ def _noisy_replications(batch, taus, grid) -> tuple[np.ndarray, np.ndarray]:
         np.maximum(noisy, 0.0, out=noisy)  # truncated to [0, 1]: np.clip's values, without its overhead
         np.minimum(noisy, 1.0, out=noisy)
         noisy[noise_free] = s
-        pv0, pv1, counts[:, b] = row_strict_placements(noisy, y, grid)
+        pv0, pv1, counts[:, b] = row_strict_placements(noisy, y, grid, overwrite_scores=True)
         variance[:, b] = delong_variance_from_moments(var_pv0=np.var(pv0, axis=1, ddof=1), n1=pv0.shape[1],
                                                       var_pv1=np.var(pv1, axis=1, ddof=1), n0=pv1.shape[1])
     return counts, variance

@@ -80,14 +80,15 @@ def tau_of(setting: Setting) -> float:
 
 def setting_frame(setting: Setting, columns: dict) -> pd.DataFrame:
     """Build the result frame of one setting from per-replication arrays, in :data:`COLUMNS` order and types."""
-    return pd.DataFrame(_setting_columns(setting, columns))
+    return settings_frame([(setting, columns)])
 
 
 def settings_frame(results) -> pd.DataFrame:
     """The frames of :func:`setting_frame` of every ``(setting, columns)`` in ``results``, one after another
     (as ``pd.concat`` of them with a new index), built as one frame."""
     parts = [_setting_columns(setting, columns) for setting, columns in results]
-    return pd.DataFrame({name: np.concatenate([p[name] for p in parts]) for name in COLUMNS})
+    # One cast per column of the whole frame, not one per setting and column.
+    return pd.DataFrame({name: np.concatenate([p[name] for p in parts]).astype(dtype) for name, dtype in COLUMNS.items()})
 
 
 def _setting_columns(setting: Setting, columns: dict) -> dict[str, np.ndarray]:
@@ -107,4 +108,4 @@ def _setting_columns(setting: Setting, columns: dict) -> dict[str, np.ndarray]:
     missing = set(COLUMNS) - set(data)
     if missing:
         raise ValueError(f"result columns missing: {sorted(missing)}")
-    return {name: np.asarray(data[name]).astype(dtype) for name, dtype in COLUMNS.items()}
+    return {name: np.asarray(data[name]) for name in COLUMNS}

@@ -251,7 +251,7 @@ class RowPlacements(NamedTuple):
     counts: np.ndarray
 
 
-def row_strict_placements(scores, labels, grid=None) -> RowPlacements:
+def row_strict_placements(scores, labels, grid=None, *, overwrite_scores: bool = False) -> RowPlacements:
     """Strict placement values of both classes of every row of ``scores`` (shape (R, n), non-negative), the
     labels shared by all rows, and the ROC-GLM counts of the positives' ones on ``grid``.
 
@@ -266,6 +266,9 @@ def row_strict_placements(scores, labels, grid=None) -> RowPlacements:
     at once: the sorted positions of a class, laid out one row after another, give each of its elements'
     count of the other class at or below it, offset by the row so that they increase over the whole batch
     (one search finds every row's ROC-GLM counts).
+
+    With ``overwrite_scores`` a writeable C-contiguous float64 ``scores`` array holds the sort keys
+    (its values are lost; no copy of the batch is made).
     """
     x = np.asarray(scores, dtype=np.float64)
     y = as_labels(labels, name="labels")
@@ -279,7 +282,11 @@ def row_strict_placements(scores, labels, grid=None) -> RowPlacements:
     n0 = n - n1
     if n0 == 0 or n1 == 0:
         raise ValueError("both classes must be present (labels 0 and 1)")
-    keys = np.left_shift(np.ascontiguousarray(x).view(np.uint64), np.uint64(1))
+    if overwrite_scores and x.flags.writeable and x.flags.c_contiguous:
+        keys = x.view(np.uint64)
+        keys <<= np.uint64(1)
+    else:
+        keys = np.left_shift(np.ascontiguousarray(x).view(np.uint64), np.uint64(1))
     keys |= y.astype(np.uint64)
     keys.sort(axis=1)
     flat = keys.ravel()

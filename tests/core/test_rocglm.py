@@ -115,6 +115,26 @@ def test_batch_fit_equals_single_fits():
     assert batch.converged.all() and not batch.degenerate.any()
 
 
+def test_batch_of_many_blocks_equals_single_fits_row_by_row():
+    # More rows than one block of the batched fit (512), separated rows among them: every row's estimate
+    # and iteration count as its own one-row fit (Python floats), whichever block it falls in.
+    grid = rocglm_grid()
+    rng = np.random.default_rng(12)
+    rows = 1100
+    n1 = rng.integers(20, 200, rows)
+    pv0 = [rng.beta(rng.uniform(0.3, 2.0), rng.uniform(1.0, 4.0), size=k) for k in n1]
+    counts = np.array([rocglm_counts(p, grid) for p in pv0])
+    counts[[3, 600, 1099]] = 0  # separated: not fitted
+    batch = fit_rocglm_batch(counts, n1, grid)
+    assert batch.degenerate.sum() == 3 and np.isnan(batch.params[[3, 600, 1099]]).all()
+    for i in np.flatnonzero(~batch.degenerate):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            single = fit_rocglm(RocGlmParts(counts[i], int(n1[i]), grid))
+        np.testing.assert_allclose(batch.params[i], single.params, rtol=0, atol=1e-12)
+        assert batch.iterations[i] == single.iterations and batch.converged[i] == single.converged
+
+
 def test_separated_counts_are_a_clear_error_and_flagged_in_batch():
     grid = rocglm_grid()
     with pytest.raises(ValueError, match="degenerate.*every count k_j equals n1"):

@@ -150,6 +150,12 @@ def test_row_strict_placements_equal_single_data_set_with_ties():
             np.testing.assert_array_equal(placed.pv1[r], want1[np.argsort(s0, kind="stable")])
             np.testing.assert_array_equal(placed.counts[r], rocglm_counts(want0, grid))
             np.testing.assert_array_equal(placed.pv0[r], placement_values(s0, s1, ties="strict")[np.argsort(s1, kind="stable")])
+        # The same from the scores' own buffer (overwritten with the sort keys).
+        buffer = rows.copy()
+        again = row_strict_placements(buffer, y, grid, overwrite_scores=True)
+        for mine, theirs in zip(again, placed):
+            np.testing.assert_array_equal(mine, theirs)
+        assert not np.array_equal(buffer, rows)
 
 
 def test_row_strict_placements_of_random_batches_equal_brute_force():
