@@ -112,21 +112,20 @@ def test_resolved_noise_variance_matches_monte_carlo_of_the_noise():
 
 def test_the_rule_keeps_the_rocglm_on_binormal_scores_and_drops_it_on_bimodal_ones():
     """Binormal latent scores: the ROC-GLM fits and is reported (it smooths the noise). Bimodal ones: its AUC is
-    far from the resolved one and a nonparametric AUC is reported (the monotone curve through the ROC points where
-    it agrees with the resolved AUC, else the resolved AUC), its interval covering the unbinned AUC; each result
-    says which and why."""
+    far from the resolved one, and so is the monotone curve through the ROC points (it cannot see the bins' two
+    modes): the resolved AUC is reported, its interval covering the unbinned AUC; each result says which and why."""
     rng = np.random.default_rng(8)
-    for bimodal, expected in ((False, "rocglm"), (True, "monotone")):
+    for bimodal, expected in ((False, "rocglm"), (True, "resolved")):
         s, y = _logistic_scores(9, 40_000, bimodal=bimodal)
         edges = _quantile_edges(s, 5)
         h0, h1, t0, t1 = _release(s, y, edges, 3.0, 9.0, rng)
         v = histogram_validation(h0, h1, edges, sigma=3.0, sums0=t0, sums1=t1, sums_sigma=9.0)
         truth = empirical_auc(s, y)
         assert v.estimator == expected, v.notes[0]
-        assert v.notes[0].startswith("AUC: the ROC-GLM" if expected == "rocglm" else "AUC: the monotone (PCHIP)")
+        assert v.notes[0].startswith("AUC: the ROC-GLM" if expected == "rocglm" else "AUC: the resolved AUC")
         assert v.auc_ci[0] <= truth <= v.auc_ci[1]
         if bimodal:
-            assert "does not fit" in v.notes[0]
+            assert "does not fit" in v.notes[0] and "the monotone curve does not agree" in v.notes[0]
             assert abs(v.rocglm_auc - truth) > 0.005 and abs(v.auc - truth) < 0.01
     # Asked for the binned empirical AUC: reported, widened by half the within-bin share.
     v = histogram_validation(h0, h1, edges, sigma=3.0, sums0=t0, sums1=t1, sums_sigma=9.0, estimator="empirical")
