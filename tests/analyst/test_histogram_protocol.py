@@ -173,20 +173,20 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
     assert d.spacing == "quantile" and set(d.grid_releases) == set(d.releases)
     s = np.concatenate([f["pred"].to_numpy() for f in frames])
     y = np.concatenate([f["y"].to_numpy() for f in frames])
-    # The bin count: n_eff = (n0^-2 + n1^-2)^(-1/2) over the second stage's summed noise SD, 5 below 400 noise SDs,
-    # 7 below 4 000, else 10.
+    # The bin count: n_eff = (n0^-2 + n1^-2)^(-1/2) over the second stage's summed noise SD, 5 below 200 noise SDs,
+    # 7 below 400, 10 below 1 500, else 12.
     ratio = (np.sum(y == 0) ** -2.0 + np.sum(y == 1) ** -2.0) ** -0.5 / (
         laplace_two_stage_plan(3000.0, 0.01).sigma2 * np.sqrt(len(frames)))
-    bins = 5 if ratio < 400 else 7 if ratio < 4000 else 10
+    bins = 5 if ratio < 200 else 7 if ratio < 400 else 10 if ratio < 1500 else 12
     fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
     c = np.clip(s, fine[0], fine[-1])
     share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
     for result, b in ((res, bins), (asked, 5)):
         picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, b) / b})
         np.testing.assert_allclose(result.detail.validation.edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
-    assert res.detail.n_bins == bins == 10
+    assert res.detail.n_bins == bins == 12
     # Every stage is charged: both releases are new, and each states the epsilon it was asked for (the
-    # first about a tenth of the budget's zCDP share, so a smaller epsilon). The first stage held the second's
+    # first a fifth of the epsilon, so a smaller epsilon). The first stage held the second's
     # budget too, so the budget after it already counts both.
     for name in d.releases:
         first, second = d.grid_releases[name], d.releases[name]

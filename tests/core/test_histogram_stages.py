@@ -74,14 +74,15 @@ def test_balanced_quantile_edges_are_the_fine_edges_nearest_the_mean_of_the_clas
 @pytest.mark.parametrize("n0,n1,sigma", [(9800, 200, 9.2), (700, 300, 9.2), (7000, 3000, 9.2), (7000, 3000, 4.1),
                                          (70_000, 30_000, 4.1), (70_000, 30_000, 0.0), (100, 0.0, 9.2), (-5, 50, 1)])
 def test_the_second_stages_bin_count_follows_the_effective_size_over_the_noise(n0, n1, sigma):
-    # n_eff = (n0^-2 + n1^-2)^(-1/2), by hand; the thresholds of STAGE2_BINS: 5 below 400, 7 to 4 000, then 10.
+    # n_eff = (n0^-2 + n1^-2)^(-1/2), by hand; the thresholds of STAGE2_BINS: 5 below 200, 7 to 400, 10 to 1 500, then 12.
     ratio = 0.0 if min(n0, n1) <= 0 else float("inf") if sigma == 0 else 1.0 / np.sqrt(n0**-2.0 + n1**-2.0) / sigma
-    expected = 5 if ratio < 400 else 7 if ratio < 4000 else 10
-    assert STAGE2_BINS == ((0.0, 5), (400.0, 7), (4000.0, 10))
+    expected = 5 if ratio < 200 else 7 if ratio < 400 else 10 if ratio < 1500 else 12
+    assert STAGE2_BINS == ((0.0, 5), (200.0, 7), (400.0, 10), (1500.0, 12))
     assert second_stage_bins(n0, n1, sigma, most=100) == expected
     assert second_stage_bins(n0, n1, sigma, most=6) == min(expected, 6)
-    # At epsilon 1 (5 sites): 5 bins up to n = 10 000 at prevalence 0.3, 7 at 100 000, 10 at a million.
-    assert [second_stage_bins(*a, 9.2, most=100) for a in ((7000, 3000), (70_000, 30_000), (700_000, 300_000))] == [5, 7, 10]
+    # At epsilon 1 (5 sites, discrete Laplace: a summed count's SD 4.43): 5 bins at n = 1 000 at prevalence 0.3, 10 at
+    # 10 000, 12 at 100 000.
+    assert [second_stage_bins(*a, 4.43, most=100) for a in ((700, 300), (7000, 3000), (70_000, 30_000))] == [5, 10, 12]
 
 
 def test_the_second_stages_bin_count_refuses_bad_arguments():
@@ -123,17 +124,17 @@ def test_a_very_large_epsilon_is_calibrated_instead_of_exhausting_memory():
 
 @pytest.mark.parametrize("epsilon,score_sums,scalars", [(1.0, True, 0), (0.5, True, 2), (5.0, False, 0), (1.0, False, 3)])
 def test_the_laplace_stages_share_epsilon_in_the_modules_proportions_and_compose_to_it(epsilon, score_sums, scalars):
-    """The histogram protocol's discrete Laplace plan: stage 1 gets 0.1 of epsilon against 0.8 (counts), 0.1 (sums)
+    """The histogram protocol's discrete Laplace plan: stage 1 gets 0.2 of epsilon against 0.7 (counts), 0.1 (sums)
     and 0.1 per scalar for stage 2, renormalised over the parts asked; each stage's parts as the site calibrates them
     (on the ledger's grid of 5e-4) are charged by the accountant at most epsilon in all, at delta 0."""
     from dsroc.histogram.stages import laplace_release_parts, laplace_release_scales, laplace_two_stage_plan
     from dsroc.privacy.accounting import DiscreteLaplace
 
     stages = laplace_two_stage_plan(epsilon, 1e-5, score_sums=score_sums, scalars=scalars)
-    weights = {"first": 0.1, "counts": 0.8, "sums": 0.1 * score_sums, "scalars": 0.1 * scalars}
+    weights = {"first": 0.2, "counts": 0.7, "sums": 0.1 * score_sums, "scalars": 0.1 * scalars}
     total = sum(weights.values())
-    assert stages.epsilon1 == pytest.approx(epsilon * 0.1 / total, rel=1e-12)
-    assert stages.epsilon2 == pytest.approx(epsilon * (total - 0.1) / total, rel=1e-12)
+    assert stages.epsilon1 == pytest.approx(epsilon * 0.2 / total, rel=1e-12)
+    assert stages.epsilon2 == pytest.approx(epsilon * (total - 0.2) / total, rel=1e-12)
     assert stages.delta1 == stages.delta2 == 5e-6
     events = []
     for eps, sums, k in ((stages.epsilon1, False, 0), (stages.epsilon2, score_sums, scalars)):
@@ -142,8 +143,8 @@ def test_the_laplace_stages_share_epsilon_in_the_modules_proportions_and_compose
         events += [DiscreteLaplace(counts)] + ([DiscreteLaplace(sums_scale, SUMS_RESOLUTION)] if sums else [])
         events += [DiscreteLaplace(scalar_scale, 16) for _ in range(k)]
         assert len(parts) == 1 + sums + k
-    # closed form: the second stage's counts get 0.8 / total of epsilon, less than a grid step below
-    assert epsilon * 0.8 / total - 5e-4 < 1.0 / events[1].scale <= epsilon * 0.8 / total
+    # closed form: the second stage's counts get 0.7 / total of epsilon, less than a grid step below
+    assert epsilon * 0.7 / total - 5e-4 < 1.0 / events[1].scale <= epsilon * 0.7 / total
     # the stage SDs are the discrete Laplace's sqrt(2 a) / (1 - a) at those scales (a = exp(-1 / scale))
     a = np.exp(-1.0 / events[1].scale)
     assert stages.sigma2 == pytest.approx(np.sqrt(2 * a) / (1 - a), rel=2e-3)
@@ -156,9 +157,9 @@ def test_the_laplace_shares_are_read_where_they_are_set(monkeypatch):
     from dsroc.histogram import stages as module
 
     before = module.laplace_two_stage_plan(1.0, 1e-5)
-    monkeypatch.setattr(module, "LAPLACE_STAGE1_SHARE", 0.2)
-    monkeypatch.setattr(module, "LAPLACE_COUNTS_SHARE", 0.7)
+    monkeypatch.setattr(module, "LAPLACE_STAGE1_SHARE", 0.1)
+    monkeypatch.setattr(module, "LAPLACE_COUNTS_SHARE", 0.8)
     after = module.laplace_two_stage_plan(1.0, 1e-5)
-    assert before.epsilon1 == pytest.approx(0.1) and after.epsilon1 == pytest.approx(0.2)
-    counts, sums, _ = module.laplace_release_scales(0.8, score_sums=True, interval=1e-9)
-    assert 1.0 / counts == pytest.approx(0.8 * 0.7 / 0.8, rel=1e-6) and 2.0 / sums == pytest.approx(0.8 * 0.1 / 0.8, rel=1e-6)
+    assert before.epsilon1 == pytest.approx(0.2) and after.epsilon1 == pytest.approx(0.1)
+    counts, sums, _ = module.laplace_release_scales(0.9, score_sums=True, interval=1e-9)
+    assert 1.0 / counts == pytest.approx(0.9 * 0.8 / 0.9, rel=1e-6) and 2.0 / sums == pytest.approx(0.9 * 0.1 / 0.9, rel=1e-6)
