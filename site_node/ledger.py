@@ -440,9 +440,11 @@ class SqliteLedger(Ledger):
                         f"query cap: this site accepts at most {cap} different survivor functions per population, "
                         "score source, outcome and class"
                     )
-                db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
+                    db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
 
-        self._transaction(body)
+        # Not fsynced, as the ROC-GLM evaluations (a query cap, not a release): it survives a crash or kill of
+        # the daemon; a power failure could forget the last few, never a release.
+        self._transaction(body, synced=False)
 
     def record_model(self, population, source, cap):
         def body(db):
