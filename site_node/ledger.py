@@ -440,7 +440,7 @@ class SqliteLedger(Ledger):
                         f"query cap: this site accepts at most {cap} different survivor functions per population, "
                         "score source, outcome and class"
                     )
-                    db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
+                db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
 
         # Not fsynced, as the ROC-GLM evaluations (a query cap, not a release): it survives a crash or kill of
         # the daemon; a power failure could forget the last few, never a release.
