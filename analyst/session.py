@@ -417,10 +417,11 @@ class ValidationSession:
                     got[cls] = {"info": chunk.info, "scores": np.empty(chunk.info.n), "filled": 0}
                 elif not current:
                     raise ValueError("the release stream did not start with its ReleaseInfo")
-                if len(chunk.scores) % 8:
+                data = chunk.scores  # each read of the field is a copy of its bytes
+                if len(data) % 8:
                     raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
                 into = got[current[0]]
-                part, filled = np.frombuffer(chunk.scores, dtype="<f8"), into["filled"]
+                part, filled = np.frombuffer(data, dtype="<f8"), into["filled"]
                 if filled + part.size > into["scores"].size:
                     raise ValueError(f"the release announced {into['info'].n} scores but sent more")
                 into["scores"][filled:filled + part.size] = part

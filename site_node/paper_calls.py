@@ -106,10 +106,10 @@ class PaperCalls:
                     raise InvalidArgument("only the first UploadSurvivor message may carry a header")
                 following = message
                 break
-            if len(message.scores) % 8:
-                raise InvalidArgument("scores must be little-endian float64 values: a multiple of 8 bytes, "
-                                      f"got {len(message.scores)}")
-            chunk = np.frombuffer(message.scores, dtype="<f8")
+            data = message.scores  # each read of the field is a copy of its bytes
+            if len(data) % 8:
+                raise InvalidArgument(f"scores must be little-endian float64 values: a multiple of 8 bytes, got {len(data)}")
+            chunk = np.frombuffer(data, dtype="<f8")
             # Refused as soon as the stream outgrows its header, not after buffering it all.
             if received + chunk.size > expected:
                 raise InvalidArgument(f"header.n is {expected} but more scores arrived")

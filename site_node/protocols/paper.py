@@ -179,7 +179,7 @@ class PaperProtocol(SiteProtocol):
         def make(_seed: bytes) -> tuple[bytes, int, int]:
             # The sampler runs on the CSPRNG and no seed reproduces it: the ledger keeps the sorted noisy points
             # sealed with the noise key (outside the ledger file), and a replay opens them.
-            points = [np.sort(noise.noisy_points(v)) for v in (negatives, positives)]
+            points = [noise.sorted_noisy_points(v) for v in (negatives, positives)]
             return seal_points(self.site.noise_key, key, *points), negatives.size, positives.size
 
         plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, noise.accounted_sensitivity),), epsilon,
@@ -211,9 +211,12 @@ class PaperProtocol(SiteProtocol):
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
         self.site.signer.verify_segments(segments, values, score_class, self._known_release)
-        function = dsroc.SurvivorFunction(values)  # merges the sorted releases (no sort when sent sorted)
+        function = dsroc.SurvivorFunction(values)  # released values: counted on their lattice, not sorted
         # The content key of the query caps, over the sorted values (whatever the order of the segments).
-        return Survivor(function, hashlib.sha256(memoryview(function.sorted_values)).hexdigest())
+        digest = hashlib.sha256()
+        for block in function.sorted_blocks():
+            digest.update(memoryview(block))
+        return Survivor(function, digest.hexdigest())
 
     def store_survivors(self, session: Session, survivors: dict[int, Survivor]) -> None:
         """Record checked survivor functions (:meth:`check_survivor`; one ledger transaction, the cap on distinct
