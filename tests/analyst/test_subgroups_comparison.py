@@ -205,12 +205,12 @@ def test_the_cli_writes_subgroups_and_comparison_and_refuses_them_under_the_pape
 
 
 def test_the_quantile_grids_bin_count_stays_within_every_sites_cell_limit(exact, tmp_path, pki, helpers):
-    """At negligible noise the quantile grid takes 10 bins; with strata (2 parts) and sites allowing 14 cells per class
+    """At negligible noise the quantile grid takes 12 bins; with strata (2 parts) and sites allowing 14 cells per class
     it takes 7, the most whose 2 x 7 cells pass, checked before any release; a limit below 2 bins x 2 parts is refused
     with nothing released."""
     frames, addresses = exact
     with helpers.federation(addresses, pki) as fed:
-        assert fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, strata="age").detail.n_bins == 10
+        assert fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, strata="age").detail.n_bins == 12
     with _sites(tmp_path / "cap", frames, pki, helpers, max_cells=14) as capped:
         with helpers.federation(capped, pki) as fed:
             res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, strata="age")
