@@ -63,14 +63,15 @@ def test_the_unbinned_auc_lies_in_the_binned_counts_range_and_a_reported_rocglm_
 
 
 def test_the_resolved_auc_interval_covers_bimodal_scores_at_auc_0_6_and_holds_the_binned_auc():
-    """Bimodal scores at AUC 0.6, n = 10 000 over 5 sites at epsilon 1 (4 bins): the resolved AUC is reported, its
-    interval holds the binned AUC and covers the pooled unbinned AUC in >= 0.9 of 40 replications, where the
+    """Bimodal scores at AUC 0.6, n = 10 000 over 5 sites at epsilon 1: a nonparametric AUC is reported (the monotone
+    curve agrees with the resolved AUC within the noise but both err), its interval, widened by the resolved AUC's
+    whole shift of the within-bin pairs, covers the pooled unbinned AUC in >= 0.9 of 40 replications, where the
     interval widened by a quarter of the shift (the previous rule) covered clearly less often."""
     cell = StressCell(Design("bimodal", 0.3, 0.6), 10_000, 5, 1.0)
     data, _, results = _validations(cell, 40)
     truth = data.pooled["auc"]
-    assert all(v.estimator == "resolved" for v in results)
-    assert all(v.auc_ci[0] <= v.auc_empirical <= v.auc_ci[1] for v in results)
+    assert all(v.estimator in ("monotone", "resolved") for v in results)
+    assert all(v.auc_ci[0] <= v.auc_resolved <= v.auc_ci[1] for v in results)
     cover = np.array([v.auc_ci[0] <= t <= v.auc_ci[1] for v, t in zip(results, truth)])
     # the same intervals widened by a quarter of the shift instead (the widening is RESOLUTION_SHARE x the shift)
     narrow = [v.auc_widening * (1.0 - 0.25 / RESOLUTION_SHARE) for v in results]

@@ -131,7 +131,7 @@ def test_release_once_after_a_restart_and_through_the_budget(site_config, client
 
 def test_the_whole_release_costs_its_stated_epsilon_and_the_sums_are_never_free(make_site_config, client_cls):
     """Counts, per-bin score sums and three scalars at epsilon 1 fit a budget of exactly 1 (they share epsilon in
-    the proportions 0.8 : 0.1 : 0.1 each, pure epsilon-DP parts adding up to 1; each part at epsilon 1 would
+    the proportions 0.7 : 0.1 : 0.1 each, pure epsilon-DP parts adding up to 1; each part at epsilon 1 would
     compose to 5 and be refused), and the sums
     cannot be had as a repeat of a counts-only release: asking for them is a new release, charged."""
     caps = {"max_epsilon": 1.0, "max_delta": 1e-5, "budget_delta": 1e-5}
@@ -141,16 +141,16 @@ def test_the_whole_release_costs_its_stated_epsilon_and_the_sums_are_never_free(
         r = c.ReleaseHistogram(_request(c.open(), epsilon=1.0, scalars=["sum_sq", "sum_p", "sum_y"], score_sums=True))
         assert not r.repeated and r.epsilon == 1.0 and r.epsilon_spent == pytest.approx(1.0, abs=0.02)
         assert len(r.negative_sums) == len(r.positive_sums) == 20
-        # The counts get 0.8 / 1.2 of epsilon: scale 1.5 (less than a grid step of 5e-4 in epsilon above it);
-        # the sums 0.1 / 1.2 at sensitivity 2 (half-bin units), each scalar 0.1 / 1.2 at sensitivity 16.
-        assert r.mechanism == "discrete_laplace" and 1.5 <= r.sigma <= 1.0 / (0.8 / 1.2 - 5e-4)
+        # The counts get 0.7 / 1.1 of epsilon: scale 1.1 / 0.7 (less than a grid step of 5e-4 in epsilon above it);
+        # the sums 0.1 / 1.1 at sensitivity 2 (half-bin units), each scalar 0.1 / 1.1 at sensitivity 16.
+        assert r.mechanism == "discrete_laplace" and 1.1 / 0.7 <= r.sigma <= 1.0 / (0.7 / 1.1 - 5e-4)
 
         def sd(scale):  # the discrete Laplace's SD sqrt(2 a) / (1 - a), a = exp(-1 / scale)
             a = np.exp(-1.0 / scale)
             return np.sqrt(2 * a) / (1 - a)
 
-        assert sd(2 / (1 / 12)) / 2 <= r.sums_noise_sd <= sd(2 / (1 / 12 - 5e-4)) / 2
-        assert all(sd(16 / (1 / 12)) / 16 <= s.noise_sd <= sd(16 / (1 / 12 - 5e-4)) / 16 for s in r.scalars)
+        assert sd(2 / (1 / 11)) / 2 <= r.sums_noise_sd <= sd(2 / (1 / 11 - 5e-4)) / 2
+        assert all(sd(16 / (1 / 11)) / 16 <= s.noise_sd <= sd(16 / (1 / 11 - 5e-4)) / 16 for s in r.scalars)
         c.close()
     config = make_site_config("twice", policy={**caps, "budget_epsilon": 10.0})
     with running_server(config, insecure=True) as srv:
