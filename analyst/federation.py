@@ -135,15 +135,18 @@ class Federation:
 
     # -- analysis -------------------------------------------------------------------------------
     def session(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
-                progress: Progress | None = None, with_sensitivity: bool = False) -> ValidationSession:
+                progress: Progress | None = None, with_sensitivity: bool = False,
+                hold: pb.PrepareRequest | None = None) -> ValidationSession:
         """Open a session at every site; its methods are the single steps of the procedure.
 
         ``with_sensitivity``: have the sites send their sensitivity with the session (paper protocol).
+        ``hold``: have the sites also hold this release (a noisy-score release's ``PrepareRequest``) with the
+        session, used by :meth:`ValidationSession.release` of the same parameters.
         """
         self._wait_closing()
         return ValidationSession(self.connections, dataset=dataset, outcome=outcome,
                                  source=score_source(score=score, model=model), progress=progress,
-                                 executor=self.executor, with_sensitivity=with_sensitivity)
+                                 executor=self.executor, with_sensitivity=with_sensitivity, hold=hold)
 
     def close_later(self, session: ValidationSession) -> None:
         """Close ``session`` in the background (off the end of a validation); the next session waits for it,
@@ -207,7 +210,7 @@ class Federation:
         started = time.perf_counter()
         timing: dict[str, float] = {}
         with self.session(dataset, outcome, score=score, model=model, progress=progress,
-                          with_sensitivity=strategy.with_sensitivity) as s:
+                          with_sensitivity=strategy.with_sensitivity, hold=strategy.hold_request(request, opts)) as s:
             timing["open"] = time.perf_counter() - started
             result = strategy.run(s, request, opts, executor=self.executor, timing=timing)
             self.close_later(s)

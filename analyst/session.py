@@ -17,7 +17,7 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
 from analyst.parts import ConfusionResult, SitePrivacy
 
-__all__ = ["concurrently", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
+__all__ = ["concurrently", "PaperAnswers", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
            "score_source"]
 
 #: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
@@ -45,11 +45,27 @@ def _varint(n: int) -> bytes:
 def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> Iterator[bytes]:
     """The scores of ``arrays`` (little-endian float64, one after another) as serialized ``SurvivorChunk``
     messages (field ``scores``) of at most ``size`` scores each, without a header: made from the arrays
-    as they are sent (one copy each, as serializing a message makes), so no site's upload is held whole."""
+    as they are sent (one copy each, as serializing a message makes), so no site's upload is held whole.
+    Small arrays share a message (a site's part of a 50-site upload is a few hundred scores: one message
+    per site was most of a site's work per upload)."""
+    parts: list = []
+    room = size
     for a in arrays:
-        for start in range(0, a.size, size):
-            part = a[start:start + size]
-            yield b"".join((_SCORES_TAG, _varint(part.nbytes), part))
+        start = 0
+        while start < a.size:
+            part = a[start:start + room]
+            parts.append(part)
+            start += part.size
+            room -= part.size
+            if room == 0:
+                yield _scores_message(parts)
+                parts, room = [], size
+    if parts:
+        yield _scores_message(parts)
+
+
+def _scores_message(parts: Sequence[np.ndarray]) -> bytes:
+    return b"".join((_SCORES_TAG, _varint(sum(p.nbytes for p in parts)), *parts))
 
 
 def concurrently(*steps: Callable[[], object]) -> list:
@@ -135,6 +151,18 @@ class PlacementSummary:
 
 
 @dataclass(frozen=True)
+class PaperAnswers:
+    """What every site answered on the uploaded survivor functions in the upload's round trip
+    (:meth:`ValidationSession.upload_survivors` with ``answers``)."""
+
+    moments: PlacementSummary
+    brier: tuple[float, int]
+    calibration: dsroc.CalibrationCurve
+    budgets: dict[str, pb.BudgetStatus]
+    confusion: ConfusionResult | None
+
+
+@dataclass(frozen=True)
 class SiteRelease:
     """One site's noisy scores of both classes and the release parameters it reported."""
 
@@ -159,13 +187,13 @@ class RemoteRocGlmParts:
         theta = [float(v) for v in np.asarray(theta, dtype=float).ravel()]
         self.evaluations += 1
         s = self._session
+        given = s._rocglm_given.get((tuple(theta), self._grid.SerializeToString(deterministic=True)))
 
         def ask(conn):
-            r = conn.call("RocGlmParts", pb.RocGlmPartsRequest(
-                session_id=s.session_ids[conn.name], theta=theta, grid=self._grid))
-            if len(r.score) != 2 or len(r.information) != 4:
-                raise ValueError("malformed RocGlmParts reply (need 2 score and 4 information values)")
-            return dsroc.PartsAtTheta(np.array(r.score), np.array(r.information).reshape(2, 2), float(r.deviance))
+            if given is not None:  # answered with the upload
+                return _parts_at_theta(given[conn.name])
+            return _parts_at_theta(conn.call("RocGlmParts", pb.RocGlmPartsRequest(
+                session_id=s.session_ids[conn.name], theta=theta, grid=self._grid)))
 
         parts = s._each("ROC-GLM fit", ask, quiet=True)
         total = parts[0]
@@ -176,9 +204,20 @@ class RemoteRocGlmParts:
         return total
 
 
+def _parts_at_theta(r: pb.RocGlmPartsResponse) -> dsroc.PartsAtTheta:
+    if len(r.score) != 2 or len(r.information) != 4:
+        raise ValueError("malformed RocGlmParts reply (need 2 score and 4 information values)")
+    return dsroc.PartsAtTheta(np.array(r.score), np.array(r.information).reshape(2, 2), float(r.deviance))
+
+
 def _pooled_brier(replies) -> tuple[float, int]:
     parts = [dsroc.BrierParts(r.sum_sq, r.n) for r in replies]
     return dsroc.aggregate_brier(parts), sum(p.n for p in parts)
+
+
+def _confusion_result(threshold: float, replies) -> ConfusionResult:
+    s = dsroc.aggregate_confusion(dsroc.ConfusionParts(r.tp, r.fp, r.fn, r.tn) for r in replies)
+    return ConfusionResult(float(threshold), s.tp, s.fp, s.fn, s.tn, s.sensitivity, s.specificity, s.ppv, s.npv)
 
 
 def _calibration_request(n_bins: int, edges) -> pb.CalibrationPartsRequest:
@@ -218,7 +257,7 @@ class ValidationSession:
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
                  source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None,
-                 with_sensitivity: bool = False):
+                 with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None):
         self.connections = list(connections)
         self.executor = executor
         self.dataset, self.outcome = dataset, outcome
@@ -226,12 +265,20 @@ class ValidationSession:
         self.session_ids: dict[str, str] = {}
         self.policies: dict[str, pb.Policy] = {}
         self._sensitivities: dict[str, pb.SensitivityResponse] = {}
+        # ROC-GLM parts the sites answered with the upload: (theta, grid) -> site -> RocGlmPartsResponse
+        self._rocglm_given: dict[tuple, dict[str, pb.RocGlmPartsResponse]] = {}
+
+        # The release the sessions hold with their opening (``hold``): site -> reservation id ("" for a free replay).
+        self._held: dict[str, str] = {}
+        self._hold = hold
 
         def open_one(conn):
-            # One round trip: the reply carries the policy (and, when asked, the sensitivity) too.
+            # One round trip: the reply carries the policy (and, when asked, the sensitivity and the hold) too.
             r = conn.call("OpenSession", pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=source,
-                                                               with_sensitivity=with_sensitivity))
+                                                               with_sensitivity=with_sensitivity, prepare=hold))
             self.session_ids[conn.name] = r.session_id
+            if r.HasField("prepared"):
+                self._held[conn.name] = r.prepared.reservation_id
             self.policies[conn.name] = (r.policy if r.HasField("policy")  # a site from before: ask separately
                                         else conn.call("Describe", pb.DescribeRequest()).policy)
             # Steps run at the same time; never more calls at once than the site serves one analyst.
@@ -242,8 +289,12 @@ class ValidationSession:
 
         try:
             described = self._each("open session", open_one)
-        except Exception:
-            self.close()  # the sites that did open a session should not keep it
+        except Exception as exc:
+            self.close()  # the sites that did open a session should not keep it (nor their holds)
+            if hold is not None and isinstance(exc, SiteError):
+                what = "; nothing was released or charged at any site (the others' holds were cancelled)"
+                exc.message += what
+                exc.args = (exc.args[0] + what,)
             raise
         self.score_source = described[0] or source.score_column or "GLM model"
 
@@ -366,10 +417,11 @@ class ValidationSession:
                     got[cls] = {"info": chunk.info, "scores": np.empty(chunk.info.n), "filled": 0}
                 elif not current:
                     raise ValueError("the release stream did not start with its ReleaseInfo")
-                if len(chunk.scores) % 8:
+                data = chunk.scores  # each read of the field is a copy of its bytes
+                if len(data) % 8:
                     raise ValueError("the release stream's scores are not float64 values (a multiple of 8 bytes)")
                 into = got[current[0]]
-                part, filled = np.frombuffer(chunk.scores, dtype="<f8"), into["filled"]
+                part, filled = np.frombuffer(data, dtype="<f8"), into["filled"]
                 if filled + part.size > into["scores"].size:
                     raise ValueError(f"the release announced {into['info'].n} scores but sent more")
                 into["scores"][filled:filled + part.size] = part
@@ -397,8 +449,24 @@ class ValidationSession:
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
 
-        holds = self.hold("noisy release", lambda c: pb.PrepareRequest(scores=request(c, 0, "")))
+        holds = self._held_with_session(request(self.connections[0], 0, ""))
+        if holds is None:
+            holds = self.hold("noisy release", lambda c: pb.PrepareRequest(scores=request(c, 0, "")))
         return dict(zip(self.sites, self.commit("noisy release", holds, release_site)))
+
+    def _held_with_session(self, release: pb.ReleaseRequest) -> dict[str, str] | None:
+        """The holds every site made with its session when they are of ``release`` (used once), else None (those
+        made are cancelled: a site from before holds at OpenSession did not hold)."""
+        held, asked, self._held, self._hold = self._held, self._hold, {}, None
+        if asked is None:
+            return None
+        same = (asked.scores.epsilon, asked.scores.delta, asked.scores.sensitivity) == (
+            release.epsilon, release.delta, release.sensitivity)
+        if same and len(held) == len(self.connections):
+            self.progress("noisy release", None, f"{len(held)} sites checked the request and hold its budget")
+            return held
+        self.cancel(held)
+        return None
 
     @staticmethod
     def pool(releases: Mapping[str, SiteRelease]) -> tuple[np.ndarray, np.ndarray]:
@@ -411,11 +479,18 @@ class ValidationSession:
         return pooled
 
 
-    def upload_survivors(self, releases: Mapping[str, SiteRelease]) -> None:
-        """Send the pooled noisy negatives (S~0) and positives (S~1) to every site (client streaming).
+    def upload_survivors(self, releases: Mapping[str, SiteRelease], *,
+                         answers: pb.PaperAggregatesRequest | None = None) -> PaperAnswers | None:
+        """Send the pooled noisy negatives (S~0) and positives (S~1) to every site, both in one stream
+        (``UploadSurvivors``; two streams to a site from before that call).
 
         Each site's released values go unchanged, site after site, with the sites' signed ReleaseInfo
         as the upload's segments: a site accepts a survivor function only as such a union.
+        ``answers`` (:meth:`answers_request`): what every site answers on them in the same round trip;
+        returned as :class:`PaperAnswers` (the ROC-GLM parts kept for :meth:`fit_rocglm`), or None when
+        not asked or when a site predates that call (then ask :meth:`aggregates` and the rest apart). A
+        site leaves the confusion matrix and the ROC-GLM parts out when it refuses them: the confusion
+        matrix is then asked apart (its refusal raised), the parts in the fit.
         """
         parts, segments = {}, {}
         for cls, values, info in ((pb.SCORE_CLASS_NEGATIVES, "negatives", "info_negatives"),
@@ -434,26 +509,80 @@ class ValidationSession:
         def upload(conn):
             size = min(_UPLOAD_CHUNK, self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK)
 
-            def one_class(cls):
-                n = totals[cls]
+            def section(cls, asked=None):
+                yield pb.SurvivorChunk(header=pb.SurvivorHeader(
+                    session_id=self._sid(conn), score_class=cls, n=totals[cls], segments=segments[cls],
+                    answers=asked)).SerializeToString()
+                yield from _survivor_chunks(parts[cls], size)
 
-                def messages():
-                    yield pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=self._sid(conn), score_class=cls, n=n,
-                                                                    segments=segments[cls])).SerializeToString()
-                    yield from _survivor_chunks(parts[cls], size)
-
-                with in_flight:
-                    r = conn.call("UploadSurvivor", messages, timeout=300.0, reply_type=pb.UploadSurvivorResponse)
-                if r.n_received != n:
-                    raise ValueError(f"the site received {r.n_received} of {n} survivor scores")
+            def checked(r, cls):
+                if r.n_received != totals[cls]:
+                    raise ValueError(f"the site received {r.n_received} of {totals[cls]} survivor scores")
                 return r.evaluations_left
 
-            # Both classes at once (two streams per site), within the streams in flight.
-            left, _ = concurrently(lambda: one_class(pb.SCORE_CLASS_NEGATIVES),
-                                   lambda: one_class(pb.SCORE_CLASS_POSITIVES))
-            self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")
+            def both():
+                yield from section(pb.SCORE_CLASS_NEGATIVES, answers)
+                yield from section(pb.SCORE_CLASS_POSITIVES)
 
-        self._each("upload survivor functions", upload)
+            try:
+                with in_flight:
+                    r = conn.call("UploadSurvivors", both, timeout=300.0, reply_type=pb.UploadSurvivorsResponse)
+            except SiteError as exc:
+                if exc.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                r = None
+            if r is not None:
+                if [x.score_class for x in r.survivors] != [pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES]:
+                    raise ValueError("the UploadSurvivors reply does not confirm both classes (S~0, then S~1)")
+                left = checked(r.survivors[0], pb.SCORE_CLASS_NEGATIVES)
+                checked(r.survivors[1], pb.SCORE_CLASS_POSITIVES)
+                if answers is not None and not r.HasField("answers"):
+                    raise ValueError("the UploadSurvivors reply carries no answers")
+            else:  # a site from before UploadSurvivors: one stream per class, both at once
+
+                def one_class(cls):
+                    with in_flight:
+                        reply = conn.call("UploadSurvivor", lambda: section(cls), timeout=300.0,
+                                          reply_type=pb.UploadSurvivorResponse)
+                    return checked(reply, cls)
+
+                left, _ = concurrently(lambda: one_class(pb.SCORE_CLASS_NEGATIVES),
+                                       lambda: one_class(pb.SCORE_CLASS_POSITIVES))
+            self.progress("upload survivor functions", conn.name, f"{left} ROC-GLM evaluations left for this S~0")
+            return None if r is None else r.answers
+
+        replies = self._each("upload survivor functions", upload)
+        if answers is None or any(r is None for r in replies):
+            return None
+        if answers.HasField("rocglm") and all(r.HasField("rocglm") for r in replies):  # else asked in the fit
+            key = (tuple(answers.rocglm.theta), answers.rocglm.grid.SerializeToString(deterministic=True))
+            self._rocglm_given[key] = {name: r.rocglm for name, r in zip(self.sites, replies)}
+        return self._answers(replies, answers)
+
+    def answers_request(self, *, n_bins: int = 10, edges=None, threshold: float | None = None,
+                        theta=None, grid=None) -> pb.PaperAggregatesRequest:
+        """What :meth:`upload_survivors` asks with the upload: the placement moments, Brier sums, calibration
+        cells (``n_bins`` or ``edges``) and budget, the confusion matrix at ``threshold`` (answered first) and the
+        ROC-GLM parts at ``theta`` on ``grid`` (the fit's first evaluation, :func:`dsroc.fit_rocglm`'s start)."""
+        request = pb.PaperAggregatesRequest(calibration=_calibration_request(n_bins, edges))
+        if threshold is not None:
+            if not np.isfinite(threshold):
+                raise ValueError(f"threshold must be finite, got {threshold}")
+            request.confusion.threshold = float(threshold)
+        if theta is not None:
+            request.rocglm.CopyFrom(pb.RocGlmPartsRequest(theta=[float(v) for v in theta], grid=grid_spec(grid)))
+        return request
+
+    def _answers(self, replies: Sequence[pb.PaperAggregatesResponse], request: pb.PaperAggregatesRequest) -> PaperAnswers:
+        """Every site's answers (``PaperAggregatesResponse``, in site order) combined."""
+        curve = dsroc.aggregate_calibration([_calibration_parts(r.calibration) for r in replies], site_names=self.sites)
+        confusion = None
+        if request.HasField("confusion"):
+            # A site that refused it left it out: asked apart, its refusal says why.
+            confusion = (_confusion_result(request.confusion.threshold, [r.confusion for r in replies])
+                         if all(r.HasField("confusion") for r in replies) else self.confusion(request.confusion.threshold))
+        return PaperAnswers(self._pooled_moments([r.moments for r in replies]), _pooled_brier([r.brier for r in replies]),
+                            curve, {name: r.budget for name, r in zip(self.sites, replies)}, confusion)
 
     def fit_rocglm(self, *, grid=None, start=None) -> dsroc.RocGlmResult:
         """Distributed Fisher scoring: :func:`dsroc.fit_rocglm` on the sum of the sites' parts."""
@@ -579,9 +708,8 @@ class ValidationSession:
         replies = self._each("moments, Brier, calibration and budget", ask)
         if any(r is None for r in replies):
             return self.placement_moments(), self.brier(), self.calibration(n_bins=n_bins, edges=edges), self.budget()
-        curve = dsroc.aggregate_calibration([_calibration_parts(r.calibration) for r in replies], site_names=self.sites)
-        return (self._pooled_moments([r.moments for r in replies]), _pooled_brier([r.brier for r in replies]), curve,
-                {name: r.budget for name, r in zip(self.sites, replies)})
+        got = self._answers(replies, pb.PaperAggregatesRequest())
+        return got.moments, got.brier, got.calibration, got.budgets
 
     def confusion(self, threshold: float) -> ConfusionResult:
         """Confusion matrix at ``threshold`` summed over the sites (each cell at least q at every site)."""
@@ -589,8 +717,7 @@ class ValidationSession:
             raise ValueError(f"threshold must be finite, got {threshold}")
         replies = self._each("confusion matrix", lambda c: c.call(
             "ConfusionParts", pb.ConfusionPartsRequest(session_id=self._sid(c), threshold=float(threshold))))
-        s = dsroc.aggregate_confusion(dsroc.ConfusionParts(r.tp, r.fp, r.fn, r.tn) for r in replies)
-        return ConfusionResult(float(threshold), s.tp, s.fp, s.fn, s.tn, s.sensitivity, s.specificity, s.ppv, s.npv)
+        return _confusion_result(threshold, replies)
 
     def budget(self) -> dict[str, pb.BudgetStatus]:
         """Each site's spent and remaining budget for this dataset."""
@@ -624,6 +751,7 @@ class ValidationSession:
         caps see it closed, and keeps it off the end of a validation.
         """
         ids, self.session_ids = self.session_ids, {}
+        unused, self._held = self._held, {}  # holds made with the sessions and never used
 
         def close_one(conn):
             try:
@@ -632,6 +760,8 @@ class ValidationSession:
                 pass
 
         def close_all():
+            if unused:
+                self.cancel(unused)
             fan_out([c for c in self.connections if c.name in ids], close_one, executor=self.executor)
 
         if not ids:

@@ -5,8 +5,10 @@ mutual TLS, each with one dataset per size n, n/K patients each), and the analys
 ``Federation.validate`` (paper protocol, a new release each time) on every size; the same statistics
 are computed in process on the same data with the same noise (the daemons' exact lattice sampler): the
 daemons' work without the network, the anchor of the network's cost. Per (K, n) it prints the fastest validation, the first one after start-up, the
-in-process time, the analyst's peak memory (VmHWM of its process during one validation), the daemons'
-CPU per validation and their memory. Then the simulation study's batched paper-mode replication against
+in-process time, the CPU seconds of both (the analyst's process and every daemon together, and the
+in-process run: on a shared machine they move less with the load than wall-clock times), the analyst's
+peak memory (VmHWM of its process during one validation), the daemons' CPU per validation, the calls one
+daemon served per validation (from its audit log) and their memory. Then the simulation study's batched paper-mode replication against
 a minimal numpy implementation of the same replication (and R's, when Rscript and pROC are installed),
 and at the end every target of issue 21 with the anchor it is measured against, all from this run.
 
@@ -201,9 +203,9 @@ def stop(procs) -> None:
             p.kill()
 
 
-def in_process(n: int, k_sites: int) -> tuple[float, float]:
+def in_process(n: int, k_sites: int) -> tuple[float, float, float]:
     """The statistics of a validation computed in one process on the same data (no network): seconds in all,
-    and of them the release noise's.
+    of them the release noise's, and the CPU seconds it took.
 
     Like for like: the noise is the daemons' (scores on the public lattice plus exact discrete Gaussian
     noise, ``dsroc.privacy.lattice``), drawn site after site; what the anchor leaves out is what the network
@@ -214,11 +216,11 @@ def in_process(n: int, k_sites: int) -> tuple[float, float]:
     from dsroc.privacy.lattice import lattice_gaussian
 
     pred, y, site = site_data(n, k_sites)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     noise = lattice_gaussian(EPSILON, DELTA, 0.1)
     tau = noise.sigma
     classes = [(pred[(site == k) & (y == 0)], pred[(site == k) & (y == 1)]) for k in range(k_sites)]
-    released = [tuple(noise.values(np.sort(noise.noisy_points(s))) for s in pair) for pair in classes]
+    released = [tuple(noise.values(noise.sorted_noisy_points(s)) for s in pair) for pair in classes]
     noise_s = time.perf_counter() - t
     pooled0 = np.sort(np.concatenate([r[0] for r in released]), kind="stable")
     pooled1 = np.sort(np.concatenate([r[1] for r in released]), kind="stable")
@@ -242,7 +244,7 @@ def in_process(n: int, k_sites: int) -> tuple[float, float]:
                               correction=dsroc.deconvolution_correction(pooled0, pooled1, tau, tau),
                               delong_variance=var, noise_variance=dsroc.noise_variance(pooled0, pooled1, tau, tau))
     pr_from_released_scores(pooled0, pooled1)
-    return time.perf_counter() - t, noise_s
+    return time.perf_counter() - t, noise_s, time.process_time() - cpu
 
 
 # ---------------------------------------------------------------------------------------------- workers
@@ -280,8 +282,10 @@ def sites_worker(tree: str, k_sites: int, sizes, repeat: int, data_dir: str) -> 
                 in_process(1000, k_sites)
                 for conn in fed.connections:
                     grpc.channel_ready_future(conn.channel).result(timeout=60)
+                audit = root / "site0" / "state" / "audit.jsonl"
                 for i, n in enumerate(sizes):
-                    walls, peaks, cpus, bases = [], [], [], []
+                    walls, peaks, cpus, bases, mine = [], [], [], [], []
+                    logged = audit.stat().st_size if audit.exists() else 0
                     for j in range(repeat + 1):  # the first is the first validation after start-up
                         # A new release every time (epsilon moves a little), as a new validation makes.
                         eps = EPSILON - 1e-3 * (i * (repeat + 1) + j)
@@ -289,27 +293,43 @@ def sites_worker(tree: str, k_sites: int, sizes, repeat: int, data_dir: str) -> 
                         trim_heap()  # the benchmark's own leftovers (data, in-process runs) are not the analyst's
                         bases.append(memory_mb(me))
                         reset_peak(me)
-                        t = time.perf_counter()
+                        t, cpu = time.perf_counter(), time.process_time()
                         fed.validate(f"n{n}", "y", score="pred", epsilon=eps, delta=DELTA, protocol="paper")
                         walls.append(time.perf_counter() - t)
+                        mine.append(time.process_time() - cpu)
                         peaks.append(peak_mb(me))
                         cpus.append(sum(cpu_seconds(p.pid) - b for p, b in zip(procs, before)) / k_sites)
+                    calls = _calls_logged(audit, logged) / (repeat + 1)
                     rss = max(memory_mb(p.pid) for p in procs)
-                    local, local_noise = min(in_process(n, k_sites) for _ in range(1 if n >= 10_000_000 else 2))
+                    local, local_noise, local_cpu = min(in_process(n, k_sites) for _ in range(1 if n >= 10_000_000 else 2))
                     warm = min(walls[1:])
                     rows.append({"sites": k_sites, "n": n, "wall_s": warm, "first_s": walls[0],
                                  "warm_median_s": float(np.median(walls[1:])), "in_process_s": local,
-                                 "in_process_noise_s": local_noise,
+                                 "in_process_noise_s": local_noise, "in_process_cpu_s": local_cpu,
+                                 # CPU seconds of one validation: the analyst's process and all daemons together
+                                 "network_cpu_s": float(np.median(mine[1:])) + k_sites * float(np.median(cpus[1:])),
                                  "analyst_peak_mb": max(peaks[1:]), "analyst_base_mb": max(bases[1:]), "daemon_cpu_ms": 1e3 * float(np.median(cpus[1:])),
+                                 "calls_per_site": calls,
                                  "rss_mb": rss, "idle_mb": idle, "startup_max_s": max(startup),
                                  "ready_s": procs[0].ready_s, "warm_up": warms})
                     print(f"    K = {k_sites:>2} n = {n:>10,}: validate {warm:7.3f} s (first {walls[0]:.3f} s), "
                           f"in process {local:7.3f} s, analyst peak {max(peaks[1:]):5.0f} MB, daemon CPU "
-                          f"{rows[-1]['daemon_cpu_ms']:7.1f} ms per site, daemon RSS up to {rss:5.0f} MB",
+                          f"{rows[-1]['daemon_cpu_ms']:7.1f} ms per site ({calls:.0f} calls), daemon RSS up to {rss:5.0f} MB",
                           file=sys.stderr, flush=True)
         finally:
             stop(procs)
     return rows
+
+
+def _calls_logged(audit: Path, offset: int) -> int:
+    """The calls a daemon's audit log recorded after byte ``offset`` (a combined call's parts, which name it in
+    ``in_call``, are not calls of their own)."""
+    if not audit.exists():
+        return 0
+    with audit.open("rb") as f:
+        f.seek(offset)
+        records = [json.loads(line) for line in f.read().splitlines() if line.strip()]
+    return sum("in_call" not in r.get("parameters", {}) for r in records)
 
 
 def daemon_worker(tree: str, n: int, data_dir: str) -> dict:
@@ -444,14 +464,14 @@ def targets(results: dict) -> list[tuple[str, float, str, str, str]]:
     if (5, 10_000_000) in rows:
         r = rows[5, 10_000_000]
         out.append(("10^7 patients over 5 TLS sites, paper", r["wall_s"], "s", "<= 5 s",
-                    f"in process {r['in_process_s']:.2f} s{_noise_share(r)}"))
+                    f"in process {r['in_process_s']:.2f} s{_noise_share(r)}{_cpu(r)}"))
         base = f"RSS before it {r['analyst_base_mb']:.0f} MB, " if "analyst_base_mb" in r else ""
         out.append(("analyst peak memory at 10^7", r["analyst_peak_mb"], "MB", "<= 600 MB",
                     f"{base}the pooled scores {8 * 10_000_000 / 2**20:.0f} MB"))
     if (5, 1_000_000) in rows:
         r = rows[5, 1_000_000]
         out.append(("network / in-process at 10^6 (5 sites)", r["wall_s"] / r["in_process_s"], "x", "<= 1.1x",
-                    f"{r['wall_s']:.3f} s / {r['in_process_s']:.3f} s in process{_noise_share(r)}"))
+                    f"{r['wall_s']:.3f} s / {r['in_process_s']:.3f} s in process{_noise_share(r)}{_cpu(r)}"))
     if "daemon" in results:
         d = results["daemon"]
         out.append((f"daemon RSS at {d['rows']:,} rows (ready / after a validation)", d["after_mb"], "MB",
@@ -460,8 +480,9 @@ def targets(results: dict) -> list[tuple[str, float, str, str, str]]:
         a, b = rows[5, 100_000], rows[50, 100_000]
         out.append(("n = 10^5: 50 sites / 5 sites", b["wall_s"] / a["wall_s"], "x", "<= 4x",
                     f"{b['wall_s']:.3f} s / {a['wall_s']:.3f} s"))
+        calls = f"; {b['calls_per_site']:.0f} calls per site" if "calls_per_site" in b else ""
         out.append(("daemon CPU per validation per site (50 sites, 10^5)", b["daemon_cpu_ms"], "ms", "<= 15 ms",
-                    f"5 sites: {a['daemon_cpu_ms']:.1f} ms"))
+                    f"5 sites: {a['daemon_cpu_ms']:.1f} ms{calls}"))
     if (5, 10_000) in rows:
         r = rows[5, 10_000]
         out.append(("first validation after start-up / warm (5 sites, 10^4)", r["first_s"] / r["warm_median_s"], "x",
@@ -479,6 +500,14 @@ def targets(results: dict) -> list[tuple[str, float, str, str, str]]:
             out.append(("R (pROC + glm) / study per replication", float("nan"), "x", ">= 25x",
                         "not measured: Rscript with pROC is not installed"))
     return out
+
+
+def _cpu(row: dict) -> str:
+    """CPU seconds of a validation over the network (analyst and daemons) and in process, when measured: on a
+    shared machine they move less with the load than the wall-clock times."""
+    if "network_cpu_s" not in row:
+        return ""
+    return f"; CPU {row['network_cpu_s']:.2f} s (analyst and daemons) / {row['in_process_cpu_s']:.2f} s in process"
 
 
 def _noise_share(row: dict) -> str:
@@ -556,8 +585,9 @@ def main(argv=None) -> int:
         print(f"\n{name}:")
         for r in res["sites"]:
             print(f"  K = {r['sites']:>2} n = {r['n']:>10,}: validate {r['wall_s']:7.3f} s (first {r['first_s']:.3f} s) "
-                  f"in process {r['in_process_s']:7.3f} s, ratio {r['wall_s'] / r['in_process_s']:5.2f}x, analyst peak "
-                  f"{r['analyst_peak_mb']:5.0f} MB, daemon CPU {r['daemon_cpu_ms']:7.1f} ms per site, "
+                  f"in process {r['in_process_s']:7.3f} s, ratio {r['wall_s'] / r['in_process_s']:5.2f}x{_cpu(r)}, analyst peak "
+                  f"{r['analyst_peak_mb']:5.0f} MB, daemon CPU {r['daemon_cpu_ms']:7.1f} ms per site"
+                  + (f" ({r['calls_per_site']:.0f} calls)" if "calls_per_site" in r else "") + ", "
                   f"daemon RSS {r['rss_mb']:5.0f} MB (idle {r['idle_mb']:.0f}), start-up to SERVING up to "
                   f"{r['startup_max_s']:.2f} s")
     print_targets(results["after"], results.get("before"), sys.stdout)

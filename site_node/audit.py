@@ -9,11 +9,15 @@ import os
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
-__all__ = ["AuditRecord", "AuditLog", "bounded", "current_record", "note", "read_audit", "audit_files",
+from .errors import status_for
+
+__all__ = ["AuditRecord", "AuditLog", "bounded", "current_record", "note", "part", "read_audit", "audit_files",
            "MAX_LOGGED_CHARS", "MAX_MESSAGE_CHARS", "DEFAULT_MAX_BYTES"]
 
 # Every string an analyst can put in the log (dataset names, session ids, messages quoting them) is
@@ -63,6 +67,7 @@ class AuditRecord:
     message: str = ""
     privacy_cost: float = 0.0
     time: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+    parts: list = field(default_factory=list)  # the records of a combined call's parts (:func:`part`), written after it
 
     def as_dict(self) -> dict:
         """The JSON object written to the log (every string bounded, see :func:`bounded`)."""
@@ -79,6 +84,31 @@ _current: contextvars.ContextVar[AuditRecord | None] = contextvars.ContextVar("d
 def current_record() -> AuditRecord | None:
     """The audit record of the request being served in this thread (set by the interceptor)."""
     return _current.get()
+
+
+@contextmanager
+def part(call: str, parameters: dict | None = None) -> Iterator[AuditRecord | None]:
+    """Audit one part of a combined call as its own call: a record of its own (``call``, its parameters,
+    what :func:`note` adds meanwhile, its decision), written right after the combined call's record.
+
+    A part that raises gets the decision and message its own call would have had, and the exception
+    goes on (it refuses the combined call). Outside a served call (no current record) nothing is recorded.
+    """
+    outer = _current.get()
+    if outer is None:
+        yield None
+        return
+    record = AuditRecord(outer.analyst, call, peer=outer.peer, parameters={"in_call": outer.call, **(parameters or {})})
+    outer.parts.append(record)
+    token = _current.set(record)
+    try:
+        yield record
+    except BaseException as exc:
+        code, message = status_for(exc)
+        record.decision, record.message = code.name, message
+        raise
+    finally:
+        _current.reset(token)
 
 
 def note(*, parameters: dict | None = None, privacy_cost: float | None = None) -> None:
@@ -133,12 +163,12 @@ class AuditLog:
         return _current.set(record)
 
     def end(self, record: AuditRecord, token: contextvars.Token) -> None:
-        """Write ``record`` and clear the current record."""
+        """Write ``record`` (then its parts' records) and clear the current record."""
         _current.reset(token)
         self.write(record)
 
     def write(self, record: AuditRecord) -> None:
-        """Append one record."""
+        """Append one record and the records of its parts (one write)."""
         with self._lock:
             self._append(record)
 
@@ -178,7 +208,8 @@ class AuditLog:
         self._window = (minute or 0, 0, {})
 
     def _append(self, record: AuditRecord) -> None:
-        line = (json.dumps(record.as_dict(), sort_keys=True, default=str) + "\n").encode("utf-8", "replace")
+        line = "".join(json.dumps(r.as_dict(), sort_keys=True, default=str) + "\n"
+                       for r in (record, *record.parts)).encode("utf-8", "replace")
         # O_APPEND: concurrent writers (even another process) never interleave within a line.
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

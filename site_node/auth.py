@@ -18,7 +18,8 @@ from .crl import RevokedCertificates
 from .errors import InvalidArgument, ResourceExhausted, Unauthenticated, status_for
 from .slots import CallSlots
 
-__all__ = ["hash_token", "new_token", "current_analyst", "AuthAuditInterceptor", "OPEN_METHOD_PREFIXES"]
+__all__ = ["hash_token", "new_token", "current_analyst", "request_parameters", "AuthAuditInterceptor",
+           "OPEN_METHOD_PREFIXES"]
 
 log = logging.getLogger("dsroc.site")
 
@@ -57,6 +58,11 @@ def _loggable(value):
     if isinstance(value, list):
         return value if len(value) <= _MAX_LOGGED_LIST else f"[{len(value)} values]"
     return value
+
+
+def request_parameters(message) -> dict:
+    """A request message as its audit record's parameters (field names as in the proto, long lists shortened)."""
+    return _loggable(MessageToDict(message, preserving_proto_field_name=True))
 
 
 class AuthAuditInterceptor(grpc.ServerInterceptor):
@@ -134,7 +140,7 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
                     request = _parsed_stream(request)
                 else:
                     _require_parsed(request)
-                    record.parameters = _loggable(MessageToDict(request, preserving_proto_field_name=True))
+                    record.parameters = request_parameters(request)
                 # A server-streaming servicer does all checks and charging before returning its
                 # iterator, so the record is complete here; its slot is given back when the stream ends.
                 response = behavior(request, context)

@@ -108,10 +108,9 @@ def _cmd_token(args) -> int:
 
 def _cmd_serve(args) -> int:
     from .config import ConfigError, load_config
-    from .server import SiteServer, return_freed_memory
+    from .server import SiteServer
     from .state import write_pid_file
 
-    return_freed_memory()
     if args.listen is not None and len(args.config) > 1:
         raise ConfigError("--listen overrides the address of one site; give a single --config with it")
     configs = [load_config(path) for path in args.config]  # every config is checked before any site starts
@@ -120,7 +119,7 @@ def _cmd_serve(args) -> int:
         for config in configs:
             servers.append(SiteServer(config, insecure=args.insecure, address=args.listen, max_workers=args.workers,
                                       read_datasets_in_helper=True, reset_state=args.reset_state,
-                                      warm_up=True))
+                                      warm_up=True, trim_memory=True))
     except BaseException:
         for server in servers:
             server.stop(grace=0)

@@ -426,20 +426,21 @@ class SqliteLedger(Ledger):
         with self._lock:
             return max(cap - self._used(key), 0)
 
-    def record_survivor(self, key, cap):
+    def record_survivors(self, keys, cap):
         def body(db):
-            seen = db.execute("SELECT 1 FROM survivor_uploads WHERE population=? AND source=? AND outcome=? "
-                              "AND score_class=? AND survivor=?", key).fetchone()
-            if seen is not None:
-                return
-            (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE population=? AND source=? "
-                                  "AND outcome=? AND score_class=?", key[:4]).fetchone()
-            if count >= cap:
-                raise ResourceExhausted(
-                    f"query cap: this site accepts at most {cap} different survivor functions per population, "
-                    "score source, outcome and class"
-                )
-            db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
+            for key in keys:
+                seen = db.execute("SELECT 1 FROM survivor_uploads WHERE population=? AND source=? AND outcome=? "
+                                  "AND score_class=? AND survivor=?", key).fetchone()
+                if seen is not None:
+                    continue
+                (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE population=? AND source=? "
+                                      "AND outcome=? AND score_class=?", key[:4]).fetchone()
+                if count >= cap:
+                    raise ResourceExhausted(
+                        f"query cap: this site accepts at most {cap} different survivor functions per population, "
+                        "score source, outcome and class"
+                    )
+                db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
 
         self._transaction(body)
 

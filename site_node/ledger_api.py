@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable
+from functools import lru_cache
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -119,8 +120,10 @@ class BudgetStatus:
         return max(self.budget_epsilon - self.epsilon_spent, 0.0)
 
 
+@lru_cache(maxsize=64)
 def budget_mu(epsilon: float, delta: float) -> float:
-    """The largest Gaussian-DP mu that is (epsilon, delta)-DP: ``1 / sigma`` of the analytic mechanism at sensitivity 1."""
+    """The largest Gaussian-DP mu that is (epsilon, delta)-DP: ``1 / sigma`` of the analytic mechanism at sensitivity 1
+    (a root search; remembered, as every budget status of a site asks it of the same policy)."""
     return gdp_release_mu(1.0, analytic_gaussian_sigma(epsilon, delta, 1.0))
 
 
@@ -203,11 +206,11 @@ class Ledger(ABC):
         """Theta-evaluations left on a survivor function."""
 
     @abstractmethod
-    def record_survivor(self, key: tuple[str, str, str, int, str], cap: int) -> None:
-        """Record an uploaded survivor function ``(population, source, outcome, class, digest)``.
+    def record_survivors(self, keys: Sequence[tuple[str, str, str, int, str]], cap: int) -> None:
+        """Record uploaded survivor functions ``(population, source, outcome, class, digest)`` in one transaction.
 
-        A digest seen before is free; a new one beyond ``cap`` distinct ones raises
-        :class:`ResourceExhausted` and records nothing.
+        A digest seen before is free; a new one beyond ``cap`` distinct ones per (population, source, outcome,
+        class) raises :class:`ResourceExhausted` and records none of ``keys``.
         """
 
     @abstractmethod

@@ -28,8 +28,14 @@ def _associated(key: ReleaseKey) -> bytes:
 
 def seal_points(noise_key: NoiseKey, key: ReleaseKey, negatives: np.ndarray, positives: np.ndarray) -> bytes:
     """Seal the sorted int64 lattice points of both classes of the release ``key``."""
-    parts = [np.diff(np.asarray(p, dtype=np.int64), prepend=np.int64(0)) for p in (negatives, positives)]
-    plain = _HEADER.pack(parts[0].size, parts[1].size) + zlib.compress(np.concatenate(parts).astype("<i8").tobytes(), 1)
+    n0, n1 = len(negatives), len(positives)
+    diffs = np.empty(n0 + n1, dtype="<i8")  # both classes' differences in one array, compressed without a copy
+    for points, out in ((negatives, diffs[:n0]), (positives, diffs[n0:])):
+        points = np.asarray(points, dtype=np.int64)
+        if points.size:
+            out[0] = points[0]
+            np.subtract(points[1:], points[:-1], out=out[1:])
+    plain = _HEADER.pack(n0, n1) + zlib.compress(memoryview(diffs).cast("B"), 1)
     return noise_key.seal(plain, _associated(key))
 
 
@@ -37,7 +43,7 @@ def open_points(noise_key: NoiseKey, key: ReleaseKey, sealed: bytes) -> tuple[np
     """The sorted lattice points ``(negatives, positives)`` of :func:`seal_points`; ValueError if they do not open."""
     plain = noise_key.open(sealed, _associated(key))
     n0, n1 = _HEADER.unpack_from(plain)
-    diffs = np.frombuffer(zlib.decompress(plain[_HEADER.size:]), dtype="<i8").astype(np.int64)
+    diffs = np.frombuffer(zlib.decompress(memoryview(plain)[_HEADER.size:]), dtype="<i8")
     if diffs.size != n0 + n1:
         raise ValueError("a sealed release holds the wrong number of points")
-    return np.cumsum(diffs[:n0]), np.cumsum(diffs[n0:])
+    return np.cumsum(diffs[:n0], dtype=np.int64), np.cumsum(diffs[n0:], dtype=np.int64)

@@ -22,6 +22,7 @@ from .crl import RevokedCertificates, revoked_serials
 from .config import ConfigError, SiteConfig, load_config
 from .datasets import DatasetStore, read_table
 from .ledger import SqliteLedger
+from .memory import FreedMemory
 from .populations import require_declared_populations
 from .servicer import SiteServicer
 from .site import Site
@@ -29,32 +30,11 @@ from .slots import CallSlots
 from .state import mark_served, open_state
 from .table_reader import read_table_in_helper
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback",
-           "return_freed_memory"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback"]
 
 log = logging.getLogger("dsroc.site")
 
 SERVICE_NAME = "dsroc.v1.SiteService"
-
-
-_M_MMAP_THRESHOLD = -3  # mallopt parameter, glibc's malloc.h
-
-
-def return_freed_memory() -> bool:
-    """Make the C allocator give large freed blocks back to the system at once (glibc; False elsewhere).
-
-    glibc serves blocks of 128 KB and more from their own memory maps, but raises that threshold up to
-    32 MB after the first such block is freed; from then on a request's score arrays come from the heap
-    and stay in the process after the request (RSS grows by tens of MB per protocol run). A fixed
-    threshold keeps every array of 16 384 scores or more in its own map, unmapped when freed.
-    """
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except AttributeError:  # not glibc
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, 128 * 1024))
 
 
 def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
@@ -125,11 +105,15 @@ class SiteServer:
         (:meth:`site_node.site.Site.warm_up`), so that the first validation costs what the next ones do;
         the health service reports NOT_SERVING until that is done (then SERVING), and calls that arrive
         meanwhile wait for the dataset they need. ``dsroc-site serve`` does.
+    trim_memory : bool, default False
+        Give the C allocator's freed memory back to the system whenever the last call in progress ends
+        (:class:`site_node.memory.FreedMemory`), so that calls reuse freed arrays but the daemon's memory
+        between validations stays what its data needs. ``dsroc-site serve`` does.
     """
 
     def __init__(self, config: SiteConfig, *, insecure: bool = False, address: str | None = None, max_workers: int = 8,
                  max_calls_per_analyst: int | None = None, read_datasets_in_helper: bool = False,
-                 reset_state: bool = False, warm_up: bool = False):
+                 reset_state: bool = False, warm_up: bool = False, trim_memory: bool = False):
         self.config = config
         self.warm_up = warm_up
         self.insecure = insecure
@@ -156,7 +140,9 @@ class SiteServer:
         if reset_state:
             log.warning("site %s: state reset (--reset-state): every population starts from a full budget", config.name)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
-        slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2))
+        self.freed_memory = FreedMemory() if trim_memory else None
+        slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2),
+                          on_release=None if self.freed_memory is None else self.freed_memory.call_ended)
         self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots, revoked)
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dsroc-site"),

@@ -8,18 +8,23 @@ those and the guard.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+
 import numpy as np
 
+from dsroc import DisclosureError
 from dsroc.v1 import site_pb2 as pb
 from dsroc.v1 import site_pb2_grpc
 
-from .audit import note
-from .auth import current_analyst
+from .audit import note, part
+from .auth import current_analyst, request_parameters
 from .budget_view import ReleaseQuery
 from .errors import InvalidArgument, SiteError
 from .histograms import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION
 from .ledger import BudgetStatus
 from .protocols import BoydProtocol, HistogramProtocol, PaperProtocol, SecAggProtocol
+from .protocols.paper import NEGATIVES, POSITIVES
 from .protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from .protocols.secagg import Advertisement, Receipt
 from .scores import ScoreSpec
@@ -98,9 +103,24 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
 
     def OpenSession(self, request, context):
         spec = ScoreSpec.from_proto(request.score)
-        session = self.site.open_session(current_analyst(), request.dataset, request.outcome, spec)
+        analyst, prepared = current_analyst(), pb.PrepareResponse()
+
+        def hold(session):
+            # PrepareRelease on the session-to-be: a refused hold opens no session (and records no model).
+            with part("PrepareRelease", request_parameters(request.prepare)):
+                if request.prepare.WhichOneof("release") != "scores":
+                    raise InvalidArgument("prepare: OpenSession holds a paper-protocol release (scores) only; "
+                                          "ask PrepareRelease for the others")
+                prepared.CopyFrom(self._prepare(request.prepare, session))
+            held = prepared.reservation_id
+            return (lambda: self.site.cancel(analyst, held)) if held else None
+
+        session = self.site.open_session(analyst, request.dataset, request.outcome, spec,
+                                         before=hold if request.HasField("prepare") else None)
         reply = pb.OpenSessionResponse(session_id=session.session_id, policy=self._policy(),
                                        idle_timeout_seconds=self.site.sessions.idle_seconds, score_source=spec.key)
+        if request.HasField("prepare"):
+            reply.prepared.CopyFrom(prepared)
         if request.with_sensitivity:
             try:
                 reply.sensitivity.CopyFrom(self._sensitivity(session))
@@ -224,6 +244,47 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         first = next(request_iterator, None)
         if first is None or not first.HasField("header"):
             raise InvalidArgument("the first UploadSurvivor message must carry the header (session, class, n)")
+        if first.header.HasField("answers"):
+            raise InvalidArgument("header.answers: only UploadSurvivors (both classes in one stream) answers them")
+        session, survivor, received, _ = self._read_survivor(first, request_iterator, then_header=False)
+        self.paper.store_survivors(session, {first.header.score_class: survivor})
+        return _upload_message(first.header.score_class, received, survivor, self.paper.evaluations_left(session))
+
+    def UploadSurvivors(self, request_iterator, context):
+        # Both classes in one stream, each checked (and audited) as its own UploadSurvivor, and every check of the
+        # answers made, before anything is stored: a refusal leaves ledger, auditor and session as they were.
+        message = next(request_iterator, None)
+        if message is None or not message.HasField("header"):
+            raise InvalidArgument("the first UploadSurvivors message must carry S~0's header (session, class, n)")
+        session_id = message.header.session_id
+        note(parameters={"session_id": session_id})
+        answers = message.header.answers if message.header.HasField("answers") else None
+        survivors, received = {}, {}
+        for k, (score_class, name) in enumerate(((NEGATIVES, "S~0 (SCORE_CLASS_NEGATIVES)"),
+                                                 (POSITIVES, "S~1 (SCORE_CLASS_POSITIVES)"))):
+            if message is None:
+                raise InvalidArgument(f"UploadSurvivors carries both classes: the header of {name} is missing")
+            header = message.header
+            if header.score_class != score_class or header.session_id != session_id or (k and header.HasField("answers")):
+                raise InvalidArgument(f"header {k + 1} of UploadSurvivors: must be {name}'s, in the first header's "
+                                      "session (S~0 first, then S~1), and only the first header may carry answers")
+            with part("UploadSurvivor"):
+                session, survivors[score_class], received[score_class], message = self._read_survivor(
+                    message, request_iterator, then_header=k == 0)
+        if answers is not None:
+            self.paper.check_aggregates(session, answers.calibration)
+        self.paper.store_survivors(session, survivors)
+        left = self.paper.evaluations_left(session)
+        out = pb.UploadSurvivorsResponse(survivors=[_upload_message(c, received[c], survivors[c], left)
+                                                    for c in (NEGATIVES, POSITIVES)])
+        if answers is not None:
+            out.answers.CopyFrom(self._answers(session, answers))
+        return out
+
+    def _read_survivor(self, first, messages, *, then_header: bool):
+        """Read and check (store nothing) the survivor function whose header is ``first``'s, its scores in ``first``
+        and the messages after it: the session, the :class:`~site_node.sessions.Survivor`, the number of scores
+        and, with ``then_header``, the message with the next header (None at the end of the stream)."""
         header = first.header
         note(parameters={"session_id": header.session_id, "score_class": header.score_class, "n": header.n})
         session = self._session(header.session_id)
@@ -233,29 +294,31 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             raise InvalidArgument(f"header.n: this site accepts survivor functions of at most {limit} scores")
         # The signed releases are checked before one score is read: only then is room made for them, once.
         self.site.signer.verify_header(header.segments, expected, header.score_class)
-        values, received = np.empty(expected), 0
-        for message in _with_first(first, request_iterator):
+        values, received, following = np.empty(expected), 0, None
+        # chain, not a generator delegating to ``messages``: leaving this loop at the next header must not close them
+        for message in itertools.chain((first,), messages):
             if message is not first and message.HasField("header"):
-                raise InvalidArgument("only the first UploadSurvivor message may carry a header")
-            if len(message.scores) % 8:
-                raise InvalidArgument("scores must be little-endian float64 values: a multiple of 8 bytes, "
-                                      f"got {len(message.scores)}")
-            chunk = np.frombuffer(message.scores, dtype="<f8")
+                if not then_header:
+                    raise InvalidArgument("only the first UploadSurvivor message may carry a header")
+                following = message
+                break
+            data = message.scores  # each read of the field is a copy of its bytes
+            if len(data) % 8:
+                raise InvalidArgument(f"scores must be little-endian float64 values: a multiple of 8 bytes, got {len(data)}")
+            chunk = np.frombuffer(data, dtype="<f8")
             # Refused as soon as the stream outgrows its header, not after buffering it all.
             if received + chunk.size > expected:
                 raise InvalidArgument(f"header.n is {expected} but more scores arrived")
             values[received:received + chunk.size] = chunk
             received += chunk.size
-        values = values[:received]
-        survivor = self.paper.upload_survivor(session, header.score_class, values, declared_n=header.n,
-                                              segments=header.segments)
-        return pb.UploadSurvivorResponse(
-            score_class=header.score_class, n_received=values.size, survivor_id=survivor.digest,
-            evaluations_left=self.paper.evaluations_left(session),
-        )
+        survivor = self.paper.check_survivor(session, header.score_class, values[:received], declared_n=header.n,
+                                             segments=header.segments)
+        return session, survivor, received, following
 
     def RocGlmParts(self, request, context):
-        session = self._session(request.session_id)
+        return self._rocglm(self._session(request.session_id), request)
+
+    def _rocglm(self, session, request) -> pb.RocGlmPartsResponse:
         parts, left, n_thresholds = self.paper.rocglm_parts(
             session, request.theta, request.grid if request.HasField("grid") else None)
         return pb.RocGlmPartsResponse(
@@ -277,16 +340,37 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         return _calibration_message(self.paper.calibration_parts(self._session(request.session_id), request))
 
     def PaperAggregates(self, request, context):
-        # What the analyst asks beside the ROC-GLM fit, in one round trip; each part as its own call.
         session = self._session(request.session_id)
-        moments = _moments_message(self.paper.placement_moments(session, None))
-        brier = _brier_message(self.paper.brier_parts(session))
-        calibration = _calibration_message(self.paper.calibration_parts(session, request.calibration))
-        budget = _budget_message(self.site.budget(current_analyst(), session.data.dataset))
-        return pb.PaperAggregatesResponse(moments=moments, brier=brier, calibration=calibration, budget=budget)
+        self.paper.check_aggregates(session, request.calibration)
+        return self._answers(session, request)
+
+    def _answers(self, session, request) -> pb.PaperAggregatesResponse:
+        """The request's parts in its order (confusion, moments, Brier, calibration, budget, ROC-GLM), each answered
+        and audited as its own call, after :meth:`PaperProtocol.check_aggregates`: of the parts that change state,
+        the optional ones (confusion, ROC-GLM) are left unset when refused (their own call tells why), and the
+        calibration cells withhold bins rather than refuse, so no refusal comes after a change."""
+        out = pb.PaperAggregatesResponse()
+        if request.HasField("confusion"):
+            with _unset_if_refused("ConfusionParts", request_parameters(request.confusion)):
+                out.confusion.CopyFrom(self._confusion(session, request.confusion.threshold))
+        with part("PlacementMoments"):
+            out.moments.CopyFrom(_moments_message(self.paper.placement_moments(session, None)))
+        with part("BrierParts"):
+            out.brier.CopyFrom(_brier_message(self.paper.brier_parts(session)))
+        with part("CalibrationParts", request_parameters(request.calibration)):
+            out.calibration.CopyFrom(_calibration_message(self.paper.calibration_parts(session, request.calibration)))
+        with part("Budget", {"dataset": session.data.dataset}):
+            out.budget.CopyFrom(_budget_message(self.site.budget(current_analyst(), session.data.dataset)))
+        if request.HasField("rocglm"):
+            with _unset_if_refused("RocGlmParts", request_parameters(request.rocglm)):
+                out.rocglm.CopyFrom(self._rocglm(session, request.rocglm))
+        return out
 
     def ConfusionParts(self, request, context):
-        c = self.paper.confusion_parts(self._session(request.session_id), request.threshold)
+        return self._confusion(self._session(request.session_id), request.threshold)
+
+    def _confusion(self, session, threshold: float) -> pb.ConfusionPartsResponse:
+        c = self.paper.confusion_parts(session, threshold)
         return pb.ConfusionPartsResponse(tp=c.tp, fp=c.fp, fn=c.fn, tn=c.tn)
 
     def Budget(self, request, context):
@@ -294,10 +378,14 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
             self.site.budget(current_analyst(), request.dataset, _queries(request.queries))))
 
     def PrepareRelease(self, request, context):
+        return self._prepare(request)
+
+    def _prepare(self, request, session=None) -> pb.PrepareResponse:
+        """PrepareRelease (``session``: the session of a scores release, instead of its request's)."""
         which = request.WhichOneof("release")
         if which == "scores":
             r = request.scores
-            plan = self.paper.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
+            plan = self.paper.plan(session or self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
                                    sensitivity=r.sensitivity)[0]
         elif which == "histogram":
             plan = self._histogram_plan(request.histogram)
@@ -334,6 +422,22 @@ class SiteServicer(site_pb2_grpc.SiteServiceServicer):
         cancelled = self.site.cancel(current_analyst(), request.reservation_id)
         note(parameters={"reservation_id": request.reservation_id, "cancelled": cancelled})
         return pb.CancelReservationResponse(cancelled=cancelled)
+
+
+@contextlib.contextmanager
+def _unset_if_refused(call: str, parameters: dict):
+    """An optional part of a combined call: audited as its own call; refused, it is left out of the answer
+    (the call goes on; the analyst asks that call apart to learn why)."""
+    try:
+        with part(call, parameters):
+            yield
+    except (SiteError, DisclosureError):
+        pass
+
+
+def _upload_message(score_class: int, received: int, survivor, left: int) -> pb.UploadSurvivorResponse:
+    return pb.UploadSurvivorResponse(score_class=score_class, n_received=received, survivor_id=survivor.digest,
+                                     evaluations_left=left)
 
 
 def _next_round(request) -> tuple | None:
@@ -379,11 +483,6 @@ def _release_info(out, score_class: int) -> pb.ReleaseInfo:
         repeated=charged == 0.0, rule=release.rule,
         **{k: v for k, v in out.signed.items() if k not in ("score_class", "n", "epsilon", "delta", "sensitivity")},
     )
-
-
-def _with_first(first, rest):
-    yield first
-    yield from rest
 
 
 def _chunks(info, values: np.ndarray, size: int):

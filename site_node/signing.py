@@ -22,12 +22,18 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-__all__ = ["SIGNED_FIELDS", "ReleaseSigner", "ensure_signing_key", "load_signing_key", "public_key_text", "parse_public_key",
-           "values_digest", "release_message", "sign_release", "verify_release"]
+__all__ = ["PAIR_FIELDS", "SIGNED_FIELDS", "ReleaseSigner", "ensure_signing_key", "load_signing_key", "public_key_text",
+           "parse_public_key", "values_digest", "release_message", "pair_message", "pair_fields", "sign_release",
+           "verify_release"]
 
 # The ReleaseInfo fields a signature covers, in this order.
 SIGNED_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_id", "score_class", "epsilon",
                  "delta", "sensitivity", "n", "values_sha256")
+# What a pair signature covers: both classes of one release at once (ReleaseInfo.pair_signature), so that a site
+# verifies one signature for a peer's two segments of an upload instead of two.
+PAIR_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_id", "epsilon", "delta", "sensitivity",
+               "n_negatives", "negatives_sha256", "n_positives", "positives_sha256")
+_NEGATIVES = 1  # dsroc.v1.SCORE_CLASS_NEGATIVES
 
 
 def ensure_signing_key(path) -> Ed25519PrivateKey:
@@ -83,6 +89,24 @@ def release_message(fields: dict) -> bytes:
     return json.dumps({"dsroc_release": 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
+def pair_message(fields: dict) -> bytes:
+    """The canonical bytes a pair signature covers (JSON of :data:`PAIR_FIELDS`, floats as their repr)."""
+    body = {}
+    for name in PAIR_FIELDS:
+        value = fields[name]
+        body[name] = repr(float(value)) if name in ("epsilon", "delta", "sensitivity") else value
+    return json.dumps({"dsroc_release_pair": 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def pair_fields(segment) -> dict:
+    """The :data:`PAIR_FIELDS` of one class's ``ReleaseInfo``: its own ``n`` and ``values_sha256`` in its class's
+    place, ``other_n`` and ``other_values_sha256`` in the other's."""
+    own, other = (int(segment.n), segment.values_sha256), (int(segment.other_n), segment.other_values_sha256)
+    (n0, sha0), (n1, sha1) = (own, other) if segment.score_class == _NEGATIVES else (other, own)
+    return {**{name: getattr(segment, name) for name in PAIR_FIELDS[:9]}, "n_negatives": n0, "negatives_sha256": sha0,
+            "n_positives": n1, "positives_sha256": sha1}
+
+
 def sign_release(key: Ed25519PrivateKey, fields: dict) -> bytes:
     """Sign a release's fields."""
     return key.sign(release_message(fields))
@@ -110,31 +134,54 @@ class ReleaseSigner:
         Peer site name to public key text (``[peers.NAME] public_key``).
     """
 
-    #: Signatures remembered as valid (a validation re-sends every site's release: 2 K^2 checks per
-    #: validation over K sites, ~0.1-0.2 ms each; a repeat of the same releases costs none).
+    #: Segments remembered as valid (a validation re-sends every site's release: 2 K^2 checks per
+    #: validation over K sites, ~0.1-0.2 ms each; a repeat of the same segment costs none).
     VERIFIED_CACHE = 4096
 
     def __init__(self, name: str, key_path, peers: dict):
         self.name = name
         self._key = ensure_signing_key(key_path)
         self._keys = {name: self._key.public_key(), **{p: parse_public_key(k) for p, k in peers.items()}}
-        self._verified: OrderedDict[tuple[str, bytes, bytes], None] = OrderedDict()
+        self._verified: OrderedDict[tuple[str, bytes], None] = OrderedDict()
         self._verified_lock = threading.Lock()
 
-    def _valid(self, site: str, fields: dict, signature: bytes) -> bool:
-        """:func:`verify_release` with the peer's key, remembering valid signatures (exact message and bytes)."""
-        key = (site, release_message(fields), bytes(signature))
+    def _valid(self, segment) -> bool:
+        """Whether a ``ReleaseInfo`` carries its site's signature: its pair signature when it has one (over both
+        classes, :func:`pair_message`), else its own (:func:`verify_release`). Valid segments are remembered by
+        their exact serialized bytes (every field and the signatures: a hit is the very message verified before)
+        and valid pair signatures by their message, so that a site's two segments cost one verification."""
+        exact = (segment.site, segment.SerializeToString(deterministic=True))
         with self._verified_lock:
-            if key in self._verified:
-                self._verified.move_to_end(key)
+            if exact in self._verified:
+                self._remember([exact])
                 return True
-        if not verify_release(self._keys[site], fields, signature):
+        if segment.pair_signature:
+            message, signature = pair_message(pair_fields(segment)), bytes(segment.pair_signature)
+        else:
+            message, signature = release_message({name: getattr(segment, name) for name in SIGNED_FIELDS}), None
+        keys = [exact] if signature is None else [exact, (segment.site, message, signature)]
+        with self._verified_lock:
+            if keys[-1] in self._verified:  # the release's other class, verified with this one's pair signature
+                self._remember(keys)
+                return True
+        try:
+            self._keys[segment.site].verify(bytes(segment.signature) if signature is None else signature, message)
+        except InvalidSignature:
             return False
         with self._verified_lock:
-            self._verified[key] = None
-            while len(self._verified) > self.VERIFIED_CACHE:
-                self._verified.popitem(last=False)
+            self._remember(keys)
         return True
+
+    def _remember(self, keys) -> None:
+        for key in keys:
+            self._verified[key] = None
+            self._verified.move_to_end(key)
+        while len(self._verified) > self.VERIFIED_CACHE:
+            self._verified.popitem(last=False)
+
+    def sign_pair(self, fields: dict) -> bytes:
+        """Sign both classes of a release of this site (:data:`PAIR_FIELDS` without ``site``, which is added)."""
+        return self._key.sign(pair_message({**fields, "site": self.name}))
 
     @property
     def public_key(self) -> str:
@@ -190,7 +237,7 @@ class ReleaseSigner:
             seen.add(s.site)
             if s.site not in self._keys:
                 raise PermissionDenied(f"signed releases: {where}: not this site nor a peer in its config")
-            if not self._valid(s.site, {name: getattr(s, name) for name in SIGNED_FIELDS}, s.signature):
+            if not self._valid(s):
                 raise PermissionDenied(f"signed releases: {where}: the signature does not match the release and its "
                                        "values (send each site's released values unchanged, in release order)")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 
@@ -130,8 +131,13 @@ class Site:
                                    store=plan.store, reservation=reservation)
 
     # ------------------------------------------------------------------ sessions
-    def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec) -> Session:
-        """Open a session after checking permission, columns and data (problems are named per column)."""
+    def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec, *,
+                     before: Callable[[Session], Callable[[], object] | None] | None = None) -> Session:
+        """Open a session after checking permission, columns and data (problems are named per column).
+
+        ``before(session)``: run on the session-to-be (not stored yet, no id) before it opens, e.g. a release's
+        hold; it returns what undoes it when the session then cannot open (or None).
+        """
         config = self._allowed(analyst, dataset)
         if outcome not in config.outcomes:
             raise InvalidArgument(
@@ -146,7 +152,13 @@ class Site:
                 self.ledger.record_model(config.population, spec.key, self.policy.max_models)
             return Session(session_id, analyst, data)
 
-        return self.sessions.add(analyst, make)
+        undo = before(Session("", analyst, data)) if before is not None else None
+        try:
+            return self.sessions.add(analyst, make)
+        except BaseException:
+            if undo is not None:
+                undo()
+            raise
 
     def _scored_data(self, dataset: str, outcome: str, spec: ScoreSpec, config: DatasetConfig) -> ScoredData:
         """The shared true scores for (dataset, source, outcome); the last few are kept for new sessions."""

@@ -89,6 +89,10 @@ class Protocol:
     #: open the sessions with each site's sensitivity (the paper protocol needs it)
     with_sensitivity: ClassVar[bool] = False
 
+    def hold_request(self, request: "ValidationRequest", options: ProtocolOptions):
+        """The release (``dsroc.v1.PrepareRequest``) the sites hold with their sessions, or None (held later)."""
+        return None
+
     def options(self, options: ProtocolOptions | None, kwargs: Mapping[str, Any]) -> ProtocolOptions:
         """The options object: ``options``, or one built from keyword arguments (not both)."""
         if options is not None:

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 import dsroc
+from dsroc.roc.rocglm_fit import DEFAULT_START
+from dsroc.v1 import site_pb2 as pb
 
 from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.parts import Calibration, Estimate, RocCurve, num
@@ -18,7 +20,7 @@ from analyst.pr import pr_from_released_scores
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0
 from analyst.recommend import recommendation_warning
 from analyst.result import ValidationResult
-from analyst.session import check_privacy_request, concurrently
+from analyst.session import PaperAnswers, check_privacy_request, concurrently
 from analyst.summary import fmt
 
 __all__ = ["PAPER_GUARANTEE", "PaperDetail", "PaperOptions", "PaperProtocol", "rocglm_to_dict"]
@@ -186,6 +188,11 @@ class PaperProtocol(Protocol):
     def check(self, request: ValidationRequest, options: PaperOptions) -> None:
         check_privacy_request(epsilon=request.epsilon, delta=request.delta, sensitivity=options.sensitivity)
 
+    def hold_request(self, request: ValidationRequest, options: PaperOptions) -> pb.PrepareRequest:
+        """The noisy release, held with the sessions (one round trip fewer); :meth:`ValidationSession.release` uses it."""
+        return pb.PrepareRequest(scores=pb.ReleaseRequest(epsilon=request.epsilon, delta=request.delta,
+                                                          sensitivity=float(options.sensitivity or 0.0)))
+
     def run(self, s, request: ValidationRequest, o: PaperOptions, *, executor=None, timing=None) -> ValidationResult:
         timing = {} if timing is None else timing
         level = request.level
@@ -209,7 +216,9 @@ class PaperProtocol(Protocol):
 
         curves_done: Future = executor.submit(post_processing)
         clock = time.perf_counter()
-        s.upload_survivors(releases)
+        # The answers on the survivor functions and the fit's first evaluation come back with the upload.
+        answers = s.upload_survivors(releases, answers=s.answers_request(
+            n_bins=o.n_bins, edges=o.edges, threshold=o.threshold, theta=DEFAULT_START, grid=o.grid))
         timing["upload"] = time.perf_counter() - clock
 
         def timed(step, fn):
@@ -221,17 +230,21 @@ class PaperProtocol(Protocol):
             return run
 
         def answers_step():
-            # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
-            # something with answers given before, while calibration only withholds more bins.
-            confusion = None if o.threshold is None else s.confusion(o.threshold)
-            moments, brier, curve, budgets = s.aggregates(n_bins=o.n_bins, edges=o.edges)
-            corrected = s.noise_corrected_auc(releases, moments, summary=summary_done.result(), level=level,
+            if answers is not None:
+                got = answers
+            else:  # a site from before UploadSurvivors: asked apart
+                # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
+                # something with answers given before, while calibration only withholds more bins.
+                confusion = None if o.threshold is None else s.confusion(o.threshold)
+                got = PaperAnswers(*s.aggregates(n_bins=o.n_bins, edges=o.edges), confusion)
+            corrected = s.noise_corrected_auc(releases, got.moments, summary=summary_done.result(), level=level,
                                               method=o.ci_method)
-            return moments, corrected, brier, curve, confusion, budgets
+            return got, corrected
 
-        # Independent steps at the same time: the fit's round trips beside the one round of the other answers.
-        fit, (moments, corrected, (brier, n), curve, confusion, budgets) = concurrently(
-            timed("rocglm", lambda: s.fit_rocglm(grid=o.grid)), timed("answers", answers_step))
+        # Independent steps at the same time: the fit's round trips beside the answers (or their round).
+        fit, (got, corrected) = concurrently(timed("rocglm", lambda: s.fit_rocglm(grid=o.grid)),
+                                             timed("answers", answers_step))
+        moments, (brier, n), curve, confusion, budgets = got.moments, got.brier, got.calibration, got.confusion, got.budgets
         ci = dsroc.auc_ci(fit.auc, moments.variance, level=level, method=o.ci_method)
         roc_points, pr = curves_done.result()
         privacy = s.privacy(releases, sens, budgets=budgets)

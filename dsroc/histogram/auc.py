@@ -129,18 +129,18 @@ class HistogramRocGlm(NamedTuple):
 
 
 def _edge_points(s0, s1, n0, n1, tail_count):
-    """The (FPR, k) pairs of one histogram usable as ROC-GLM thresholds, from its survivor functions at the
-    inner edges: FPR strictly inside (0, 1), at least ``tail_count`` estimated negatives and positives on
-    each side, one point per distinct FPR (the highest TPR, i.e. the lowest edge)."""
+    """Which inner edges of each histogram (rows of survivor functions (R, E)) are usable as ROC-GLM thresholds:
+    FPR strictly inside (0, 1), at least ``tail_count`` estimated negatives and positives on each side, one edge
+    per distinct FPR (the lowest edge, i.e. the highest TPR). A mask (R, E)."""
     keep = (s0 > 0) & (s0 < 1)
     if tail_count > 0:
-        keep &= (n0 * np.minimum(s0, 1 - s0) >= tail_count) & (n1 * np.minimum(s1, 1 - s1) >= tail_count)
-    fpr, tpr = s0[keep][::-1], s1[keep][::-1]  # increasing FPR
-    if fpr.size == 0:
-        return fpr, tpr
-    fpr, first = np.unique(fpr, return_index=True)
-    last = np.append(first[1:], tpr.size) - 1  # the last of equal FPRs has the highest TPR
-    return fpr, np.clip(tpr[last] * n1, 0.0, n1)
+        keep &= (n0[:, None] * np.minimum(s0, 1 - s0) >= tail_count) & (n1[:, None] * np.minimum(s1, 1 - s1) >= tail_count)
+    # The survivor function falls along the edges, so equal FPRs are neighbours among the kept edges: an edge is a
+    # repeat where the kept edge before it has the same FPR.
+    before = np.maximum.accumulate(np.where(keep, np.arange(s0.shape[-1]), -1), axis=-1)
+    before = np.concatenate([np.full(before.shape[:-1] + (1,), -1), before[..., :-1]], axis=-1)
+    repeat = (before >= 0) & (np.take_along_axis(s0, np.maximum(before, 0), -1) == s0)
+    return keep & ~repeat
 
 
 def histogram_rocglm(h0, h1, *, tail_count: float = DEFAULT_TAIL_COUNT, tol: float = 1e-8, max_iter: int = 25) -> HistogramRocGlm:
@@ -149,8 +149,9 @@ def histogram_rocglm(h0, h1, *, tail_count: float = DEFAULT_TAIL_COUNT, tol: flo
     At threshold ``e_b`` the ROC point is exact: ``t_b = S0(e_b)`` and every positive scoring at least
     ``e_b`` has placement value at most ``t_b``, so the ROC-GLM counts on the threshold grid
     ``{t_b}`` are ``k_b = n1 S1(e_b)``. These are fitted with :func:`dsroc.fit_rocglm_batch` (the same
-    Fisher scoring as the pooled and distributed fits). Noisy counts make ``n1`` and ``k_b``
-    non-integer, which the binomial probit handles as weights.
+    Fisher scoring as the pooled and distributed fits), each histogram on its own grid, the histograms with
+    the same number of usable edges in one batch. Noisy counts make ``n1`` and ``k_b`` non-integer, which the
+    binomial probit handles as weights.
 
     Parameters
     ----------
@@ -173,15 +174,18 @@ def histogram_rocglm(h0, h1, *, tail_count: float = DEFAULT_TAIL_COUNT, tol: flo
     rows = np.flatnonzero((n0 > 0) & (n1 > 0))
     s0 = survivor_at_edges(f0[rows])[:, 1:-1]
     s1 = survivor_at_edges(f1[rows])[:, 1:-1]
-    for j, i in enumerate(rows.tolist()):
-        grid, k = _edge_points(s0[j], s1[j], n0[i], n1[i], tail_count)
-        points[i] = grid.size
-        if grid.size < 2:
-            continue
+    usable = _edge_points(s0, s1, n0[rows], n1[rows], tail_count)
+    points[rows] = usable.sum(-1)
+    for size in np.unique(points[rows][points[rows] >= 2]).tolist():
+        group = np.flatnonzero(points[rows] == size)
+        edges = np.nonzero(usable[group])[1].reshape(-1, size)[:, ::-1]  # increasing FPR
+        grid = np.take_along_axis(s0[group], edges, 1)
+        n = n1[rows[group]]
+        k = np.clip(np.take_along_axis(s1[group], edges, 1) * n[:, None], 0.0, n[:, None])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            fit = fit_rocglm_batch(k[None, :], n1[i : i + 1], grid, tol=tol, max_iter=max_iter)
-        params[i], converged[i] = fit.params[0], fit.converged[0]
+            fit = fit_rocglm_batch(k, n, grid, tol=tol, max_iter=max_iter)
+        params[rows[group]], converged[rows[group]] = fit.params, fit.converged
     with np.errstate(over="ignore"):  # a near-vertical curve (huge gamma2) has AUC Phi(0 or +-inf), still defined
         auc = np.asarray(rocglm_auc(params))
     return HistogramRocGlm(params.reshape(batch + (2,)), auc.reshape(batch), converged.reshape(batch), points.reshape(batch))

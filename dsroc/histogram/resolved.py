@@ -128,32 +128,39 @@ def logistic_classes(z, base, share, du) -> tuple[np.ndarray, np.ndarray]:
     being positive is ``expit(a + b z)``: ``f1 ~ base pi``, ``f0 ~ base (1 - pi)``, with ``(a, b)`` solved (Newton)
     so that the positives' share is ``share`` and their mean offset exceeds the negatives' by ``du`` (arrays
     (..., B); ``z`` (B, SUBPOINTS), ``base`` (..., B, SUBPOINTS)). Returns ``(f0, f1)``, each summing to 1 over the
-    sub-points."""
+    sub-points. A bin stops once its Newton step is below 1e-10 (the others go on, up to ``_NEWTON`` steps)."""
     zs = (z - z.mean(-1, keepdims=True)) / (z.std(-1, keepdims=True) + 1e-12)
     w = base / base.sum(-1, keepdims=True)
-    share = np.clip(share, 1e-6, 1 - 1e-6)
-    a, b = np.log(share / (1 - share)), np.zeros(np.shape(share))
+    shape = np.broadcast_shapes(np.shape(share), np.shape(du), w.shape[:-1])
+    w = np.broadcast_to(w, shape + w.shape[-1:]).reshape(-1, w.shape[-1])
+    share = np.clip(np.broadcast_to(share, shape), 1e-6, 1 - 1e-6).reshape(-1)
+    du = np.broadcast_to(du, shape).reshape(-1)
+    a, b = np.log(share / (1 - share)), np.zeros(share.shape)
+    rows, bins = np.arange(share.size), np.arange(share.size) % zs.shape[0]
     for _ in range(_NEWTON):
-        p = 1.0 / (1.0 + np.exp(-(a[..., None] + b[..., None] * zs)))
-        q = w * p * (1 - p)
-        s = (w * p).sum(-1)
-        m1, m0 = (w * p * _STEPS).sum(-1) / s, (w * (1 - p) * _STEPS).sum(-1) / (1 - s)
-        sa, sb = q.sum(-1), (q * zs).sum(-1)
-        qt, qzt = (q * _STEPS).sum(-1), (q * zs * _STEPS).sum(-1)
+        wr, zr, sr = w[rows], zs[bins[rows]], share[rows]
+        p = 1.0 / (1.0 + np.exp(-(a[rows, None] + b[rows, None] * zr)))
+        q = wr * p * (1 - p)
+        s = (wr * p).sum(-1)
+        m1, m0 = (wr * p * _STEPS).sum(-1) / s, (wr * (1 - p) * _STEPS).sum(-1) / (1 - s)
+        sa, sb = q.sum(-1), (q * zr).sum(-1)
+        qt, qzt = (q * _STEPS).sum(-1), (q * zr * _STEPS).sum(-1)
         da_ = (qt - m1 * sa) / s + (qt - m0 * sa) / (1 - s)
         db_ = (qzt - m1 * sb) / s + (qzt - m0 * sb) / (1 - s)
-        r1, r2 = share - s, du - (m1 - m0)
+        r1, r2 = sr - s, du[rows] - (m1 - m0)
         det = sa * db_ - sb * da_
         ok = np.abs(det) > 1e-14
         det = np.where(ok, det, 1.0)
         step_a = np.where(ok, np.clip((db_ * r1 - sb * r2) / det, -2, 2), 0.0)
         step_b = np.where(ok, np.clip((-da_ * r1 + sa * r2) / det, -2, 2), 0.0)
-        a, b = a + step_a, np.clip(b + step_b, -30.0, 30.0)
-        if max(np.abs(step_a).max(initial=0.0), np.abs(step_b).max(initial=0.0)) < 1e-10:
+        a[rows], b[rows] = a[rows] + step_a, np.clip(b[rows] + step_b, -30.0, 30.0)
+        rows = rows[np.maximum(np.abs(step_a), np.abs(step_b)) >= 1e-10]
+        if rows.size == 0:
             break
-    p = 1.0 / (1.0 + np.exp(-(a[..., None] + b[..., None] * zs)))
+    p = 1.0 / (1.0 + np.exp(-(a[:, None] + b[:, None] * zs[bins])))
     f1, f0 = w * p, w * (1 - p)
-    return f0 / f0.sum(-1, keepdims=True), f1 / f1.sum(-1, keepdims=True)
+    full = shape + zs.shape[-1:]
+    return (f0 / f0.sum(-1, keepdims=True)).reshape(full), (f1 / f1.sum(-1, keepdims=True)).reshape(full)
 
 
 def logistic_concordance(z, base, share, du) -> np.ndarray:

@@ -44,6 +44,7 @@ BINNING_INCLUDED = ("sampling and the privacy noise, and (its hull with) the ran
                     "within-bin splits of the classes consistent with the score sums, widened by its sampling and "
                     "noise")
 _BISECTIONS = 60
+_TILT = 60.0  # the largest tilt rate |lam| of a bin's shape
 _NEWTON = 100
 
 
@@ -96,37 +97,51 @@ def logit_sum_range(z, mass, counts, offsets):
         a linear programme in the patients taken at each sub-point) and in ``Z_b`` minus the negatives' range
         (``Z_b = sum_j mass z``); their intersection, or their hull where noise makes them disjoint.
     """
-    t = np.broadcast_to(_STEPS, z.shape)
     total = (mass * z).sum(1)
     c, u = np.asarray(counts, dtype=np.float64), np.asarray(offsets, dtype=np.float64)
-    hi1, lo1 = _largest_sum(z, mass, t, c[1], u[1]), -_largest_sum(-z, mass, t, c[1], u[1])
-    hi0, lo0 = _largest_sum(z, mass, t, c[0], u[0]), -_largest_sum(-z, mass, t, c[0], u[0])
+    # The four programmes (largest and smallest sum of each class) as the rows of one batch.
+    four = _largest_sum(np.concatenate([z, -z, z, -z]), np.concatenate([mass] * 4),
+                        np.broadcast_to(_STEPS, (4 * z.shape[0], z.shape[1])), np.repeat(c[::-1], 2, axis=0).ravel(),
+                        np.repeat(u[::-1], 2, axis=0).ravel())
+    hi1, lo1, hi0, lo0 = four.reshape(4, -1) * np.array([1.0, -1.0, 1.0, -1.0])[:, None]
     lo, hi = np.maximum(lo1, total - hi0), np.minimum(hi1, total - lo0)
     apart = lo > hi
     return np.where(apart, np.minimum(lo1, total - hi0), lo), np.where(apart, np.maximum(hi1, total - lo0), hi)
+
+
+def _information(v, powers):
+    """``sum_j v_j (1, z_j)' (1, z_j)`` per row (R, 2, 2) from the weights ``v`` (R, N) and ``powers = (1, z, z^2)``."""
+    m = v @ powers  # (R, 3)
+    return np.stack([m[:, :2], m[:, 1:]], axis=1)
 
 
 def _fit(z, w, n1, T):
     """Logistic fit solving ``sum_j w_j (1, z_j) expit(a + s z_j) = (n1, T)`` per row (Newton, steps clipped):
     ``theta`` (R, 2) and the inverse information (R, 2, 2); NaN where it does not converge (no finite fit)."""
     x = np.stack([np.ones_like(z), z], -1)  # (N, 2)
+    powers = np.stack([np.ones_like(z), z, z * z], -1)  # (N, 3)
     target = np.stack([n1, T], -1)
     n = w.sum(-1)
     theta = np.stack([np.log(np.clip(n1, 0.5, None) / np.clip(n - n1, 0.5, None)), np.zeros(n1.shape)], -1)
     done = np.zeros(n1.shape, dtype=bool)
+    rows = np.arange(n1.size)  # the rows still iterating (a row stops once its step is below 1e-10)
     for _ in range(_NEWTON):
-        mu = expit(theta @ x.T)  # (R, N)
-        info = np.einsum("rn,ni,nj->rij", w * mu * (1 - mu), x, x)
-        score = target - (w * mu) @ x
+        wr = w[rows]
+        mu = expit(theta[rows] @ x.T)  # (R, N)
+        wmu = wr * mu
+        info = _information(wmu * (1 - mu), powers)
+        score = target[rows] - wmu @ x
         with np.errstate(all="ignore"):
             step = np.clip(np.linalg.solve(info + 1e-300 * np.eye(2), score[..., None])[..., 0], -5.0, 5.0)
         step = np.where(np.isfinite(step), step, 0.0)
-        theta = theta + np.where(done[:, None], 0.0, step)
-        done |= np.abs(step).max(-1) < 1e-10
-        if done.all():
+        theta[rows] += step
+        small = np.abs(step).max(-1) < 1e-10
+        done[rows[small]] = True
+        rows = rows[~small]
+        if rows.size == 0:
             break
     mu = expit(theta @ x.T)
-    info = np.einsum("rn,ni,nj->rij", w * mu * (1 - mu), x, x)
+    info = _information(w * mu * (1 - mu), powers)
     with np.errstate(all="ignore"):
         inv = np.linalg.pinv(info)
     ok = done & (np.abs(theta[:, 1]) <= MAX_SLOPE)
@@ -134,17 +149,42 @@ def _fit(z, w, n1, T):
 
 
 def _tilted(base, mean):
-    """Each bin's shape ``base`` (..., B, J) times ``exp(lam (t - 1/2))``, ``lam`` bisected so that its mean offset
-    is ``mean`` (..., B), normalised: the finer histogram's shape made to agree with the bin's released mean."""
+    """Each bin's shape ``base`` (..., B, J) times ``exp(lam (t - 1/2))``, ``lam`` in [-60, 60] solved so that its mean
+    offset is ``mean`` (..., B) (Newton steps kept inside the bracket the signs so far leave, else its midpoint; the end
+    of the bracket where the mean lies beyond it), normalised: the finer histogram's shape made to agree with the
+    bin's released mean."""
     t = _STEPS - 0.5
-    lo, hi = np.full(np.shape(mean), -60.0), np.full(np.shape(mean), 60.0)
+    shape = np.broadcast_shapes(base.shape[:-1], np.shape(mean))
+    b = np.broadcast_to(base, shape + base.shape[-1:]).reshape(-1, base.shape[-1])
+    target = np.broadcast_to(mean, shape).reshape(-1)
+
+    def moments(rows, lam):
+        """Mean offset and its derivative in ``lam`` (the offsets' variance) of the tilted shapes of ``rows``."""
+        w = b[rows] * np.exp(lam[:, None] * t)
+        w /= w.sum(-1, keepdims=True)
+        mu = (w * _STEPS).sum(-1)
+        return mu, (w * (_STEPS - mu[:, None]) ** 2).sum(-1)
+
+    every = np.arange(target.size)
+    lo, hi = np.full(target.size, -_TILT), np.full(target.size, _TILT)
+    top, bottom = moments(every, hi)[0] < target, ~(moments(every, lo)[0] < target)
+    lam = np.where(top, _TILT, np.where(bottom, -_TILT, 0.0))
+    rows = every[~top & ~bottom]
     for _ in range(_BISECTIONS):
-        lam = 0.5 * (lo + hi)
-        w = base * np.exp(lam[..., None] * t)
-        below = (w * _STEPS).sum(-1) < mean * w.sum(-1)
-        lo, hi = np.where(below, lam, lo), np.where(below, hi, lam)
-    w = base * np.exp(0.5 * (lo + hi)[..., None] * t)
-    return w / w.sum(-1, keepdims=True)
+        mu, slope = moments(rows, lam[rows])
+        below = mu < target[rows]
+        lo[rows], hi[rows] = np.where(below, lam[rows], lo[rows]), np.where(below, hi[rows], lam[rows])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step = lam[rows] - (mu - target[rows]) / slope
+        inside = np.isfinite(step) & (step >= lo[rows]) & (step <= hi[rows])
+        step = np.where(inside, step, 0.5 * (lo[rows] + hi[rows]))
+        moved = (np.abs(step - lam[rows]) > 1e-11) & (hi[rows] - lo[rows] > 1e-12)  # Newton's next step: ~1e-22
+        lam[rows] = step
+        rows = rows[moved]
+        if rows.size == 0:
+            break
+    w = b * np.exp(lam[:, None] * t)
+    return (w / w.sum(-1, keepdims=True)).reshape(shape + base.shape[-1:])
 
 
 def _population(h0, h1, u0, u1, z, base):

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import expit, logit, ndtr, ndtri
 
 from .._checks import as_scores, is_sorted, split_by_class
+from .dyadic import DyadicCounts
 
 __all__ = [
     "BatchCI",
@@ -23,6 +24,7 @@ __all__ = [
 ]
 
 _TIES = ("mid", "strict")
+_MIN_CELLS = 1 << 16  # grid cells a survivor function may count in, beyond twice its values
 _CI_METHODS = ("logit", "wald")
 
 
@@ -44,7 +46,7 @@ def survivor_from_counts(less, less_equal, n_ref, ties: str):
 
 
 class SurvivorFunction:
-    """Empirical survivor function of a reference sample, sorted once and evaluated many times.
+    """Empirical survivor function of a reference sample, counted or sorted once and evaluated many times.
 
     ``S(c) = (#{ref > c} + 1/2 #{ref = c}) / n`` with ``ties="mid"`` (the Mann-Whitney convention, so
     that the AUC computed from placement values equals the empirical AUC exactly, ties included), or
@@ -58,29 +60,44 @@ class SurvivorFunction:
 
     def __init__(self, ref_scores, *, name: str = "ref_scores"):
         ref = as_scores(ref_scores, name=name)
-        # An O(n) check spares a sort of sorted input; a stable sort (a merge sort) merges ascending runs,
-        # such as pooled per-site releases, in a few passes.
-        self._sorted = ref if is_sorted(ref) else np.sort(ref, kind="stable")
+        self._n = ref.size
+        # Released noisy scores lie on a power-of-two lattice: counted per grid cell, they need neither a sort
+        # nor binary searches (the same integer counts). Other values are sorted: an O(n) check spares a sort
+        # of sorted input, and a stable sort (a merge sort) merges ascending runs, such as pooled per-site
+        # releases, in a few passes.
+        self._grid = DyadicCounts.of(ref, max_cells=2 * ref.size + _MIN_CELLS)
+        self._sorted = None if self._grid is not None else ref if is_sorted(ref) else np.sort(ref, kind="stable")
 
     @property
     def n(self) -> int:
         """Size of the reference sample."""
-        return self._sorted.size
+        return self._n
 
     @property
     def sorted_values(self) -> np.ndarray:
-        """The reference sample, sorted ascending."""
-        return self._sorted
+        """The reference sample, sorted ascending (built anew at each access when counted on a grid)."""
+        return self._grid.sorted_values() if self._sorted is None else self._sorted
+
+    def sorted_blocks(self, size: int = 1 << 18):
+        """The reference sample in ascending order, in consecutive blocks of about ``size`` values (for hashing
+        or writing it without holding a sorted copy)."""
+        if self._sorted is None:
+            yield from self._grid.sorted_blocks(size)
+            return
+        for start in range(0, self._n, size):
+            yield self._sorted[start:start + size]
 
     def __call__(self, query_scores, *, ties: str = "mid") -> np.ndarray:
         """Evaluate the survivor function at ``query_scores``.
 
-        The queries are searched in ascending order (sorted first unless they already are): binary
-        searches that move through the reference in one direction are several times faster than in
-        random order at 10^6 values, and give the same results bit for bit.
+        On a grid every query is one look-up. Otherwise the queries are searched in ascending order (sorted
+        first unless they already are): binary searches that move through the reference in one direction
+        are several times faster than in random order at 10^6 values, and give the same results bit for bit.
         """
         check_ties(ties)
         q = as_scores(query_scores, name="query_scores")
+        if self._grid is not None:
+            return survivor_from_counts(*self._grid.counts(q), self.n, ties)
         order = None if is_sorted(q) else np.argsort(q)
         qs = q if order is None else q[order]
         less, less_equal = self._counts(qs)
@@ -90,8 +107,6 @@ class SurvivorFunction:
         out = np.empty_like(values)
         out[order] = values
         return out
-
-
 
     def _counts(self, qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``#{ref < q}`` and ``#{ref <= q}`` for ascending queries: one binary search per query, and a

@@ -37,7 +37,8 @@ class ProbitCounts:
 
     Parameters
     ----------
-    x : ndarray, shape (nT,)
+    x : ndarray, shape (nT,) or (B, nT)
+        The covariate, common to every row or one per row (e.g. each histogram's own thresholds).
     k : ndarray, shape (B, nT)
         Successes (float64 holding integers).
     n : ndarray, shape (B,)
@@ -45,31 +46,45 @@ class ProbitCounts:
     """
 
     def __init__(self, x: np.ndarray, k: np.ndarray, n: np.ndarray):
-        nt = x.size
+        nt = x.shape[-1]
+        self.rowwise = x.ndim == 2
         ones = np.ones(nt)
         # Both tails side by side: column j < nT is Phi(eta_j), column nT + j is 1 - Phi(eta_j) = Phi(-eta_j).
-        self.design = np.stack([np.r_[ones, -ones], np.r_[x, -x]])  # (2, 2 nT): eta2 = theta @ design
         self.events = np.concatenate([k, n[:, None] - k], axis=1)  # k_j successes, n - k_j failures
         # d loglike / d eta_j = k r1 - (n - k) r0 with Mills ratios r = phi / Phi(+-eta); sign and
         # 1/sqrt(2 pi) folded in, and both halves summed by the design (2 nT, 2).
         self.signed = np.concatenate([k, k - n[:, None]], axis=1) * _INV_SQRT_2PI
-        self.score_design = np.stack([np.r_[ones, ones], np.r_[x, x]], axis=1)
-        self.info_design = np.stack([ones, x, x * x], axis=1)  # (nT, 3)
-        self.info_design2 = np.concatenate([self.info_design, self.info_design])  # (2 nT, 3)
         self.weight = (n * _INV_SQRT_2PI**2)[:, None]
         self.nt = nt
         self.x, self.k, self.n = x, k, n
+        if self.rowwise:  # per-row designs: eta = g1 (1, -1) + g2 (x, -x); sums row by row
+            self.design_1, self.design_x = np.r_[ones, -ones], np.concatenate([x, -x], axis=1)
+            self.xx = np.concatenate([x, x], axis=1)
+            return
+        self.design = np.stack([np.r_[ones, -ones], np.r_[x, -x]])  # (2, 2 nT): eta2 = theta @ design
+        self.score_design = np.stack([np.r_[ones, ones], np.r_[x, x]], axis=1)
+        self.info_design = np.stack([ones, x, x * x], axis=1)  # (nT, 3)
+        self.info_design2 = np.concatenate([self.info_design, self.info_design])  # (2 nT, 3)
 
     def __call__(self, theta: np.ndarray) -> ProbitTerms:
         """Score, expected information and deviance at ``theta`` (B, 2)."""
-        eta = theta @ self.design  # (B, 2 nT): eta_j, then -eta_j
+        if self.rowwise:
+            eta = theta[:, :1] * self.design_1 + theta[:, 1:] * self.design_x
+        else:
+            eta = theta @ self.design  # (B, 2 nT): eta_j, then -eta_j
         log_cdf = log_ndtr(eta)
         r = eta * eta
         r *= -0.5
         r -= log_cdf
         np.exp(r, out=r)  # sqrt(2 pi) times the Mills ratios phi / Phi(eta) and phi / Phi(-eta)
-        score = (r * self.signed) @ self.score_design
-        info = (r[:, : self.nt] * r[:, self.nt :] * self.weight) @ self.info_design  # n phi^2 / (Phi (1 - Phi))
+        w = r[:, : self.nt] * r[:, self.nt :] * self.weight  # n phi^2 / (Phi (1 - Phi))
+        if self.rowwise:
+            rs = r * self.signed
+            score = np.stack([rs.sum(1), np.vecdot(rs, self.xx)], axis=1)
+            info = np.stack([w.sum(1), np.vecdot(w, self.x), np.vecdot(w, self.x * self.x)], axis=1)
+        else:
+            score = (r * self.signed) @ self.score_design
+            info = w @ self.info_design
         deviance = -2.0 * np.vecdot(log_cdf, self.events)
         return ProbitTerms(score, info, deviance, (eta, r))
 
@@ -80,7 +95,10 @@ class ProbitCounts:
         """
         eta, r = terms.state
         m = r * _INV_SQRT_2PI
-        return (self.events * m * (eta + m)) @ self.info_design2
+        h = self.events * m * (eta + m)
+        if self.rowwise:
+            return np.stack([h.sum(1), np.vecdot(h, self.xx), np.vecdot(h, self.xx * self.xx)], axis=1)
+        return h @ self.info_design2
 
 
 class OneCounts:

@@ -234,30 +234,34 @@ class DescribeResponse(_message.Message):
     def __init__(self, site_name: _Optional[str] = ..., api_version: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[DatasetInfo, _Mapping]]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("dataset", "outcome", "score", "with_sensitivity")
+    __slots__ = ("dataset", "outcome", "score", "with_sensitivity", "prepare")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     WITH_SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     outcome: str
     score: ScoreSource
     with_sensitivity: bool
-    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ..., with_sensitivity: _Optional[bool] = ...) -> None: ...
+    prepare: PrepareRequest
+    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ..., with_sensitivity: _Optional[bool] = ..., prepare: _Optional[_Union[PrepareRequest, _Mapping]] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
-    __slots__ = ("session_id", "idle_timeout_seconds", "score_source", "policy", "sensitivity")
+    __slots__ = ("session_id", "idle_timeout_seconds", "score_source", "policy", "sensitivity", "prepared")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     SCORE_SOURCE_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
+    PREPARED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     idle_timeout_seconds: float
     score_source: str
     policy: Policy
     sensitivity: SensitivityResponse
-    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_seconds: _Optional[float] = ..., score_source: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., sensitivity: _Optional[_Union[SensitivityResponse, _Mapping]] = ...) -> None: ...
+    prepared: PrepareResponse
+    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_seconds: _Optional[float] = ..., score_source: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., sensitivity: _Optional[_Union[SensitivityResponse, _Mapping]] = ..., prepared: _Optional[_Union[PrepareResponse, _Mapping]] = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_id",)
@@ -364,7 +368,7 @@ class ReleaseRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., sensitivity: _Optional[float] = ..., chunk_size: _Optional[int] = ..., reservation_id: _Optional[str] = ..., both_classes: _Optional[bool] = ...) -> None: ...
 
 class ReleaseInfo(_message.Message):
-    __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule", "site", "population", "dataset", "source", "outcome", "values_sha256", "signature")
+    __slots__ = ("score_class", "n", "sensitivity", "tau", "epsilon", "delta", "mu", "mu_charged", "repeated", "release_id", "rule", "site", "population", "dataset", "source", "outcome", "values_sha256", "signature", "other_n", "other_values_sha256", "pair_signature")
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
@@ -383,6 +387,9 @@ class ReleaseInfo(_message.Message):
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     VALUES_SHA256_FIELD_NUMBER: _ClassVar[int]
     SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    OTHER_N_FIELD_NUMBER: _ClassVar[int]
+    OTHER_VALUES_SHA256_FIELD_NUMBER: _ClassVar[int]
+    PAIR_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     score_class: ScoreClass
     n: int
     sensitivity: float
@@ -401,7 +408,10 @@ class ReleaseInfo(_message.Message):
     outcome: str
     values_sha256: str
     signature: bytes
-    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., sensitivity: _Optional[float] = ..., tau: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., mu: _Optional[float] = ..., mu_charged: _Optional[float] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., rule: _Optional[str] = ..., site: _Optional[str] = ..., population: _Optional[str] = ..., dataset: _Optional[str] = ..., source: _Optional[str] = ..., outcome: _Optional[str] = ..., values_sha256: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
+    other_n: int
+    other_values_sha256: str
+    pair_signature: bytes
+    def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., sensitivity: _Optional[float] = ..., tau: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., mu: _Optional[float] = ..., mu_charged: _Optional[float] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., rule: _Optional[str] = ..., site: _Optional[str] = ..., population: _Optional[str] = ..., dataset: _Optional[str] = ..., source: _Optional[str] = ..., outcome: _Optional[str] = ..., values_sha256: _Optional[str] = ..., signature: _Optional[bytes] = ..., other_n: _Optional[int] = ..., other_values_sha256: _Optional[str] = ..., pair_signature: _Optional[bytes] = ...) -> None: ...
 
 class ReleaseChunk(_message.Message):
     __slots__ = ("info", "scores", "offset")
@@ -414,16 +424,18 @@ class ReleaseChunk(_message.Message):
     def __init__(self, info: _Optional[_Union[ReleaseInfo, _Mapping]] = ..., scores: _Optional[bytes] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class SurvivorHeader(_message.Message):
-    __slots__ = ("session_id", "score_class", "n", "segments")
+    __slots__ = ("session_id", "score_class", "n", "segments", "answers")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_CLASS_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     score_class: ScoreClass
     n: int
     segments: _containers.RepeatedCompositeFieldContainer[ReleaseInfo]
-    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[ReleaseInfo, _Mapping]]] = ...) -> None: ...
+    answers: PaperAggregatesRequest
+    def __init__(self, session_id: _Optional[str] = ..., score_class: _Optional[_Union[ScoreClass, str]] = ..., n: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[ReleaseInfo, _Mapping]]] = ..., answers: _Optional[_Union[PaperAggregatesRequest, _Mapping]] = ...) -> None: ...
 
 class SurvivorChunk(_message.Message):
     __slots__ = ("header", "scores")
@@ -444,6 +456,14 @@ class UploadSurvivorResponse(_message.Message):
     evaluations_left: int
     survivor_id: str
     def __init__(self, score_class: _Optional[_Union[ScoreClass, str]] = ..., n_received: _Optional[int] = ..., evaluations_left: _Optional[int] = ..., survivor_id: _Optional[str] = ...) -> None: ...
+
+class UploadSurvivorsResponse(_message.Message):
+    __slots__ = ("survivors", "answers")
+    SURVIVORS_FIELD_NUMBER: _ClassVar[int]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    survivors: _containers.RepeatedCompositeFieldContainer[UploadSurvivorResponse]
+    answers: PaperAggregatesResponse
+    def __init__(self, survivors: _Optional[_Iterable[_Union[UploadSurvivorResponse, _Mapping]]] = ..., answers: _Optional[_Union[PaperAggregatesResponse, _Mapping]] = ...) -> None: ...
 
 class RocGlmPartsRequest(_message.Message):
     __slots__ = ("session_id", "theta", "grid")
@@ -578,24 +598,32 @@ class ConfusionPartsResponse(_message.Message):
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
 class PaperAggregatesRequest(_message.Message):
-    __slots__ = ("session_id", "calibration")
+    __slots__ = ("session_id", "calibration", "confusion", "rocglm")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
+    CONFUSION_FIELD_NUMBER: _ClassVar[int]
+    ROCGLM_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     calibration: CalibrationPartsRequest
-    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ...) -> None: ...
+    confusion: ConfusionPartsRequest
+    rocglm: RocGlmPartsRequest
+    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ...) -> None: ...
 
 class PaperAggregatesResponse(_message.Message):
-    __slots__ = ("moments", "brier", "calibration", "budget")
+    __slots__ = ("moments", "brier", "calibration", "budget", "confusion", "rocglm")
     MOMENTS_FIELD_NUMBER: _ClassVar[int]
     BRIER_FIELD_NUMBER: _ClassVar[int]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
+    CONFUSION_FIELD_NUMBER: _ClassVar[int]
+    ROCGLM_FIELD_NUMBER: _ClassVar[int]
     moments: PlacementMomentsResponse
     brier: BrierPartsResponse
     calibration: CalibrationPartsResponse
     budget: BudgetStatus
-    def __init__(self, moments: _Optional[_Union[PlacementMomentsResponse, _Mapping]] = ..., brier: _Optional[_Union[BrierPartsResponse, _Mapping]] = ..., calibration: _Optional[_Union[CalibrationPartsResponse, _Mapping]] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+    confusion: ConfusionPartsResponse
+    rocglm: RocGlmPartsResponse
+    def __init__(self, moments: _Optional[_Union[PlacementMomentsResponse, _Mapping]] = ..., brier: _Optional[_Union[BrierPartsResponse, _Mapping]] = ..., calibration: _Optional[_Union[CalibrationPartsResponse, _Mapping]] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsResponse, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsResponse, _Mapping]] = ...) -> None: ...
 
 class HistogramRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "n_bins", "spacing", "scalars", "score_sums", "reservation_id", "edges", "strata_column", "compare_session_id")

@@ -109,6 +109,11 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesResponse.FromString,
                 _registered_method=True)
+        self.UploadSurvivors = channel.stream_unary(
+                '/dsroc.v1.SiteService/UploadSurvivors',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SurvivorChunk.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.UploadSurvivorsResponse.FromString,
+                _registered_method=True)
         self.ReleaseHistogram = channel.unary_unary(
                 '/dsroc.v1.SiteService/ReleaseHistogram',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
@@ -268,8 +273,22 @@ class SiteServiceServicer:
 
     def PaperAggregates(self, request, context):
         """PlacementMoments (pass 1), BrierParts, CalibrationParts and Budget of the session's dataset in one
-        round trip: each part checked and answered as its own call would be, in that order; one refusal
-        refuses the whole call with that part's status and reason (the parts before it are not returned).
+        round trip (optionally ConfusionParts first and RocGlmParts last): each part checked, answered and
+        audited as its own call would be, in that order; a refusal of one of the four refuses the whole call
+        with that part's status and reason (checked before any part changes state); a refused optional part
+        is left unset (its own call gives the reason).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UploadSurvivors(self, request_iterator, context):
+        """UploadSurvivor of both classes in one stream, then PaperAggregates on them, in one round trip: the
+        messages of S~0's upload (its header first), then those of S~1's (its header first). The first
+        header may carry `answers`, answered once both survivor functions are stored. Each part (each
+        class's upload, then the answers' parts in PaperAggregates' order) is checked and audited as its
+        own call would be; every check comes before anything is stored, so a refusal refuses the whole
+        call with that part's status and reason and leaves ledger, auditor and session as they were.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -413,6 +432,11 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.PaperAggregates,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.PaperAggregatesResponse.SerializeToString,
+            ),
+            'UploadSurvivors': grpc.stream_unary_rpc_method_handler(
+                    servicer.UploadSurvivors,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SurvivorChunk.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.UploadSurvivorsResponse.SerializeToString,
             ),
             'ReleaseHistogram': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseHistogram,
@@ -850,6 +874,33 @@ class SiteService:
             '/dsroc.v1.SiteService/PaperAggregates',
             dsroc_dot_v1_dot_site__pb2.PaperAggregatesRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.PaperAggregatesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UploadSurvivors(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/dsroc.v1.SiteService/UploadSurvivors',
+            dsroc_dot_v1_dot_site__pb2.SurvivorChunk.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.UploadSurvivorsResponse.FromString,
             options,
             channel_credentials,
             insecure,

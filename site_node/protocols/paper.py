@@ -128,12 +128,18 @@ class PaperProtocol(SiteProtocol):
         data = session.data
         # Opened once for both classes and the repeats (the two classes are asked at the same moment).
         opened = self.site.releases.get(release.release_id, lambda: self._open(release, used_delta))
-        values, digest = opened[0:2] if score_class == NEGATIVES else opened[2:4]
-        signed = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
-                  "release_id": release.release_id, "score_class": score_class, "epsilon": release.epsilon,
-                  "delta": release.delta, "sensitivity": used_delta, "n": values.size,
-                  "values_sha256": digest}
-        signed.update(site=self.site.signer.name, signature=self.site.signer.sign(signed))
+        (values, digest), (other, other_digest) = (opened[0:2], opened[2:4])[::1 if score_class == NEGATIVES else -1]
+        common = {"population": data.key[0], "dataset": data.dataset, "source": data.spec.key, "outcome": data.outcome,
+                  "release_id": release.release_id, "epsilon": release.epsilon, "delta": release.delta,
+                  "sensitivity": used_delta}
+        signed = {**common, "score_class": score_class, "n": values.size, "values_sha256": digest}
+        signer = self.site.signer
+        # Each class signed alone (for sites from before pair signatures) and both classes at once: a site verifies
+        # one signature per peer for an upload of both classes.
+        pair = signer.sign_pair({**common, "n_negatives": opened[0].size, "negatives_sha256": opened[1],
+                                 "n_positives": opened[2].size, "positives_sha256": opened[3]})
+        signed.update(site=signer.name, signature=signer.sign(signed), other_n=other.size,
+                      other_values_sha256=other_digest, pair_signature=pair)
         return ScoreRelease(release, tau, used_delta, release.mu if charged else 0.0, values, signed)
 
     def _open(self, release: Release, used_delta: float) -> tuple[np.ndarray, str, np.ndarray, str]:
@@ -173,7 +179,7 @@ class PaperProtocol(SiteProtocol):
         def make(_seed: bytes) -> tuple[bytes, int, int]:
             # The sampler runs on the CSPRNG and no seed reproduces it: the ledger keeps the sorted noisy points
             # sealed with the noise key (outside the ledger file), and a replay opens them.
-            points = [np.sort(noise.noisy_points(v)) for v in (negatives, positives)]
+            points = [noise.sorted_noisy_points(v) for v in (negatives, positives)]
             return seal_points(self.site.noise_key, key, *points), negatives.size, positives.size
 
         plan = ReleasePlan(key, data.dataset, session.analyst, (Gaussian(tau, noise.accounted_sensitivity),), epsilon,
@@ -188,6 +194,13 @@ class PaperProtocol(SiteProtocol):
         Accepted only as the union of the signed releases ``segments`` (``dsroc.v1.ReleaseInfo``) of this
         site and its peers, so that every cut point is a noisy score (:mod:`site_node.signing`).
         """
+        survivor = self.check_survivor(session, score_class, values, declared_n=declared_n, segments=segments)
+        self.store_survivors(session, {score_class: survivor})
+        return survivor
+
+    def check_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,
+                       segments=()) -> Survivor:
+        """Every check of :meth:`upload_survivor` (nothing stored): the survivor function and its content key."""
         self.require()
         score_class = _check_class(score_class)
         self._approved(session)
@@ -198,16 +211,20 @@ class PaperProtocol(SiteProtocol):
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
         self.site.signer.verify_segments(segments, values, score_class, self._known_release)
-        function = dsroc.SurvivorFunction(values)  # merges the sorted releases (no sort when sent sorted)
+        function = dsroc.SurvivorFunction(values)  # released values: counted on their lattice, not sorted
         # The content key of the query caps, over the sorted values (whatever the order of the segments).
-        survivor = Survivor(function, hashlib.sha256(memoryview(function.sorted_values)).hexdigest())
-        self.ledger.record_survivor(
-            (*session.data.key, score_class, survivor.digest),
-            self.policy.max_survivor_uploads,
-        )
+        digest = hashlib.sha256()
+        for block in function.sorted_blocks():
+            digest.update(memoryview(block))
+        return Survivor(function, digest.hexdigest())
+
+    def store_survivors(self, session: Session, survivors: dict[int, Survivor]) -> None:
+        """Record checked survivor functions (:meth:`check_survivor`; one ledger transaction, the cap on distinct
+        ones per class checked there: all or none) and make them the session's."""
+        self.ledger.record_survivors([(*session.data.key, cls, s.digest) for cls, s in survivors.items()],
+                                     self.policy.max_survivor_uploads)
         with session.lock:
-            session.survivors[score_class] = survivor
-        return survivor
+            session.survivors.update(survivors)
 
     def _known_release(self, release_id: str) -> bool:
         return self.ledger.has_release(release_id)
@@ -280,6 +297,17 @@ class PaperProtocol(SiteProtocol):
                                     ssd_pv1=sq_dev_parts(pv1, parts1.total / parts1.n))
         return PlacementMoments(ssd_pv0=sq_dev_parts(pv0, means[0]), ssd_pv1=sq_dev_parts(pv1, means[1]),
                                 second_pass=True)
+
+    def check_aggregates(self, session: Session, calibration) -> None:
+        """The checks of :meth:`placement_moments` (pass 1), :meth:`brier_parts` and :meth:`calibration_parts` that
+        need no survivor function (nothing changes): a combined call runs them before any part changes state."""
+        self.require()
+        data, q = session.data, self.policy.privacy_level
+        require_privacy_level(data.positives.size, q, "the placement moments (positives)")
+        require_privacy_level(data.negatives.size, q, "the placement moments (negatives)")
+        self._probabilities(session, "the Brier score")
+        require_privacy_level(data.scores.size, q, "the Brier parts")
+        check_edges(self.policy, calibration)
 
     def _probabilities(self, session: Session, what: str) -> None:
         self._approved(session)

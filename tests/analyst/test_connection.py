@@ -243,7 +243,8 @@ def test_recommend_lists_only_what_the_policies_accept(tmp_path, five_sites, pki
 def test_upload_messages_are_serialized_from_the_arrays_as_protobuf_would():
     # The survivor upload serializes its SurvivorChunk messages straight from the released arrays (no message
     # objects, nothing built for the whole upload): the bytes must be what the generated code makes, for
-    # chunk sizes across the varint's length boundaries and arrays that end mid-chunk.
+    # chunk sizes across the varint's length boundaries and arrays that end mid-chunk; arrays share messages
+    # (each full but the last).
     import numpy as np
 
     from analyst.session import _survivor_chunks
@@ -253,8 +254,9 @@ def test_upload_messages_are_serialized_from_the_arrays_as_protobuf_would():
     for size in (1, 16, 2048, 16_384, 65_536):
         chunks = _survivor_chunks(arrays, size)
         assert not isinstance(chunks, list)  # made as they are sent
-        expected = [pb.SurvivorChunk(scores=a[i:i + size].tobytes()).SerializeToString()
-                    for a in arrays for i in range(0, a.size, size)]
+        joined = np.concatenate(arrays)
+        expected = [pb.SurvivorChunk(scores=joined[i:i + size].tobytes()).SerializeToString()
+                    for i in range(0, joined.size, size)]
         got = list(chunks)
         assert got == expected
         parsed = np.concatenate([np.frombuffer(pb.SurvivorChunk.FromString(m).scores, "<f8") for m in got])

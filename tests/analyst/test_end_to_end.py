@@ -282,9 +282,10 @@ def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki
 
 
 def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helpers, monkeypatch):
-    # Each round trip costs every site a call: the policy and sensitivity come with the session, the
-    # placement moments (one pass), Brier sums, calibration cells and budget in one call beside the fit,
-    # and the closing after the result.
+    # Each round trip costs every site a call: the policy, sensitivity and the release's hold come with the
+    # session; both
+    # survivor functions go in one stream whose reply carries the placement moments (one pass), Brier sums,
+    # calibration cells, budget and the fit's first evaluation; the closing comes after the result.
     from collections import Counter
 
     from analyst.connection import SiteConnection
@@ -305,10 +306,9 @@ def test_a_paper_validation_asks_each_site_few_questions(five_sites, pki, helper
     for site in sites:
         asked = {method: n for (s, method), n in calls.items() if s == site}
         evaluations = asked.pop("RocGlmParts")
-        # PrepareRelease: every site holds the release's budget before any site releases (all or nothing).
-        assert asked == {"OpenSession": 1, "PrepareRelease": 1, "ReleaseNoisyScores": 1, "UploadSurvivor": 2,
-                         "PaperAggregates": 1, "CloseSession": 1}
-        assert evaluations <= res.detail.rocglm.iterations + 2
+        # Every site holds the release's budget with its session, before any site releases (all or nothing).
+        assert asked == {"OpenSession": 1, "ReleaseNoisyScores": 1, "UploadSurvivors": 1, "CloseSession": 1}
+        assert evaluations <= res.detail.rocglm.iterations + 1  # the first came with the upload
 
 
 def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki, helpers):
@@ -332,8 +332,9 @@ def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki
 
 
 def test_sites_from_before_one_stream_and_paper_aggregates_are_asked_each_call(tmp_path, pki, helpers, monkeypatch):
-    # A site from before PaperAggregates answers UNIMPLEMENTED, and one from before both_classes sends the
-    # negatives only: the analyst then asks the four calls and the positives' release apart.
+    # A site from before UploadSurvivors and PaperAggregates answers UNIMPLEMENTED, and one from before
+    # both_classes sends the negatives only: the analyst then uploads each class, asks the four calls and the
+    # positives' release apart.
     import contextlib
     from collections import Counter
 
@@ -352,6 +353,7 @@ def test_sites_from_before_one_stream_and_paper_aggregates_are_asked_each_call(t
         raise Unimplemented("Method not found!")
 
     monkeypatch.setattr(SiteServicer, "PaperAggregates", unimplemented)
+    monkeypatch.setattr(SiteServicer, "UploadSurvivors", unimplemented)
     one_class = SiteServicer.ReleaseNoisyScores
 
     def without_both_classes(self, request, context):  # a site from before ReleaseRequest.both_classes
@@ -371,6 +373,7 @@ def test_sites_from_before_one_stream_and_paper_aggregates_are_asked_each_call(t
         with helpers.federation([s.bound_address for s in servers], pki) as fed:
             res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
     assert calls["PaperAggregates"] == 2 and calls["ReleaseNoisyScores"] == 4  # each class asked apart
+    assert calls["UploadSurvivors"] == 2 and calls["UploadSurvivor"] == 4
     assert all(calls[m] == 2 for m in ("PlacementMoments", "BrierParts", "CalibrationParts", "Budget"))
     pooled = pd.concat(frames)
     assert res.n == len(pooled) and res.brier.value == pytest.approx(((pooled["y"] - pooled["pred"]) ** 2).mean(), abs=1e-12)

@@ -102,6 +102,19 @@ class Client:
 
         return self.UploadSurvivor(messages())
 
+    def upload_both(self, session, negatives, positives, answers=None, chunk=10_000):
+        """Both classes in one UploadSurvivors stream (each one release of the test peer), ``answers`` in the first header."""
+        def messages():
+            for k, (cls, values) in enumerate(((pb.SCORE_CLASS_NEGATIVES, negatives), (pb.SCORE_CLASS_POSITIVES, positives))):
+                values = np.asarray(values, dtype=float)
+                header = pb.SurvivorHeader(session_id=session, score_class=cls, n=values.size,
+                                           segments=[peer_release(cls, values)], answers=answers if k == 0 else None)
+                yield pb.SurvivorChunk(header=header, scores=values[:chunk].tobytes())
+                for i in range(chunk, values.size, chunk):
+                    yield pb.SurvivorChunk(scores=values[i:i + chunk].tobytes())
+
+        return self.UploadSurvivors(messages())
+
     def close(self):
         self.channel.close()
 

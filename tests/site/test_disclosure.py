@@ -188,6 +188,72 @@ def test_finding2_a_crafted_survivor_function_is_refused_only_signed_releases_ar
                                                                           "PERMISSION_DENIED", "PERMISSION_DENIED"]
 
 
+def test_a_pair_signature_covers_both_classes_of_one_release_and_is_verified_once(tls_site, snapshot):
+    # A release's two classes carry one signature over both (besides each class's own): an upload of both
+    # classes costs one verification per site. Every field it covers is checked: the other class's size or
+    # digest changed, the negatives presented as positives, or the signature moved to another release are refused.
+    from .conftest import PEER_KEY
+    from site_node.signing import pair_message, values_digest
+
+    server, client = tls_site()
+    s = client.open()
+    info0, noisy0, _ = client.release(s, NEG)
+    info1, noisy1, _ = client.release(s, POS)
+    assert info0.pair_signature == info1.pair_signature and len(info0.pair_signature) == 64
+    assert (info0.other_n, info0.other_values_sha256) == (info1.n, info1.values_sha256)
+    before = snapshot(server.config.ledger_path)
+
+    def changed(info, **fields):
+        out = pb.ReleaseInfo()
+        out.CopyFrom(info)
+        for name, value in fields.items():
+            setattr(out, name, value)
+        return out
+
+    other = changed(info1, release_id="another release")
+    for segment, values, cls in ((changed(info0, other_n=info0.other_n + 1), noisy0, NEG),
+                                 (changed(info0, other_values_sha256=values_digest(noisy0)), noisy0, NEG),
+                                 (changed(info0, score_class=POS), noisy0, POS),
+                                 (changed(other, pair_signature=info0.pair_signature), noisy1, POS)):
+        _refused(lambda: client.upload(s, cls, values, segments=[segment]), C.PERMISSION_DENIED, "signature does not match")
+    assert snapshot(server.config.ledger_path) == before
+    # A peer's pair-signed release and the site's own, both classes in one stream: one verification per site.
+    peer = [np.sort(np.random.default_rng(k).uniform(0, 1, 30 + k)) for k in range(2)]
+    fields = {"site": "testpeer", "population": "test", "dataset": "test", "source": "column:pred", "outcome": "y",
+              "release_id": "peer release", "epsilon": 1.0, "delta": 1e-5, "sensitivity": 1.0,
+              "n_negatives": peer[0].size, "negatives_sha256": values_digest(peer[0]),
+              "n_positives": peer[1].size, "positives_sha256": values_digest(peer[1])}
+    signature = PEER_KEY.sign(pair_message(fields))
+    common = {k: fields[k] for k in ("site", "population", "dataset", "source", "outcome", "release_id", "epsilon",
+                                     "delta", "sensitivity")}
+    peer_infos = [pb.ReleaseInfo(**common, score_class=cls, n=mine.size, values_sha256=values_digest(mine),
+                                 other_n=theirs.size, other_values_sha256=values_digest(theirs),
+                                 signature=bytes(64), pair_signature=signature)
+                  for cls, mine, theirs in ((NEG, peer[0], peer[1]), (POS, peer[1], peer[0]))]
+    signer = server.site.signer
+    verified = []
+
+    class Counting:
+        def __init__(self, key):
+            self.key = key
+
+        def verify(self, signature, message):
+            verified.append(message)
+            return self.key.verify(signature, message)
+
+    signer._keys = {name: Counting(key) for name, key in signer._keys.items()}
+    signer._verified.clear()
+
+    def header(cls, values, segments):
+        return pb.SurvivorChunk(header=pb.SurvivorHeader(session_id=s, score_class=cls, n=sum(v.size for v in values),
+                                                         segments=segments), scores=np.concatenate(values).tobytes())
+
+    out = client.UploadSurvivors(iter([header(NEG, [noisy0, peer[0]], [info0, peer_infos[0]]),
+                                       header(POS, [noisy1, peer[1]], [info1, peer_infos[1]])]))
+    assert [r.n_received for r in out.survivors] == [noisy0.size + peer[0].size, noisy1.size + peer[1].size]
+    assert len(verified) == 2 and all(b"dsroc_release_pair" in m for m in verified)
+
+
 def test_an_own_segment_must_be_in_the_ledger(tls_site, tmp_path):
     """A release signed with this site's key but unknown to its ledger (a copied key, a restored backup): refused."""
     from site_node.signing import load_signing_key, sign_release, values_digest

@@ -35,7 +35,7 @@ def test_stub_exposes_every_call_of_the_spec():
     service = site_pb2.DESCRIPTOR.services_by_name["SiteService"]
     calls = {m.name for m in service.methods}
     assert calls == {
-        "Describe", "OpenSession", "Sensitivity", "ReleaseNoisyScores", "UploadSurvivor", "RocGlmParts",
+        "Describe", "OpenSession", "Sensitivity", "ReleaseNoisyScores", "UploadSurvivor", "UploadSurvivors", "RocGlmParts",
         "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "PaperAggregates", "Budget",
         "CloseSession",
         "ReleaseHistogram",
@@ -48,6 +48,7 @@ def test_stub_exposes_every_call_of_the_spec():
     methods = service.methods_by_name
     assert methods["ReleaseNoisyScores"].server_streaming and not methods["ReleaseNoisyScores"].client_streaming
     assert methods["UploadSurvivor"].client_streaming and not methods["UploadSurvivor"].server_streaming
+    assert methods["UploadSurvivors"].client_streaming and not methods["UploadSurvivors"].server_streaming
     assert hasattr(site_pb2_grpc, "SiteServiceStub") and hasattr(site_pb2_grpc, "add_SiteServiceServicer_to_server")
 
 
