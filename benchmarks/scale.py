@@ -220,7 +220,9 @@ def in_process(n: int, k_sites: int) -> tuple[float, float, float]:
     noise = lattice_gaussian(EPSILON, DELTA, 0.1)
     tau = noise.sigma
     classes = [(pred[(site == k) & (y == 0)], pred[(site == k) & (y == 1)]) for k in range(k_sites)]
-    released = [tuple(noise.values(noise.sorted_noisy_points(s)) for s in pair) for pair in classes]
+    # A tree from before sorted_noisy_points (a --baseline) sorts the points as its daemons did.
+    points = getattr(noise, "sorted_noisy_points", lambda s: np.sort(noise.noisy_points(s)))
+    released = [tuple(noise.values(points(s)) for s in pair) for pair in classes]
     noise_s = time.perf_counter() - t
     pooled0 = np.sort(np.concatenate([r[0] for r in released]), kind="stable")
     pooled1 = np.sort(np.concatenate([r[1] for r in released]), kind="stable")

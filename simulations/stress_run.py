@@ -105,10 +105,11 @@ def plan_tasks(cells, papers, reps: int) -> list[Task]:
 
 
 def _cost(task: Task) -> float:
-    """Rough seconds of a unit of work (measured: ~2.4 us per patient and setting in the paper protocol, ~0.1 s
-    per histogram validation, ~0.3 us per patient to draw the data and its truth)."""
-    size = task.n * len(task.reps)
-    return size * (2.4e-6 * len(task.cells) if task.paper else 3e-7) + (0 if task.paper else 0.1 * len(task.reps) * len(task.cells))
+    """Rough CPU seconds of a unit of work (measured on main after stressfast16: ~1.0 us per patient and setting in
+    the paper protocol; ~0.09 s per replication and cell for the four histogram protocols' validations plus ~0.8 us
+    per patient and cell to draw the data, its truth and the releases)."""
+    size = task.n * len(task.reps) * len(task.cells)
+    return size * 1.0e-6 if task.paper else 0.09 * len(task.reps) * len(task.cells) + size * 8e-7
 
 
 def run_task(task: Task, seed: int, score_sums: bool = True,

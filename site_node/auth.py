@@ -125,7 +125,9 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
             token, who = audit.begin(record), _analyst.set(analyst)
             release = _Once(lambda: slots.release(analyst)) if slots is not None else _Once(None)
             try:
-                serial = revoked.revoked(next(iter(context.auth_context().get("x509_pem_cert", ())), None))
+                # The peer's certificate is read only while some certificate is revoked.
+                serial = (revoked.revoked(next(iter(context.auth_context().get("x509_pem_cert", ())), None))
+                          if revoked else None)
                 if serial is not None:
                     release.disarm()
                     raise Unauthenticated(f"the client certificate (serial {serial:x}) is revoked at this site; "

@@ -79,6 +79,10 @@ class RevokedCertificates:
         """Refuse ``serials`` from the next call on (a reload)."""
         self._serials = frozenset(serials)
 
+    def __bool__(self) -> bool:
+        """Whether any certificate is revoked (else no call's certificate needs reading)."""
+        return bool(self._serials)
+
     def revoked(self, peer_pem: bytes | None) -> int | None:
         """The serial of ``peer_pem`` if it is revoked, else None (also without a certificate)."""
         if not self._serials or not peer_pem:

@@ -442,7 +442,9 @@ class SqliteLedger(Ledger):
                     )
                 db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
 
-        self._transaction(body)
+        # Not fsynced, as the ROC-GLM evaluations (a query cap, not a release): it survives a crash or kill of
+        # the daemon; a power failure could forget the last few, never a release.
+        self._transaction(body, synced=False)
 
     def record_model(self, population, source, cap):
         def body(db):

@@ -82,20 +82,18 @@ def values_digest(values: np.ndarray) -> str:
 
 def release_message(fields: dict) -> bytes:
     """The canonical bytes a signature covers (JSON of :data:`SIGNED_FIELDS`, floats as their repr)."""
-    body = {}
-    for name in SIGNED_FIELDS:
-        value = fields[name]
-        body[name] = repr(float(value)) if name in ("epsilon", "delta", "sensitivity") else value
-    return json.dumps({"dsroc_release": 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return _canonical("dsroc_release", SIGNED_FIELDS, fields)
 
 
 def pair_message(fields: dict) -> bytes:
     """The canonical bytes a pair signature covers (JSON of :data:`PAIR_FIELDS`, floats as their repr)."""
-    body = {}
-    for name in PAIR_FIELDS:
-        value = fields[name]
-        body[name] = repr(float(value)) if name in ("epsilon", "delta", "sensitivity") else value
-    return json.dumps({"dsroc_release_pair": 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return _canonical("dsroc_release_pair", PAIR_FIELDS, fields)
+
+
+def _canonical(tag: str, names, fields: dict) -> bytes:
+    body = {name: repr(float(fields[name])) if name in ("epsilon", "delta", "sensitivity") else fields[name]
+            for name in names}
+    return json.dumps({tag: 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
 def pair_fields(segment) -> dict:

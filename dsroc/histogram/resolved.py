@@ -140,11 +140,13 @@ def logistic_classes(z, base, share, du) -> tuple[np.ndarray, np.ndarray]:
     for _ in range(_NEWTON):
         wr, zr, sr = w[rows], zs[bins[rows]], share[rows]
         p = 1.0 / (1.0 + np.exp(-(a[rows, None] + b[rows, None] * zr)))
-        q = wr * p * (1 - p)
-        s = (wr * p).sum(-1)
-        m1, m0 = (wr * p * _STEPS).sum(-1) / s, (wr * (1 - p) * _STEPS).sum(-1) / (1 - s)
-        sa, sb = q.sum(-1), (q * zr).sum(-1)
-        qt, qzt = (q * _STEPS).sum(-1), (q * zr * _STEPS).sum(-1)
+        wp, wq = wr * p, wr * (1 - p)
+        q = wp * (1 - p)
+        qz = q * zr
+        s = wp.sum(-1)
+        m1, m0 = (wp * _STEPS).sum(-1) / s, (wq * _STEPS).sum(-1) / (1 - s)
+        sa, sb = q.sum(-1), qz.sum(-1)
+        qt, qzt = (q * _STEPS).sum(-1), (qz * _STEPS).sum(-1)
         da_ = (qt - m1 * sa) / s + (qt - m0 * sa) / (1 - s)
         db_ = (qzt - m1 * sb) / s + (qzt - m0 * sb) / (1 - s)
         r1, r2 = sr - s, du[rows] - (m1 - m0)

@@ -361,6 +361,14 @@ def test_sites_from_before_one_stream_and_paper_aggregates_are_asked_each_call(t
         return one_class(self, request, context)
 
     monkeypatch.setattr(SiteServicer, "ReleaseNoisyScores", without_both_classes)
+    open_session = SiteServicer.OpenSession
+
+    def without_prepare(self, request, context):  # s0 is from before OpenSessionRequest.prepare; s1 holds
+        if self.site.config.name == "s0":
+            request.ClearField("prepare")
+        return open_session(self, request, context)
+
+    monkeypatch.setattr(SiteServicer, "OpenSession", without_prepare)
     calls = Counter()
     real_call = SiteConnection.call
     monkeypatch.setattr(SiteConnection, "call", lambda self, method, request, **kw: (
@@ -372,8 +380,13 @@ def test_sites_from_before_one_stream_and_paper_aggregates_are_asked_each_call(t
         servers = [stack.enter_context(running_server(c)) for c in configs]
         with helpers.federation([s.bound_address for s in servers], pki) as fed:
             res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=5, delta=0.01)
+        budgets = [server.site.ledger.budget(server.config.datasets["test"].population, server.site.policy)
+                   for server in servers]
     assert calls["PaperAggregates"] == 2 and calls["ReleaseNoisyScores"] == 4  # each class asked apart
     assert calls["UploadSurvivors"] == 2 and calls["UploadSurvivor"] == 4
+    # s1's hold made with its session is returned, and both sites hold with PrepareRelease (all or nothing).
+    assert calls["CancelReservation"] == 1 and calls["PrepareRelease"] == 2
+    assert [(b.releases, b.reservations) for b in budgets] == [(1, 0), (1, 0)]
     assert all(calls[m] == 2 for m in ("PlacementMoments", "BrierParts", "CalibrationParts", "Budget"))
     pooled = pd.concat(frames)
     assert res.n == len(pooled) and res.brier.value == pytest.approx(((pooled["y"] - pooled["pred"]) ** 2).mean(), abs=1e-12)
