@@ -11,9 +11,8 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
   (:func:`dsroc.histogram.stages.first_stage_bins` bins) plus discrete Laplace noise
   (:func:`dsroc.privacy.laplace.discrete_laplace_noise`) at the scale the site plans for the first stage's
   epsilon1 of :func:`dsroc.histogram.stages.laplace_two_stage_plan`; the analyst sums them over sites, chooses
-  the second grid's bin count from the estimated class sizes (:func:`dsroc.histogram.stages.second_stage_bins`)
-  and puts its edges at the quantiles of the classes' balanced mixture
-  (:func:`dsroc.histogram.stages.balanced_interior`, the site's explicit grid around them). Stage 2: every
+  the second grid's bin count from the estimated class sizes and puts its edges at the quantiles of the classes'
+  balanced mixture (:func:`dsroc.histogram.stages.second_stage_grid`, the site's explicit grid around them). Stage 2: every
   site counts per class on those edges and sums its patients' randomly rounded offsets within their bins,
   with noise at the second stage's epsilon2; the analyst sums the releases and calls
   :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). The sites have
@@ -24,10 +23,10 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
   [0, 1]) with score sums at the whole epsilon: the default before the quantile grid;
 - ``flat20``: counts only on 20 equal bins, binned empirical AUC (SPEC-private's baseline), discrete Laplace too;
 - ``secagg``: the secagg protocol as the analyst and sites run it by default: the two stages of ``histogram``
-  (counts and score sums), each site adding its share of a distributed discrete Gaussian
-  (:func:`dsroc.secagg.share_sigma` of each stage for all ``sites`` shares, no coalition), summed; the second
-  grid's bin count from the first stage's estimate of n (:func:`dsroc.secagg.secagg_n_bins`, as
-  ``analyst.protocols.secagg``);
+  (per-class counts, then counts and score sums; the same grid choice and the first stage passed on to the
+  validation), each site adding its share of a distributed discrete Gaussian (:func:`dsroc.secagg.share_sigma`
+  of each stage for all ``sites`` shares, no coalition) at :func:`dsroc.histogram.stages.two_stage_plan`'s split,
+  summed, as ``analyst.protocols.secagg``;
 - ``paper``: the paper protocol with the noise-corrected AUC (:func:`simulations.protocol.run_protocol_chunk`,
   five sites) at a recommended setting (AUC only; its other answers are exact, q-protected).
 
@@ -52,13 +51,12 @@ from analyst.protocols.histogram_release import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
-from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, balanced_interior, first_stage_bins, laplace_count_sd,
-                                   laplace_release_scales, laplace_two_stage_plan, release_parts, second_stage_bins,
-                                   second_stage_interior, two_stage_plan)
+from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, laplace_count_sd,
+                                   laplace_release_scales, laplace_two_stage_plan, release_parts, second_stage_grid,
+                                   two_stage_plan)
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
-from dsroc.histogram.grid import consistent_counts
-from dsroc.secagg import secagg_n_bins, share_sigma
+from dsroc.secagg import share_sigma
 
 from .dgp import N_SITES, Batch
 from .histogram import NOISE
@@ -322,11 +320,9 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
                      protocol: str = "histogram") -> Release:
     """The default two-stage release, summed: every site's noisy counts of its negatives and positives on the fine
     grid (the analyst sums them over sites); the analyst's second-stage bin count from their estimated class sizes
-    (:func:`dsroc.histogram.stages.second_stage_bins`) and edges at the quantiles of their class-balanced mixture
-    (:func:`dsroc.histogram.stages.balanced_interior`; the site's explicit grid is its score range around them);
-    then every site's per-class release on those edges. ``protocol="secagg"``: the secagg protocol's two rounds
-    (each site's noise a share; classes summed, the second grid's bin count from the first round's estimate of n
-    and its edges at the quantiles of all scores, :func:`dsroc.histogram.stages.second_stage_interior`).
+    and edges at the quantiles of their class-balanced mixture (:func:`dsroc.histogram.stages.second_stage_grid`;
+    the site's explicit grid is its score range around them); then every site's per-class release on those edges.
+    ``protocol="secagg"``: the secagg protocol's two rounds, the same grid choice (each site's noise a share).
 
     Per replication one stream ``[seed, cell, rep]`` draws the first stage's noise ``(sites, 2, B1)``, then the
     second stage's as :func:`histogram_release`.
@@ -343,15 +339,9 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
         classes = first[i] + NOISE[plan.noise][0](plan.sigma1, (k, 2, fine), rng).sum(axis=0)
-        total = classes.sum(axis=0)
-        totals.append(total)
-        if protocol == "secagg":
-            n_bins = secagg_n_bins(float(consistent_counts(total).sum()), plan.central2)
-            interior = second_stage_interior(total, plan.fine_edges, n_bins)
-        else:  # as analyst.protocols.histogram_release.quantile_grid
-            n0, n1 = consistent_counts(classes).sum(axis=-1)
-            n_bins = second_stage_bins(n0, n1, plan.central2, most=max(POLICY_BINS))
-            interior = balanced_interior(classes[0], classes[1], plan.fine_edges, n_bins)
+        totals.append(classes.sum(axis=0))
+        # as analyst.protocols.histogram_release.quantile_grid and analyst.protocols.secagg
+        interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS))
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,
@@ -403,7 +393,7 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
         try:
             extra = {} if release.sums is None else {"sums0": release.sums[i][0], "sums1": release.sums[i][1],
                                                      "sums_sigma": release.sums_sd}
-            if protocol == "histogram" and extra and release.first is not None:  # as analyst.protocols.histogram
+            if extra and release.first is not None:  # as analyst.protocols.histogram and .secagg
                 extra.update(grid_edges=release.first["edges"], grid_counts=release.first["counts"][i],
                              grid_sigma=release.first["sd"])
             v = histogram_validation(release.counts[i][0], release.counts[i][1], release.edges[i],

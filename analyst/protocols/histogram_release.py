@@ -10,9 +10,8 @@ import grpc
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma
-from dsroc.histogram.grid import consistent_counts, recommended_n_bins
-from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, balanced_interior, first_stage_bins, laplace_count_sd,
-                                   second_stage_bins)
+from dsroc.histogram.grid import recommended_n_bins
+from dsroc.histogram.stages import STAGE1_BINS, STAGE2_BINS, first_stage_bins, laplace_count_sd, second_stage_grid
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
@@ -135,19 +134,17 @@ def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = S
                   ) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
     """First stage of the quantile grid: every site's release of both classes' counts on a fine grid
     (:func:`fine_release`) at ``stages.epsilon1``, and the second stage's interior edges at the quantiles of the
-    class-balanced mixture of the summed counts (:func:`dsroc.histogram.stages.balanced_interior`), for ``n_bins``
-    bins or, when None, :func:`dsroc.histogram.stages.second_stage_bins` of the first stage's estimated class sizes
-    and the second stage's summed noise (at most ``most``): post-processing of the first release. ``following`` and
+    class-balanced mixture of the summed counts, for ``n_bins`` bins or, when None, as many as the first stage's
+    estimated class sizes and the second stage's summed noise call for (at most ``most``;
+    :func:`dsroc.histogram.stages.second_stage_grid`): post-processing of the first release. ``following`` and
     ``held``: the second stage, held with the first (:func:`collect_histograms`)."""
     edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
         session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=(),
         following=following, held=held))
     h0 = np.sum([r.negatives for r in releases.values()], axis=0).astype(np.float64)
     h1 = np.sum([r.positives for r in releases.values()], axis=0).astype(np.float64)
-    if n_bins is None:
-        n0, n1 = (float(consistent_counts(h).sum()) for h in (h0, h1))
-        n_bins = second_stage_bins(n0, n1, stages.sigma2 * math.sqrt(len(releases)), most=most)
-    return balanced_interior(h0, h1, edges, n_bins), releases, edges
+    interior = second_stage_grid(h0, h1, edges, stages.sigma2 * math.sqrt(len(releases)), most=most, n_bins=n_bins)
+    return interior, releases, edges
 
 
 def quantile_bin_cap(partitions, allowed) -> int:

@@ -10,11 +10,9 @@ from typing import Any
 import numpy as np
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.grid import consistent_counts
-from dsroc.histogram.stages import second_stage_interior, two_stage_plan
+from dsroc.histogram.stages import second_stage_grid, two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
-from dsroc.secagg import secagg_n_bins
 
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
@@ -42,15 +40,17 @@ class SecAggOptions(ProtocolOptions):
     Parameters
     ----------
     n_bins : int, optional
-        Bins of the grid. Default with ``spacing="quantile"``: :func:`dsroc.secagg.secagg_n_bins` of the
-        first round's estimate of n and the summed noise (5 bins, 7 from n = 1 000 noise SDs, 10 from
-        10 000); else the simulation study's count for the noise (:func:`analyst.protocols.histogram_release.allowed_n_bins`),
-        or the nearest count every site allows.
+        Bins of the grid. Default with ``spacing="quantile"``: as the histogram protocol, from the first round's
+        estimated class sizes and the second round's summed noise (:func:`dsroc.histogram.stages.second_stage_bins`,
+        5 to 12, at most what every site's policy allows); else the simulation study's count for the noise
+        (:func:`analyst.protocols.histogram_release.allowed_n_bins`), or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
-        ``"quantile"``: a first secure-aggregation round of the scores on a fine grid (about a tenth of the
-        budget) places the bins at its quantiles for the second round; both rounds are charged and compose to
-        the request's epsilon and delta (:func:`dsroc.histogram.stages.two_stage_plan`, as the histogram
-        protocol). ``"equal"`` or ``"logit"``: one round on a fixed grid over the score range.
+        ``"quantile"``: a first secure-aggregation round of both classes' scores on a fine grid (about a tenth of
+        the budget) places the second round's bins at the quantiles of the classes' balanced mixture ``(F0 + F1)/2``
+        (:func:`dsroc.histogram.stages.second_stage_grid`, as the histogram protocol), and its summed counts shape
+        the resolved AUC and the slope's range within each bin; both rounds are charged and compose to the
+        request's epsilon and delta (:func:`dsroc.histogram.stages.two_stage_plan`). ``"equal"`` or ``"logit"``:
+        one round on a fixed grid over the score range.
     score_sums : bool, default True
         Also sum each bin's noisy score offsets per class (counts and sums share one noise scale within
         the round's epsilon): calibration, O/E, Brier and the slope at within-bin mean scores.
@@ -126,8 +126,9 @@ class SecAggDetail:
     def detail_lines(self, result) -> list[str]:
         """The protocol's own lines at the end of the summary."""
         r, g = self.round, self.grid_round
-        grid = (f"{self.n_bins} bins at the quantiles of a first round ({g.edges.size - 1} fine bins, summed noise SD "
-                f"{g.noise_sd:.3g} per cell; charged)" if g is not None else f"{self.n_bins} {self.spacing} bins")
+        grid = (f"{self.n_bins} bins at the class-balanced quantiles of a first round ({g.edges.size - 1} fine bins "
+                f"per class, summed noise SD {g.noise_sd:.3g} per cell; charged)" if g is not None
+                else f"{self.n_bins} {self.spacing} bins")
         sums = " and per-bin score sums" if r.sums0 is not None else ""
         return [f"Secagg protocol: {grid}; {len(r.sites)} sites each added a share of sigma {r.share_sigma:.3g} to "
                 f"their counts{sums} (sized for coalitions of {r.colluders} sites with the analyst); summed noise SD "
@@ -180,7 +181,7 @@ class SecAggProtocol(Protocol):
         t = round_colluders(s, o.colluders)
         allowed, n_bins, first = [p.histogram_bins for p in s.policies.values()], o.n_bins, None
         if o.spacing == "quantile":
-            total, first, n_bins = self._two_rounds(s, request, o, t, allowed)
+            total, first = self._two_rounds(s, request, o, t, allowed)
         else:
             if n_bins is None:  # from the policies the sites sent with their sessions
                 n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta, shares=len(s.sites) - t)
@@ -190,6 +191,9 @@ class SecAggProtocol(Protocol):
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         sums = {} if total.sums0 is None else dict(sums0=total.sums0, sums1=total.sums1, sums_sigma=total.sums_sd)
+        if sums and first is not None:  # the first round, summed over the classes, as the histogram protocol's
+            sums.update(grid_edges=first.edges, grid_counts=first.counts0 + first.counts1,
+                        grid_sigma=math.sqrt(2.0) * first.noise_sd)
         v = histogram_validation(total.counts0, total.counts1, total.edges, sigma=total.noise_sd,
                                  estimator=o.estimator, level=request.level, **sums)
         share_sd = math.sqrt(summed_noise_variance(total.share_sigma, 1))
@@ -205,9 +209,10 @@ class SecAggProtocol(Protocol):
 
     @staticmethod
     def _two_rounds(s, request: ValidationRequest, o: SecAggOptions, t: int, allowed):
-        """The quantile grid: a first round of the scores on a fine grid, the bins at its quantiles (as many as
-        :func:`dsroc.secagg.secagg_n_bins` gives for its estimate of n unless ``o.n_bins``), then the second
-        round with the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split."""
+        """The quantile grid: a first round of both classes' counts on a fine grid, the bins at the quantiles of the
+        classes' balanced mixture (as many as :func:`dsroc.histogram.stages.second_stage_grid` gives for its
+        estimated class sizes and the second round's summed noise unless ``o.n_bins``), then the second round with
+        the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split. Returns both rounds' sums."""
         stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums)
         second_round = dict(epsilon=stages.epsilon2, delta=stages.delta2, score_sums=o.score_sums,
                             summed_sigma=stages.sigma2)
@@ -215,18 +220,16 @@ class SecAggProtocol(Protocol):
         first = fine_release(allowed, lambda fine, spacing: collect_secagg(
             s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
             summed_sigma=stages.sigma1, following=second_round, dropouts=o.dropouts))
-        try:
-            total = consistent_counts(first.counts0 + first.counts1)
-            n_bins = o.n_bins
-            if n_bins is None:  # the second round's summed noise: the plan's, the shares sized for k - d - t honest
-                k = len(s.sites)
-                n_bins = min(secagg_n_bins(float(total.sum()), stages.sigma2 * math.sqrt(k / (k - o.dropouts - t))),
-                             min(max(a) for a in allowed))
-            interior = second_stage_interior(np.asarray(total, dtype=np.float64), first.edges, n_bins)
+        try:  # the second round's summed noise: the plan's, the shares sized for k - d - t honest
+            k = len(s.sites)
+            interior = second_stage_grid(np.asarray(first.counts0, dtype=np.float64),
+                                         np.asarray(first.counts1, dtype=np.float64), first.edges,
+                                         stages.sigma2 * math.sqrt(k / (k - o.dropouts - t)),
+                                         most=min(max(a) for a in allowed), n_bins=o.n_bins)
         except BaseException:
             cancel_follow_ups(s, first.follow_ups)
             raise
         # over the first round's survivors, with the dropouts left: the same fewest survivors, the same shares
         second = collect_secagg(among(s, first.sites), colluders=t, interior=interior, follow_ups=first.follow_ups,
                                 dropouts=o.dropouts - len(first.dropped), **second_round)
-        return second, first, n_bins
+        return second, first

@@ -10,8 +10,8 @@ import numpy as np
 __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", "STAGE1_SHARE", "STAGE2_BINS",
            "LAPLACE_STAGE1_SHARE", "LAPLACE_COUNTS_SHARE", "LAPLACE_SUMS_SHARE", "LAPLACE_SCALAR_SHARE",
            "release_parts", "TwoStage", "two_stage_plan", "laplace_release_parts", "laplace_release_scales",
-           "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_interior",
-           "second_stage_bins", "balanced_interior"]
+           "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_bins",
+           "balanced_interior", "second_stage_grid"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.
@@ -23,8 +23,8 @@ SUMS_RATIO = 3.0
 # sensitivity 2 whose accounting stays cheap (a sensitivity-16 part made the calibration 20 times slower), at
 # a rounding variance of at most 1/16 per patient (bin widths squared), below the noise's up to ~10^4 patients a bin.
 SUMS_RESOLUTION = 2
-# Two-stage grid: the first release (all scores, STAGE1_BINS logit-spaced bins) has noise t / sqrt(STAGE1_SHARE),
-# the second (per class on edges at the first's quantiles) noise t: the first takes about a tenth of the
+# Two-stage grid of the secagg protocol (discrete Gaussian): the first release (per class, STAGE1_BINS logit-spaced
+# bins) has noise t / sqrt(STAGE1_SHARE), the second (per class on edges at the first's balanced quantiles) noise t: the first takes about a tenth of the
 # budget (zCDP share); the study (docs/simulations.md) found 5 to 20 % equally good.
 STAGE1_BINS = 50
 STAGE1_SHARE = 0.1
@@ -141,15 +141,6 @@ def first_stage_bins(allowed_per_site) -> int | None:
     return max((b for b in set.intersection(*map(set, allowed_per_site)) if b <= STAGE1_BINS), default=None)
 
 
-def second_stage_interior(counts, edges, n_bins: int) -> np.ndarray:
-    """Interior edges of the second stage from the first stage's summed noisy counts of all scores on ``edges``:
-    :func:`dsroc.histogram.quantile_edges` for ``n_bins`` bins, or the middle fine edge when the counts hold
-    nobody after the noise (pure post-processing of the first release)."""
-    from .grid import quantile_edges
-
-    return _or_middle(quantile_edges(counts, edges, n_bins), edges)
-
-
 def second_stage_bins(n0: float, n1: float, sigma: float, *, most: int) -> int:
     """Bins of the second stage from the first stage's estimated class sizes ``n0``, ``n1`` (public after it) and the
     noise SD ``sigma`` of a second-stage count summed over the sites: the last count of :data:`STAGE2_BINS` whose
@@ -182,6 +173,20 @@ def balanced_interior(counts0, counts1, edges, n_bins: int) -> np.ndarray:
     from .grid import balanced_quantile_edges
 
     return _or_middle(balanced_quantile_edges(counts0, counts1, edges, n_bins), edges)
+
+
+def second_stage_grid(counts0, counts1, edges, sigma: float, *, most: int, n_bins: int | None = None) -> np.ndarray:
+    """Interior edges of the second stage from the first stage's per-class noisy counts on ``edges``, summed over the
+    sites: :func:`balanced_interior` for ``n_bins`` bins or, when None, for :func:`second_stage_bins` of the counts'
+    estimated class sizes (their consistent totals) and ``sigma``, the second stage's noise SD of a count summed over
+    the sites (at most ``most`` bins). What the analyst does between the stages of the histogram and secagg
+    protocols' quantile grid (pure post-processing of the first release)."""
+    from .grid import consistent_counts
+
+    if n_bins is None:
+        n0, n1 = (float(consistent_counts(np.asarray(c, dtype=np.float64)).sum()) for c in (counts0, counts1))
+        n_bins = second_stage_bins(n0, n1, sigma, most=most)
+    return balanced_interior(counts0, counts1, edges, n_bins)
 
 
 def _or_middle(interior: np.ndarray, edges) -> np.ndarray:

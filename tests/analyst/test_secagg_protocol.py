@@ -30,8 +30,18 @@ def _binned_truth(frames, edges):
 @pytest.fixture(scope="module")
 def exact_sites(tmp_path_factory, pki, helpers):
     """Five peered TLS sites whose test policy allows a huge epsilon (the shares are 0 with overwhelming probability)."""
-    root = tmp_path_factory.mktemp("secagg")
-    frames = helpers.site_frames(seed=7)
+    yield from _peered_sites(tmp_path_factory.mktemp("secagg"), helpers.site_frames(seed=7), pki, helpers)
+
+
+@pytest.fixture(scope="module")
+def rare_sites(tmp_path_factory, pki, helpers):
+    """Three such sites where about one patient in ten is a positive (a tenth of the positives kept)."""
+    frames = [f[(f["y"] == 0) | (np.arange(len(f)) % 10 == 0)].reset_index(drop=True)
+              for f in helpers.site_frames(seed=8)[:3]]
+    yield from _peered_sites(tmp_path_factory.mktemp("secagg-rare"), frames, pki, helpers)
+
+
+def _peered_sites(root, frames, pki, helpers):
     with contextlib.ExitStack() as stack:
         paths = []
         for k, f in enumerate(frames):
@@ -137,10 +147,18 @@ def test_the_default_secagg_validation_sums_two_rounds_with_score_sums(exact_sit
     np.testing.assert_array_equal(d.grid_round.counts0, g0)
     np.testing.assert_array_equal(d.grid_round.counts1, g1)
     assert d.grid_round.edges.size - 1 == 50
-    # the second: its interior edges are fine edges, its counts brute force, its sums the offsets' within rounding
+    # the second: its interior edges are the fine edges nearest the quantiles of the mean of the two classes' score
+    # CDFs (by brute force), 12 of them at negligible noise (the most dsroc.histogram.stages.second_stage_bins gives);
+    # its counts brute force, its sums the offsets' within rounding
     edges = d.round.edges
-    assert np.isin(edges[1:-1], d.grid_round.edges).all()
-    assert d.n_bins == edges.size - 1 == 12  # dsroc.secagg.secagg_n_bins for negligible noise: the study's 12
+    fine = d.grid_round.edges
+    s = np.concatenate([f["pred"].to_numpy() for f in frames])
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    c = np.clip(s, fine[0], fine[-1])
+    share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
+    picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, 12) / 12})
+    np.testing.assert_allclose(edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+    assert d.n_bins == edges.size - 1 == 12
     h0, h1 = _binned_truth(frames, edges)
     np.testing.assert_array_equal(d.round.counts0, h0)
     np.testing.assert_array_equal(d.round.counts1, h1)
@@ -154,7 +172,69 @@ def test_the_default_secagg_validation_sums_two_rounds_with_score_sums(exact_sit
     assert res.n == sum(len(f) for f in frames)
     assert res.calibration.predicted_from.startswith("within-bin mean score")
     assert np.isfinite(d.validation.auc_resolved) and "AUC (resolved)" in str(res)
-    assert "at the quantiles of a first round" in str(res) and "unavailable by design" in str(res)
+    assert "at the class-balanced quantiles of a first round" in str(res) and "unavailable by design" in str(res)
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert report["detail"]["score_sums"] and len(report["detail"]["grid_round"]["edges"]) == 51
+    # The first round reaches the estimators, as the histogram protocol's: the slope's interval spans the unbinned
+    # fit's range from the score sums and the fine counts and holds the patient-level fit (statsmodels) ...
+    import statsmodels.api as sm
+    from scipy.special import logit
+
+    from dsroc.histogram.slope import BINNING_INCLUDED
+    from dsroc.histogram.validation import histogram_validation
+
+    truth = sm.Logit(y, sm.add_constant(logit(np.clip(s, 1e-12, 1 - 1e-12)))).fit(disp=0).params[1]
+    slope = res.calibration.slope
+    assert slope.lower <= truth <= slope.upper and slope.includes == BINNING_INCLUDED
+    # ... and the resolved AUC is the one of the fine counts of all scores (brute force), not the one without them
+    sums = dict(sums0=d.round.sums0, sums1=d.round.sums1, sums_sigma=d.round.sums_sd)
+    with_first = histogram_validation(h0, h1, edges, sigma=d.round.noise_sd, **sums, grid_edges=fine,
+                                      grid_counts=g0 + g1, grid_sigma=np.sqrt(2) * d.grid_round.noise_sd)
+    alone = histogram_validation(h0, h1, edges, sigma=d.round.noise_sd, **sums)
+    assert d.validation.auc_resolved == pytest.approx(with_first.auc_resolved, abs=1e-12)
+    assert abs(alone.auc_resolved - with_first.auc_resolved) > 1e-6
+
+
+def test_the_secagg_quantile_grid_takes_its_bin_count_from_the_class_sizes_over_the_summed_noise(exact_sites, pki,
+                                                                                               helpers):
+    """At epsilon 1, delta 0.01 the second round's summed noise SD is about 2.07: n_eff = (n0^-2 + n1^-2)^(-1/2) of
+    the 2 000 patients (about 707) over it is about 340, between 200 and 400 noise SDs: 7 bins (the rule on the
+    estimate of n before gave 8), each edge a fine edge, both rounds new releases."""
+    from dsroc.histogram.stages import two_stage_plan
+
+    frames, addresses, _ = exact_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=1.0, delta=0.01, protocol="secagg")
+    d = res.detail
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    ratio = (np.sum(y == 0) ** -2.0 + np.sum(y == 1) ** -2.0) ** -0.5 / two_stage_plan(1.0, 0.01).sigma2
+    assert 240 < ratio < 360  # far enough from 200 and 400 that the first round's noise cannot move it across
+    assert d.n_bins == d.round.edges.size - 1 == 7
+    assert np.isin(d.round.edges[1:-1], d.grid_round.edges).all()
+    assert all(not a.repeated for a in (*d.round.sites.values(), *d.grid_round.sites.values()))
+
+
+def test_at_a_low_prevalence_the_secagg_grid_gives_the_positives_half_of_the_bins(rare_sites, pki, helpers):
+    """About 10 % positives: the second round's edges are the fine edges nearest the quantiles of the mean of the
+    two classes' score CDFs (brute force; the noise is negligible), not those of all scores, which leave most
+    positives in the top bins."""
+    frames, addresses, _ = rare_sites
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=1000.0, delta=0.01, protocol="secagg")
+    d = res.detail
+    fine, edges = d.grid_round.edges, d.round.edges
+    s = np.clip(np.concatenate([f["pred"].to_numpy() for f in frames]), fine[0], fine[-1])
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    assert 0.05 < y.mean() < 0.15
+    balanced = np.array([0.5 * np.mean(s[y == 0] < e) + 0.5 * np.mean(s[y == 1] < e) for e in fine[1:-1]])
+    pooled = np.array([np.mean(s < e) for e in fine[1:-1]])
+    b = d.n_bins
+    for share, same in ((balanced, True), (pooled, False)):
+        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, b) / b})
+        expected = np.array([0.0, *fine[1:-1][picked], 1.0])
+        assert (expected.shape == edges.shape and np.allclose(edges, expected, rtol=0, atol=1e-12)) == same
+    # the positives spread over the bins: no bin holds a third of them
+    h1 = np.bincount(np.minimum(np.searchsorted(edges, s, side="right") - 1, b - 1)[y == 1], minlength=b)
+    np.testing.assert_array_equal(d.round.counts1, h1)
+    assert h1.max() < y.sum() / 3

@@ -8,7 +8,7 @@ from scipy.special import expit
 
 from dsroc.histogram import balanced_quantile_edges, bin_scores, histogram_edges, quantile_edges
 from dsroc.histogram.stages import (STAGE2_BINS, SUMS_RATIO, SUMS_RESOLUTION, balanced_interior, first_stage_bins,
-                                   second_stage_bins, second_stage_interior, two_stage_plan)
+                                   second_stage_bins, second_stage_grid, two_stage_plan)
 from dsroc.privacy.accounting import Accountant, DiscreteGaussian
 from dsroc.privacy.noise import discrete_gaussian_sigma, joint_discrete_gaussian_sigma
 
@@ -34,16 +34,31 @@ def test_quantile_edges_are_the_fine_edges_nearest_the_scores_quantiles():
     assert quantile_edges(one, fine, 5).size <= 2
 
 
-def test_the_analysts_stage_choices_are_the_finest_common_count_and_the_quantiles_or_the_middle_edge():
-    """The pure choices the analyst (and the stress study) make between the stages."""
+def test_the_analysts_stage_choices_are_the_finest_common_count_and_the_balanced_quantiles_or_the_middle_edge():
+    """The pure choices the analyst (both protocols' quantile grids, and the stress and multicentre studies) make
+    between the stages: the finest common count, then as many bins as the class sizes over the noise call for at the
+    fine edges nearest the quantiles of the mean of the class CDFs (by hand here)."""
     assert first_stage_bins([(5, 8, 12, 50, 100), (5, 20, 50)]) == 50
     assert first_stage_bins([(5, 8, 20), (8, 20, 100)]) == 20 and first_stage_bins([(5, 8), (100,)]) is None
     fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
-    counts = np.random.default_rng(4).poisson(40.0, 50) + np.arange(50)
-    cum = np.cumsum(counts)[:-1] / counts.sum()  # already consistent: the nearest fine edge to each fifth
-    expected = fine[1:-1][sorted({int(np.argmin(np.abs(cum - q))) for q in (0.2, 0.4, 0.6, 0.8)})]
-    np.testing.assert_array_equal(second_stage_interior(counts, fine, 5), expected)
-    np.testing.assert_array_equal(second_stage_interior(np.full(50, -3.0), fine, 5), [fine[25]])  # nobody left
+    rng = np.random.default_rng(4)
+    c0 = rng.poisson(400.0, 50) + np.arange(50)  # non-negative: already consistent
+    c1 = rng.poisson(60.0, 50) + 2 * np.arange(50)[::-1]
+    n0, n1 = c0.sum(), c1.sum()
+    mix = 0.5 * np.cumsum(c0)[:-1] / n0 + 0.5 * np.cumsum(c1)[:-1] / n1
+    for sigma, most, bins in ((50.0, 100, 5), (20.0, 100, 7), (10.0, 100, 10), (1.0, 100, 12), (1.0, 8, 8)):
+        ratio = (n0**-2.0 + n1**-2.0) ** -0.5 / sigma
+        assert bins == min(most, 5 if ratio < 200 else 7 if ratio < 400 else 10 if ratio < 1500 else 12)
+        expected = fine[1:-1][sorted({int(np.argmin(np.abs(mix - q))) for q in np.arange(1, bins) / bins})]
+        np.testing.assert_array_equal(second_stage_grid(c0, c1, fine, sigma, most=most), expected)
+    # n_bins asked for: the rule is not used; nobody left after the noise: the middle fine edge
+    expected = fine[1:-1][sorted({int(np.argmin(np.abs(mix - q))) for q in (0.25, 0.5, 0.75)})]
+    np.testing.assert_array_equal(second_stage_grid(c0, c1, fine, 4.0, most=100, n_bins=4), expected)
+    np.testing.assert_array_equal(second_stage_grid(np.full(50, -3.0), np.full(50, -1.0), fine, 4.0, most=100),
+                                  [fine[25]])
+    # negative noisy counts count as the consistent counts do: a class emptied by the noise gives 5 bins
+    np.testing.assert_array_equal(second_stage_grid(c0, np.full(50, -1.0), fine, 1.0, most=100),
+                                  balanced_interior(c0, np.zeros(50), fine, 5))
 
 
 def test_balanced_quantile_edges_are_the_fine_edges_nearest_the_mean_of_the_class_cdfs():

@@ -174,18 +174,6 @@ def test_the_two_rounds_of_the_quantile_grid_compose_to_the_request():
     assert math.sqrt(summed_noise_variance(s2, k)) == pytest.approx(plan.sigma2, rel=1e-3)
 
 
-def test_the_bin_count_grows_with_n_against_the_summed_noise():
-    from dsroc.histogram.grid import recommended_n_bins
-    from dsroc.secagg import secagg_n_bins
-
-    sigma = 4.1  # the second round's summed noise at epsilon 1, delta 1e-5
-    assert [secagg_n_bins(n, sigma) for n in (250, 1000, 4099, 4100, 40_999, 41_000, 1e6)] == [5, 5, 5, 7, 7, 10, 10]
-    assert secagg_n_bins(1000, 0.5) == 12 and secagg_n_bins(50_000, 3.0) == 10 and secagg_n_bins(1000, 3.0) == 8 and secagg_n_bins(100, 0.01) == recommended_n_bins(0.01 / math.sqrt(5)) == 12
-    assert secagg_n_bins(float("nan"), sigma) == 5
-    with pytest.raises(ValueError, match="sigma"):
-        secagg_n_bins(1000, -1.0)
-
-
 def test_a_hint_is_taken_only_within_a_tenth_of_a_percent_of_the_smallest_share():
     exact = share_sigma(1.0, 1e-5, 5)
     assert share_sigma(1.0, 1e-5, 5, hint=exact * 1.0005) == exact * 1.0005  # meets, and 0.1 % less does not

@@ -22,6 +22,7 @@ from simulations.stress import (
     full_cells,
     generate_data,
     histogram_release,
+    histogram_rows,
     quantile_plan,
     quantile_release,
 )
@@ -214,9 +215,12 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
 
 def test_the_secagg_rows_run_the_protocols_two_rounds_with_each_sites_share():
     """The study's secagg release: each stage's share is dsroc.secagg.share_sigma's for five sites (the sites
-    check the analyst's proposal against exactly that), the summed noise is the central plan's, and the second
-    grid has secagg_n_bins' 7 bins at n = 10 000, epsilon 1 (1 000 summed noise SDs of patients and more)."""
+    check the analyst's proposal against exactly that), the summed noise is the central plan's, the second grid has
+    the bin rule's count for the effective size over that noise (10 bins at n = 10 000, prevalence 0.3, epsilon 1,
+    by hand) at fine edges, and the first round reaches the validation as the analyst passes it on (all scores on
+    the fine grid, summed, its SD that of 2 x 5 shares)."""
     from dsroc.histogram.stages import release_parts
+    from dsroc.privacy.distributed import summed_noise_variance
     from dsroc.secagg import share_sigma
 
     cell = StressCell(Design("binormal", 0.3, 0.76), 10_000, 5, 1.0)
@@ -224,10 +228,29 @@ def test_the_secagg_rows_run_the_protocols_two_rounds_with_each_sites_share():
     assert plan.sigma1 == share_sigma(stages.epsilon1, stages.delta1, 5)
     assert plan.sigma2 == share_sigma(stages.epsilon2, stages.delta2, 5, parts=tuple(release_parts(score_sums=True)))
     assert plan.sums_sigma == pytest.approx(6 * plan.sigma2)
-    release = quantile_release(generate_data(cell.design, cell.n, range(2), seed=5, slope=False), cell, seed=5,
-                               protocol="secagg")
+    data = generate_data(cell.design, cell.n, range(2), seed=5, slope=False)
+    release = quantile_release(data, cell, seed=5, protocol="secagg")
     assert release.total_sd == pytest.approx(stages.sigma2, rel=1e-3) == pytest.approx(plan.central2, rel=1e-3)
-    assert [e.size - 1 for e in release.edges] == [7, 7] and release.sums is not None
+    n1 = data.batch.n1
+    ratio = ((cell.n - n1) ** -2.0 + n1**-2.0) ** -0.5 / stages.sigma2
+    assert np.all((ratio > 500) & (ratio < 1200))  # 10 bins, and no first-round noise moves it across 400 or 1 500
+    assert [e.size - 1 for e in release.edges] == [10, 10] and release.sums is not None
+    assert all(np.isin(e[1:-1], plan.fine_edges).all() for e in release.edges)
+    assert release.first["sd"] == pytest.approx(np.sqrt(summed_noise_variance(plan.sigma1, 10)), rel=1e-12)
+    assert release.first["sd"] == pytest.approx(np.sqrt(2) * stages.sigma1, rel=1e-3)
+    b = data.batch
+    for g in range(2):  # the first round's counts of all scores: within a few noise SDs of the exact fine histogram
+        exact = np.histogram(np.clip(b.scores[g * cell.n:(g + 1) * cell.n], plan.fine_edges[0], plan.fine_edges[-1]),
+                             plan.fine_edges)[0]
+        assert np.abs(release.first["counts"][g] - exact).max() < 6 * release.first["sd"]
+    rows = histogram_rows(data, cell, 5, "secagg")
+    auc = rows[rows["estimand"] == "auc"].sort_values("rep")
+    for g in range(2):
+        v = histogram_validation(*release.counts[g], release.edges[g], sigma=release.total_sd, level=0.95,
+                                 sums0=release.sums[g][0], sums1=release.sums[g][1], sums_sigma=release.sums_sd,
+                                 grid_edges=plan.fine_edges, grid_counts=release.first["counts"][g],
+                                 grid_sigma=release.first["sd"])
+        assert auc["estimate"].iloc[g] == pytest.approx(v.auc, abs=1e-12) and auc["estimator"].iloc[g] == v.estimator
 
 
 def _brute_force(part):
