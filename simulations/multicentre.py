@@ -18,7 +18,8 @@ from scipy.special import expit, logit
 from dsroc import bin_scores, delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
-from dsroc.histogram.stages import STAGE1_BINS, laplace_release_scales, laplace_two_stage_plan, second_stage_interior
+from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, laplace_release_scales, laplace_two_stage_plan,
+                                   second_stage_grid)
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
 from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_variance
 
@@ -83,18 +84,21 @@ def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: f
             "tau2_mc_se": float(t.std(ddof=1) / np.sqrt(reps))}
 
 
-def _validation_grid(rng, scores, site, sites, epsilon):
-    """The grid of the analyst's default histogram validation, which the stratified and joint releases reuse: a
-    first release of every site's scores on the fine logit grid at the first stage's noise, edges at the noisy
-    quantiles for the study's bin count at the second stage's noise (analyst.protocols.histogram_release.quantile_grid)."""
+def _validation_grid(rng, scores, y, site, sites, epsilon):
+    """The grid of the analyst's default histogram validation, which the stratified and joint releases reuse
+    (analyst.protocols.histogram_release.quantile_grid): a first release of every site's negatives and positives on
+    the fine logit grid at the first stage's noise, summed over the sites; edges at the quantiles of the classes'
+    balanced mixture, as many as the estimated class sizes over the second stage's summed noise call for
+    (:func:`dsroc.histogram.stages.second_stage_grid`; at most 12, which a default policy's 400 cells per class
+    allow for two strata and for 12 x 12 pairs of bins)."""
     stages = laplace_two_stage_plan(epsilon, DELTA)
     fine = histogram_edges(STAGE1_BINS, lo=0.005, hi=0.995, spacing="logit")
-    idx = bin_index(scores, fine)
+    cell = np.asarray(y, dtype=np.int64) * STAGE1_BINS + bin_index(scores, fine)
     scale1 = _noise(stages.epsilon1)[0]
-    total = sum(_release(rng, np.bincount(idx[site == k], minlength=STAGE1_BINS).astype(np.float64), scale1)
-                for k in range(sites))
-    n_bins = recommended_n_bins(stages.sigma2)
-    return np.concatenate([[0.0], second_stage_interior(total, fine, n_bins), [1.0]])
+    h = sum(_release(rng, np.bincount(cell[site == k], minlength=2 * STAGE1_BINS).astype(np.float64), scale1)
+            for k in range(sites)).reshape(2, STAGE1_BINS)
+    interior = second_stage_grid(h[0], h[1], fine, stages.sigma2 * np.sqrt(sites), most=STAGE2_BINS[-1][1])
+    return np.concatenate([[0.0], interior, [1.0]])
 
 
 def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0, aucs=(0.70, 0.80),
@@ -118,7 +122,7 @@ def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: floa
         y = np.concatenate([d[1] for d in data]).astype(int)
         stratum = np.repeat([0, 1], [d[0].size for d in data])
         site = rng.integers(sites, size=s.size)
-        edges = _validation_grid(rng, s, site, sites, epsilon) if grid == "validation" else histogram_edges(12)
+        edges = _validation_grid(rng, s, y, site, sites, epsilon) if grid == "validation" else histogram_edges(12)
         m = edges.size - 1
         cell = bin_index(s, edges) * 2 + stratum
         released = sum(_release(rng, np.bincount(y[site == k] * 2 * m + cell[site == k], minlength=4 * m)
@@ -196,7 +200,7 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
         xb = db * y + 0.6 * common + 0.8 * rng.normal(size=n)
         sa, sb = expit(xa - 1.0), expit(xb - 1.0)
         site = rng.integers(sites, size=n)
-        edges = _validation_grid(rng, sa, site, sites, epsilon) if grid == "validation" else histogram_edges(10)
+        edges = _validation_grid(rng, sa, y, site, sites, epsilon) if grid == "validation" else histogram_edges(10)
         m = edges.size - 1
         ia, ib = bin_index(sa, edges), bin_index(sb, edges)
         joint = np.zeros((2, m, m))

@@ -32,3 +32,34 @@ def test_each_analysis_runs_and_reports_sane_figures():
     assert sg["halfwidth_ratio_to_noise_free"] > 0.9  # binning and noise never make the interval narrower
     het = heterogeneity(4, sites=5, n=600, epsilon=5.0)
     assert het["tau2_mean"] >= 0 and 0 <= het["pi_coverage_new_site"] <= 1
+
+
+@pytest.mark.parametrize("epsilon,bins", [(3000.0, 12), (1.0, 10)])
+def test_the_partitioned_releases_grid_is_the_analysts_default_grid(epsilon, bins):
+    """The validation's grid the stratified and joint releases reuse, as the analyst chooses it: the bin rule on the
+    class sizes over the second stage's summed noise (by hand: 12 bins at negligible noise, 10 at n = 10 000,
+    prevalence 0.3, epsilon 1 over 5 sites), and at negligible noise the fine logit edges nearest the quantiles of
+    the mean of the two classes' score CDFs (brute force), which differ from all scores' quantiles."""
+    from scipy.special import expit, logit
+
+    from dsroc.histogram.stages import laplace_two_stage_plan
+    from simulations.multicentre import DELTA, _binormal, _validation_grid
+
+    rng = np.random.default_rng(5)
+    s, y = _binormal(rng, 10_000, 0.8, 0.3)
+    site = rng.integers(5, size=s.size)
+    n0, n1 = np.sum(~y), np.sum(y)
+    ratio = (n0**-2.0 + n1**-2.0) ** -0.5 / (laplace_two_stage_plan(epsilon, DELTA).sigma2 * np.sqrt(5))
+    assert bins == (5 if ratio < 200 else 7 if ratio < 400 else 10 if ratio < 1500 else 12)
+    assert ratio > 1.2 * 400 and (ratio < 1500 / 1.2 or bins == 12)  # no first-stage noise moves it across
+    edges = _validation_grid(rng, s, y, site, 5, epsilon)
+    fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
+    assert edges.size - 1 == bins and edges[0] == 0.0 and edges[-1] == 1.0
+    assert np.isin(edges[1:-1], fine).all()
+    if epsilon > 100:
+        c = np.clip(s, fine[0], fine[-1])
+        for share, same in (([0.5 * np.mean(c[~y] < e) + 0.5 * np.mean(c[y] < e) for e in fine[1:-1]], True),
+                            ([np.mean(c < e) for e in fine[1:-1]], False)):
+            picked = sorted({int(np.argmin(np.abs(np.asarray(share) - q))) for q in np.arange(1, bins) / bins})
+            expected = [0.0, *fine[1:-1][picked], 1.0]
+            assert (len(expected) == edges.size and np.allclose(edges, expected, rtol=0, atol=1e-12)) == same
