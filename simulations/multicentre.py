@@ -19,9 +19,11 @@ from dsroc import bin_scores, delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
 from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, laplace_release_scales, laplace_two_stage_plan,
-                                   second_stage_grid)
+                                   policy_candidates, second_stage_grid)
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
 from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_variance
+
+from .stress import POLICY_BINS
 
 __all__ = ["heterogeneity", "subgroups", "decision_curves", "paired_comparison", "DECISION_EDGES"]
 
@@ -90,14 +92,15 @@ def _validation_grid(rng, scores, y, site, sites, epsilon):
     the fine logit grid at the first stage's noise, summed over the sites; edges at the quantiles of the classes'
     balanced mixture, as many as the estimated class sizes over the second stage's summed noise call for
     (:func:`dsroc.histogram.stages.second_stage_grid`; at most 12, which a default policy's 400 cells per class
-    allow for two strata and for 12 x 12 pairs of bins)."""
+    allow for two strata and for 12 x 12 pairs of bins), each an edge the default policy allows."""
     stages = laplace_two_stage_plan(epsilon, DELTA)
     fine = histogram_edges(STAGE1_BINS, lo=0.005, hi=0.995, spacing="logit")
     cell = np.asarray(y, dtype=np.int64) * STAGE1_BINS + bin_index(scores, fine)
     scale1 = _noise(stages.epsilon1)[0]
     h = sum(_release(rng, np.bincount(cell[site == k], minlength=2 * STAGE1_BINS).astype(np.float64), scale1)
             for k in range(sites)).reshape(2, STAGE1_BINS)
-    interior = second_stage_grid(h[0], h[1], fine, stages.sigma2 * np.sqrt(sites), most=STAGE2_BINS[-1][1])
+    interior = second_stage_grid(h[0], h[1], fine, stages.sigma2 * np.sqrt(sites), most=STAGE2_BINS[-1][1],
+                                 candidates=policy_candidates([POLICY_BINS], fine, "logit"))
     return np.concatenate([[0.0], interior, [1.0]])
 
 

@@ -52,8 +52,8 @@ from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, laplace_count_sd,
-                                   laplace_release_scales, laplace_two_stage_plan, release_parts, second_stage_grid,
-                                   two_stage_plan)
+                                   laplace_release_scales, laplace_two_stage_plan, policy_candidates, release_parts,
+                                   second_stage_grid, two_stage_plan)
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 from dsroc.roc.batch import grouped_class_placements, grouped_mean
 from dsroc.secagg import share_sigma
@@ -335,13 +335,15 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
                         minlength=b.size * 2 * fine)
     first = first.reshape(b.size, 2, fine).astype(np.float64)
     salt = _salt(f"{cell.name}/{protocol}")
+    candidates = policy_candidates([POLICY_BINS], plan.fine_edges, "logit")  # the edges the default policy allows
     grids, counts, sums, totals = [], [], [], []
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
         classes = first[i] + NOISE[plan.noise][0](plan.sigma1, (k, 2, fine), rng).sum(axis=0)
         totals.append(classes.sum(axis=0))
         # as analyst.protocols.histogram_release.quantile_grid and analyst.protocols.secagg
-        interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS))
+        interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS),
+                                     candidates=candidates)
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,

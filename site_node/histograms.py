@@ -158,9 +158,12 @@ def _explicit_edges(policy: Policy, lo: float, hi: float, interior, n_bins: int,
     if e.size + 1 > max(policy.histogram_bins):
         raise PermissionDenied(f"policy: {e.size + 1} bins is more than this site allows (histogram_bins = "
                                f"{list(policy.histogram_bins)})")
+    from dsroc.histogram.grid import allowed_edges  # at first use, as dsroc above
+
     spacings = [sp for sp in policy.histogram_spacings if sp != "logit" or (lo >= 0.0 and hi <= 1.0)]
-    grid = np.unique(np.concatenate([_grid_edges(policy, lo, hi, b, sp) for sp in spacings
-                                     for b in policy.histogram_bins]))
+    ranges = {"equal": (lo, hi), "logit": policy.histogram_logit_range}
+    grid = np.unique(np.concatenate([allowed_edges(policy.histogram_bins, sp, lo=ranges[sp][0], hi=ranges[sp][1])
+                                     for sp in spacings]))
     at = np.searchsorted(grid, e)
     off = np.minimum(np.abs(grid[np.minimum(at, grid.size - 1)] - e), np.abs(grid[np.maximum(at - 1, 0)] - e))
     if np.any(off > 1e-12):

@@ -11,7 +11,8 @@ import numpy as np
 
 from dsroc import analytic_gaussian_sigma
 from dsroc.histogram.grid import recommended_n_bins
-from dsroc.histogram.stages import STAGE1_BINS, STAGE2_BINS, first_stage_bins, laplace_count_sd, second_stage_grid
+from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, first_stage_bins, laplace_count_sd, policy_candidates,
+                                    second_stage_grid)
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
@@ -116,17 +117,17 @@ def fine_release(allowed, release):
     """The quantile grid's first release, ``release(n_bins, spacing)``: on the finest grid every site allows up to
     ``STAGE1_BINS`` bins (:func:`dsroc.histogram.stages.first_stage_bins`), logit-spaced for probabilities, else
     (a site refused logit spacing before holding or charging anything: not probabilities, or not in its policy)
-    equal-width."""
+    equal-width. Returns ``(spacing, what release returned)``."""
     fine = first_stage_bins(allowed)
     if fine is None:
         raise ValueError(f"the quantile grid needs a fine first release; no bin count up to {STAGE1_BINS} is allowed "
                          "by every site (policy: histogram_bins)")
     try:
-        return release(fine, "logit")
+        return "logit", release(fine, "logit")
     except SiteError as refused:
         if refused.code not in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED):
             raise
-        return release(fine, "equal")
+        return "equal", release(fine, "equal")
 
 
 def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = STAGE2_BINS[-1][1],
@@ -136,14 +137,16 @@ def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = S
     (:func:`fine_release`) at ``stages.epsilon1``, and the second stage's interior edges at the quantiles of the
     class-balanced mixture of the summed counts, for ``n_bins`` bins or, when None, as many as the first stage's
     estimated class sizes and the second stage's summed noise call for (at most ``most``;
-    :func:`dsroc.histogram.stages.second_stage_grid`): post-processing of the first release. ``following`` and
+    :func:`dsroc.histogram.stages.second_stage_grid`), each an edge every site's policy allows
+    (:func:`dsroc.histogram.stages.policy_candidates`): post-processing of the first release. ``following`` and
     ``held``: the second stage, held with the first (:func:`collect_histograms`)."""
-    edges, releases = fine_release(allowed, lambda fine, spacing: collect_histograms(
+    spacing, (edges, releases) = fine_release(allowed, lambda fine, spacing: collect_histograms(
         session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=(),
         following=following, held=held))
     h0 = np.sum([r.negatives for r in releases.values()], axis=0).astype(np.float64)
     h1 = np.sum([r.positives for r in releases.values()], axis=0).astype(np.float64)
-    interior = second_stage_grid(h0, h1, edges, stages.sigma2 * math.sqrt(len(releases)), most=most, n_bins=n_bins)
+    interior = second_stage_grid(h0, h1, edges, stages.sigma2 * math.sqrt(len(releases)), most=most, n_bins=n_bins,
+                                 candidates=policy_candidates(allowed, edges, spacing))
     return interior, releases, edges
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.stages import second_stage_grid, two_stage_plan
+from dsroc.histogram.stages import policy_candidates, second_stage_grid, two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
@@ -217,7 +217,7 @@ class SecAggProtocol(Protocol):
         second_round = dict(epsilon=stages.epsilon2, delta=stages.delta2, score_sums=o.score_sums,
                             summed_sigma=stages.sigma2)
         # the first round holds the second's budget too: no site is charged the first and then refuses the second
-        first = fine_release(allowed, lambda fine, spacing: collect_secagg(
+        spacing, first = fine_release(allowed, lambda fine, spacing: collect_secagg(
             s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
             summed_sigma=stages.sigma1, following=second_round, dropouts=o.dropouts))
         try:  # the second round's summed noise: the plan's, the shares sized for k - d - t honest
@@ -225,7 +225,8 @@ class SecAggProtocol(Protocol):
             interior = second_stage_grid(np.asarray(first.counts0, dtype=np.float64),
                                          np.asarray(first.counts1, dtype=np.float64), first.edges,
                                          stages.sigma2 * math.sqrt(k / (k - o.dropouts - t)),
-                                         most=min(max(a) for a in allowed), n_bins=o.n_bins)
+                                         most=min(max(a) for a in allowed), n_bins=o.n_bins,
+                                         candidates=policy_candidates(allowed, first.edges, spacing))
         except BaseException:
             cancel_follow_ups(s, first.follow_ups)
             raise

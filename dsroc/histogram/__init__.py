@@ -27,6 +27,7 @@ _EXPORTS = {
     "bin_index": "grid", "bin_scores": "grid", "bin_representatives": "grid", "consistent_counts": "grid",
     "check_counts": "grid", "survivor_at_edges": "grid", "histogram_roc": "grid", "histogram_pr": "grid",
     "histogram_confusion": "grid", "quantile_edges": "grid", "balanced_quantile_edges": "grid",
+    "allowed_edges": "grid",
     # .sums
     "within_offsets": "sums", "bin_means": "sums", "within_variance": "sums", "resolved_auc": "sums",
     # .validation
@@ -44,7 +45,7 @@ __all__ = [
     "histogram_point_auc", "histogram_auc_estimates",
     "rocglm_fit_pvalue", "SPACINGS", "recommended_n_bins", "histogram_edges", "check_edges", "bin_index", "bin_scores",
     "bin_representatives", "consistent_counts", "check_counts", "survivor_at_edges", "histogram_roc",
-    "histogram_pr", "histogram_confusion", "quantile_edges", "balanced_quantile_edges",
+    "histogram_pr", "histogram_confusion", "quantile_edges", "balanced_quantile_edges", "allowed_edges",
     "within_offsets", "bin_means", "within_variance", "resolved_auc",
     "HistogramValidation", "histogram_validation",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "histogram_confusion",
     "quantile_edges",
     "balanced_quantile_edges",
+    "allowed_edges",
 ]
 
 SPACINGS = ("equal", "logit")
@@ -86,6 +87,15 @@ def histogram_edges(n_bins: int, *, lo: float = 0.0, hi: float = 1.0, spacing: s
         edges = expit(np.linspace(logit(lo), logit(hi), int(n_bins) + 1))
     edges[0], edges[-1] = lo, hi
     return check_edges(edges)
+
+
+
+def allowed_edges(bins, spacing: str, *, lo: float, hi: float) -> np.ndarray:
+    """Every edge of the ``spacing`` grids of each bin count in ``bins`` on ``[lo, hi]`` (:func:`histogram_edges`),
+    sorted, once each: the edges an explicit grid may use under a site's policy (its allowed bin counts; for logit
+    spacing ``lo, hi`` is the policy's logit range), so that an analyst's grid is never finer than the policy's
+    finest. One function for the site's check and the analyst's choice, so both compute the same floats."""
+    return np.unique(np.concatenate([histogram_edges(int(b), lo=lo, hi=hi, spacing=spacing) for b in bins]))
 
 
 def check_edges(edges) -> np.ndarray:
@@ -245,21 +255,27 @@ def quantile_edges(counts, edges, n_bins: int) -> np.ndarray:
     return _edges_at_levels(np.cumsum(c)[:-1] / total, e, n_bins)
 
 
-def balanced_quantile_edges(counts0, counts1, edges, n_bins: int) -> np.ndarray:
+def balanced_quantile_edges(counts0, counts1, edges, n_bins: int, *, candidates=None) -> np.ndarray:
     """Interior edges of a coarser grid at the quantiles of the class-balanced mixture of two (noisy) per-class
     histograms on a fine grid: ``G = (F0 + F1) / 2`` with ``F0``, ``F1`` the cumulative shares of each class's
     consistent counts.
 
     At a low prevalence the quantiles of all scores are the negatives' and leave the positives in one or two
-    bins; the mixture gives each class about half of the edges. For levels ``k / n_bins`` the fine inner edge
-    whose ``G`` is nearest, repeats dropped (as :func:`quantile_edges`). A class that holds nobody after the
-    noise is left out (the other class's quantiles). Post-processing of a release: the histogram protocol's
-    first stage releases both classes' counts (:mod:`dsroc.histogram.stages`).
+    bins; the mixture gives each class about half of the edges. For levels ``k / n_bins`` the edge whose ``G`` is
+    nearest, repeats dropped (as :func:`quantile_edges`). A class that holds nobody after the noise is left out
+    (the other class's quantiles). Post-processing of a release: the histogram protocol's first stage releases
+    both classes' counts (:mod:`dsroc.histogram.stages`).
+
+    ``candidates``: the edges to choose from (e.g. :func:`allowed_edges` of the sites' policies), ``G`` at each
+    interpolated linearly inside its fine bin (scores spread evenly within a fine bin); where the scores crowd into
+    a few fine bins (a weak model's narrow range, two clusters) this still gives about ``n_bins`` bins, where the
+    fine edges alone give as few as the fine bins the scores occupy. Default: the fine inner edges.
 
     Returns
     -------
     ndarray
-        Strictly increasing interior edges, a subset of ``edges[1:-1]`` (empty when both classes hold nobody).
+        Strictly increasing interior edges, a subset of ``candidates`` strictly inside the fine grid (empty when
+        both classes hold nobody).
     """
     e = check_edges(edges)
     cdfs = [np.cumsum(c)[:-1] / c.sum() for c in (_fine_counts(counts0, e, "counts0"), _fine_counts(counts1, e, "counts1"))
@@ -267,7 +283,7 @@ def balanced_quantile_edges(counts0, counts1, edges, n_bins: int) -> np.ndarray:
     _check_n_bins(n_bins)
     if not cdfs:
         return e[1:1]
-    return _edges_at_levels(np.mean(cdfs, axis=0), e, n_bins)
+    return _edges_at_levels(np.mean(cdfs, axis=0), e, n_bins, candidates)
 
 
 def _fine_counts(counts, e: np.ndarray, name: str) -> np.ndarray:
@@ -282,8 +298,17 @@ def _check_n_bins(n_bins) -> None:
         raise ValueError(f"n_bins must be an integer >= 2, got {n_bins!r}")
 
 
-def _edges_at_levels(share: np.ndarray, e: np.ndarray, n_bins: int) -> np.ndarray:
-    """The inner edges ``e_1 .. e_{B-1}`` whose cumulative ``share`` is nearest each level ``k / n_bins``, once each."""
+def _edges_at_levels(share: np.ndarray, e: np.ndarray, n_bins: int, candidates=None) -> np.ndarray:
+    """The edges whose cumulative ``share`` is nearest each level ``k / n_bins``, once each: among the inner edges
+    ``e_1 .. e_{B-1}`` (``share`` there), or among ``candidates`` strictly inside ``(e_0, e_B)`` with the share
+    interpolated linearly between the fine edges."""
     levels = np.arange(1, int(n_bins)) / int(n_bins)
+    points = e[1:-1]
+    if candidates is not None:
+        c = np.unique(np.asarray(candidates, dtype=np.float64))
+        points = c[(c > e[0]) & (c < e[-1])]
+        share = np.interp(points, e, np.concatenate([[0.0], share, [1.0]]))
+    if points.size == 0:
+        return points
     picked = np.unique(np.argmin(np.abs(share[None, :] - levels[:, None]), axis=1))
-    return e[1:-1][picked]
+    return points[picked]

@@ -11,7 +11,7 @@ __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", 
            "LAPLACE_STAGE1_SHARE", "LAPLACE_COUNTS_SHARE", "LAPLACE_SUMS_SHARE", "LAPLACE_SCALAR_SHARE",
            "release_parts", "TwoStage", "two_stage_plan", "laplace_release_parts", "laplace_release_scales",
            "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_bins",
-           "balanced_interior", "second_stage_grid"]
+           "balanced_interior", "second_stage_grid", "policy_candidates"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.
@@ -166,27 +166,47 @@ def second_stage_bins(n0: float, n1: float, sigma: float, *, most: int) -> int:
     return int(min(bins, most))
 
 
-def balanced_interior(counts0, counts1, edges, n_bins: int) -> np.ndarray:
+def balanced_interior(counts0, counts1, edges, n_bins: int, *, candidates=None) -> np.ndarray:
     """Interior edges of the second stage from the first stage's per-class noisy counts, summed over the sites:
-    :func:`dsroc.histogram.balanced_quantile_edges` for ``n_bins`` bins, or the middle fine edge when the counts hold
-    nobody after the noise (pure post-processing of the first release)."""
+    :func:`dsroc.histogram.balanced_quantile_edges` for ``n_bins`` bins among ``candidates``, or the middle fine edge
+    when the counts hold nobody after the noise (pure post-processing of the first release)."""
     from .grid import balanced_quantile_edges
 
-    return _or_middle(balanced_quantile_edges(counts0, counts1, edges, n_bins), edges)
+    return _or_middle(balanced_quantile_edges(counts0, counts1, edges, n_bins, candidates=candidates), edges)
 
 
-def second_stage_grid(counts0, counts1, edges, sigma: float, *, most: int, n_bins: int | None = None) -> np.ndarray:
+def second_stage_grid(counts0, counts1, edges, sigma: float, *, most: int, n_bins: int | None = None,
+                      candidates=None) -> np.ndarray:
     """Interior edges of the second stage from the first stage's per-class noisy counts on ``edges``, summed over the
     sites: :func:`balanced_interior` for ``n_bins`` bins or, when None, for :func:`second_stage_bins` of the counts'
     estimated class sizes (their consistent totals) and ``sigma``, the second stage's noise SD of a count summed over
-    the sites (at most ``most`` bins). What the analyst does between the stages of the histogram and secagg
+    the sites (at most ``most`` bins). ``candidates``: the edges every site's policy allows in an explicit grid
+    (:func:`policy_candidates`); between the fine edges the quantiles are interpolated, so that scores crowded into a
+    few fine bins still get their bins. What the analyst does between the stages of the histogram and secagg
     protocols' quantile grid (pure post-processing of the first release)."""
     from .grid import consistent_counts
 
     if n_bins is None:
         n0, n1 = (float(consistent_counts(np.asarray(c, dtype=np.float64)).sum()) for c in (counts0, counts1))
         n_bins = second_stage_bins(n0, n1, sigma, most=most)
-    return balanced_interior(counts0, counts1, edges, n_bins)
+    return balanced_interior(counts0, counts1, edges, n_bins, candidates=candidates)
+
+
+def policy_candidates(allowed_per_site, edges, spacing: str) -> np.ndarray:
+    """The edges of an explicit second-stage grid that every site's policy allows, on the first release's grid
+    ``edges`` of ``spacing``: the edges of every grid of that spacing and an allowed bin count
+    (:func:`dsroc.histogram.grid.allowed_edges`; its range the first grid's ends: the score range for equal spacing,
+    the policy's logit range for logit spacing), common to all sites (``allowed_per_site``: each site's allowed bin
+    counts). Only edges of the first release's own spacing and range are used: a site checks an explicit grid
+    against its own score range, which the analyst does not learn, so no refusal after the first stage's charge."""
+    from .grid import allowed_edges, check_edges
+
+    e = check_edges(edges)
+    common = None
+    for bins in allowed_per_site:
+        mine = allowed_edges(bins, spacing, lo=float(e[0]), hi=float(e[-1]))
+        common = mine if common is None else np.intersect1d(common, mine)
+    return e if common is None else common
 
 
 def _or_middle(interior: np.ndarray, edges) -> np.ndarray:

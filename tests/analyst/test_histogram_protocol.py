@@ -158,9 +158,10 @@ def test_a_single_occupied_bin_gives_an_answer_that_says_what_is_missing_and_tha
 
 
 def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(exact_sites, pki, helpers):
-    """The first stage's fine logit grid (50 bins) per class; the second stage's interior edges are the fine edges
-    nearest the quantiles of the mean of the two classes' pooled score CDFs, as many as the rule on the class sizes
-    gives (by brute force here, where the noise is 0), or as asked."""
+    """The first stage's fine logit grid (50 bins) per class; the second stage's interior edges are the edges of the
+    policy's logit grids nearest the quantiles of the mean of the two classes' pooled score CDFs (interpolated
+    linearly inside a fine bin), as many as the rule on the class sizes gives (by brute force here, where the noise
+    is 0), or as asked."""
     from scipy.special import expit, logit
 
     from dsroc.histogram.stages import laplace_two_stage_plan
@@ -179,11 +180,9 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
         laplace_two_stage_plan(3000.0, 0.01).sigma2 * np.sqrt(len(frames)))
     bins = 5 if ratio < 200 else 7 if ratio < 400 else 10 if ratio < 1500 else 12
     fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
-    c = np.clip(s, fine[0], fine[-1])
-    share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
     for result, b in ((res, bins), (asked, 5)):
-        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, b) / b})
-        np.testing.assert_allclose(result.detail.validation.edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(result.detail.validation.edges, helpers.balanced_edges(s, y, fine, b), rtol=0,
+                                   atol=1e-12)
     assert res.detail.n_bins == bins == 12
     # Every stage is charged: both releases are new, and each states the epsilon it was asked for (the
     # first a fifth of the epsilon, so a smaller epsilon). The first stage held the second's

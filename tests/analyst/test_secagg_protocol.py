@@ -147,17 +147,14 @@ def test_the_default_secagg_validation_sums_two_rounds_with_score_sums(exact_sit
     np.testing.assert_array_equal(d.grid_round.counts0, g0)
     np.testing.assert_array_equal(d.grid_round.counts1, g1)
     assert d.grid_round.edges.size - 1 == 50
-    # the second: its interior edges are the fine edges nearest the quantiles of the mean of the two classes' score
-    # CDFs (by brute force), 12 of them at negligible noise (the most dsroc.histogram.stages.second_stage_bins gives);
+    # the second: its interior edges are the policy's edges nearest the quantiles of the mean of the two classes'
+    # score CDFs (by brute force, interpolated inside a fine bin), 12 of them at negligible noise (the most dsroc.histogram.stages.second_stage_bins gives);
     # its counts brute force, its sums the offsets' within rounding
     edges = d.round.edges
     fine = d.grid_round.edges
     s = np.concatenate([f["pred"].to_numpy() for f in frames])
     y = np.concatenate([f["y"].to_numpy() for f in frames])
-    c = np.clip(s, fine[0], fine[-1])
-    share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
-    picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, 12) / 12})
-    np.testing.assert_allclose(edges, [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(edges, helpers.balanced_edges(s, y, fine, 12), rtol=0, atol=1e-12)
     assert d.n_bins == edges.size - 1 == 12
     h0, h1 = _binned_truth(frames, edges)
     np.testing.assert_array_equal(d.round.counts0, h0)
@@ -200,7 +197,7 @@ def test_the_secagg_quantile_grid_takes_its_bin_count_from_the_class_sizes_over_
                                                                                                helpers):
     """At epsilon 1, delta 0.01 the second round's summed noise SD is about 2.07: n_eff = (n0^-2 + n1^-2)^(-1/2) of
     the 2 000 patients (about 707) over it is about 340, between 200 and 400 noise SDs: 7 bins (the rule on the
-    estimate of n before gave 8), each edge a fine edge, both rounds new releases."""
+    estimate of n before gave 8), each edge one of the policy's, both rounds new releases."""
     from dsroc.histogram.stages import two_stage_plan
 
     frames, addresses, _ = exact_sites
@@ -211,12 +208,15 @@ def test_the_secagg_quantile_grid_takes_its_bin_count_from_the_class_sizes_over_
     ratio = (np.sum(y == 0) ** -2.0 + np.sum(y == 1) ** -2.0) ** -0.5 / two_stage_plan(1.0, 0.01).sigma2
     assert 240 < ratio < 360  # far enough from 200 and 400 that the first round's noise cannot move it across
     assert d.n_bins == d.round.edges.size - 1 == 7
-    assert np.isin(d.round.edges[1:-1], d.grid_round.edges).all()
+    from dsroc.histogram import histogram_edges
+
+    allowed = np.concatenate([histogram_edges(k, lo=0.005, hi=0.995, spacing="logit") for k in (5, 8, 10, 12, 20, 50, 100)])
+    assert np.isin(d.round.edges[1:-1], allowed).all()
     assert all(not a.repeated for a in (*d.round.sites.values(), *d.grid_round.sites.values()))
 
 
 def test_at_a_low_prevalence_the_secagg_grid_gives_the_positives_half_of_the_bins(rare_sites, pki, helpers):
-    """About 10 % positives: the second round's edges are the fine edges nearest the quantiles of the mean of the
+    """About 10 % positives: the second round's edges are the policy's edges nearest the quantiles of the mean of the
     two classes' score CDFs (brute force; the noise is negligible), not those of all scores, which leave most
     positives in the top bins."""
     frames, addresses, _ = rare_sites
@@ -231,8 +231,7 @@ def test_at_a_low_prevalence_the_secagg_grid_gives_the_positives_half_of_the_bin
     pooled = np.array([np.mean(s < e) for e in fine[1:-1]])
     b = d.n_bins
     for share, same in ((balanced, True), (pooled, False)):
-        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, b) / b})
-        expected = np.array([0.0, *fine[1:-1][picked], 1.0])
+        expected = helpers.balanced_edges(s, y, fine, b, share=share)
         assert (expected.shape == edges.shape and np.allclose(edges, expected, rtol=0, atol=1e-12)) == same
     # the positives spread over the bins: no bin holds a third of them
     h1 = np.bincount(np.minimum(np.searchsorted(edges, s, side="right") - 1, b - 1)[y == 1], minlength=b)

@@ -178,3 +178,43 @@ def test_the_laplace_shares_are_read_where_they_are_set(monkeypatch):
     assert before.epsilon1 == pytest.approx(0.2) and after.epsilon1 == pytest.approx(0.1)
     counts, sums, _ = module.laplace_release_scales(0.9, score_sums=True, interval=1e-9)
     assert 1.0 / counts == pytest.approx(0.9 * 0.8 / 0.9, rel=1e-6) and 2.0 / sums == pytest.approx(0.9 * 0.1 / 0.9, rel=1e-6)
+
+
+def test_scores_crowded_into_few_fine_bins_get_their_bins_among_the_policys_edges():
+    """A weak model's calibrated scores, 98 % of them in (0.19, 0.43): six of the fine grid's 50 logit bins. The fine
+    edges alone give at most 7 bins for 12 asked; among the edges of every grid the policy allows (its logit grids), the mixture's CDF
+    interpolated linearly inside each fine bin (by hand here), the grid gets 10 or more, each an edge a site accepts
+    in an explicit grid, and no bin holds a sixth of the mixture (with the fine edges alone one holds a quarter)."""
+    from scipy.special import logit
+
+    from dsroc.histogram import allowed_edges
+    from dsroc.histogram.stages import policy_candidates
+
+    rng = np.random.default_rng(7)
+    s = expit(rng.normal(-0.85, 0.25, 30_000))
+    y = (rng.random(s.size) < s).astype(int)
+    bins = (5, 8, 10, 12, 20, 50, 100)
+    fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
+    h0, h1 = bin_scores(s, y, fine)
+    assert np.count_nonzero(h0 + h1 > 200) <= 6 and balanced_quantile_edges(h0, h1, fine, 12).size + 1 <= 7
+    candidates = policy_candidates([bins, bins[1:]], fine, "logit")  # the edges both sites allow
+    by_hand = np.unique(np.concatenate([expit(np.linspace(logit(0.005), logit(0.995), k + 1)) for k in bins[1:]]))
+    np.testing.assert_allclose(candidates, by_hand, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(allowed_edges(bins[1:], "logit", lo=0.005, hi=0.995), candidates)
+    got = balanced_quantile_edges(h0, h1, fine, 12, candidates=candidates)
+    inner = candidates[(candidates > fine[0]) & (candidates < fine[-1])]
+    mix = 0.5 * np.cumsum(h0)[:-1] / h0.sum() + 0.5 * np.cumsum(h1)[:-1] / h1.sum()
+    at = np.interp(inner, fine, np.concatenate([[0.0], mix, [1.0]]))
+    expected = inner[sorted({int(np.argmin(np.abs(at - q))) for q in np.arange(1, 12) / 12})]
+    np.testing.assert_array_equal(got, expected)
+    assert got.size + 1 >= 10 and np.isin(got, by_hand).all()
+    c = np.clip(s, fine[0], fine[-1])
+
+    def mixture(interior):  # each bin's share of the class-balanced mixture, by direct counting
+        grid = np.concatenate([[0.0], interior, [1.0]])
+        return sum(0.5 * np.histogram(c[y == k], grid)[0] / np.sum(y == k) for k in (0, 1))
+
+    assert mixture(got).max() < 0.17 < 0.25 < mixture(balanced_quantile_edges(h0, h1, fine, 12)).max()
+    # the same on the stage function; without candidates the fine edges as before
+    np.testing.assert_array_equal(second_stage_grid(h0, h1, fine, 0.0, most=12, candidates=candidates), got)
+    np.testing.assert_array_equal(second_stage_grid(h0, h1, fine, 0.0, most=12), balanced_quantile_edges(h0, h1, fine, 12))

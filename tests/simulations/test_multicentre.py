@@ -38,8 +38,8 @@ def test_each_analysis_runs_and_reports_sane_figures():
 def test_the_partitioned_releases_grid_is_the_analysts_default_grid(epsilon, bins):
     """The validation's grid the stratified and joint releases reuse, as the analyst chooses it: the bin rule on the
     class sizes over the second stage's summed noise (by hand: 12 bins at negligible noise, 10 at n = 10 000,
-    prevalence 0.3, epsilon 1 over 5 sites), and at negligible noise the fine logit edges nearest the quantiles of
-    the mean of the two classes' score CDFs (brute force), which differ from all scores' quantiles."""
+    prevalence 0.3, epsilon 1 over 5 sites), and at negligible noise the policy's logit edges nearest the quantiles
+    (interpolated inside a fine bin) of the mean of the two classes' score CDFs (brute force), which differ from all scores' quantiles."""
     from scipy.special import expit, logit
 
     from dsroc.histogram.stages import laplace_two_stage_plan
@@ -55,11 +55,16 @@ def test_the_partitioned_releases_grid_is_the_analysts_default_grid(epsilon, bin
     edges = _validation_grid(rng, s, y, site, 5, epsilon)
     fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
     assert edges.size - 1 == bins and edges[0] == 0.0 and edges[-1] == 1.0
-    assert np.isin(edges[1:-1], fine).all()
+    # each edge one of the default policy's logit grids' (the edges an explicit grid may use)
+    allowed = np.unique(np.concatenate([expit(np.linspace(logit(0.005), logit(0.995), k + 1))
+                                        for k in (5, 8, 10, 12, 20, 50, 100)]))
+    allowed = allowed[(allowed > fine[0]) & (allowed < fine[-1])]
+    assert np.isin(edges[1:-1], allowed).all()
     if epsilon > 100:
         c = np.clip(s, fine[0], fine[-1])
         for share, same in (([0.5 * np.mean(c[~y] < e) + 0.5 * np.mean(c[y] < e) for e in fine[1:-1]], True),
                             ([np.mean(c < e) for e in fine[1:-1]], False)):
-            picked = sorted({int(np.argmin(np.abs(np.asarray(share) - q))) for q in np.arange(1, bins) / bins})
-            expected = [0.0, *fine[1:-1][picked], 1.0]
+            at = np.interp(allowed, fine, np.concatenate([[0.0], share, [1.0]]))  # linear inside a fine bin
+            picked = sorted({int(np.argmin(np.abs(at - q))) for q in np.arange(1, bins) / bins})
+            expected = [0.0, *allowed[picked], 1.0]
             assert (len(expected) == edges.size and np.allclose(edges, expected, rtol=0, atol=1e-12)) == same

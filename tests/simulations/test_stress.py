@@ -128,8 +128,9 @@ def test_release_is_what_the_sites_count_and_noise_free_estimate_recovers_the_po
 
 
 def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_and_counts_what_the_sites_count():
-    """Stage 1 at (almost) no noise: the second grid's interior edges are the fine logit edges nearest the quantiles
-    of the mean of the two classes' pooled score CDFs (by direct comparison, as the analyst's protocol test), as
+    """Stage 1 at (almost) no noise: the second grid's interior edges are the edges of the default policy's logit grids
+    nearest the quantiles of the mean of the two classes' pooled score CDFs, interpolated linearly between the fine
+    edges (by direct comparison, as the analyst's protocol test), as
     many as the bin rule gives for the effective size over the summed noise SD (10 bins: the discrete Laplace's SD
     at epsilon 3000 is about 0); the summed second release equals every site's own bin_scores on that grid."""
     from scipy.special import expit, logit
@@ -149,8 +150,13 @@ def test_quantile_release_at_tiny_noise_puts_the_edges_at_the_pooled_quantiles_a
         ratio = (n0**-2.0 + n1**-2.0) ** -0.5 / (laplace_two_stage_plan(cell.epsilon, cell.delta).sigma2 * np.sqrt(5))
         bins = 5 if ratio < 200 else 7 if ratio < 400 else 10 if ratio < 1500 else 12
         assert bins == 12
-        picked = sorted({int(np.argmin(np.abs(share - q))) for q in np.arange(1, bins) / bins})
-        np.testing.assert_allclose(release.edges[g], [0.0, *fine[1:-1][picked], 1.0], rtol=0, atol=1e-12)
+        # the edges the default policy allows (its logit grids), the share interpolated linearly inside a fine bin
+        allowed = np.unique(np.concatenate([expit(np.linspace(logit(0.005), logit(0.995), k + 1))
+                                            for k in (5, 8, 10, 12, 20, 50, 100)]))
+        allowed = allowed[(allowed > fine[0]) & (allowed < fine[-1])]
+        at = np.interp(allowed, fine, np.concatenate([[0.0], share, [1.0]]))
+        picked = sorted({int(np.argmin(np.abs(at - q))) for q in np.arange(1, bins) / bins})
+        np.testing.assert_allclose(release.edges[g], [0.0, *allowed[picked], 1.0], rtol=0, atol=1e-12)
         # the first stage as the analyst passes it to histogram_validation: all scores on the fine grid, summed
         assert np.array_equal(release.first["counts"][g], np.histogram(np.clip(p, fine[0], fine[-1]), fine)[0])
         own = np.sum([bin_scores(p[site == k], y[site == k], release.edges[g]) for k in range(cell.sites)], axis=0)
@@ -217,7 +223,7 @@ def test_the_secagg_rows_run_the_protocols_two_rounds_with_each_sites_share():
     """The study's secagg release: each stage's share is dsroc.secagg.share_sigma's for five sites (the sites
     check the analyst's proposal against exactly that), the summed noise is the central plan's, the second grid has
     the bin rule's count for the effective size over that noise (10 bins at n = 10 000, prevalence 0.3, epsilon 1,
-    by hand) at fine edges, and the first round reaches the validation as the analyst passes it on (all scores on
+    by hand) at edges the policy allows, and the first round reaches the validation as the analyst passes it on (all scores on
     the fine grid, summed, its SD that of 2 x 5 shares)."""
     from dsroc.histogram.stages import release_parts
     from dsroc.privacy.distributed import summed_noise_variance
@@ -235,7 +241,8 @@ def test_the_secagg_rows_run_the_protocols_two_rounds_with_each_sites_share():
     ratio = ((cell.n - n1) ** -2.0 + n1**-2.0) ** -0.5 / stages.sigma2
     assert np.all((ratio > 500) & (ratio < 1200))  # 10 bins, and no first-round noise moves it across 400 or 1 500
     assert [e.size - 1 for e in release.edges] == [10, 10] and release.sums is not None
-    assert all(np.isin(e[1:-1], plan.fine_edges).all() for e in release.edges)
+    allowed = np.concatenate([histogram_edges(k, lo=0.005, hi=0.995, spacing="logit") for k in POLICY_BINS])
+    assert all(np.isin(e[1:-1], allowed).all() for e in release.edges)  # each edge one the policy allows
     assert release.first["sd"] == pytest.approx(np.sqrt(summed_noise_variance(plan.sigma1, 10)), rel=1e-12)
     assert release.first["sd"] == pytest.approx(np.sqrt(2) * stages.sigma1, rel=1e-3)
     b = data.batch

@@ -263,3 +263,28 @@ def test_a_huge_budget_does_not_coarsen_the_noise_of_a_small_release(make_site_c
         b = c.Budget(pb.BudgetRequest(dataset="test")).budget
         assert b.releases == 1 and b.delta_spent == 0.0 and b.epsilon_spent <= 0.995
         c.close()
+
+
+def test_every_edge_the_analyst_may_pick_is_one_the_site_accepts_and_a_finer_one_is_refused():
+    """The analyst's second-stage candidates (dsroc.histogram.stages.policy_candidates of the sites' allowed bin
+    counts, on the first release's logit grid) are edges of the site's own allowed grids: a grid of 12 of them spread
+    over the range passes the site's check whole, while an edge halfway between two neighbouring candidates (finer
+    than the policy's finest grid) is refused with PERMISSION_DENIED's error naming the rule."""
+    from dsroc.histogram import histogram_edges
+    from dsroc.histogram.stages import policy_candidates
+    from site_node.config import Policy
+    from site_node.errors import PermissionDenied
+    from site_node.histograms import histogram_grid
+
+    policy = Policy(histogram_bins=(5, 8, 12, 50, 100))
+    fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
+    candidates = policy_candidates([policy.histogram_bins, (5, 8, 10, 12, 20, 50, 100)], fine, "logit")
+    assert candidates.size > 100 and np.isin(fine, candidates).all()
+    inner = candidates[(candidates > fine[0]) & (candidates < fine[-1])]
+    for start in range(0, inner.size - 11 * 9, 7):  # every candidate lies in some grid the site checks
+        pick = inner[start:start + 11 * 9:9]
+        edges, spacing, _ = histogram_grid(policy, (0.0, 1.0), n_bins=0, spacing="", interior=pick)
+        assert spacing == "explicit" and np.array_equal(edges, [0.0, *pick, 1.0])
+    between = 0.5 * (inner[40] + inner[41])
+    with pytest.raises(PermissionDenied, match="every explicit edge must be an edge of a grid this site allows"):
+        histogram_grid(policy, (0.0, 1.0), n_bins=0, spacing="", interior=[inner[10], between, inner[80]])
