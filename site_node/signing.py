@@ -222,9 +222,7 @@ class ReleaseSigner:
             raise PermissionDenied(
                 "signed releases: this site accepts a survivor function only as the union of signed noisy releases "
                 "of the federation's sites (header.segments: the ReleaseInfo of each site's release, as received)")
-        if sum(int(s.n) for s in segments) != n:
-            raise InvalidArgument(f"header.n is {n} (the scores of the upload) but header.segments announce "
-                                  f"{sum(int(s.n) for s in segments)}")
+        _check_sizes(segments, n)
         seen = set()
         for k, s in enumerate(segments):
             where = f"header.segments[{k}] (site {s.site!r})"
@@ -239,16 +237,20 @@ class ReleaseSigner:
                 raise PermissionDenied(f"signed releases: {where}: the signature does not match the release and its "
                                        "values (send each site's released values unchanged, in release order)")
 
-    def verify_segments(self, segments, values: np.ndarray, score_class: int, known_release) -> None:
+    def verify_segments(self, segments, values: np.ndarray, score_class: int, known_release, *,
+                        header_checked: bool = False) -> None:
         """Check that ``values`` is the concatenation of the signed releases ``segments`` (ReleaseInfo messages).
 
-        :meth:`verify_header`, then each segment's values must be the signed ones and this site's own
-        segment must be in its ledger (``known_release(release_id)``). Raises ``InvalidArgument`` or
-        ``PermissionDenied``.
+        :meth:`verify_header` (with ``header_checked``, made already for these segments: only their sizes against
+        ``values``), then each segment's values must be the signed ones and this site's own segment must be in
+        its ledger (``known_release(release_id)``). Raises ``InvalidArgument`` or ``PermissionDenied``.
         """
         from .errors import PermissionDenied
 
-        self.verify_header(segments, values.size, score_class)
+        if header_checked:
+            _check_sizes(segments, values.size)
+        else:
+            self.verify_header(segments, values.size, score_class)
         offset = 0
         for k, s in enumerate(segments):
             part = values[offset:offset + int(s.n)]
@@ -259,3 +261,12 @@ class ReleaseSigner:
                                        "values (send each site's released values unchanged, in release order)")
             if s.site == self.name and not known_release(s.release_id):
                 raise PermissionDenied(f"signed releases: {where}: release {s.release_id!r} is not in this site's ledger")
+
+
+def _check_sizes(segments, n: int) -> None:
+    """Refuse segments whose sizes do not add up to the ``n`` scores of the upload (``InvalidArgument``)."""
+    from .errors import InvalidArgument
+
+    announced = sum(int(s.n) for s in segments)
+    if announced != n:
+        raise InvalidArgument(f"header.n is {n} (the scores of the upload) but header.segments announce {announced}")
