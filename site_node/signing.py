@@ -34,6 +34,7 @@ SIGNED_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_
 PAIR_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_id", "epsilon", "delta", "sensitivity",
                "n_negatives", "negatives_sha256", "n_positives", "positives_sha256")
 _NEGATIVES = 1  # dsroc.v1.SCORE_CLASS_NEGATIVES
+_PAIR_TAG = "dsroc_release_pair"
 
 
 def ensure_signing_key(path) -> Ed25519PrivateKey:
@@ -87,12 +88,20 @@ def release_message(fields: dict) -> bytes:
 
 def pair_message(fields: dict) -> bytes:
     """The canonical bytes a pair signature covers (JSON of :data:`PAIR_FIELDS`, floats as their repr)."""
-    return _canonical("dsroc_release_pair", PAIR_FIELDS, fields)
+    return _canonical(_PAIR_TAG, PAIR_FIELDS, fields)
 
 
 def _canonical(tag: str, names, fields: dict) -> bytes:
-    body = {name: repr(float(fields[name])) if name in ("epsilon", "delta", "sensitivity") else fields[name]
+    return _message(tag, _body(names, fields))
+
+
+def _body(names, fields: dict) -> dict:
+    """What a signature covers, before its JSON: the fields, floats as their repr."""
+    return {name: repr(float(fields[name])) if name in ("epsilon", "delta", "sensitivity") else fields[name]
             for name in names}
+
+
+def _message(tag: str, body: dict) -> bytes:
     return json.dumps({tag: 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
@@ -154,14 +163,18 @@ class ReleaseSigner:
                 self._remember([exact])
                 return True
         if segment.pair_signature:
-            message, signature = pair_message(pair_fields(segment)), bytes(segment.pair_signature)
+            # Remembered by what the message says (its JSON is a function of it), so that the release's other
+            # class is found without writing the message again.
+            body, signature = _body(PAIR_FIELDS, pair_fields(segment)), bytes(segment.pair_signature)
+            keys = [exact, (segment.site, tuple(body.items()), signature)]
+            with self._verified_lock:
+                if keys[-1] in self._verified:  # the release's other class, verified with this one's pair signature
+                    self._remember(keys)
+                    return True
+            message = _message(_PAIR_TAG, body)
         else:
             message, signature = release_message({name: getattr(segment, name) for name in SIGNED_FIELDS}), None
-        keys = [exact] if signature is None else [exact, (segment.site, message, signature)]
-        with self._verified_lock:
-            if keys[-1] in self._verified:  # the release's other class, verified with this one's pair signature
-                self._remember(keys)
-                return True
+            keys = [exact]
         try:
             self._keys[segment.site].verify(bytes(segment.signature) if signature is None else signature, message)
         except InvalidSignature:
