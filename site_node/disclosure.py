@@ -91,7 +91,8 @@ class DisclosureStore(PrivateStore):
             try:
                 old = [_query(r) for r in db.execute(
                     "SELECT outcome, label, source, lo, hi FROM answered_counts WHERE population=?", (population,))]
-                fresh = [x for x in dict.fromkeys(new) if x not in set(old)]
+                known = set(old)
+                fresh = [x for x in dict.fromkeys(new) if x not in known]
                 if fresh:
                     everything = old + fresh
                     outcomes = {x.outcome for x in everything if x.outcome is not None}

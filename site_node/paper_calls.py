@@ -116,7 +116,7 @@ class PaperCalls:
             values[received:received + chunk.size] = chunk
             received += chunk.size
         survivor = self.paper.check_survivor(session, header.score_class, values[:received], declared_n=header.n,
-                                             segments=header.segments)
+                                             segments=header.segments, header_checked=True)
         return session, survivor, received, following
 
     def RocGlmParts(self, request, context):

@@ -141,6 +141,8 @@ class SiteServer:
             log.warning("site %s: state reset (--reset-state): every population starts from a full budget", config.name)
         methods = [f"/{SERVICE_NAME}/{m.name}" for m in site_pb2.DESCRIPTOR.services_by_name["SiteService"].methods]
         self.freed_memory = FreedMemory() if trim_memory else None
+        if self.freed_memory is not None:
+            self.site.sessions.on_close = self.freed_memory.note_freed
         slots = CallSlots(max_calls_per_analyst or max(1, max_workers // 2),
                           on_release=None if self.freed_memory is None else self.freed_memory.call_ended)
         self.interceptor = AuthAuditInterceptor(config.analysts.values(), self.audit, methods, slots, revoked)

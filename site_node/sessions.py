@@ -108,10 +108,14 @@ class SessionStore:
         self._clock = clock
         self._sessions: dict[str, tuple[Session, float]] = {}
         self._lock = threading.Lock()
+        self.on_close: Callable[[], None] | None = None  # called when sessions are let go (the daemon's FreedMemory)
 
     def _purge(self, now: float) -> None:
-        for sid in [sid for sid, (_, seen) in self._sessions.items() if now - seen > self.idle_seconds]:
+        expired = [sid for sid, (_, seen) in self._sessions.items() if now - seen > self.idle_seconds]
+        for sid in expired:
             del self._sessions[sid]
+        if expired and self.on_close is not None:
+            self.on_close()
 
     def add(self, analyst: str, make: Callable[[str], Session]) -> Session:
         """Create a session of ``analyst`` with a fresh id via ``make(session_id)`` and store it."""
@@ -148,6 +152,8 @@ class SessionStore:
         self.get(analyst, session_id)
         with self._lock:
             self._sessions.pop(session_id, None)
+        if self.on_close is not None:
+            self.on_close()
 
     def __len__(self) -> int:
         with self._lock:

@@ -34,6 +34,7 @@ SIGNED_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_
 PAIR_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_id", "epsilon", "delta", "sensitivity",
                "n_negatives", "negatives_sha256", "n_positives", "positives_sha256")
 _NEGATIVES = 1  # dsroc.v1.SCORE_CLASS_NEGATIVES
+_PAIR_TAG = "dsroc_release_pair"
 
 
 def ensure_signing_key(path) -> Ed25519PrivateKey:
@@ -87,12 +88,20 @@ def release_message(fields: dict) -> bytes:
 
 def pair_message(fields: dict) -> bytes:
     """The canonical bytes a pair signature covers (JSON of :data:`PAIR_FIELDS`, floats as their repr)."""
-    return _canonical("dsroc_release_pair", PAIR_FIELDS, fields)
+    return _canonical(_PAIR_TAG, PAIR_FIELDS, fields)
 
 
 def _canonical(tag: str, names, fields: dict) -> bytes:
-    body = {name: repr(float(fields[name])) if name in ("epsilon", "delta", "sensitivity") else fields[name]
+    return _message(tag, _body(names, fields))
+
+
+def _body(names, fields: dict) -> dict:
+    """What a signature covers, before its JSON: the fields, floats as their repr."""
+    return {name: repr(float(fields[name])) if name in ("epsilon", "delta", "sensitivity") else fields[name]
             for name in names}
+
+
+def _message(tag: str, body: dict) -> bytes:
     return json.dumps({tag: 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
@@ -154,14 +163,18 @@ class ReleaseSigner:
                 self._remember([exact])
                 return True
         if segment.pair_signature:
-            message, signature = pair_message(pair_fields(segment)), bytes(segment.pair_signature)
+            # Remembered by what the message says (its JSON is a function of it), so that the release's other
+            # class is found without writing the message again.
+            body, signature = _body(PAIR_FIELDS, pair_fields(segment)), bytes(segment.pair_signature)
+            keys = [exact, (segment.site, tuple(body.items()), signature)]
+            with self._verified_lock:
+                if keys[-1] in self._verified:  # the release's other class, verified with this one's pair signature
+                    self._remember(keys)
+                    return True
+            message = _message(_PAIR_TAG, body)
         else:
             message, signature = release_message({name: getattr(segment, name) for name in SIGNED_FIELDS}), None
-        keys = [exact] if signature is None else [exact, (segment.site, message, signature)]
-        with self._verified_lock:
-            if keys[-1] in self._verified:  # the release's other class, verified with this one's pair signature
-                self._remember(keys)
-                return True
+            keys = [exact]
         try:
             self._keys[segment.site].verify(bytes(segment.signature) if signature is None else signature, message)
         except InvalidSignature:
@@ -222,9 +235,7 @@ class ReleaseSigner:
             raise PermissionDenied(
                 "signed releases: this site accepts a survivor function only as the union of signed noisy releases "
                 "of the federation's sites (header.segments: the ReleaseInfo of each site's release, as received)")
-        if sum(int(s.n) for s in segments) != n:
-            raise InvalidArgument(f"header.n is {n} (the scores of the upload) but header.segments announce "
-                                  f"{sum(int(s.n) for s in segments)}")
+        _check_sizes(segments, n)
         seen = set()
         for k, s in enumerate(segments):
             where = f"header.segments[{k}] (site {s.site!r})"
@@ -239,16 +250,20 @@ class ReleaseSigner:
                 raise PermissionDenied(f"signed releases: {where}: the signature does not match the release and its "
                                        "values (send each site's released values unchanged, in release order)")
 
-    def verify_segments(self, segments, values: np.ndarray, score_class: int, known_release) -> None:
+    def verify_segments(self, segments, values: np.ndarray, score_class: int, known_release, *,
+                        header_checked: bool = False) -> None:
         """Check that ``values`` is the concatenation of the signed releases ``segments`` (ReleaseInfo messages).
 
-        :meth:`verify_header`, then each segment's values must be the signed ones and this site's own
-        segment must be in its ledger (``known_release(release_id)``). Raises ``InvalidArgument`` or
-        ``PermissionDenied``.
+        :meth:`verify_header` (with ``header_checked``, made already for these segments: only their sizes against
+        ``values``), then each segment's values must be the signed ones and this site's own segment must be in
+        its ledger (``known_release(release_id)``). Raises ``InvalidArgument`` or ``PermissionDenied``.
         """
         from .errors import PermissionDenied
 
-        self.verify_header(segments, values.size, score_class)
+        if header_checked:
+            _check_sizes(segments, values.size)
+        else:
+            self.verify_header(segments, values.size, score_class)
         offset = 0
         for k, s in enumerate(segments):
             part = values[offset:offset + int(s.n)]
@@ -259,3 +274,12 @@ class ReleaseSigner:
                                        "values (send each site's released values unchanged, in release order)")
             if s.site == self.name and not known_release(s.release_id):
                 raise PermissionDenied(f"signed releases: {where}: release {s.release_id!r} is not in this site's ledger")
+
+
+def _check_sizes(segments, n: int) -> None:
+    """Refuse segments whose sizes do not add up to the ``n`` scores of the upload (``InvalidArgument``)."""
+    from .errors import InvalidArgument
+
+    announced = sum(int(s.n) for s in segments)
+    if announced != n:
+        raise InvalidArgument(f"header.n is {n} (the scores of the upload) but header.segments announce {announced}")

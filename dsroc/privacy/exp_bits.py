@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import secrets
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
-from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -44,12 +43,12 @@ def exp_floor(num: int, den: int, bits: int) -> int:
     while True:
         with localcontext() as ctx:
             ctx.prec, ctx.rounding = prec, ROUND_HALF_EVEN
-            value = Fraction((-(Decimal(num) / Decimal(den))).exp())
-        slack = Fraction((num // den + 2) * 10, 10**prec)
-        lo = value * (1 - slack) * (1 << bits)
-        hi = value * (1 + slack) * (1 << bits)
-        if lo.numerator // lo.denominator == hi.numerator // hi.denominator:
-            return lo.numerator // lo.denominator
+            top, bottom = (-(Decimal(num) / Decimal(den))).exp().as_integer_ratio()
+        # value (1 -/+ slack) 2^bits, slack = c / 10^prec, in integers: the floors of the exact rationals
+        scale, c = 10**prec, (num // den + 2) * 10
+        lo = (top * (scale - c) << bits) // (bottom * scale)
+        if lo == (top * (scale + c) << bits) // (bottom * scale):
+            return lo
         prec *= 2
 
 

@@ -53,7 +53,7 @@ def discrete_gaussian_gdp_mu(t: int, r: int, shift: int) -> float:
     above ``exp(-700)``, plus a margin of 1e-8 (module docstring). For large sigma it is
     ``shift / sigma`` to many digits.
     """
-    from scipy.special import logsumexp, ndtri_exp  # at first use: a daemon starts without scipy
+    from scipy.special import ndtri_exp  # at first use: a daemon starts without scipy
 
     variance = int(t) * int(r)
     sigma = math.sqrt(variance)
@@ -65,20 +65,33 @@ def discrete_gaussian_gdp_mu(t: int, r: int, shift: int) -> float:
     # smaller tail for precision, reflected to n < 0.
     half = np.arange(0, bound + 1, dtype=np.float64)
     log_w = -(half * half) / (2.0 * variance)
-    log_p = log_w - np.logaddexp(log_w[0], math.log(2.0) + logsumexp(log_w[1:]))
+    log_p = log_w - np.logaddexp(log_w[0], math.log(2.0) + _logsumexp_decreasing(log_w[1:]))
     tail = np.empty_like(log_p)  # log P[Y > n], n >= 0
     tail[:-1] = np.logaddexp.accumulate(log_p[::-1])[::-1][1:]
     tail[-1] = -np.inf
     with np.errstate(divide="ignore"):
         z_half = -ndtri_exp(tail)  # Phi^-1(F(n)), n >= 0
         body = np.log1p(-np.exp(tail))  # log P[Y <= n], n >= 0
-    # n = -bound..bound
-    z = np.concatenate([-z_half[:-1][::-1], z_half])
-    log_cdf = np.concatenate([tail[:-1][::-1], body])  # log P[Y <= n]
-    log_sf = np.concatenate([body[:-1][::-1], tail])  # log P[Y > n]
-    diff = z[shift:] - z[:-shift]  # at n and n - shift
-    evaluated = (log_cdf[:-shift] > _LOG_TINY) & (log_sf[shift:] > _LOG_TINY)
-    return float(np.max(diff[evaluated])) + _MARGIN
+    # The vertex at n and the one at shift - 1 - n have the same difference and error probabilities (z(-m) =
+    # -z(m - 1), log P[Y <= -m] = log P[Y > m - 1], exactly as reflected): only n >= shift - 1 - n is evaluated,
+    # where n >= 0. Below n - shift = -1 - k (k >= 0) the reflected values of k, from n - shift = 0 the values.
+    first = shift // 2  # the smallest n with 2 n >= shift - 1
+    low = np.arange(first, shift)  # n - shift < 0
+    z_low, cdf_low = -z_half[shift - 1 - low], tail[shift - 1 - low]
+    kept = [(z_half[first:shift] - z_low)[(cdf_low > _LOG_TINY) & (tail[first:shift] > _LOG_TINY)],
+            (z_half[shift:] - z_half[:-shift])[(body[:-shift] > _LOG_TINY) & (tail[shift:] > _LOG_TINY)]]
+    kept = [k for k in kept if k.size] or kept[:1]  # none evaluated: np.max raises, as on the whole line
+    return float(max(np.max(k) for k in kept)) + _MARGIN
+
+
+def _logsumexp_decreasing(a: np.ndarray) -> float:
+    """``scipy.special.logsumexp(a)`` of a strictly decreasing array, with its very operations (the largest, first,
+    term apart: ``log1p`` of the others' sum after the shift, plus ``log 1``, plus the largest), bit for bit."""
+    a_max = a[:1]
+    shifted = a - a_max
+    shifted[0] = -np.inf
+    s = np.sum(np.exp(shifted), keepdims=True) / np.ones(1)
+    return (np.log1p(s) + np.log(np.ones(1)) + a_max)[0]
 
 
 @dataclass(frozen=True)

@@ -199,8 +199,9 @@ class PaperProtocol(SiteProtocol):
         return survivor
 
     def check_survivor(self, session: Session, score_class: int, values: np.ndarray, *, declared_n: int,
-                       segments=()) -> Survivor:
-        """Every check of :meth:`upload_survivor` (nothing stored): the survivor function and its content key."""
+                       segments=(), header_checked: bool = False) -> Survivor:
+        """Every check of :meth:`upload_survivor` (nothing stored): the survivor function and its content key.
+        ``header_checked``: the segments' signatures were verified already (``ReleaseSigner.verify_header``)."""
         self.require()
         score_class = _check_class(score_class)
         self._approved(session)
@@ -210,7 +211,8 @@ class PaperProtocol(SiteProtocol):
             raise InvalidArgument(f"header.n is {declared_n} but {values.size} scores arrived")
         if not np.isfinite(values).all():
             raise InvalidArgument("the survivor upload contains non-finite values (NaN or inf)")
-        self.site.signer.verify_segments(segments, values, score_class, self._known_release)
+        self.site.signer.verify_segments(segments, values, score_class, self._known_release,
+                                         header_checked=header_checked)
         function = dsroc.SurvivorFunction(values)  # released values: counted on their lattice, not sorted
         # The content key of the query caps, over the sorted values (whatever the order of the segments).
         digest = hashlib.sha256()

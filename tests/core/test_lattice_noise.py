@@ -72,6 +72,34 @@ def test_the_proven_mu_bounds_the_exact_delta_of_theorem_7_and_is_tight(t, r, sh
     assert mu == pytest.approx(shift / sigma, rel=0.05 if sigma < 10 else 1e-3)  # near the continuous Gaussian's
 
 
+def _gdp_mu_on_the_whole_line(t, r, shift):
+    """The proven mu as first written: every vertex n = -bound ... bound, scipy's logsumexp (the reference)."""
+    from scipy.special import ndtri_exp
+
+    variance, shift = t * r, int(shift)
+    bound = int(math.ceil(39.0 * math.sqrt(variance))) + shift + 1
+    half = np.arange(0, bound + 1, dtype=np.float64)
+    log_w = -(half * half) / (2.0 * variance)
+    log_p = log_w - np.logaddexp(log_w[0], math.log(2.0) + logsumexp(log_w[1:]))
+    tail = np.empty_like(log_p)
+    tail[:-1] = np.logaddexp.accumulate(log_p[::-1])[::-1][1:]
+    tail[-1] = -np.inf
+    with np.errstate(divide="ignore"):
+        z_half, body = -ndtri_exp(tail), np.log1p(-np.exp(tail))
+    z = np.concatenate([-z_half[:-1][::-1], z_half])
+    log_cdf, log_sf = np.concatenate([tail[:-1][::-1], body]), np.concatenate([body[:-1][::-1], tail])
+    evaluated = (log_cdf[:-shift] > -700.0) & (log_sf[shift:] > -700.0)
+    return float(np.max((z[shift:] - z[:-shift])[evaluated])) + 1e-8
+
+
+@pytest.mark.parametrize("t, r, shift", [(1, 1, 1), (2, 1, 1), (4, 3, 2), (11, 10, 3), (101, 100, 40), (3, 3, 5),
+                                         (521, 632, 1639), (950, 917, 1639), (950, 917, 1638), (3047, 3109, 7)])
+def test_the_proven_mu_is_bitwise_the_whole_line_s(t, r, shift):
+    """Half the vertices (the other half mirrors them exactly) and logsumexp's operations without scipy's wrapper give
+    the very float of the whole line's evaluation."""
+    assert discrete_gaussian_gdp_mu.__wrapped__(t, r, shift) == _gdp_mu_on_the_whole_line(t, r, shift)
+
+
 @pytest.mark.parametrize("epsilon, delta, sensitivity", [(1.0, 1e-5, 1.0), (1.0, 1e-5, 0.05), (5.0, 0.01, 0.3),
                                                          (0.1, 1e-6, 1.0), (0.01, 1e-6, 1.0)])
 def test_lattice_calibration_charges_no_more_than_the_continuous_mechanism(epsilon, delta, sensitivity):

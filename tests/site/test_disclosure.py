@@ -162,6 +162,9 @@ def test_finding2_a_crafted_survivor_function_is_refused_only_signed_releases_ar
     forged[0] = 0.5
     _refused(lambda: client.upload(s, NEG, forged, segments=[info]), C.PERMISSION_DENIED, "signature does not match")
     _refused(lambda: client.upload(s, NEG, noisy[:1], segments=[info]), C.INVALID_ARGUMENT, "header.segments announce")
+    # header.n left to the segments (0) and fewer scores sent: refused after the stream, by its size alone (the
+    # signatures were verified before the first score was read).
+    _refused(lambda: client.upload(s, NEG, noisy[:1], n=0, segments=[info]), C.INVALID_ARGUMENT, "header.segments announce")
     # A release of the other class, or the same site twice: refused.
     _refused(lambda: client.upload(s, POS, noisy, segments=[info]), C.INVALID_ARGUMENT, "another score class")
     twice = np.concatenate([noisy, noisy])
@@ -183,7 +186,7 @@ def test_finding2_a_crafted_survivor_function_is_refused_only_signed_releases_ar
         _refused(lambda: client.upload(s, NEG, np.concatenate([noisy, peer]), segments=[info, altered]),
                  C.PERMISSION_DENIED, "signature does not match")
     upload = [r for r in read_audit(server.config.audit_path) if r["call"] == "UploadSurvivor"]
-    assert [r["decision"] for r in upload] == ["PERMISSION_DENIED"] * 3 + ["INVALID_ARGUMENT", "INVALID_ARGUMENT",
+    assert [r["decision"] for r in upload] == ["PERMISSION_DENIED"] * 3 + ["INVALID_ARGUMENT"] * 3 + [
                                                                           "PERMISSION_DENIED", "OK",
                                                                           "PERMISSION_DENIED", "PERMISSION_DENIED"]
 

@@ -19,7 +19,7 @@ from .conftest import Client
 
 def test_trims_when_the_last_call_ends_and_while_calls_keep_overlapping():
     trims = []
-    freed = FreedMemory(interval=3600.0, trim=lambda: trims.append(1))
+    freed = FreedMemory(interval=3600.0, trim=lambda: trims.append(1), growth=0)
     freed.call_ended(2)
     freed.call_ended(1)
     assert trims == []  # other calls run and the interval has not passed
@@ -28,6 +28,27 @@ def test_trims_when_the_last_call_ends_and_while_calls_keep_overlapping():
     busy = FreedMemory(interval=0.0, trim=lambda: trims.append(2))
     busy.call_ended(5)
     assert trims == [1, 2]  # a site that is never idle still trims once per interval
+
+
+def test_the_last_call_trims_once_memory_grew_or_a_session_was_let_go():
+    trims, rss = [], [100 << 20]
+    freed = FreedMemory(interval=3600.0, trim=lambda: trims.append(1), growth=16 << 20, resident=lambda: rss[0])
+    rss[0] += 15 << 20
+    freed.call_ended(0)
+    assert trims == []  # a small call: its pages stay for the next one
+    rss[0] += 1 << 20
+    freed.call_ended(0)
+    assert trims == [1]  # 16 MB since the last trim
+    freed.call_ended(0)
+    assert trims == [1]  # measured from the trim's end
+    freed.note_freed()
+    freed.call_ended(1)
+    assert trims == [1]  # another call runs
+    freed.call_ended(0)
+    assert trims == [1, 1]  # a session was let go
+    unknown = FreedMemory(interval=3600.0, trim=lambda: trims.append(2), resident=lambda: 0)
+    unknown.call_ended(0)
+    assert trims == [1, 1, 2]  # resident memory unknown: every last call trims
 
 
 def test_call_slots_report_the_calls_still_in_progress_of_every_analyst():
@@ -71,6 +92,7 @@ def test_a_daemon_trims_after_its_calls_and_answers_the_same(site_config):
     trims = []
     real = server.freed_memory._trim
     server.freed_memory._trim = lambda: (trims.append(1), real())
+    growth, server.freed_memory.growth = server.freed_memory.growth, 0  # every last call trims
     server.start()
     try:
         client = Client(server.bound_address)
@@ -84,6 +106,11 @@ def test_a_daemon_trims_after_its_calls_and_answers_the_same(site_config):
         assert len(trims) == 2
         client.Budget(pb.BudgetRequest(dataset="test"))
         assert len(trims) == 3
+        server.freed_memory.growth = growth
+        client.Budget(pb.BudgetRequest(dataset="test"))
+        assert len(trims) == 3  # a small call: nothing to give back
+        client.CloseSession(pb.CloseSessionRequest(session_id=session))
+        assert len(trims) == 4  # the session was let go
         client.close()
     finally:
         server.stop(grace=1.0)
