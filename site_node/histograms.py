@@ -158,7 +158,7 @@ def _explicit_edges(policy: Policy, lo: float, hi: float, interior, n_bins: int,
     if e.size + 1 > max(policy.histogram_bins):
         raise PermissionDenied(f"policy: {e.size + 1} bins is more than this site allows (histogram_bins = "
                                f"{list(policy.histogram_bins)})")
-    from dsroc.histogram.grid import allowed_edges  # at first use, as dsroc above
+    from dsroc.histogram.grid import EDGE_TOLERANCE, allowed_edges  # at first use, as dsroc above
 
     spacings = [sp for sp in policy.histogram_spacings if sp != "logit" or (lo >= 0.0 and hi <= 1.0)]
     ranges = {"equal": (lo, hi), "logit": policy.histogram_logit_range}
@@ -166,10 +166,10 @@ def _explicit_edges(policy: Policy, lo: float, hi: float, interior, n_bins: int,
                                      for sp in spacings]))
     at = np.searchsorted(grid, e)
     off = np.minimum(np.abs(grid[np.minimum(at, grid.size - 1)] - e), np.abs(grid[np.maximum(at - 1, 0)] - e))
-    if np.any(off > 1e-12):
+    if np.any(off > EDGE_TOLERANCE):
         raise PermissionDenied("policy: every explicit edge must be an edge of a grid this site allows "
                                f"(histogram_bins {list(policy.histogram_bins)} x histogram_spacings "
-                               f"{list(policy.histogram_spacings)}); {e[off > 1e-12][0]!r} is not")
+                               f"{list(policy.histogram_spacings)}); {e[off > EDGE_TOLERANCE][0]!r} is not")
     return np.concatenate([[lo], e, [hi]])
 
 

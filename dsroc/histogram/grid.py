@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 SPACINGS = ("equal", "logit")
+# Two edges closer than this are one edge (a site checks an explicit grid's edges against its own to this tolerance).
+EDGE_TOLERANCE = 1e-12
 
 
 def recommended_n_bins(site_sigma: float) -> int:
@@ -89,13 +91,15 @@ def histogram_edges(n_bins: int, *, lo: float = 0.0, hi: float = 1.0, spacing: s
     return check_edges(edges)
 
 
-
 def allowed_edges(bins, spacing: str, *, lo: float, hi: float) -> np.ndarray:
     """Every edge of the ``spacing`` grids of each bin count in ``bins`` on ``[lo, hi]`` (:func:`histogram_edges`),
     sorted, once each: the edges an explicit grid may use under a site's policy (its allowed bin counts; for logit
     spacing ``lo, hi`` is the policy's logit range), so that an analyst's grid is never finer than the policy's
-    finest. One function for the site's check and the analyst's choice, so both compute the same floats."""
-    return np.unique(np.concatenate([histogram_edges(int(b), lo=lo, hi=hi, spacing=spacing) for b in bins]))
+    finest. One function for the site's check and the analyst's choice, so both compute the same floats. The same
+    edge of two grids (e.g. 1/2 of 10 and 20 bins) can differ in its last bits: it is kept once (the first), so that
+    no grid chosen among these edges has a bin a few ulps wide."""
+    e = np.unique(np.concatenate([histogram_edges(int(b), lo=lo, hi=hi, spacing=spacing) for b in bins]))
+    return e[np.concatenate([[True], np.diff(e) > EDGE_TOLERANCE])]
 
 
 def check_edges(edges) -> np.ndarray:

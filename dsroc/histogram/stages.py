@@ -199,13 +199,19 @@ def policy_candidates(allowed_per_site, edges, spacing: str) -> np.ndarray:
     the policy's logit range for logit spacing), common to all sites (``allowed_per_site``: each site's allowed bin
     counts). Only edges of the first release's own spacing and range are used: a site checks an explicit grid
     against its own score range, which the analyst does not learn, so no refusal after the first stage's charge."""
-    from .grid import allowed_edges, check_edges
+    from .grid import EDGE_TOLERANCE, allowed_edges, check_edges
 
     e = check_edges(edges)
     common = None
     for bins in allowed_per_site:
         mine = allowed_edges(bins, spacing, lo=float(e[0]), hi=float(e[-1]))
-        common = mine if common is None else np.intersect1d(common, mine)
+        if common is None:
+            common = mine
+            continue
+        # kept where this site has the edge too (to the sites' tolerance: two grids' copies may differ in ulps)
+        at = np.clip(np.searchsorted(mine, common), 1, mine.size - 1)
+        near = np.minimum(np.abs(mine[at] - common), np.abs(mine[at - 1] - common))
+        common = common[near <= EDGE_TOLERANCE]
     return e if common is None else common
 
 

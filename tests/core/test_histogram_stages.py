@@ -199,8 +199,10 @@ def test_scores_crowded_into_few_fine_bins_get_their_bins_among_the_policys_edge
     assert np.count_nonzero(h0 + h1 > 200) <= 6 and balanced_quantile_edges(h0, h1, fine, 12).size + 1 <= 7
     candidates = policy_candidates([bins, bins[1:]], fine, "logit")  # the edges both sites allow
     by_hand = np.unique(np.concatenate([expit(np.linspace(logit(0.005), logit(0.995), k + 1)) for k in bins[1:]]))
+    by_hand = by_hand[np.concatenate([[True], np.diff(by_hand) > 1e-12])]
     np.testing.assert_allclose(candidates, by_hand, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(allowed_edges(bins[1:], "logit", lo=0.005, hi=0.995), candidates)
+    assert np.all(np.diff(candidates) > 1e-12)  # an edge two grids share (1/2 of 10 and 20 bins) is kept once
     got = balanced_quantile_edges(h0, h1, fine, 12, candidates=candidates)
     inner = candidates[(candidates > fine[0]) & (candidates < fine[-1])]
     mix = 0.5 * np.cumsum(h0)[:-1] / h0.sum() + 0.5 * np.cumsum(h1)[:-1] / h1.sum()

@@ -279,7 +279,7 @@ def test_every_edge_the_analyst_may_pick_is_one_the_site_accepts_and_a_finer_one
     policy = Policy(histogram_bins=(5, 8, 12, 50, 100))
     fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
     candidates = policy_candidates([policy.histogram_bins, (5, 8, 10, 12, 20, 50, 100)], fine, "logit")
-    assert candidates.size > 100 and np.isin(fine, candidates).all()
+    assert candidates.size > 100 and np.abs(fine[:, None] - candidates[None, :]).min(axis=1).max() <= 1e-12
     inner = candidates[(candidates > fine[0]) & (candidates < fine[-1])]
     for start in range(0, inner.size - 11 * 9, 7):  # every candidate lies in some grid the site checks
         pick = inner[start:start + 11 * 9:9]
