@@ -190,7 +190,8 @@ def test_the_default_secagg_validation_sums_two_rounds_with_score_sums(exact_sit
                                       grid_counts=g0 + g1, grid_sigma=np.sqrt(2) * d.grid_round.noise_sd)
     alone = histogram_validation(h0, h1, edges, sigma=d.round.noise_sd, **sums)
     assert d.validation.auc_resolved == pytest.approx(with_first.auc_resolved, abs=1e-12)
-    assert abs(alone.auc_resolved - with_first.auc_resolved) > 1e-6
+    # (at negligible noise and 12 bins few pairs share a bin, so the two differ by about 1e-6: far beyond rounding)
+    assert abs(alone.auc_resolved - with_first.auc_resolved) > 1e-9
 
 
 def test_the_secagg_quantile_grid_takes_its_bin_count_from_the_class_sizes_over_the_summed_noise(exact_sites, pki,
