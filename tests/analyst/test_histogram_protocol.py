@@ -261,3 +261,41 @@ def test_per_site_heterogeneity_and_decision_curve_equal_brute_force(exact_sites
     assert names >= {OPTIONAL_REPORT_FILES["forest"], OPTIONAL_REPORT_FILES["decision_curve"]}
     assert not names & {OPTIONAL_REPORT_FILES["subgroups"], OPTIONAL_REPORT_FILES["comparison"]}  # not asked for
     assert paths["forest"].stat().st_size > 10_000 and paths["decision_curve"].stat().st_size > 10_000
+
+
+def test_a_score_range_beyond_probabilities_takes_an_equal_first_grid_and_the_policys_equal_edges(tmp_path_factory,
+                                                                                                   pki, helpers):
+    """Scores on [-10, 10] (a linear predictor, not probabilities): the sites refuse logit spacing before charging
+    anything, so the first release is on their finest allowed equal grid (50 bins) and the second grid's interior edges
+    are edges of the policy's equal grids on [-10, 10] nearest the quantiles of the mean of the two classes' CDFs
+    (interpolated inside a fine bin; by brute force here, at negligible noise), which every site accepts."""
+    frames = helpers.site_frames(seed=6)
+    for f in frames:  # a steep, crowded linear predictor: most scores in a few of the fine grid's 50 bins
+        f["pred"] = 2.0 * (f["pred"] - 0.5)
+    root = tmp_path_factory.mktemp("range")
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for k, f in enumerate(frames):
+            path = helpers.write_site(root / f"s{k}", f"s{k}", f, pki)
+            path.write_text(path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 5000.0")
+                            .replace("budget_epsilon = 200.0", "budget_epsilon = 100000.0")
+                            .replace('scores = ["pred"]', 'scores = ["pred"]\nscore_range = [-10.0, 10.0]'))
+            servers.append(stack.enter_context(running_server(path)))
+        with helpers.federation([s.bound_address for s in servers], pki) as fed:
+            res = fed.validate("test", "y", score="pred", epsilon=3000.0, delta=0.01)
+    d = res.detail
+    s = np.concatenate([f["pred"].to_numpy() for f in frames])
+    y = np.concatenate([f["y"].to_numpy() for f in frames])
+    fine = np.linspace(-10.0, 10.0, 51)
+    first = next(iter(d.grid_releases.values()))
+    assert d.spacing == "quantile" and first.negatives.size == 50  # the finest allowed count up to 50, equal-spaced
+    share = np.array([0.5 * np.mean(s[y == 0] < e) + 0.5 * np.mean(s[y == 1] < e) for e in fine[1:-1]])
+    allowed = np.unique(np.concatenate([np.linspace(-10.0, 10.0, k + 1) for k in (5, 8, 10, 12, 20, 50, 100)]))
+    allowed = allowed[np.concatenate([[True], np.diff(allowed) > 1e-12])]
+    allowed = allowed[(allowed > -10.0) & (allowed < 10.0)]
+    at = np.interp(allowed, fine, np.concatenate([[0.0], share, [1.0]]))
+    b = 12  # the bin rule at negligible noise; fewer distinct edges come back where the scores crowd
+    picked = sorted({int(np.argmin(np.abs(at - q))) for q in np.arange(1, b) / b})
+    np.testing.assert_allclose(d.validation.edges, [-10.0, *allowed[picked], 10.0], rtol=0, atol=1e-12)
+    assert np.count_nonzero(np.histogram(s, fine)[0]) <= 6 < d.n_bins  # more bins than the fine bins the scores fill
+    assert res.auc_ci[0] <= empirical_auc(s, y) <= res.auc_ci[1]
