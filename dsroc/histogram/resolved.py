@@ -108,7 +108,7 @@ def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
     ``fine_counts`` (..., F) are consistent counts on ``fine_edges`` (F + 1; its ends stretched to the grid's,
     as scores outside a grid are clipped to its ends). Returns ``(z, base)``: at ``SUBPOINTS`` equal steps of the
     offset in every bin, the model's covariate ``z`` (B, SUBPOINTS) -- the logit of the score for probabilities,
-    else the offset -- and the fine histogram's density there (..., B, SUBPOINTS), piecewise constant.
+    else the score -- and the fine histogram's density there (..., B, SUBPOINTS), piecewise constant.
     """
     e = check_edges(edges)
     fe = check_edges(fine_edges).copy()
@@ -118,8 +118,7 @@ def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
     j = np.clip(np.searchsorted(fe, points, side="right") - 1, 0, fe.size - 2)
     dens = g / np.diff(fe)
     base = dens[..., j] + 1e-9 * (dens.max(-1)[..., None, None] + 1e-300)
-    z = np.log(points / (1 - points)) if e[0] >= 0.0 and e[-1] <= 1.0 else np.broadcast_to(_STEPS, points.shape)
-    z = np.clip(z, -12.0, 12.0)
+    z = np.clip(np.log(points / (1 - points)), -12.0, 12.0) if e[0] >= 0.0 and e[-1] <= 1.0 else points
     return z, base
 
 
