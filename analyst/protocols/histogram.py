@@ -35,7 +35,7 @@ HISTOGRAM_GUARANTEE = (
 )
 SCALARS = ("sum_sq", "sum_p", "sum_y")
 _NOISE = "sampling and the privacy noise"
-_ESTIMATOR_NAMES = {"rocglm": "ROC-GLM", "monotone": "monotone (PCHIP)", "resolved": "resolved",
+_ESTIMATOR_NAMES = {"rocglm": "ROC-GLM", "shape": "shape", "monotone": "monotone (PCHIP)", "resolved": "resolved",
                     "empirical": "binned empirical", "none": "none"}
 
 
@@ -62,11 +62,13 @@ class HistogramOptions(ProtocolOptions):
         Also release each bin's noisy sum of scores per class, within the same epsilon (the counts' noise
         grows by 5 %): calibration, O/E, Brier and the slope then use within-bin mean scores instead of bin
         midpoints, and within-bin pairs of the AUC are resolved.
-    estimator : {"rocglm", "monotone", "resolved", "empirical"}
+    estimator : {"rocglm", "shape", "monotone", "resolved", "empirical"}
         The reported AUC: ``"rocglm"`` (default) the ROC-GLM through the bin edges where it agrees with the
-        nonparametric AUC, else the monotone (PCHIP) curve through the ROC points where it agrees with the
+        nonparametric AUC, else the shape AUC (quantile grid: the classes inside each bin from the first release's
+        shape of all scores; else the monotone (PCHIP) curve through the ROC points) where it agrees with the
         resolved AUC, else the resolved AUC (within-bin pairs ordered by the score sums; the binned one without
-        sums); ``"monotone"`` (with the sums), ``"resolved"`` or ``"empirical"`` always that one. The result's first AUC note says
+        sums); ``"shape"`` (quantile grid, with the sums), ``"monotone"`` (with the sums), ``"resolved"`` or
+        ``"empirical"`` always that one. The result's first AUC note says
         which and why (:mod:`dsroc.histogram.estimates`).
     a0 : float, optional
         Also test ``H0: AUC <= a0``.
@@ -180,6 +182,7 @@ class HistogramDetail:
                 "counts1": [num(c) for c in v.counts1], "auc_empirical": num(v.auc_empirical),
                 "auc_empirical_variance": num(v.auc_empirical_variance), "auc_resolved": num(v.auc_resolved),
                 "auc_resolved_variance": num(v.auc_resolved_variance), "auc_widening": num(v.auc_widening),
+                "auc_monotone": num(v.auc_monotone), "auc_shape": num(v.auc_shape),
                 "estimator": v.estimator, "unavailable": dict(v.unavailable),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()},
                 "grid_releases": {name: r.to_dict() for name, r in self.grid_releases.items()}}

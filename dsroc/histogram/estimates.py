@@ -7,16 +7,19 @@ binormal line through two points is taken on trust), its AUC lies in the set the
 within-bin pairs; without sums ``PLAUSIBLE_SDS`` SDs more), and (with the per-bin score sums) it agrees with the
 resolved AUC (within-bin pairs ordered by the classes' mean offsets, :mod:`dsroc.histogram.resolved`) within
 ``AGREEMENT_SHARE`` of the shift that ordering gives plus ``AGREEMENT_Z`` SDs of their difference under the
-noise. Elsewhere a nonparametric AUC is reported: with the sums the monotone (PCHIP) curve through the ROC points
-(:mod:`dsroc.histogram.monotone`) where it agrees with the resolved AUC within ``AGREEMENT_Z`` SDs of their
-difference under the noise, else the resolved AUC; without sums the binned one. (On the stress study's target
-cells the monotone curve cut the skewed design's MAE from 0.0027 to 0.0014 and the piecewise-uniform one's from
-0.0047 to 0.0016; allowing it a share of the shift too left bimodal scores biased by -0.0035.) The constants are tuned
+noise. Elsewhere a nonparametric AUC is reported: with the sums the shape AUC (with the first stage; the classes
+inside each bin from the first stage's shape of all scores, :mod:`dsroc.histogram.shape`), else the monotone
+(PCHIP) curve through the ROC points (:mod:`dsroc.histogram.monotone`), where it agrees with the resolved AUC
+within ``AGREEMENT_Z`` SDs of their difference under the noise, else the resolved AUC; without sums the binned
+one. (On the stress study's target cells the monotone curve cut the skewed design's MAE from 0.0027 to 0.0014 and
+the piecewise-uniform one's from 0.0047 to 0.0016; allowing it a share of the shift too left bimodal scores biased
+by -0.0035. The shape AUC matches it on smooth scores and follows bimodal ones, whose ROC curve is wavy between
+the edges.) The constants are tuned
 by the stress study (``docs/simulations.md``): a chi-square at 0.01 rejected the skewed design's curve although
 its AUC was the more accurate, so the test only guards against gross misfit, and the AUC-level checks decide.
 Every interval covers sampling, the privacy noise and what the binning or the model can hide: the ROC-GLM's is
 widened by its disagreement with the resolved AUC beyond one SD (misfit), the monotone curve's by that misfit plus
-the resolved AUC's widening, the resolved AUC's by
+the resolved AUC's widening (the shape AUC's likewise), the resolved AUC's by
 ``RESOLUTION_SHARE`` of the shift it gives the within-bin pairs (the binned AUC lies inside), the binned AUC's
 by half the share of within-bin pairs (partial identification).
 """
@@ -42,6 +45,7 @@ from .fit_test import rocglm_fit_pvalue
 from .grid import check_counts, consistent_counts
 from .monotone import monotone_auc
 from .resolved import concordance_auc, fine_base, logistic_concordance, tilt_concordance
+from .shape import shape_auc, shape_concordance
 from .sums import within_offsets
 
 __all__ = [
@@ -58,7 +62,7 @@ __all__ = [
     "histogram_auc_estimates",
 ]
 
-ESTIMATORS = ("rocglm", "monotone", "resolved", "empirical")
+ESTIMATORS = ("rocglm", "shape", "monotone", "resolved", "empirical")
 DEFAULT_ESTIMATOR = "rocglm"
 # ROC points with fewer than this many noise SDs of estimated patients on either side are not fitted (5 left no fit
 # in half the data sets at prevalence 0.02, n = 10 000 on the quantile grid; 2 fits nearly all, as accurately).
@@ -123,6 +127,8 @@ class AucEstimates(NamedTuple):
     rocglm_fit_pvalue: np.ndarray
     auc_monotone: np.ndarray
     variance_monotone: np.ndarray
+    auc_shape: np.ndarray
+    variance_shape: np.ndarray
 
 
 def _rocglm_candidates(c0, c1, tail, sigma):
@@ -261,7 +267,11 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     bound = np.where(ok, 0.5 * _within_share(c0, c1), np.nan)
     params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
     var_glm, res, var_res, resolution, diff, diff_sd, pvalue = (nan.copy() for _ in range(7))
-    mono, var_mono, mono_diff, mono_sd = (nan.copy() for _ in range(4))
+    mono, var_mono, mono_diff, mono_sd, shp, var_shp = (nan.copy() for _ in range(6))
+    if estimator == "shape" and grid is None:
+        raise ValueError("estimator 'shape' needs the first stage's histogram of all scores (grid)")
+    # The nonparametric curve of the rule: the shape AUC's where the first stage is known, else the PCHIP curve's.
+    shaped = grid is not None and estimator != "monotone"
     tail = tail_sigmas * sigma
     if estimator == "rocglm" and ok.any():
         params[ok], auc_glm[ok], points[ok], pvalue[ok] = _rocglm_candidates(c0[ok], c1[ok], tail, sigma)
@@ -277,8 +287,15 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         mono_draws = monotone_auc(b0, b1)
         mono[idx] = monotone_auc(c0[idx], c1[idx])
         var_mono[idx] = sampling_res + replicate_variance(mono_draws)
-        mono_diff[idx] = mono[idx] - res[idx]
-        mono_sd[idx] = np.sqrt(replicate_variance(mono_draws - res_draws))
+        curve, curve_draws = mono[idx], mono_draws
+        if shaped:
+            (z, base), (_, base_draws) = shapes
+            conc_shape = shape_concordance(c0[idx], c1[idx], z, base)
+            shp[idx] = curve = concordance_auc(c0[idx], c1[idx], conc_shape)
+            curve_draws = shape_auc(b0, b1, z, base_draws)
+            var_shp[idx] = histogram_delong_variance(c0[idx], c1[idx], conc_shape) + replicate_variance(curve_draws)
+        mono_diff[idx] = curve - res[idx]
+        mono_sd[idx] = np.sqrt(replicate_variance(curve_draws - res_draws))
         fit = _fits(auc_glm[idx], pvalue[idx])
         if fit.any():
             glm_draws = replicate_rocglm_auc(b0[fit], b1[fit], tail_count=tail)
@@ -291,7 +308,7 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         with np.errstate(invalid="ignore"):
             use_glm = (np.abs(diff) <= agree + AGREEMENT_Z * diff_sd) & _plausible(auc_glm, auc_emp, 0.0, bound) \
                 & np.isfinite(pvalue)
-            use_mono = (np.abs(mono_diff) <= AGREEMENT_Z * mono_sd) & np.isfinite(var_mono)
+            use_mono = np.abs(mono_diff) <= AGREEMENT_Z * mono_sd
     elif estimator == "rocglm" and idx.size:
         fit = idx[_fits(auc_glm[idx], pvalue[idx]) & _plausible(auc_glm[idx], auc_emp[idx], var_emp[idx], bound[idx])]
         if fit.size:
@@ -303,10 +320,12 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     use_glm &= _fits(auc_glm, pvalue) & np.isfinite(var_glm) & (estimator == "rocglm")
     if not (with_sums and estimator != "empirical" and idx.size):
         use_mono = np.zeros(rows, dtype=bool)
-    use_mono = ~use_glm & np.where(estimator == "monotone", np.isfinite(var_mono), use_mono & (estimator == "rocglm"))
+    curve, var_curve = (shp, var_shp) if shaped else (mono, var_mono)
+    use_mono = ~use_glm & np.isfinite(var_curve) & np.where(np.isin(estimator, ("monotone", "shape")), True,
+                                                            use_mono & (estimator == "rocglm"))
     use_res = ~use_glm & ~use_mono & np.isfinite(res) & np.isfinite(var_res)
-    auc = np.where(use_glm, auc_glm, np.where(use_mono, mono, np.where(use_res, res, auc_emp)))
-    variance = np.where(use_glm, sampling + var_glm, np.where(use_mono, var_mono, np.where(use_res, var_res, var_emp)))
+    auc = np.where(use_glm, auc_glm, np.where(use_mono, curve, np.where(use_res, res, auc_emp)))
+    variance = np.where(use_glm, sampling + var_glm, np.where(use_mono, var_curve, np.where(use_res, var_res, var_emp)))
     # What the binning or the model can hide, added to each side of the interval: the ROC-GLM's disagreement with
     # the resolved AUC beyond one SD of its noise (misfit; 0 without sums, where the plausibility check bounds it),
     # the resolved AUC's resolution bound, the monotone curve's the same plus its misfit (it interpolates within
@@ -317,18 +336,19 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     widening = np.where(use_glm, misfit, np.where(use_mono, resolution + mono_misfit, np.where(use_res, resolution, bound)))
     ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
     lower, upper = np.clip(ci.lower - widening, 0.0, 1.0), np.clip(ci.upper + widening, 0.0, 1.0)
-    used = np.where(use_glm, "rocglm", np.where(use_mono, "monotone", np.where(use_res, "resolved", "empirical")))
+    used = np.where(use_glm, "rocglm", np.where(use_mono, "shape" if shaped else "monotone",
+                                                np.where(use_res, "resolved", "empirical")))
     used = used.astype(object)
     reason = np.array([_reason(estimator, with_sums, used[i], points[i], auc_glm[i], pvalue[i], diff[i], diff_sd[i],
-                               resolution[i], widening[i], bound[i], auc_emp[i], mono_diff[i], mono_sd[i])
+                               resolution[i], widening[i], bound[i], auc_emp[i], mono_diff[i], mono_sd[i], shaped)
                        for i in range(rows)], dtype=object)
     return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling, params,
                         auc_glm, var_glm, points, bound, res, var_res, resolution, diff, diff_sd, widening, reason, pvalue,
-                        mono, var_mono)
+                        mono, var_mono, shp, var_shp)
 
 
 def _reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp,
-            mono_diff, mono_sd) -> str:
+            mono_diff, mono_sd, shaped) -> str:
     """Why row's reported AUC is the one it is (a note of the validation)."""
     agreement = (f"|ROC-GLM - resolved| = {abs(diff):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
                  f"{resolution / RESOLUTION_SHARE:.4f} + {AGREEMENT_Z} x its noise SD {diff_sd:.4f}")
@@ -357,15 +377,19 @@ def _reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, reso
             glm = "no plausible ROC-GLM fit (outside the binning bound of the binned AUC)"
     else:
         glm = "asked for"
-    monotone = f"|monotone - resolved| = {abs(mono_diff):.4f} against {AGREEMENT_Z} x its noise SD {mono_sd:.4f}"
-    if used == "monotone":
-        why = glm if asked == "monotone" else f"{glm}; it agrees with the resolved AUC: {monotone}"
-        return (f"the monotone (PCHIP) ROC curve through the ROC points at the edges ({why}); its interval is widened "
-                f"by {widening:.4f}: {RESOLUTION_SHARE:g} x the resolved AUC's shift of the within-bin pairs (the "
-                "curve interpolates within the bins) plus its misfit (the disagreement beyond one noise SD)")
+    curve = "shape" if shaped else "monotone"
+    monotone = f"|{curve} - resolved| = {abs(mono_diff):.4f} against {AGREEMENT_Z} x its noise SD {mono_sd:.4f}"
+    if used in ("monotone", "shape"):
+        why = glm if asked == used else f"{glm}; it agrees with the resolved AUC: {monotone}"
+        what = ("the shape AUC (inside each bin the first stage's shape of all scores, split between the classes by "
+                "the positives' share interpolated across the bins; " if shaped else
+                "the monotone (PCHIP) ROC curve through the ROC points at the edges (")
+        return (f"{what}{why}); its interval is widened by {widening:.4f}: {RESOLUTION_SHARE:g} x the resolved "
+                "AUC's shift of the within-bin pairs (the curve interpolates within the bins) plus its misfit (the "
+                "disagreement beyond one noise SD)")
     if used == "resolved":
         if asked == "rocglm" and np.isfinite(mono_diff):
-            glm = f"{glm}; the monotone curve does not agree: {monotone}"
+            glm = f"{glm}; the {curve} curve does not agree: {monotone}"
         return (f"the resolved AUC (within-bin pairs ordered by the classes' mean score offsets; {glm}); its "
                 f"interval is widened by {widening:.4f}, {RESOLUTION_SHARE:g} x the shift it gives the within-bin pairs")
     return (f"the binned empirical AUC ({glm}); its interval is widened by +-{bound:.4f}, half the share of "

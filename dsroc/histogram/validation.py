@@ -55,8 +55,9 @@ class HistogramValidation:
     recall, precision : ndarray
         PR points at the edges ``e_0 .. e_{B-1}``.
     estimator : str
-        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges), ``"monotone"`` (the monotone PCHIP
-        curve through the ROC points at the edges), ``"resolved"`` (within-bin pairs
+        Which AUC ``auc`` is: ``"rocglm"`` (binormal curve through the edges), ``"shape"`` (the classes inside each
+        bin from the first stage's shape of all scores, :mod:`dsroc.histogram.shape`), ``"monotone"`` (the monotone
+        PCHIP curve through the ROC points at the edges), ``"resolved"`` (within-bin pairs
         ordered by the score sums), ``"empirical"`` (binned), or ``"none"`` (too few patients of a class: ``auc``
         is NaN and ``unavailable["auc"]`` says why); the first note says why (the rule of
         :mod:`dsroc.histogram.estimates`).
@@ -88,6 +89,9 @@ class HistogramValidation:
         Its variance: DeLong on its placement values plus the noise of counts and sums (parametric bootstrap).
     auc_widening : float
         What the reported AUC's interval adds on each side beyond sampling and noise.
+    auc_monotone, auc_shape : float
+        With the score sums: the area under the monotone (PCHIP) curve through the ROC points, and (with the first
+        stage's histogram) the shape AUC; NaN otherwise.
     notes : list of str
     unavailable : dict of str to str
         What could not be estimated from this release and why (keys ``"auc"``, ``"roc"``, ``"brier"``,
@@ -127,6 +131,7 @@ class HistogramValidation:
     auc_resolved_variance: float = float("nan")
     auc_widening: float = 0.0
     auc_monotone: float = float("nan")
+    auc_shape: float = float("nan")
 
     def confusion(self, edge: int) -> dict:
         """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
@@ -242,11 +247,12 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         The public grid.
     sigma : float
         Noise SD of each summed cell, ``sqrt(sum of the sites' sigma^2)`` (0: exact counts).
-    estimator : {"rocglm", "monotone", "resolved", "empirical"}, default "rocglm"
+    estimator : {"rocglm", "shape", "monotone", "resolved", "empirical"}, default "rocglm"
         The reported AUC: ``"rocglm"`` the rule of :mod:`dsroc.histogram.estimates` (the ROC-GLM through the
         ROC points at the edges where it agrees with the nonparametric AUC, else with the score sums the
-        monotone curve through them where it agrees with the resolved AUC, else the resolved AUC; the binned
-        one without sums); ``"monotone"`` (needs the sums), ``"resolved"`` or ``"empirical"`` that AUC.
+        shape AUC (with the first stage, ``grid_counts``) or the monotone curve through the ROC points where it
+        agrees with the resolved AUC, else the resolved AUC; the binned one without sums); ``"shape"`` (needs the
+        sums and the first stage), ``"monotone"`` (needs the sums), ``"resolved"`` or ``"empirical"`` that AUC.
     tail_sigmas : float, default 2
         The ROC-GLM uses only edges with at least ``tail_sigmas * sigma`` estimated patients of each
         class on either side.
@@ -375,5 +381,6 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         recalibration=recal, notes=notes, unavailable=missing,
         auc_resolved=float(est.auc_resolved[0]), auc_resolved_variance=float(est.variance_resolved[0]),
         auc_widening=float(est.widening[0]), auc_monotone=float(est.auc_monotone[0]),
+        auc_shape=float(est.auc_shape[0]),
     )
 

@@ -184,6 +184,16 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
         np.testing.assert_allclose(result.detail.validation.edges, helpers.balanced_edges(s, y, fine, b), rtol=0,
                                    atol=1e-12)
     assert res.detail.n_bins == bins == 12
+    # The shape AUC (the rule's nonparametric curve with the first stage) by brute force: the pooled per-class counts
+    # on the edges, the shape of all scores on the fine grid.
+    from dsroc.histogram.grid import bin_index
+    from dsroc.histogram.resolved import fine_base
+    from dsroc.histogram.shape import shape_auc
+
+    v, e = res.detail.validation, res.detail.validation.edges
+    brute = shape_auc(*(np.bincount(bin_index(s[y == c], e), minlength=e.size - 1) for c in (0, 1)),
+                      *fine_base(e, fine, np.bincount(bin_index(s, fine), minlength=fine.size - 1)))
+    assert v.auc_shape == pytest.approx(brute, abs=1e-4)
     # Every stage is charged: both releases are new, and each states the epsilon it was asked for (the
     # first a fifth of the epsilon, so a smaller epsilon). The first stage held the second's
     # budget too, so the budget after it already counts both.
@@ -195,6 +205,7 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert set(report["detail"]["grid_releases"]) == set(d.releases)
+    assert report["detail"]["auc_shape"] == pytest.approx(v.auc_shape, abs=1e-12)
     # The slope's interval spans the unbinned fit's range from the score sums and the first stage: it holds the
     # patient-level fit (statsmodels), and the result says what it includes.
     import statsmodels.api as sm
