@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = ["PAIR_FIELDS", "SIGNED_FIELDS", "ReleaseSigner", "ensure_signing_key", "load_signing_key", "public_key_text",
-           "parse_public_key", "values_digest", "release_message", "pair_message", "pair_fields", "sign_release",
+           "parse_public_key", "values_digest", "release_message", "pair_message", "sign_release",
            "verify_release"]
 
 # The ReleaseInfo fields a signature covers, in this order.
@@ -35,6 +35,7 @@ PAIR_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_id
                "n_negatives", "negatives_sha256", "n_positives", "positives_sha256")
 _NEGATIVES = 1  # dsroc.v1.SCORE_CLASS_NEGATIVES
 _PAIR_TAG = "dsroc_release_pair"
+_RELEASE_TAG = "dsroc_release"
 
 
 def ensure_signing_key(path) -> Ed25519PrivateKey:
@@ -83,7 +84,7 @@ def values_digest(values: np.ndarray) -> str:
 
 def release_message(fields: dict) -> bytes:
     """The canonical bytes a signature covers (JSON of :data:`SIGNED_FIELDS`, floats as their repr)."""
-    return _canonical("dsroc_release", SIGNED_FIELDS, fields)
+    return _canonical(_RELEASE_TAG, SIGNED_FIELDS, fields)
 
 
 def pair_message(fields: dict) -> bytes:
@@ -105,12 +106,15 @@ def _message(tag: str, body: dict) -> bytes:
     return json.dumps({tag: 1, **body}, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def pair_fields(segment) -> dict:
-    """The :data:`PAIR_FIELDS` of one class's ``ReleaseInfo``: its own ``n`` and ``values_sha256`` in its class's
-    place, ``other_n`` and ``other_values_sha256`` in the other's."""
+def _pair_body(segment) -> dict:
+    """What one class's ``ReleaseInfo``'s pair signature covers (:data:`PAIR_FIELDS`, floats as their repr): its own
+    ``n`` and ``values_sha256`` in its class's place, ``other_n`` and ``other_values_sha256`` in the other's."""
     own, other = (int(segment.n), segment.values_sha256), (int(segment.other_n), segment.other_values_sha256)
     (n0, sha0), (n1, sha1) = (own, other) if segment.score_class == _NEGATIVES else (other, own)
-    return {**{name: getattr(segment, name) for name in PAIR_FIELDS[:9]}, "n_negatives": n0, "negatives_sha256": sha0,
+    return {"site": segment.site, "population": segment.population, "dataset": segment.dataset,
+            "source": segment.source, "outcome": segment.outcome, "release_id": segment.release_id,
+            "epsilon": repr(float(segment.epsilon)), "delta": repr(float(segment.delta)),
+            "sensitivity": repr(float(segment.sensitivity)), "n_negatives": n0, "negatives_sha256": sha0,
             "n_positives": n1, "positives_sha256": sha1}
 
 
@@ -141,52 +145,44 @@ class ReleaseSigner:
         Peer site name to public key text (``[peers.NAME] public_key``).
     """
 
-    #: Segments remembered as valid (a validation re-sends every site's release: 2 K^2 checks per
-    #: validation over K sites, ~0.1-0.2 ms each; a repeat of the same segment costs none).
+    #: Signatures remembered as valid (a validation re-sends every site's release: 2 K^2 checks per
+    #: validation over K sites, ~0.1-0.2 ms each; a repeat of the same signed message costs none).
     VERIFIED_CACHE = 4096
 
     def __init__(self, name: str, key_path, peers: dict):
         self.name = name
         self._key = ensure_signing_key(key_path)
         self._keys = {name: self._key.public_key(), **{p: parse_public_key(k) for p, k in peers.items()}}
-        self._verified: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        self._verified: OrderedDict[tuple[str, tuple, bytes], None] = OrderedDict()
         self._verified_lock = threading.Lock()
 
     def _valid(self, segment) -> bool:
         """Whether a ``ReleaseInfo`` carries its site's signature: its pair signature when it has one (over both
-        classes, :func:`pair_message`), else its own (:func:`verify_release`). Valid segments are remembered by
-        their exact serialized bytes (every field and the signatures: a hit is the very message verified before)
-        and valid pair signatures by their message, so that a site's two segments cost one verification."""
-        exact = (segment.site, segment.SerializeToString(deterministic=True))
-        with self._verified_lock:
-            if exact in self._verified:
-                self._remember([exact])
-                return True
+        classes, :func:`pair_message`), else its own (:func:`verify_release`). Valid signatures are remembered by
+        what they cover and the signature (the message is a function of it, so a hit is the very message verified
+        before): a pair-signed release's two segments cost one verification, and neither is serialized."""
         if segment.pair_signature:
-            # Remembered by what the message says (its JSON is a function of it), so that the release's other
-            # class is found without writing the message again.
-            body, signature = _body(PAIR_FIELDS, pair_fields(segment)), bytes(segment.pair_signature)
-            keys = [exact, (segment.site, tuple(body.items()), signature)]
-            with self._verified_lock:
-                if keys[-1] in self._verified:  # the release's other class, verified with this one's pair signature
-                    self._remember(keys)
-                    return True
-            message = _message(_PAIR_TAG, body)
+            tag, body, signature = _PAIR_TAG, _pair_body(segment), bytes(segment.pair_signature)
         else:
-            message, signature = release_message({name: getattr(segment, name) for name in SIGNED_FIELDS}), None
-            keys = [exact]
+            tag, signature = _RELEASE_TAG, bytes(segment.signature)
+            body = _body(SIGNED_FIELDS, {name: getattr(segment, name) for name in SIGNED_FIELDS})
+        key = (tag, tuple(body.items()), signature)  # the body (floats as their repr) fixes the message
+        with self._verified_lock:
+            if key in self._verified:
+                self._remember(key)
+                return True
+        message = _message(tag, body)
         try:
-            self._keys[segment.site].verify(bytes(segment.signature) if signature is None else signature, message)
+            self._keys[segment.site].verify(signature, message)
         except InvalidSignature:
             return False
         with self._verified_lock:
-            self._remember(keys)
+            self._remember(key)
         return True
 
-    def _remember(self, keys) -> None:
-        for key in keys:
-            self._verified[key] = None
-            self._verified.move_to_end(key)
+    def _remember(self, key) -> None:
+        self._verified[key] = None
+        self._verified.move_to_end(key)
         while len(self._verified) > self.VERIFIED_CACHE:
             self._verified.popitem(last=False)
 
