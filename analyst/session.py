@@ -42,14 +42,19 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> Iterator[bytes]:
+def _survivor_chunks(arrays: Sequence[np.ndarray], size: int, first: bytes = b"") -> Iterator[bytes]:
     """The scores of ``arrays`` (little-endian float64, one after another) as serialized ``SurvivorChunk``
-    messages (field ``scores``) of at most ``size`` scores each, without a header: made from the arrays
-    as they are sent (one copy each, as serializing a message makes), so no site's upload is held whole.
+    messages (field ``scores``) of at most ``size`` scores each: made from the arrays as they are sent (one
+    copy each, as serializing a message makes), so no site's upload is held whole.
     Small arrays share a message (a site's part of a 50-site upload is a few hundred scores: one message
-    per site was most of a site's work per upload)."""
+    per site was most of a site's work per upload). ``first`` (a serialized message, the header) starts the
+    first message, which protobuf parses as one message with both fields: one message fewer per upload; the
+    first message then carries fewer scores by the header's size, so that it is no larger than the others."""
     parts: list = []
-    room = size
+    room = size - (len(first) + 7) // 8
+    if room <= 0:  # a header as large as a whole message: on its own
+        yield first
+        first, room = b"", size
     for a in arrays:
         start = 0
         while start < a.size:
@@ -58,14 +63,16 @@ def _survivor_chunks(arrays: Sequence[np.ndarray], size: int) -> Iterator[bytes]
             start += part.size
             room -= part.size
             if room == 0:
-                yield _scores_message(parts)
-                parts, room = [], size
-    if parts:
-        yield _scores_message(parts)
+                yield _scores_message(parts, first)
+                parts, room, first = [], size, b""
+    if parts or first:
+        yield _scores_message(parts, first)
 
 
-def _scores_message(parts: Sequence[np.ndarray]) -> bytes:
-    return b"".join((_SCORES_TAG, _varint(sum(p.nbytes for p in parts)), *parts))
+def _scores_message(parts: Sequence[np.ndarray], first: bytes = b"") -> bytes:
+    if not parts:
+        return first
+    return b"".join((first, _SCORES_TAG, _varint(sum(p.nbytes for p in parts)), *parts))
 
 
 def concurrently(*steps: Callable[[], object]) -> list:
@@ -510,10 +517,9 @@ class ValidationSession:
             size = min(_UPLOAD_CHUNK, self.policies[conn.name].max_chunk_scores or _UPLOAD_CHUNK)
 
             def section(cls, asked=None):
-                yield pb.SurvivorChunk(header=pb.SurvivorHeader(
+                yield from _survivor_chunks(parts[cls], size, first=pb.SurvivorChunk(header=pb.SurvivorHeader(
                     session_id=self._sid(conn), score_class=cls, n=totals[cls], segments=segments[cls],
-                    answers=asked)).SerializeToString()
-                yield from _survivor_chunks(parts[cls], size)
+                    answers=asked)).SerializeToString())
 
             def checked(r, cls):
                 if r.n_received != totals[cls]:

@@ -261,3 +261,27 @@ def test_upload_messages_are_serialized_from_the_arrays_as_protobuf_would():
         assert got == expected
         parsed = np.concatenate([np.frombuffer(pb.SurvivorChunk.FromString(m).scores, "<f8") for m in got])
         np.testing.assert_array_equal(parsed, np.concatenate(arrays))
+
+
+def test_the_upload_header_shares_the_first_message_of_scores_which_stays_no_larger_than_the_others():
+    # The header (segments of every site) starts the first message: protobuf parses the concatenation as one
+    # SurvivorChunk with both fields, and that message carries fewer scores by the header's size. A header as
+    # large as a message goes on its own.
+    import numpy as np
+
+    from analyst.session import _survivor_chunks
+
+    arrays = [np.sort(np.random.default_rng(k).normal(size=700)) for k in range(3)]
+    header = pb.SurvivorChunk(header=pb.SurvivorHeader(session_id="s", score_class=pb.SCORE_CLASS_NEGATIVES, n=2100,
+                                                       segments=[pb.ReleaseInfo(site="x" * 300)]))
+    first = header.SerializeToString()
+    for size, alone in ((1024, False), (256, False), (8, True)):
+        got = list(_survivor_chunks(arrays, size, first=first))
+        messages = [pb.SurvivorChunk.FromString(m) for m in got]
+        assert messages[0].header == header.header and not any(m.HasField("header") for m in messages[1:])
+        assert (messages[0].scores == b"") == alone
+        header_scores = -(-len(first) // 8)  # the room the header takes in the first message
+        assert len(messages) == (1 + -(-2100 // size) if alone else -(-(2100 + header_scores) // size))
+        assert max(len(m) for m in got) <= 8 * size + 16 or alone
+        parsed = np.concatenate([np.frombuffer(m.scores, "<f8") for m in messages])
+        np.testing.assert_array_equal(parsed, np.concatenate(arrays))
