@@ -1,0 +1,60 @@
+"""Why the histogram AUC rule reported the AUC it did: the first AUC note of a validation, in words."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .estimates import AGREEMENT_SHARE, AGREEMENT_Z, FIT_LEVEL, RESOLUTION_SHARE
+
+__all__ = ["auc_reason"]
+
+
+def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp,
+               mono_diff, mono_sd, shaped) -> str:
+    """Why a row's reported AUC is the one it is (the first AUC note of a validation): the estimator ``used`` for
+    the one ``asked`` for, with the rule's quantities of :func:`dsroc.histogram.estimates.histogram_auc_estimates`
+    (``shaped``: the nonparametric curve is the shape AUC)."""
+    agreement = (f"|ROC-GLM - resolved| = {abs(diff):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
+                 f"{resolution / RESOLUTION_SHARE:.4f} + {AGREEMENT_Z} x its noise SD {diff_sd:.4f}")
+    identified = (f"|ROC-GLM - binned| = {abs(auc_glm - auc_emp):.4f} against half the share of within-bin pairs "
+                  f"{bound:.4f}")
+    fit = ("no test: fewer than 3 usable points" if not np.isfinite(pvalue) else
+           f"chi-square p = {pvalue:.3g} against the noisy ROC points")
+    if used == "rocglm":
+        why = f"its AUC agrees with the resolved AUC ({agreement}) and lies in the binned counts' range ({identified})" \
+            if with_sums else "converged, increasing, within the binning bound of the binned AUC"
+        why = f"the binormal curve fits ({fit}); {why}"
+        return (f"the ROC-GLM through {int(points)} edges: {why}; its interval is widened by {widening:.4f} for "
+                "misfit (the disagreement beyond one noise SD)")
+    if asked == "rocglm":
+        if not np.isfinite(auc_glm):
+            glm = f"no plausible ROC-GLM fit ({int(points)} usable edge(s); or not converged, or not increasing)"
+        elif with_sums and not np.isfinite(pvalue):
+            glm = f"the binormal ROC-GLM's fit cannot be tested ({fit})"
+        elif pvalue < FIT_LEVEL:
+            glm = f"the binormal ROC-GLM does not fit the ROC points ({fit} < {FIT_LEVEL:g})"
+        elif with_sums and np.isfinite(diff) and abs(auc_glm - auc_emp) > bound:
+            glm = f"the ROC-GLM's AUC lies outside what the binned counts allow: {identified}"
+        elif with_sums and np.isfinite(diff):
+            glm = f"the ROC-GLM does not fit: {agreement}"
+        else:
+            glm = "no plausible ROC-GLM fit (outside the binning bound of the binned AUC)"
+    else:
+        glm = "asked for"
+    curve = "shape" if shaped else "monotone"
+    monotone = f"|{curve} - resolved| = {abs(mono_diff):.4f} against {AGREEMENT_Z} x its noise SD {mono_sd:.4f}"
+    if used in ("monotone", "shape"):
+        why = glm if asked == used else f"{glm}; it agrees with the resolved AUC: {monotone}"
+        what = ("the shape AUC (inside each bin the first stage's shape of all scores, split between the classes by "
+                "the positives' share interpolated across the bins; " if shaped else
+                "the monotone (PCHIP) ROC curve through the ROC points at the edges (")
+        return (f"{what}{why}); its interval is widened by {widening:.4f}: {RESOLUTION_SHARE:g} x the resolved "
+                "AUC's shift of the within-bin pairs (the curve interpolates within the bins) plus its misfit (the "
+                "disagreement beyond one noise SD)")
+    if used == "resolved":
+        if asked == "rocglm" and np.isfinite(mono_diff):
+            glm = f"{glm}; the {curve} curve does not agree: {monotone}"
+        return (f"the resolved AUC (within-bin pairs ordered by the classes' mean score offsets; {glm}); its "
+                f"interval is widened by {widening:.4f}, {RESOLUTION_SHARE:g} x the shift it gives the within-bin pairs")
+    return (f"the binned empirical AUC ({glm}); its interval is widened by +-{bound:.4f}, half the share of "
+            "within-bin pairs, which the binning cannot order")
