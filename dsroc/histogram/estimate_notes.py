@@ -10,11 +10,13 @@ __all__ = ["auc_reason"]
 
 
 def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp,
-               mono_diff, mono_sd, shaped, glm_shape=float("nan"), glm_shape_sd=float("nan")) -> str:
+               mono_diff, mono_sd, shaped, glm_shape=float("nan"), glm_shape_sd=float("nan"),
+               shape_rejects=False) -> str:
     """Why a row's reported AUC is the one it is (the first AUC note of a validation): the estimator ``used`` for
     the one ``asked`` for, with the rule's quantities of :func:`dsroc.histogram.estimates.histogram_auc_estimates`
     (``shaped``: the nonparametric curve is the shape AUC; ``glm_shape``, ``glm_shape_sd``: the ROC-GLM's AUC less
-    the shape AUC and its noise SD)."""
+    the shape AUC and its noise SD; ``shape_rejects``: the ROC-GLM agrees with the resolved AUC but not with the
+    shape AUC)."""
     agreement = (f"|ROC-GLM - resolved| = {abs(diff):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
                  f"{resolution / RESOLUTION_SHARE:.4f} + {AGREEMENT_Z} x its noise SD {diff_sd:.4f}")
     with_shape = (f"|ROC-GLM - shape| = {abs(glm_shape):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
@@ -40,9 +42,7 @@ def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, r
             glm = f"the binormal ROC-GLM does not fit the ROC points ({fit} < {FIT_LEVEL:g})"
         elif with_sums and np.isfinite(diff) and abs(auc_glm - auc_emp) > bound:
             glm = f"the ROC-GLM's AUC lies outside what the binned counts allow: {identified}"
-        elif np.isfinite(glm_shape) and abs(glm_shape) > AGREEMENT_SHARE * resolution / RESOLUTION_SHARE \
-                + AGREEMENT_Z * glm_shape_sd and abs(diff) <= AGREEMENT_SHARE * resolution / RESOLUTION_SHARE \
-                + AGREEMENT_Z * diff_sd:
+        elif shape_rejects:
             glm = f"the ROC-GLM does not agree with the shape AUC: {with_shape}"
         elif with_sums and np.isfinite(diff):
             glm = f"the ROC-GLM does not fit: {agreement}"

@@ -271,6 +271,7 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
     var_glm, res, var_res, resolution, diff, diff_sd, pvalue = (nan.copy() for _ in range(7))
     mono, var_mono, mono_diff, mono_sd, shp, var_shp, glm_shape, glm_shape_sd = (nan.copy() for _ in range(8))
+    agrees, shape_rejects = np.zeros(rows, dtype=bool), np.zeros(rows, dtype=bool)  # the ROC-GLM's two checks
     if estimator == "shape" and grid is None:
         raise ValueError("estimator 'shape' needs the first stage's histogram of all scores (grid)")
     # The nonparametric curve of the rule: the shape AUC's where the first stage is known, else the PCHIP curve's.
@@ -312,8 +313,9 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         agree = np.full(rows, np.nan)
         agree[idx] = AGREEMENT_SHARE * shift
         with np.errstate(invalid="ignore"):
-            use_glm = (np.abs(diff) <= agree + AGREEMENT_Z * diff_sd) & _plausible(auc_glm, auc_emp, 0.0, bound) \
-                & np.isfinite(pvalue) & ~(np.abs(glm_shape) > agree + AGREEMENT_Z * glm_shape_sd)
+            agrees = np.abs(diff) <= agree + AGREEMENT_Z * diff_sd
+            shape_rejects = np.abs(glm_shape) > agree + AGREEMENT_Z * glm_shape_sd
+            use_glm = agrees & _plausible(auc_glm, auc_emp, 0.0, bound) & np.isfinite(pvalue) & ~shape_rejects
             use_mono = np.abs(mono_diff) <= AGREEMENT_Z * mono_sd
     elif estimator == "rocglm" and idx.size:
         fit = idx[_fits(auc_glm[idx], pvalue[idx]) & _plausible(auc_glm[idx], auc_emp[idx], var_emp[idx], bound[idx])]
@@ -349,7 +351,7 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
 
     reason = np.array([auc_reason(estimator, with_sums, used[i], points[i], auc_glm[i], pvalue[i], diff[i], diff_sd[i],
                                   resolution[i], widening[i], bound[i], auc_emp[i], mono_diff[i], mono_sd[i], shaped,
-                                  glm_shape[i], glm_shape_sd[i])
+                                  glm_shape[i], glm_shape_sd[i], shape_rejects[i] and agrees[i])
                        for i in range(rows)], dtype=object)
     return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling, params,
                         auc_glm, var_glm, points, bound, res, var_res, resolution, diff, diff_sd, widening, reason, pvalue,
