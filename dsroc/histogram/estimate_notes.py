@@ -10,7 +10,7 @@ __all__ = ["auc_reason"]
 
 
 def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp,
-               mono_diff, mono_sd, shaped, glm_shape=float("nan"), glm_shape_sd=float("nan"),
+               curve_diff, curve_sd, shaped, glm_shape=float("nan"), glm_shape_sd=float("nan"),
                shape_rejects=False) -> str:
     """Why a row's reported AUC is the one it is (the first AUC note of a validation): the estimator ``used`` for
     the one ``asked`` for, with the rule's quantities of :func:`dsroc.histogram.estimates.histogram_auc_estimates`
@@ -32,7 +32,7 @@ def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, r
             why = f"{why}; it agrees with the shape AUC ({with_shape})"
         why = f"the binormal curve fits ({fit}); {why}"
         return (f"the ROC-GLM through {int(points)} edges: {why}; its interval is widened by {widening:.4f} for "
-                "misfit (the disagreement beyond one noise SD)")
+                "misfit (its larger disagreement, with the resolved or the shape AUC, beyond one noise SD of it)")
     if asked == "rocglm":
         if not np.isfinite(auc_glm):
             glm = f"no plausible ROC-GLM fit ({int(points)} usable edge(s); or not converged, or not increasing)"
@@ -51,7 +51,7 @@ def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, r
     else:
         glm = "asked for"
     curve = "shape" if shaped else "monotone"
-    monotone = f"|{curve} - resolved| = {abs(mono_diff):.4f} against {AGREEMENT_Z} x its noise SD {mono_sd:.4f}"
+    monotone = f"|{curve} - resolved| = {abs(curve_diff):.4f} against {AGREEMENT_Z} x its noise SD {curve_sd:.4f}"
     if used in ("monotone", "shape"):
         why = glm if asked == used else f"{glm}; it agrees with the resolved AUC: {monotone}"
         what = ("the shape AUC (inside each bin the first stage's shape of all scores, split between the classes by "
@@ -61,7 +61,7 @@ def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, r
                 "AUC's shift of the within-bin pairs (the curve interpolates within the bins) plus its misfit (the "
                 "disagreement beyond one noise SD)")
     if used == "resolved":
-        if asked == "rocglm" and np.isfinite(mono_diff):
+        if asked == "rocglm" and np.isfinite(curve_diff):
             glm = f"{glm}; the {curve} curve does not agree: {monotone}"
         return (f"the resolved AUC (within-bin pairs ordered by the classes' mean score offsets; {glm}); its "
                 f"interval is widened by {widening:.4f}, {RESOLUTION_SHARE:g} x the shift it gives the within-bin pairs")

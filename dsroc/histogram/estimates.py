@@ -8,8 +8,8 @@ within-bin pairs; without sums ``PLAUSIBLE_SDS`` SDs more), and (with the per-bi
 resolved AUC (within-bin pairs ordered by the classes' mean offsets, :mod:`dsroc.histogram.resolved`) within
 ``AGREEMENT_SHARE`` of the shift that ordering gives plus ``AGREEMENT_Z`` SDs of their difference under the
 noise, and likewise with the shape AUC where the quantile grid's first stage is known (as precise as the counts, it
-rejects the binormal curve on bimodal scores at 200 events, where the resolved AUC's noise hid a bias of -0.05; the
-interval's misfit widening stays the disagreement with the resolved AUC). Elsewhere a nonparametric AUC is
+rejects the binormal curve on bimodal scores at 200 events, where the resolved AUC's noise hid a bias of -0.05).
+Elsewhere a nonparametric AUC is
 reported: with the sums the shape AUC (with the first stage; the classes inside each bin from the first stage's
 shape of all scores, :mod:`dsroc.histogram.shape`), else the monotone
 (PCHIP) curve through the ROC points (:mod:`dsroc.histogram.monotone`), where it agrees with the resolved AUC
@@ -21,8 +21,8 @@ the edges.) The constants are tuned
 by the stress study (``docs/simulations.md``): a chi-square at 0.01 rejected the skewed design's curve although
 its AUC was the more accurate, so the test only guards against gross misfit, and the AUC-level checks decide.
 Every interval covers sampling, the privacy noise and what the binning or the model can hide: the ROC-GLM's is
-widened by its disagreement with the resolved AUC beyond one SD (misfit), the monotone curve's by that misfit plus
-the resolved AUC's widening (the shape AUC's likewise), the resolved AUC's by
+widened by its disagreement with the resolved AUC or the shape AUC beyond one SD of it, the larger (misfit), the
+monotone curve's by its own such misfit plus the resolved AUC's widening (the shape AUC's likewise), the resolved AUC's by
 ``RESOLUTION_SHARE`` of the shift it gives the within-bin pairs (the binned AUC lies inside), the binned AUC's
 by half the share of within-bin pairs (partial identification).
 """
@@ -101,7 +101,9 @@ class AucEstimates(NamedTuple):
     AUC minus the resolved one and ``disagreement_sd`` its noise SD (NaN without sums or fit);
     ``rocglm_fit_pvalue`` the goodness of fit of the binormal curve to the ROC points (NaN: not testable);
     ``auc_monotone`` the area under the monotone curve through the ROC points and ``variance_monotone`` its
-    sampling plus noise variance (NaN without sums).
+    sampling plus noise variance (NaN without sums); ``auc_shape``, ``variance_shape`` the same of the shape AUC and
+    ``shape_disagreement``, ``shape_disagreement_sd`` the ROC-GLM's AUC minus it and their difference's noise SD
+    (NaN without the first stage or fit).
     """
 
     counts0: np.ndarray
@@ -132,6 +134,8 @@ class AucEstimates(NamedTuple):
     variance_monotone: np.ndarray
     auc_shape: np.ndarray
     variance_shape: np.ndarray
+    shape_disagreement: np.ndarray
+    shape_disagreement_sd: np.ndarray
 
 
 def _rocglm_candidates(c0, c1, tail, sigma):
@@ -270,7 +274,7 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     bound = np.where(ok, 0.5 * _within_share(c0, c1), np.nan)
     params, auc_glm, points = np.full((rows, 2), np.nan), nan.copy(), np.zeros(rows, dtype=np.int64)
     var_glm, res, var_res, resolution, diff, diff_sd, pvalue = (nan.copy() for _ in range(7))
-    mono, var_mono, mono_diff, mono_sd, shp, var_shp, glm_shape, glm_shape_sd = (nan.copy() for _ in range(8))
+    mono, var_mono, curve_diff, curve_sd, shp, var_shp, glm_shape, glm_shape_sd = (nan.copy() for _ in range(8))
     agrees, shape_rejects = np.zeros(rows, dtype=bool), np.zeros(rows, dtype=bool)  # the ROC-GLM's two checks
     if estimator == "shape" and grid is None:
         raise ValueError("estimator 'shape' needs the first stage's histogram of all scores (grid)")
@@ -298,8 +302,8 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
             shp[idx] = curve = concordance_auc(c0[idx], c1[idx], conc_shape)
             curve_draws = shape_auc(b0, b1, z, base_draws)
             var_shp[idx] = histogram_delong_variance(c0[idx], c1[idx], conc_shape) + replicate_variance(curve_draws)
-        mono_diff[idx] = curve - res[idx]
-        mono_sd[idx] = np.sqrt(replicate_variance(curve_draws - res_draws))
+        curve_diff[idx] = curve - res[idx]
+        curve_sd[idx] = np.sqrt(replicate_variance(curve_draws - res_draws))
         fit = _fits(auc_glm[idx], pvalue[idx])
         if fit.any():
             glm_draws = replicate_rocglm_auc(b0[fit], b1[fit], tail_count=tail)
@@ -316,7 +320,7 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
             agrees = np.abs(diff) <= agree + AGREEMENT_Z * diff_sd
             shape_rejects = np.abs(glm_shape) > agree + AGREEMENT_Z * glm_shape_sd
             use_glm = agrees & _plausible(auc_glm, auc_emp, 0.0, bound) & np.isfinite(pvalue) & ~shape_rejects
-            use_mono = np.abs(mono_diff) <= AGREEMENT_Z * mono_sd
+            use_curve = np.abs(curve_diff) <= AGREEMENT_Z * curve_sd
     elif estimator == "rocglm" and idx.size:
         fit = idx[_fits(auc_glm[idx], pvalue[idx]) & _plausible(auc_glm[idx], auc_emp[idx], var_emp[idx], bound[idx])]
         if fit.size:
@@ -327,35 +331,43 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         use_glm = np.zeros(rows, dtype=bool)
     use_glm &= _fits(auc_glm, pvalue) & np.isfinite(var_glm) & (estimator == "rocglm")
     if not (with_sums and estimator != "empirical" and idx.size):
-        use_mono = np.zeros(rows, dtype=bool)
+        use_curve = np.zeros(rows, dtype=bool)
     curve, var_curve = (shp, var_shp) if shaped else (mono, var_mono)
-    use_mono = ~use_glm & np.isfinite(var_curve) & np.where(np.isin(estimator, ("monotone", "shape")), True,
-                                                            use_mono & (estimator == "rocglm"))
-    use_res = ~use_glm & ~use_mono & np.isfinite(res) & np.isfinite(var_res)
-    auc = np.where(use_glm, auc_glm, np.where(use_mono, curve, np.where(use_res, res, auc_emp)))
-    variance = np.where(use_glm, sampling + var_glm, np.where(use_mono, var_curve, np.where(use_res, var_res, var_emp)))
+    use_curve = ~use_glm & np.isfinite(var_curve) & np.where(np.isin(estimator, ("monotone", "shape")), True,
+                                                            use_curve & (estimator == "rocglm"))
+    use_res = ~use_glm & ~use_curve & np.isfinite(res) & np.isfinite(var_res)
+    auc = np.where(use_glm, auc_glm, np.where(use_curve, curve, np.where(use_res, res, auc_emp)))
+    variance = np.where(use_glm, sampling + var_glm, np.where(use_curve, var_curve, np.where(use_res, var_res, var_emp)))
     # What the binning or the model can hide, added to each side of the interval: the ROC-GLM's disagreement with
-    # the resolved AUC beyond one SD of its noise (misfit; 0 without sums, where the plausibility check bounds it),
+    # the resolved AUC or (with the first stage) the shape AUC beyond one SD of its noise, the larger (misfit; 0
+    # without sums, where the plausibility check bounds it; on bimodal scores at AUC 0.99 the ROC-GLM agreed with
+    # the noisier resolved AUC and erred by -0.0009, covering the population AUC 0.90 with that misfit alone),
     # the resolved AUC's resolution bound, the monotone curve's the same plus its misfit (it interpolates within
     # the bins: on bimodal scores at AUC 0.6 it agreed with the resolved AUC within the noise and erred by -0.013,
     # covering 0.78 with its misfit alone), the binned AUC's partial-identification bound.
-    misfit, mono_misfit = (np.where(np.isfinite(d), np.maximum(np.abs(d) - np.nan_to_num(sd), 0.0), 0.0)
-                           for d, sd in ((diff, diff_sd), (mono_diff, mono_sd)))
-    widening = np.where(use_glm, misfit, np.where(use_mono, resolution + mono_misfit, np.where(use_res, resolution, bound)))
+    misfit, shape_misfit, curve_misfit = (_beyond(d, sd) for d, sd in ((diff, diff_sd), (glm_shape, glm_shape_sd),
+                                                                       (curve_diff, curve_sd)))
+    widening = np.where(use_glm, np.maximum(misfit, shape_misfit),
+                        np.where(use_curve, resolution + curve_misfit, np.where(use_res, resolution, bound)))
     ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
     lower, upper = np.clip(ci.lower - widening, 0.0, 1.0), np.clip(ci.upper + widening, 0.0, 1.0)
-    used = np.where(use_glm, "rocglm", np.where(use_mono, "shape" if shaped else "monotone",
+    used = np.where(use_glm, "rocglm", np.where(use_curve, "shape" if shaped else "monotone",
                                                 np.where(use_res, "resolved", "empirical")))
     used = used.astype(object)
     from .estimate_notes import auc_reason  # it reads this module's constants
 
     reason = np.array([auc_reason(estimator, with_sums, used[i], points[i], auc_glm[i], pvalue[i], diff[i], diff_sd[i],
-                                  resolution[i], widening[i], bound[i], auc_emp[i], mono_diff[i], mono_sd[i], shaped,
+                                  resolution[i], widening[i], bound[i], auc_emp[i], curve_diff[i], curve_sd[i], shaped,
                                   glm_shape[i], glm_shape_sd[i], shape_rejects[i] and agrees[i])
                        for i in range(rows)], dtype=object)
     return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling, params,
                         auc_glm, var_glm, points, bound, res, var_res, resolution, diff, diff_sd, widening, reason, pvalue,
-                        mono, var_mono, shp, var_shp)
+                        mono, var_mono, shp, var_shp, glm_shape, glm_shape_sd)
+
+
+def _beyond(diff, sd):
+    """How far a disagreement lies beyond one SD of its noise (0 where it is NaN: no such check)."""
+    return np.where(np.isfinite(diff), np.maximum(np.abs(diff) - np.nan_to_num(sd), 0.0), 0.0)
 
 
 def _within_share(c0, c1):
