@@ -170,7 +170,8 @@ def smooth_noise_calibration(epsilon: float, delta: float = 0.0, *, gamma: float
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     if delta > 0.0:
-        return NoiseCalibration(epsilon / (2.0 * math.log(2.0 / delta)), 2.0 / epsilon, "laplace", math.nan)
+        # ln(2 / delta) as ln 2 - ln delta: 2 / delta overflows for a subnormal delta (beta 0: no calibration)
+        return NoiseCalibration(epsilon / (2.0 * (math.log(2.0) - math.log(delta))), 2.0 / epsilon, "laplace", math.nan)
     gamma = float(gamma)
     if not (math.isfinite(gamma) and gamma > 1.0):
         raise ValueError(f"gamma must be finite and > 1, got {gamma!r}")

@@ -132,7 +132,7 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -
             f"the classical Gaussian mechanism is only valid for epsilon < 1, got {epsilon}; "
             "use analytic_gaussian_sigma"
         )
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return sensitivity * math.sqrt(2.0 * (math.log(1.25) - math.log(delta))) / epsilon  # 1.25 / delta can overflow
 
 
 def gdp_release_mu(sensitivity: float, sigma: float) -> float:

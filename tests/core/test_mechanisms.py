@@ -287,3 +287,15 @@ def test_site_release_sums_equal_fedauc_laplace():
             assert stats_.rank_sum[k] == pytest.approx(ranks[mine] @ labels[mine])
             assert stats_.max_rank[k] == ranks[mine].max()
             assert stats_.spread[k] == pytest.approx(np.abs(ranks[mine] - ranks[mine].mean()).max())
+
+
+@pytest.mark.parametrize("delta", [2.225073858507203e-309, 1e-310, 1e-300, 1e-5])
+def test_smooth_noise_calibration_holds_at_subnormal_delta(delta):
+    """beta = epsilon / (2 ln(2 / delta)) for every delta > 0, against the decimal module (2 / delta overflows a
+    float below ~1.1e-308; the site answered INTERNAL there before)."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 40
+    exact = Decimal(0.3) / (2 * (Decimal(2) / Decimal(delta)).ln())
+    calibration = boyd.smooth_noise_calibration(0.3, delta)
+    assert calibration.beta > 0 and math.isclose(calibration.beta, float(exact), rel_tol=1e-12)

@@ -93,3 +93,13 @@ def test_add_gaussian_noise_has_the_requested_spread_and_leaves_input_alone():
     noisy = add_gaussian_noise(s, 0.3, rng)
     assert s[0] == 0 and s[-1] == 1
     assert np.std(noisy - s) == pytest.approx(0.3, rel=0.01)
+
+
+def test_classical_gaussian_sigma_is_finite_at_subnormal_delta():
+    """sqrt(2 ln(1.25 / delta)) / epsilon against the decimal module where 1.25 / delta overflows a float."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 40
+    delta = 1e-309
+    exact = (2 * (Decimal(1.25) / Decimal(delta)).ln()).sqrt() / Decimal(0.5)
+    assert math.isclose(classical_gaussian_sigma(0.5, delta, 1), float(exact), rel_tol=1e-12)

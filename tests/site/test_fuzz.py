@@ -214,3 +214,14 @@ def test_fuzz_every_rpc_slow(method, tls_site):
     codes = _fuzz(method, tls_site, SLOW_PER_RPC)
     print(f"\nFUZZ {method}: {sum(codes.values())} requests, status counts {dict(codes)}")
     assert sum(codes.values()) == SLOW_PER_RPC
+
+
+@pytest.mark.parametrize("delta", [5e-324, 2.225073858507203e-309, 1e-300])
+def test_a_boyd_release_at_a_subnormal_delta_is_answered_not_an_internal_error(delta, tls_site):
+    """Found by the fuzzer: at a subnormal delta ``2 / delta`` overflows, the smooth-sensitivity's beta became 0 and
+    the daemon answered INTERNAL. ``ln(2 / delta)`` is finite for every delta > 0 (ln 2 - ln delta)."""
+    server, client = tls_site(policy={"budget_epsilon": 1e6, "max_epsilon": 10.0})
+    fuzzer = Fuzzer(server, client)
+    method = SERVICE.methods_by_name["ReleaseBoydStatistics"]
+    fuzzer.send(method, {"session_id": LIVE, "epsilon": 0.3, "delta": delta, "count_share": 0.3}, TOKENS["alice"])
+    assert fuzzer.codes == Counter({"OK": 1})
