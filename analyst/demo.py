@@ -29,7 +29,7 @@ from analyst.protocols.paper import paper_calibration, rocglm_to_dict
 from analyst.result import ValidationResult
 from analyst.session import Progress
 
-__all__ = ["pooled_statistics", "privacy_note", "run_demo", "running_daemons", "write_site_files"]
+__all__ = ["free_port", "pooled_statistics", "privacy_note", "run_demo", "running_daemons", "write_site_files"]
 
 DATASET = "gbsg2_test"
 ANALYST = "demo_analyst"
@@ -60,7 +60,8 @@ def privacy_note(epsilon: float, delta: float) -> str:
                                                            subsequent_indent="  ", break_on_hyphens=False)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free now on 127.0.0.1 (for a daemon's ``listen`` address)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -100,7 +101,7 @@ def write_site_files(data: DemoData, root: Path, *, token_hash: str, pki, privac
     """
     sites = []
     for k, frame in enumerate(data.sites, start=1):
-        name, port = f"site{k}", _free_port()
+        name, port = f"site{k}", free_port()
         d = root / name
         d.mkdir(parents=True, exist_ok=True)
         frame[list(FEATURES) + [OUTCOME]].to_csv(d / "data.csv", index=False)
@@ -166,8 +167,9 @@ def _wait_serving(address: str, pki, token: str, proc: subprocess.Popen, *, time
 
 @contextmanager
 def running_daemons(configs: Sequence[tuple[str, Path, int]], *, pki, token: str,
-                    progress: Progress | None = None) -> Iterator[list[subprocess.Popen]]:
-    """Start one ``dsroc-site serve`` subprocess per config, wait for health SERVING, stop them on exit.
+                    progress: Progress | None = None, timeout: float = 60.0) -> Iterator[list[subprocess.Popen]]:
+    """Start one ``dsroc-site serve`` subprocess per config, wait (up to ``timeout`` seconds each) for health
+    SERVING, which a site reports once its datasets are ready, and stop them on exit.
 
     Daemons are stopped with SIGTERM and waited for (killed only if they do not exit within 15 s).
     """
@@ -182,7 +184,7 @@ def running_daemons(configs: Sequence[tuple[str, Path, int]], *, pki, token: str
             log.close()
         for (name, path, port), proc in zip(configs, procs):
             try:
-                _wait_serving(f"127.0.0.1:{port}", pki, token, proc)
+                _wait_serving(f"127.0.0.1:{port}", pki, token, proc, timeout=timeout)
             except RuntimeError as exc:
                 tail = (path.parent / "daemon.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"{name}: {exc}\n--- {path.parent / 'daemon.log'} (end) ---\n{tail}") from None

@@ -36,6 +36,8 @@ by the analytic Gaussian mechanism) plus the noise-free one.
             paper protocol) on an independent
             generator: 4 score shapes x prevalence x AUC x n x sites x epsilon; bias, MAE, RMSE and CI
             coverage of AUC, Brier, O/E and calibration slope (python -m simulations stress).
+  daemons   issue 16's target cells through five real site daemons (TLS), beside the in-process study
+            on the same patients (python -m simulations daemons).
   multicentre  heterogeneity across sites (prediction interval, tau^2), subgroups, decision curves and
             two models compared, each from simulated DP releases against the pooled truth.
 """
@@ -52,6 +54,7 @@ examples:
   python -m simulations run --mode protocol --n 100000 --reps 200 --settings noise-free sens=0.1_eps=5_delta=0.01 --out runs/cov-1e5
   python -m simulations coverage runs/cov-1e3 runs/cov-1e4 runs/cov-1e5 --out runs/coverage
   python -m simulations stress --workers 2 --out runs/stress
+  python -m simulations daemons --reps 100 --out runs/daemons
   python -m simulations paper-coverage --settings sens=0.1_eps=5_delta=0.01 --out runs/paper-coverage \
       --recommended analyst/data/recommended_protocol.csv
 
@@ -151,6 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
     multi.add_argument("--reps", type=int, default=200, help="replications per analysis (default: 200)")
     multi.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
     multi.add_argument("--out", required=True, help="output folder (created)")
+    dm = sub.add_parser("daemons", help="run issue 16's target cells through five real site daemons",
+                        description="Issue 16's AUC target cells (5 sites, epsilon 1) with the stress study's data, "
+                                    "served by five `python -m site_node serve` daemons (default site policy, mutual "
+                                    "TLS) and validated through analyst.Federation as a user does, beside the "
+                                    "in-process study on the same patients. Writes daemons.csv, daemons.md and "
+                                    "config.json into --out; about 10 minutes at 100 replications.")
+    dm.add_argument("--reps", type=int, default=100, help="replications per cell (default: 100)")
+    dm.add_argument("--seed", type=int, default=1, help="the stress study's data seed (default: 1)")
+    dm.add_argument("--protocols", nargs="+", choices=("histogram", "secagg"), default=["histogram", "secagg"],
+                    help="protocols to run (default: both)")
+    dm.add_argument("--out", required=True, help="output folder (created; its federation/ folder is rewritten)")
     rep = sub.add_parser("report", help="write tables and figures of a finished run",
                          description="Write table1.csv/.md, settings.csv, recommended.csv and the figures.")
     rep.add_argument("out", help="the run's output folder")
@@ -240,6 +254,12 @@ def main(argv=None) -> int:
             return 0
         if args.command == "paper-coverage":
             print(_paper_coverage(args))
+            return 0
+        if args.command == "daemons":
+            from .daemons import daemon_table, run_daemon_check, TARGET_CELLS  # starts daemons: only this command
+
+            rows = run_daemon_check(args.out, reps=args.reps, seed=args.seed, protocols=tuple(args.protocols))
+            print(daemon_table(rows, {c.name: bound for c, bound in TARGET_CELLS}).to_string(index=False))
             return 0
         if args.command == "multicentre":
             from .multicentre import run_multicentre  # only this command needs it
