@@ -162,12 +162,17 @@ class DatasetStore:
     datasets : mapping of str to DatasetConfig
     reader : callable, default :func:`read_table`
         Reads one dataset; the daemon passes :func:`site_node.table_reader.read_table_in_helper`.
+    many_reader : callable, optional
+        Reads several at once for :meth:`prefetch`, a table or an exception per config; the daemon passes
+        :func:`site_node.table_reader.read_tables_in_helper` (one helper process for all).
     """
 
-    def __init__(self, datasets: dict[str, DatasetConfig], *, reader: Callable[[DatasetConfig], Table] = read_table):
+    def __init__(self, datasets: dict[str, DatasetConfig], *, reader: Callable[[DatasetConfig], Table] = read_table,
+                 many_reader: Callable[[list[DatasetConfig]], list] | None = None):
         self._configs = dict(datasets)
         self._tables: dict[str, Table] = {}
         self._reader = reader
+        self._many_reader = many_reader
         self._locks = {name: threading.Lock() for name in self._configs}  # one per dataset: a slow read waits alone
 
     def config(self, name: str) -> DatasetConfig:
@@ -180,6 +185,18 @@ class DatasetStore:
     def names(self) -> list[str]:
         """All dataset names."""
         return list(self._configs)
+
+    def prefetch(self, names) -> None:
+        """Read the datasets ``names`` not read yet, together when the store has a ``many_reader`` (the warm-up).
+
+        One that cannot be read is left unread: :meth:`table` reads it again on first use and logs why."""
+        todo = [name for name in names if name not in self._tables]
+        if self._many_reader is None or not todo:
+            return
+        for name, table in zip(todo, self._many_reader([self.config(name) for name in todo])):
+            if isinstance(table, Table):
+                with self._locks[name]:
+                    self._tables.setdefault(name, table)
 
     def table(self, name: str) -> Table:
         """The rows of dataset ``name``."""

@@ -28,7 +28,7 @@ from .servicer import SiteServicer
 from .site import Site
 from .slots import CallSlots
 from .state import mark_served, open_state
-from .table_reader import read_table_in_helper
+from .table_reader import read_table_in_helper, read_tables_in_helper
 
 __all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback"]
 
@@ -131,8 +131,9 @@ class SiteServer:
         try:
             self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
             self.audit = AuditLog.for_config(config)
-            reader = read_table_in_helper if read_datasets_in_helper else read_table
-            self.site = Site(config, self.ledger, datasets=DatasetStore(config.datasets, reader=reader))
+            store = (DatasetStore(config.datasets, reader=read_table_in_helper, many_reader=read_tables_in_helper)
+                     if read_datasets_in_helper else DatasetStore(config.datasets, reader=read_table))
+            self.site = Site(config, self.ledger, datasets=store)
             mark_served(config)
         except BaseException:
             self._state_lock.close()

@@ -199,6 +199,7 @@ class Site:
             getattr(dsroc, name)
         noise = lattice_gaussian(1.0, 1e-5, 1.0)  # the noise calibration of a release (scipy.special, scipy.optimize)
         noise.noisy_points([0.0] * 64)  # the sampler's tables that depend on no parameter, the cipher
+        self.datasets.prefetch(self.datasets.names())  # all in one helper process where the site has one
         readable = []
         for name in self.datasets.names():
             try:

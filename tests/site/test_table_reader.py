@@ -23,7 +23,7 @@ from site_node.config import DatasetConfig
 from site_node.datasets import DatasetStore, outcome_values, read_table, score_values
 from site_node.errors import InvalidArgument
 from site_node.init import init_site
-from site_node.table_reader import read_table_in_helper
+from site_node.table_reader import read_table_in_helper, read_tables_in_helper
 from site_node.testing import site_channel, site_stub
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,6 +106,63 @@ def test_a_dataset_the_helper_cannot_read_is_logged_for_the_administrator_only(t
         store.table("gone")
     assert "missing.csv" not in str(info.value) and "site log" in str(info.value)
     assert "missing.csv" in caplog.text
+
+
+class _Launches:
+    """Counts the helper processes started (a spy around the real ``subprocess.Popen``)."""
+
+    def __init__(self, monkeypatch):
+        import site_node.table_reader as reader
+
+        self.count, real = 0, subprocess.Popen
+
+        def popen(*args, **kwargs):
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(reader.subprocess, "Popen", popen)
+
+
+def test_many_datasets_are_read_by_one_helper_in_order_and_a_bad_one_fails_alone(tmp_path, monkeypatch):
+    """Twelve datasets (CSV and Parquet) and a missing file among them: one helper process reads them all, each table
+    equals the one read in this process, and the missing one comes back as an error naming its file."""
+    launches = _Launches(monkeypatch)
+    configs = []
+    for k in range(12):
+        frame = _frame(20 + k)
+        path = tmp_path / f"d{k}.{'csv' if k % 2 else 'parquet'}"
+        frame.to_csv(path, index=False) if k % 2 else frame.to_parquet(path)
+        configs.append(DatasetConfig(name=f"d{k}", format=path.suffix[1:], path=path, outcomes=("y",),
+                                     scores=("pred",)))
+    configs.insert(5, DatasetConfig(name="gone", format="csv", path=tmp_path / "missing.csv", outcomes=("y",)))
+    tables = read_tables_in_helper(configs)
+    assert launches.count == 1 and len(tables) == len(configs)
+    assert isinstance(tables[5], RuntimeError) and "missing.csv" in str(tables[5])
+    for config, table in zip(configs[:5] + configs[6:], tables[:5] + tables[6:]):
+        inline = read_table(config)
+        assert (table.n_rows, table.kinds, table.missing) == (inline.n_rows, inline.kinds, inline.missing)
+        for column, values in inline.values.items():
+            np.testing.assert_array_equal(table.values[column], values)
+
+
+def test_a_store_prefetches_in_one_helper_and_reads_a_failed_one_again_on_use(tmp_path, monkeypatch, caplog):
+    """The daemon's store: prefetching ten datasets starts one helper; tables then come from memory (no helper); the
+    unreadable one is read again on first use, which fails with the analyst's message and the administrator's log."""
+    configs = {}
+    for k in range(10):
+        _frame(30).to_csv(tmp_path / f"d{k}.csv", index=False)
+        configs[f"d{k}"] = DatasetConfig(name=f"d{k}", format="csv", path=tmp_path / f"d{k}.csv", outcomes=("y",))
+    configs["gone"] = DatasetConfig(name="gone", format="csv", path=tmp_path / "missing.csv", outcomes=("y",))
+    store = DatasetStore(configs, reader=read_table_in_helper, many_reader=read_tables_in_helper)
+    launches = _Launches(monkeypatch)
+    store.prefetch(store.names())
+    assert launches.count == 1
+    assert all(len(store.table(f"d{k}")) == 30 for k in range(10)) and launches.count == 1
+    with caplog.at_level(logging.ERROR, logger="dsroc.site"), pytest.raises(InvalidArgument, match="site log"):
+        store.table("gone")
+    assert launches.count == 2 and "missing.csv" in caplog.text
+    store.prefetch(store.names())  # only the unread one is asked for again
+    assert launches.count == 3
 
 
 def _mapped_libraries(pid: int) -> set[str]:
