@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "served by five `python -m site_node serve` daemons (default site policy, mutual "
                                     "TLS) and validated through analyst.Federation as a user does, beside the "
                                     "in-process study on the same patients. Writes daemons.csv, daemons.md and "
-                                    "config.json into --out; about 10 minutes at 100 replications.")
+                                    "config.json into --out; a few minutes at 100 replications.")
     dm.add_argument("--reps", type=int, default=100, help="replications per cell (default: 100)")
     dm.add_argument("--seed", type=int, default=1, help="the stress study's data seed (default: 1)")
     dm.add_argument("--protocols", nargs="+", choices=("histogram", "secagg"), default=["histogram", "secagg"],
