@@ -1,8 +1,9 @@
 """Benchmark of a daemon's start with many datasets: seconds until its warm-up has read them all, measured in one run.
 
 Starts ``python -m site_node serve`` on a ``dsroc-site init`` site (its sample dataset) with 1 more dataset and on one
-with ``--datasets`` more (default 100; CSV files of ``--rows`` patients each) and reads the warm-up's own timing from each daemon's log ("datasets ready: ... in X
-s"), then prints both and their ratio (the one-dataset site is the anchor). Run from the repository root:
+with ``--datasets`` more (default 100; CSV files of ``--rows`` patients each), reads the warm-up's own timing from
+each daemon's log ("datasets ready: ... in X s") and prints both and their ratio (the two-dataset site is the
+anchor). Run from the repository root:
 ``python benchmarks/warm_up.py [--datasets N] [--rows N]``.
 """
 

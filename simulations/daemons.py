@@ -3,9 +3,10 @@
 The in-process study (:mod:`simulations.stress`) simulates what the sites release and calls the analyst's estimator
 on it. Here the same patients (``generate_data``, the same seed and site split: patient ``i`` at site ``i mod 5``)
 are served by five ``python -m site_node serve`` subprocesses with a default site policy, mutual TLS and signing
-keys, and the analyst asks them through :class:`analyst.Federation` exactly as a user does (``fed.validate(...)``,
-default options). The sites draw their own noise, so the two runs share the data but not the noise: their
-summaries agree within Monte Carlo error when the study simulates the deployed protocols faithfully.
+keys (:mod:`analyst.local_sites`), and the analyst asks them through :class:`analyst.Federation` exactly as a user
+does (``fed.validate(...)``, default options). The sites draw their own noise, so the two runs share the data
+but not the noise: their summaries agree within Monte Carlo error when the study simulates the deployed protocols
+faithfully.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import tomli_w
 
 from .stress import DELTA, RESULT_COLUMNS, StressCell, generate_data, histogram_rows
 from .stress_designs import Design, population_truth
@@ -36,35 +36,6 @@ TARGET_CELLS = (
 )
 DAEMON_PROTOCOLS = ("histogram", "secagg")
 STARTUP_SECONDS = 300.0  # a site reports SERVING once its datasets are ready (one helper reads them all)
-
-
-def _write_sites(root: Path, datasets: dict[str, list[pd.DataFrame]], *, pki, token_hash: str) -> list:
-    """Five site folders, each serving every replication's dataset (one CSV per dataset), with the default site
-    policy but the protocols and a budget for every validation; returns ``(name, config, port)`` per site."""
-    from analyst.demo import free_port
-
-    configs = []
-    for k in range(SITES):
-        name, port = f"site{k + 1}", free_port()
-        folder = root / name
-        (folder / "data").mkdir(parents=True, exist_ok=True)
-        tables = {}
-        for dataset, frames in datasets.items():
-            frames[k].to_csv(folder / "data" / f"{dataset}.csv", index=False)
-            tables[dataset] = {"path": f"data/{dataset}.csv", "outcomes": ["y"], "scores": ["pred"],
-                               "score_range": [0.0, 1.0]}
-        config = {
-            "site": {"name": name, "listen": f"127.0.0.1:{port}", "state_dir": "state"},
-            "tls": {"cert": str(pki.server_cert), "key": str(pki.server_key), "client_ca": str(pki.ca_cert)},
-            # each dataset is its own population: its budget covers the validations asked of it
-            "policy": {"protocols": list(DAEMON_PROTOCOLS), "privacy_level": 5, "max_epsilon": 10.0,
-                       "max_delta": 0.01, "budget_epsilon": 20.0, "budget_delta": 0.05},
-            "analysts": {"study": {"token_sha256": token_hash, "datasets": ["*"]}},
-            "datasets": tables,
-        }
-        (folder / "site.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
-        configs.append((name, folder / "site.toml", port))
-    return configs
 
 
 def _dataset_frames(data, n: int) -> list[list[pd.DataFrame]]:
@@ -103,9 +74,7 @@ def run_daemon_check(out, *, reps: int = 50, seed: int = 1, cells=TARGET_CELLS, 
     (:func:`daemon_table`) into ``out``; return the rows."""
     from analyst import Federation
     from analyst.demo import running_daemons
-    from site_node.auth import hash_token, new_token
-    from site_node.init import federation_document, link_peers
-    from site_node.pki import generate_dev_pki
+    from analyst.local_sites import write_local_federation
 
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ValueError(f"reps must be a positive integer, got {reps!r}")
@@ -117,21 +86,11 @@ def run_daemon_check(out, *, reps: int = 50, seed: int = 1, cells=TARGET_CELLS, 
     for c, (cell, _) in enumerate(cells):  # one federation per cell: a site readies its datasets before serving
         data = generate_data(cell.design, cell.n, range(reps), seed, slope=False)
         names = [f"c{c}r{r}" for r in range(reps)]
-        root = out / "federation" / f"c{c}"
-        pki = generate_dev_pki(root / "pki")
-        token = new_token()
-        (root / "study.token").write_text(token + "\n", encoding="utf-8")
-        configs = _write_sites(root, dict(zip(names, _dataset_frames(data, cell.n))), pki=pki,
-                               token_hash=hash_token(token))
-        link_peers([path for _, path, _ in configs])  # secagg: each site knows the others' signing keys
-        entries = [{"name": name, "address": f"127.0.0.1:{port}", "token_file": "study.token",
-                    "ca_file": str(pki.ca_cert), "client_cert": str(pki.client_cert),
-                    "client_key": str(pki.client_key)} for name, _, port in configs]
-        (root / "federation.toml").write_text(federation_document(entries, comment="A daemon check's federation."),
-                                              encoding="utf-8")
+        local = write_local_federation(out / "federation" / f"c{c}", dict(zip(names, _dataset_frames(data, cell.n))),
+                                       protocols=protocols)
         started = time.perf_counter()
-        with (running_daemons(configs, pki=pki, token=token, timeout=STARTUP_SECONDS),
-              Federation.from_file(root / "federation.toml") as fed):
+        with (running_daemons(local.configs, pki=local.pki, token=local.token, timeout=STARTUP_SECONDS),
+              Federation.from_file(local.federation) as fed):
             say(f"{cell.name}: five daemons serving {reps} datasets after {time.perf_counter() - started:.0f} s")
             for protocol in protocols:
                 started = time.perf_counter()
