@@ -11,12 +11,12 @@ __all__ = ["auc_reason"]
 
 def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp,
                curve_diff, curve_sd, shaped, glm_shape=float("nan"), glm_shape_sd=float("nan"),
-               shape_rejects=False) -> str:
+               shape_rejects=False, outvoted=False) -> str:
     """Why a row's reported AUC is the one it is (the first AUC note of a validation): the estimator ``used`` for
     the one ``asked`` for, with the rule's quantities of :func:`dsroc.histogram.estimates.histogram_auc_estimates`
     (``shaped``: the nonparametric curve is the shape AUC; ``glm_shape``, ``glm_shape_sd``: the ROC-GLM's AUC less
     the shape AUC and its noise SD; ``shape_rejects``: the ROC-GLM agrees with the resolved AUC but not with the
-    shape AUC)."""
+    shape AUC; ``outvoted``: the ROC-GLM and the shape AUC agree with each other but not with the resolved AUC)."""
     agreement = (f"|ROC-GLM - resolved| = {abs(diff):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
                  f"{resolution / RESOLUTION_SHARE:.4f} + {AGREEMENT_Z} x its noise SD {diff_sd:.4f}")
     with_shape = (f"|ROC-GLM - shape| = {abs(glm_shape):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
@@ -54,6 +54,10 @@ def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, r
     monotone = f"|{curve} - resolved| = {abs(curve_diff):.4f} against {AGREEMENT_Z} x its noise SD {curve_sd:.4f}"
     if used in ("monotone", "shape"):
         why = glm if asked == used else f"{glm}; it agrees with the resolved AUC: {monotone}"
+        if outvoted:
+            why = (f"{glm}; the {curve} curve does not agree with the resolved AUC ({monotone}) but the ROC-GLM agrees "
+                   f"with it ({with_shape}): two models agree against the resolved AUC, whose score sums' noise is the "
+                   "likelier cause")
         what = ("the shape AUC (inside each bin the first stage's shape of all scores, split between the classes by "
                 "the positives' share interpolated across the bins; " if shaped else
                 "the monotone (PCHIP) ROC curve through the ROC points at the edges (")
