@@ -15,16 +15,16 @@ shape of all scores, :mod:`dsroc.histogram.shape`), else the monotone
 (PCHIP) curve through the ROC points (:mod:`dsroc.histogram.monotone`), where it agrees with the resolved AUC
 within ``AGREEMENT_Z`` SDs of their difference under the noise or (the shape AUC) where a testable, plausible
 ROC-GLM agrees with it and neither with the resolved AUC (outvoted: its sums' noise is the likelier cause), else
-the resolved AUC; without sums the binned one. (On the stress study's target cells the monotone curve cut the skewed design's MAE from 0.0027 to 0.0014 and
-the piecewise-uniform one's from 0.0047 to 0.0016; allowing it a share of the shift too left bimodal scores biased
-by -0.0035. The shape AUC matches it on smooth scores and follows bimodal ones, whose ROC curve is wavy between
-the edges.) The constants are tuned
+the resolved AUC; without sums the binned one. (On the stress study's target cells the monotone curve cut the
+skewed design's MAE from 0.0027 to 0.0014 and the piecewise-uniform one's from 0.0047 to 0.0016; allowing it a
+share of the shift too left bimodal scores biased by -0.0035. The shape AUC matches it on smooth scores and
+follows bimodal ones, whose ROC curve is wavy between the edges.) The constants are tuned
 by the stress study (``docs/simulations.md``): a chi-square at 0.01 rejected the skewed design's curve although
 its AUC was the more accurate, so the test only guards against gross misfit, and the AUC-level checks decide.
 Every interval covers sampling, the privacy noise and what the binning or the model can hide: the ROC-GLM's is
 widened by its disagreement with the resolved AUC or the shape AUC beyond one SD of it, the larger (misfit), the
-monotone curve's by its own such misfit plus the resolved AUC's widening (the shape AUC's likewise), the resolved AUC's by
-``RESOLUTION_SHARE`` of the shift it gives the within-bin pairs (the binned AUC lies inside), the binned AUC's
+monotone curve's by its own such misfit plus the resolved AUC's widening (the shape AUC's likewise), the resolved
+AUC's by ``RESOLUTION_SHARE`` of the shift it gives the within-bin pairs (the binned AUC lies inside), the binned AUC's
 by half the share of within-bin pairs (partial identification).
 """
 
@@ -342,10 +342,11 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         use_curve = np.zeros(rows, dtype=bool)
     curve, var_curve = (shp, var_shp) if shaped else (mono, var_mono)
     use_curve = ~use_glm & np.isfinite(var_curve) & np.where(np.isin(estimator, ("monotone", "shape")), True,
-                                                            use_curve & (estimator == "rocglm"))
+                                                             use_curve & (estimator == "rocglm"))
     use_res = ~use_glm & ~use_curve & np.isfinite(res) & np.isfinite(var_res)
     auc = np.where(use_glm, auc_glm, np.where(use_curve, curve, np.where(use_res, res, auc_emp)))
-    variance = np.where(use_glm, sampling + var_glm, np.where(use_curve, var_curve, np.where(use_res, var_res, var_emp)))
+    variance = np.where(use_glm, sampling + var_glm,
+                        np.where(use_curve, var_curve, np.where(use_res, var_res, var_emp)))
     # What the binning or the model can hide, added to each side of the interval: the ROC-GLM's disagreement with
     # the resolved AUC or (with the first stage) the shape AUC beyond one SD of its noise, the larger (misfit; 0
     # without sums, where the plausibility check bounds it; on bimodal scores at AUC 0.99 the ROC-GLM agreed with
@@ -353,8 +354,8 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     # the resolved AUC's resolution bound, the monotone curve's the same plus its misfit (it interpolates within
     # the bins: on bimodal scores at AUC 0.6 it agreed with the resolved AUC within the noise and erred by -0.013,
     # covering 0.78 with its misfit alone), the binned AUC's partial-identification bound.
-    misfit, shape_misfit, curve_misfit = (_beyond(d, sd) for d, sd in ((diff, diff_sd), (glm_shape, glm_shape_sd),
-                                                                       (curve_diff, curve_sd)))
+    misfit, shape_misfit, curve_misfit = (_beyond(d, sd) for d, sd in
+                                          ((diff, diff_sd), (glm_shape, glm_shape_sd), (curve_diff, curve_sd)))
     widening = np.where(use_glm, np.maximum(misfit, shape_misfit),
                         np.where(use_curve, resolution + curve_misfit, np.where(use_res, resolution, bound)))
     ci = auc_ci_batch(auc, np.where(np.isfinite(variance), variance, -1.0), level=level)
