@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from analyst.protocols.paper import paper_calibration, rocglm_to_dict
 from analyst.result import ValidationResult
 from analyst.session import Progress
 
-__all__ = ["free_port", "pooled_statistics", "privacy_note", "run_demo", "running_daemons", "write_site_files"]
+__all__ = ["pooled_statistics", "privacy_note", "run_demo", "running_daemons", "write_site_files"]
 
 DATASET = "gbsg2_test"
 ANALYST = "demo_analyst"
@@ -58,13 +57,6 @@ def privacy_note(epsilon: float, delta: float) -> str:
         "calibration curve with fewer than q = 5 patients at a site are withheld by that site.")
     return "Privacy settings of the demo\n" + textwrap.fill(text, width=104, initial_indent="  ",
                                                            subsequent_indent="  ", break_on_hyphens=False)
-
-
-def free_port() -> int:
-    """A TCP port free now on 127.0.0.1 (for a daemon's ``listen`` address)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _toml_list(items: Sequence[str]) -> str:
@@ -99,6 +91,8 @@ def write_site_files(data: DemoData, root: Path, *, token_hash: str, pki, privac
     -------
     list of (site name, config path, port)
     """
+    from site_node.init import free_port
+
     sites = []
     for k, frame in enumerate(data.sites, start=1):
         name, port = f"site{k}", free_port()

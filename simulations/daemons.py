@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .stress import DELTA, RESULT_COLUMNS, StressCell, generate_data, histogram_rows
+from .stress import RESULT_COLUMNS, StressCell, generate_data, histogram_rows
 from .stress_designs import Design, population_truth
 from .stress_report import summarise
 

@@ -21,7 +21,7 @@ from .crl import certificate_serial
 from .pki import DevPki, generate_dev_pki
 from .signing import ensure_signing_key, public_key_text
 
-__all__ = ["CONFIG_TEMPLATE", "analyst_folder", "ca_folder", "FederationInit", "InitResult", "federation_document", "init_federation",
+__all__ = ["CONFIG_TEMPLATE", "analyst_folder", "ca_folder", "FederationInit", "InitResult", "federation_document", "free_port", "init_federation",
            "init_site", "link_peers", "name_seed",
            "sample_dataset"]
 
@@ -225,7 +225,7 @@ def init_site(directory, *, name: str = "hospital", listen: str | None = None, a
     config = directory / "site.toml"
     if config.exists() and not overwrite:
         raise FileExistsError(f"{config} exists; choose another folder (or --force)")
-    listen = listen or f"127.0.0.1:{_free_port()}"
+    listen = listen or f"127.0.0.1:{free_port()}"
     host, sep, port = listen.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"listen must be host:port, got {listen!r}")
@@ -254,7 +254,8 @@ def init_site(directory, *, name: str = "hospital", listen: str | None = None, a
     return result
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free now on 127.0.0.1 (for a local site's ``listen`` address)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -272,7 +273,7 @@ def init_federation(directory, n_sites: int, *, analyst: str = "analyst1", overw
     federation = directory / "federation.toml"
     if federation.exists() and not overwrite:
         raise FileExistsError(f"{federation} exists; choose another folder (or --force)")
-    sites = tuple(init_site(directory / f"site{k}", name=f"site{k}", listen=f"127.0.0.1:{_free_port()}",
+    sites = tuple(init_site(directory / f"site{k}", name=f"site{k}", listen=f"127.0.0.1:{free_port()}",
                             analyst=analyst, overwrite=overwrite) for k in range(1, n_sites + 1))
     link_peers([r.config for r in sites])  # each site lists the others' release-signing keys
     federation.write_text(federation_document(

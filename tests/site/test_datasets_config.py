@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -15,7 +14,7 @@ import sqlalchemy as sa
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.config import ConfigError, load_config
-from site_node.init import init_site, sample_dataset
+from site_node.init import free_port, init_site, sample_dataset
 from site_node.testing import running_server
 
 NEG = pb.SCORE_CLASS_NEGATIVES
@@ -124,12 +123,6 @@ def _pg_bindir() -> Path | None:
     return Path(found[-1]).parent if found else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def postgres():
     """A throwaway PostgreSQL cluster on 127.0.0.1 in a temp dir; yields its SQLAlchemy URL."""
@@ -143,7 +136,7 @@ def postgres():
     data = base / "data"
     if as_root:
         shutil.chown(base, "postgres", "postgres")
-    port = _free_port()
+    port = free_port()
     user = "postgres" if as_root else os.environ.get("USER", "postgres")
     subprocess.run(run_as + [str(bindir / "initdb"), "-D", str(data), "-U", user, "--auth=trust"],
                    check=True, capture_output=True)

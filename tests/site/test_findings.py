@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from dsroc import analytic_gaussian_sigma
 from dsroc.v1 import site_pb2 as pb
 from site_node.audit import AuditLog, AuditRecord, audit_files, read_audit
 from site_node.cli import main
-from site_node.init import init_site
+from site_node.init import free_port, init_site
 
 ROOT = Path(__file__).resolve().parents[2]
 NEG = pb.SCORE_CLASS_NEGATIVES
@@ -104,14 +103,8 @@ def test_finding6_rotation_keeps_one_line_per_record_and_rejects_a_bad_size(tmp_
         AuditLog(tmp_path / "other.jsonl", max_bytes=0)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_finding8_a_second_daemon_on_a_port_in_use_refuses_to_start(tmp_path):
-    port = _free_port()
+    port = free_port()
     result = init_site(tmp_path / "s", listen=f"127.0.0.1:{port}")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     serve = [sys.executable, "-m", "site_node", "serve", "--config", str(result.config)]
