@@ -321,13 +321,13 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
         with np.errstate(invalid="ignore"):
             agrees = np.abs(diff) <= agree + AGREEMENT_Z * diff_sd
             shape_rejects = np.abs(glm_shape) > agree + AGREEMENT_Z * glm_shape_sd
-            use_glm = agrees & _plausible(auc_glm, auc_emp, 0.0, bound) & np.isfinite(pvalue) & ~shape_rejects
+            credible = _plausible(auc_glm, auc_emp, 0.0, bound) & np.isfinite(pvalue) & ~shape_rejects
+            use_glm = agrees & credible
             use_curve = np.abs(curve_diff) <= AGREEMENT_Z * curve_sd
             # The resolved AUC outvoted: a testable, plausible ROC-GLM agrees with the shape AUC, and neither with
             # the resolved AUC. Two models this different rarely err alike; the score sums' noise is the likelier
             # cause (through real daemons, at n = 1 000: the resolved AUC -0.09 off, the two others within 0.004).
-            outvoted = (shaped & ~use_curve & np.isfinite(glm_shape) & ~shape_rejects & ~agrees
-                        & _plausible(auc_glm, auc_emp, 0.0, bound) & np.isfinite(pvalue))
+            outvoted = shaped & credible & np.isfinite(glm_shape) & ~agrees & ~use_curve
             use_curve |= outvoted
     elif estimator == "rocglm" and idx.size:
         fit = idx[_fits(auc_glm[idx], pvalue[idx]) & _plausible(auc_glm[idx], auc_emp[idx], var_emp[idx], bound[idx])]
