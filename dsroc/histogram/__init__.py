@@ -17,7 +17,7 @@ _EXPORTS = {
     "histogram_calibration_curve": "calibration", "calibration_in_the_large": "calibration",
     "histogram_recalibration": "calibration",
     # .estimates
-    "PLAUSIBLE_SDS": "estimates", "AGREEMENT_SHARE": "estimates", "AGREEMENT_Z": "estimates", "RESOLUTION_SHARE": "estimates", "FIT_LEVEL": "estimates", "ESTIMATORS": "estimates", "DEFAULT_ESTIMATOR": "estimates",
+    "PLAUSIBLE_SDS": "estimates", "AGREEMENT_SHARE": "estimates", "AGREEMENT_Z": "estimates", "RESOLUTION_SHARE": "estimates", "FIT_LEVEL": "estimates", "SHAPE_FIT_LEVEL": "estimates", "ESTIMATORS": "estimates", "DEFAULT_ESTIMATOR": "estimates",
     "DEFAULT_TAIL_SIGMAS": "estimates", "AucEstimates": "estimates", "histogram_point_auc": "estimates",
     "histogram_auc_estimates": "estimates",
     # .fit_test
@@ -41,7 +41,7 @@ __all__ = [
     "concordance_placements",
     "Estimate", "HistogramCalibrationCurve", "Recalibration", "histogram_brier", "scalar_brier",
     "histogram_calibration_curve", "calibration_in_the_large", "histogram_recalibration",
-    "PLAUSIBLE_SDS", "AGREEMENT_SHARE", "AGREEMENT_Z", "RESOLUTION_SHARE", "FIT_LEVEL", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
+    "PLAUSIBLE_SDS", "AGREEMENT_SHARE", "AGREEMENT_Z", "RESOLUTION_SHARE", "FIT_LEVEL", "SHAPE_FIT_LEVEL", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
     "histogram_point_auc", "histogram_auc_estimates",
     "rocglm_fit_pvalue", "SPACINGS", "recommended_n_bins", "histogram_edges", "check_edges", "bin_index", "bin_scores",
     "bin_representatives", "consistent_counts", "check_counts", "survivor_at_edges", "histogram_roc",

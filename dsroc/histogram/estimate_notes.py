@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .estimates import AGREEMENT_SHARE, AGREEMENT_Z, FIT_LEVEL, RESOLUTION_SHARE
+from .estimates import AGREEMENT_SHARE, AGREEMENT_Z, FIT_LEVEL, RESOLUTION_SHARE, SHAPE_FIT_LEVEL
 
 __all__ = ["auc_reason"]
 
@@ -38,8 +38,8 @@ def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, r
             glm = f"no plausible ROC-GLM fit ({int(points)} usable edge(s); or not converged, or not increasing)"
         elif with_sums and not np.isfinite(pvalue):
             glm = f"the binormal ROC-GLM's fit cannot be tested ({fit})"
-        elif pvalue < FIT_LEVEL:
-            glm = f"the binormal ROC-GLM does not fit the ROC points ({fit} < {FIT_LEVEL:g})"
+        elif pvalue < (level := SHAPE_FIT_LEVEL if shaped else FIT_LEVEL):
+            glm = f"the binormal ROC-GLM does not fit the ROC points ({fit} < {level:g})"
         elif with_sums and np.isfinite(diff) and abs(auc_glm - auc_emp) > bound:
             glm = f"the ROC-GLM's AUC lies outside what the binned counts allow: {identified}"
         elif shape_rejects:
