@@ -115,6 +115,15 @@ def _information(v, powers):
     return np.stack([m[:, :2], m[:, 1:]], axis=1)
 
 
+def _solve2(a, b):
+    """``a^-1 b`` for stacks of 2 x 2 matrices ``a`` (R, 2, 2) and vectors ``b`` (R, 2) by the adjugate: NaN where ``a``
+    is singular (a saturated fit's information can be exactly so, where :func:`numpy.linalg.solve` raises)."""
+    det = a[:, 0, 0] * a[:, 1, 1] - a[:, 0, 1] * a[:, 1, 0]
+    with np.errstate(all="ignore"):
+        return np.stack([a[:, 1, 1] * b[:, 0] - a[:, 0, 1] * b[:, 1], a[:, 0, 0] * b[:, 1] - a[:, 1, 0] * b[:, 0]],
+                        -1) / det[:, None]
+
+
 def _fit(z, w, n1, T):
     """Logistic fit solving ``sum_j w_j (1, z_j) expit(a + s z_j) = (n1, T)`` per row (Newton, steps clipped):
     ``theta`` (R, 2) and the inverse information (R, 2, 2); NaN where it does not converge (no finite fit)."""
@@ -131,8 +140,7 @@ def _fit(z, w, n1, T):
         wmu = wr * mu
         info = _information(wmu * (1 - mu), powers)
         score = target[rows] - wmu @ x
-        with np.errstate(all="ignore"):
-            step = np.clip(np.linalg.solve(info + 1e-300 * np.eye(2), score[..., None])[..., 0], -5.0, 5.0)
+        step = np.clip(_solve2(info, score), -5.0, 5.0)
         step = np.where(np.isfinite(step), step, 0.0)
         theta[rows] += step
         small = np.abs(step).max(-1) < 1e-10

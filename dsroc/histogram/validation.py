@@ -332,13 +332,12 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         else:
             brier = _brier_with_sums(c0, c1, means, sigma=sigma, level=level)
         calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
-        occupied = int(np.count_nonzero(c0 + c1 > 0))
         held = r[c0 + c1 > 0]
         if held.size and (held.min() <= 0.0 or held.max() >= 1.0):
             missing["recalibration"] = "an occupied bin's representative score is 0 or 1 (no logit)"
-        elif occupied < 2:
-            missing["recalibration"] = ("every patient falls in one bin after the noise: a slope needs patients in at "
-                                        "least two bins")
+        elif np.unique(held).size < 2:  # one occupied bin, or two whose noisy means meet at their common edge
+            missing["recalibration"] = ("every patient falls in one bin after the noise, or the occupied bins' mean "
+                                        "scores coincide: a slope needs patients at two distinct scores")
         else:
             recal = histogram_recalibration(c0, c1, r, sigma=sigma, regressor_variance=(
                 None if means is None else _logit_mean_variance(c0 + c1, means)))
