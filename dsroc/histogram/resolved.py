@@ -22,7 +22,7 @@ import numpy as np
 from .grid import check_counts, check_edges
 
 __all__ = ["SUBPOINTS", "tilt_rate", "tilt_concordance", "concordance_auc", "concordance_placements", "fine_base",
-           "logistic_classes", "logistic_concordance"]
+           "shape_offsets", "logistic_classes", "logistic_concordance"]
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(96)
 _NODES, _WEIGHTS = 0.5 * (_NODES + 1.0), 0.5 * _WEIGHTS
@@ -120,6 +120,23 @@ def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
     base = dens[..., j] + 1e-9 * (dens.max(-1)[..., None, None] + 1e-300)
     z = np.clip(np.log(points / (1 - points)), -12.0, 12.0) if e[0] >= 0.0 and e[-1] <= 1.0 else points
     return z, base
+
+
+def shape_offsets(edges, fine_edges, fine_counts) -> np.ndarray:
+    """Mean offset within each bin of ``edges`` of the scores of a histogram on a finer grid (``fine_counts``
+    (..., F), consistent, uniform within each fine bin, its ends stretched to the grid's as in :func:`fine_base`):
+    the mass-weighted mid-offsets of the bins' overlaps with the fine bins, exactly; 1/2 where a bin holds none."""
+    e = check_edges(edges)
+    fe = check_edges(fine_edges).copy()
+    fe[0], fe[-1] = min(fe[0], e[0]), max(fe[-1], e[-1])
+    g = np.maximum(check_counts(fine_counts, name="fine_counts", n_bins=fe.size - 1), 0.0)
+    lo, hi = np.maximum(fe[None, :-1], e[:-1, None]), np.minimum(fe[None, 1:], e[1:, None])  # (B, F) overlaps
+    share = np.clip(hi - lo, 0.0, None) / np.diff(fe)  # of each fine bin's patients
+    mid = ((lo + hi) / 2 - e[:-1, None]) / np.diff(e)[:, None]
+    mass = g[..., None, :] * share
+    total = mass.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (mass * mid).sum(-1) / np.where(total > 0, total, 1.0), 0.5)
 
 
 def logistic_classes(z, base, share, du) -> tuple[np.ndarray, np.ndarray]:

@@ -34,7 +34,7 @@ from scipy.special import expit
 from .auc import check_sigma
 from .calibration import MAX_SLOPE, Recalibration
 from .grid import consistent_counts
-from .resolved import _STEPS, fine_base, logistic_classes
+from .resolved import _STEPS, fine_base, logistic_classes, shape_offsets
 from .sums import within_offsets
 
 __all__ = ["BINNING_INCLUDED", "logit_sum_range", "reconstructed_recalibration", "recalibration_with_sums",
@@ -222,7 +222,8 @@ def recalibration_with_sums(c0, c1, u0, u1, edges, grid, *, sigma: float, sums_s
     sampling, the privacy noise and the range over the within-bin splits of the classes.
 
     ``c0, c1``: consistent counts (B,); ``u0, u1``: the classes' mean offsets (B,)
-    (:func:`dsroc.histogram.sums.within_offsets`); ``grid = (fine_edges, fine_counts, fine_sigma)``: the finer
+    (:func:`dsroc.histogram.sums.within_offsets`, shrunk towards the finer histogram's mean offsets); ``grid =
+    (fine_edges, fine_counts, fine_sigma)``: the finer
     histogram of all scores and its noise SD per cell; ``sigma`` and ``sums_sigma``: the noise SDs of a summed count
     and a summed score sum (bin widths). ``cov`` is the inverse information plus the covariance of ``draws``
     parametric-bootstrap fits (counts, sums and finer histogram drawn again with their noise, seeded by ``seed``);
@@ -245,9 +246,11 @@ def recalibration_with_sums(c0, c1, u0, u1, edges, grid, *, sigma: float, sums_s
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
     b = consistent_counts(c[:, None, :] + sigma * rng.standard_normal((2, draws, c.shape[1])))
     t = u[:, None, :] * c[:, None, :] + k * rng.standard_normal((2, draws, c.shape[1]))
-    ub = np.stack([within_offsets(b[i], t[i], sums_sigma=k) for i in (0, 1)])
     gb = consistent_counts(g + check_sigma(fine_sigma, name="grid_sigma") * rng.standard_normal((draws, g.size)))
-    replicates = reconstructed_recalibration(b[0], b[1], ub[0], ub[1], z, fine_base(edges, fine_edges, gb)[1])[0]
+    base_b = fine_base(edges, fine_edges, gb)[1]
+    prior = shape_offsets(edges, fine_edges, gb)
+    ub = np.stack([within_offsets(b[i], t[i], sums_sigma=k, prior=prior) for i in (0, 1)])
+    replicates = reconstructed_recalibration(b[0], b[1], ub[0], ub[1], z, base_b)[0]
     replicates = replicates[np.isfinite(replicates).all(1)]
     noise = np.cov(replicates.T) if replicates.shape[0] > 2 else np.full((2, 2), np.nan)
     return Recalibration(float(theta[1, 0]), float(theta[1, 1]), inv[1] + noise, True,

@@ -16,11 +16,12 @@ from .resolved import concordance_auc, tilt_concordance
 __all__ = ["within_offsets", "bin_means", "within_variance", "resolved_auc"]
 
 
-def within_offsets(counts, sums, *, sums_sigma: float) -> np.ndarray:
-    """Mean offset within each bin, ``(T + k/2) / (h + k)`` clipped to [0, 1], from consistent counts ``h``.
+def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5) -> np.ndarray:
+    """Mean offset within each bin, ``(T + k prior) / (h + k)`` clipped to [0, 1], from consistent counts ``h``.
 
-    ``k = sums_sigma`` pseudo-patients at the bin's middle keep a bin whose count is small against the
-    sums' noise near its midpoint (``k = 0`` without noise: the exact mean; an empty bin gives 1/2).
+    ``k = sums_sigma`` pseudo-patients at offset ``prior`` (default the bin's middle; per bin, e.g. the mean offset
+    of a finer histogram's shape, :func:`dsroc.histogram.resolved.shape_offsets`) keep a bin whose count is small
+    against the sums' noise near it (``k = 0`` without noise: the exact mean; an empty bin gives ``prior``).
     """
     h = check_counts(counts, name="counts")
     t = check_counts(sums, name="sums", n_bins=h.shape[-1])
@@ -29,9 +30,10 @@ def within_offsets(counts, sums, *, sums_sigma: float) -> np.ndarray:
     k = float(sums_sigma)
     if not (np.isfinite(k) and k >= 0.0):
         raise ValueError(f"sums_sigma must be a finite number >= 0, got {sums_sigma!r}")
-    num, den = t + 0.5 * k, h + k
+    centre = np.broadcast_to(np.asarray(prior, dtype=np.float64), h.shape)
+    num, den = t + k * centre, h + k
     with np.errstate(invalid="ignore", divide="ignore"):
-        u = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
+        u = np.where(den > 0, num / np.where(den > 0, den, 1.0), centre)
     return np.clip(u, 0.0, 1.0)
 
 

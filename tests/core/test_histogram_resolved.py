@@ -9,10 +9,10 @@ import pytest
 from scipy.special import expit
 
 from dsroc import empirical_auc, histogram_validation
-from dsroc.histogram import bin_index, bin_scores
+from dsroc.histogram import bin_index, bin_scores, histogram_edges
 from dsroc.histogram.auc import histogram_delong_variance
 from dsroc.histogram.estimates import histogram_auc_estimates
-from dsroc.histogram.resolved import concordance_auc, tilt_concordance, tilt_rate
+from dsroc.histogram.resolved import concordance_auc, shape_offsets, tilt_concordance, tilt_rate
 from dsroc.histogram.sums import resolved_auc, within_offsets
 
 
@@ -177,3 +177,26 @@ def test_with_the_first_stage_histogram_the_resolved_auc_follows_a_calibrated_mo
     assert shaped.auc_ci[0] <= truth <= shaped.auc_ci[1]
     with pytest.raises(ValueError, match="go together"):
         histogram_validation(h0, h1, edges, sigma=0.0, sums0=t0, sums1=t1, sums_sigma=0.0, grid_counts=g)
+
+
+def test_shape_offsets_are_the_finer_histograms_mean_offset_in_each_bin():
+    """Against numerical integration: the finer histogram is uniform within each fine bin (the outer ones reaching
+    the grid's ends), and a bin's mean offset is the integral of its survivor function over the bin."""
+    rng = np.random.default_rng(7)
+    fine = histogram_edges(40, spacing="logit", lo=0.005, hi=0.995)
+    counts = rng.uniform(0.0, 30.0, (3, 40))
+    counts[2, 30:] = 0.0
+    edges = np.array([0.0, 0.03, 0.2, 0.21, 0.6, 0.99, 1.0])
+    got = shape_offsets(edges, fine, counts)
+    f = fine.copy()
+    f[0], f[-1] = 0.0, 1.0
+    for r in range(3):
+        cdf = np.concatenate([[0.0], np.cumsum(counts[r])])
+        for b, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+            x = np.linspace(lo, hi, 200_001)
+            c = np.interp(x, f, cdf)
+            if c[-1] - c[0] == 0:
+                assert got[r, b] == 0.5  # an empty bin
+                continue
+            survivor = (c[-1] - c) / (c[-1] - c[0])
+            assert got[r, b] == pytest.approx(np.trapezoid(survivor, x) / (hi - lo), abs=1e-8)

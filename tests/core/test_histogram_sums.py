@@ -86,6 +86,11 @@ def test_sums_with_noise_stay_inside_their_bins_and_bad_sums_are_refused():
     u = within_offsets(np.array([0.0, 3.0, 50.0, 0.0, 1.0]), np.array([4.0, -9.0, 20.0, 0.0, 30.0]), sums_sigma=2.0)
     # (T + k/2) / (h + k) with k = 2, clipped into the bin: 5/2 -> 1, -8/5 -> 0, 21/52, 1/2 (empty), 31/3 -> 1
     np.testing.assert_allclose(u, [1.0, 0.0, 21 / 52, 0.5, 1.0], rtol=1e-12)
+    # towards a per-bin prior in place of the middle: (T + k p) / (h + k); an empty bin gives its prior
+    p = np.array([0.1, 0.2, 0.3, 0.4, 0.05])
+    u = within_offsets(np.array([0.0, 3.0, 50.0, 0.0, 1.0]), np.array([4.0, -9.0, 20.0, 0.0, 0.0]), sums_sigma=2.0,
+                       prior=p)
+    np.testing.assert_allclose(u, [1.0, 0.0, 20.6 / 52, 0.4, 0.1 / 3], rtol=1e-12)
     with pytest.raises(ValueError, match="sums0, sums1 and sums_sigma"):
         histogram_validation([10, 20, 5, 5, 1], [3, 4, 5, 6, 7], edges, sigma=1.0, sums0=np.ones(5))
     with pytest.raises(ValueError, match="sums1 must have one count per bin"):
