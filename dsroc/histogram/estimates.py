@@ -2,10 +2,11 @@
 
 The rule (``estimator="rocglm"``, the default): the ROC-GLM is reported where it converged, increases, the
 chi-square of its residuals at the noisy ROC points (:mod:`dsroc.histogram.fit_test`) does not reject it at
-``FIT_LEVEL`` (``SHAPE_FIT_LEVEL`` where the shape AUC is the fallback; with the score sums it must be testable: three ROC points with enough patients, else a
-binormal line through two points is taken on trust), its AUC lies in the set the binned counts identify (the binned AUC plus or minus half the share of
-within-bin pairs; without sums ``PLAUSIBLE_SDS`` SDs more), and (with the per-bin score sums) it agrees with the
-resolved AUC (within-bin pairs ordered by the classes' mean offsets, :mod:`dsroc.histogram.resolved`) within
+``FIT_LEVEL`` (``SHAPE_FIT_LEVEL`` where the shape AUC is the fallback; with the score sums it must be testable:
+three ROC points with enough patients, else a binormal line through two points is taken on trust), its AUC lies in
+the set the binned counts identify (the binned AUC plus or minus half the share of within-bin pairs; without sums
+``PLAUSIBLE_SDS`` SDs more), and (with the per-bin score sums) it agrees with the resolved AUC (within-bin pairs
+ordered by the classes' mean offsets, :mod:`dsroc.histogram.resolved`) within
 ``AGREEMENT_SHARE`` of the shift that ordering gives plus ``AGREEMENT_Z`` SDs of their difference under the
 noise, and likewise with the shape AUC where the quantile grid's first stage is known (as precise as the counts, it
 rejects the binormal curve on bimodal scores at 200 events, where the resolved AUC's noise hid a bias of -0.05).

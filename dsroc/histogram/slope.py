@@ -222,9 +222,9 @@ def recalibration_with_sums(c0, c1, u0, u1, edges, grid, *, sigma: float, sums_s
     sampling, the privacy noise and the range over the within-bin splits of the classes.
 
     ``c0, c1``: consistent counts (B,); ``u0, u1``: the classes' mean offsets (B,)
-    (:func:`dsroc.histogram.sums.within_offsets`, shrunk towards the finer histogram's mean offsets); ``grid =
-    (fine_edges, fine_counts, fine_sigma)``: the finer
-    histogram of all scores and its noise SD per cell; ``sigma`` and ``sums_sigma``: the noise SDs of a summed count
+    (:func:`dsroc.histogram.sums.within_offsets`, shrunk towards the finer histogram's mean offsets);
+    ``grid = (fine_edges, fine_counts, fine_sigma)``: the finer histogram of all scores and its noise SD per cell;
+    ``sigma`` and ``sums_sigma``: the noise SDs of a summed count
     and a summed score sum (bin widths). ``cov`` is the inverse information plus the covariance of ``draws``
     parametric-bootstrap fits (counts, sums and finer histogram drawn again with their noise, seeded by ``seed``);
     ``slope_range`` and ``intercept_range`` are the fits at the ends of the range of ``T``
