@@ -102,6 +102,15 @@ _STEPS = (np.arange(SUBPOINTS) + 0.5) / SUBPOINTS
 _NEWTON = 40
 
 
+def _fine_grid(edges, fine_edges, fine_counts):
+    """Checked ``edges``, the fine edges with their ends stretched to the grid's (scores outside a grid are clipped
+    to its ends) and the fine counts, negatives as 0."""
+    e = check_edges(edges)
+    fe = check_edges(fine_edges).copy()
+    fe[0], fe[-1] = min(fe[0], e[0]), max(fe[-1], e[-1])
+    return e, fe, np.maximum(check_counts(fine_counts, name="fine_counts", n_bins=fe.size - 1), 0.0)
+
+
 def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
     """The shape of all scores inside each bin of ``edges`` from a histogram of them on a finer grid.
 
@@ -110,10 +119,7 @@ def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
     offset in every bin, the model's covariate ``z`` (B, SUBPOINTS) -- the logit of the score for probabilities,
     else the score -- and the fine histogram's density there (..., B, SUBPOINTS), piecewise constant.
     """
-    e = check_edges(edges)
-    fe = check_edges(fine_edges).copy()
-    fe[0], fe[-1] = min(fe[0], e[0]), max(fe[-1], e[-1])
-    g = np.maximum(check_counts(fine_counts, name="fine_counts", n_bins=fe.size - 1), 0.0)
+    e, fe, g = _fine_grid(edges, fine_edges, fine_counts)
     points = e[:-1, None] + np.diff(e)[:, None] * _STEPS
     j = np.clip(np.searchsorted(fe, points, side="right") - 1, 0, fe.size - 2)
     dens = g / np.diff(fe)
@@ -126,10 +132,7 @@ def shape_offsets(edges, fine_edges, fine_counts) -> np.ndarray:
     """Mean offset within each bin of ``edges`` of the scores of a histogram on a finer grid (``fine_counts``
     (..., F), consistent, uniform within each fine bin, its ends stretched to the grid's as in :func:`fine_base`):
     the mass-weighted mid-offsets of the bins' overlaps with the fine bins, exactly; 1/2 where a bin holds none."""
-    e = check_edges(edges)
-    fe = check_edges(fine_edges).copy()
-    fe[0], fe[-1] = min(fe[0], e[0]), max(fe[-1], e[-1])
-    g = np.maximum(check_counts(fine_counts, name="fine_counts", n_bins=fe.size - 1), 0.0)
+    e, fe, g = _fine_grid(edges, fine_edges, fine_counts)
     lo, hi = np.maximum(fe[None, :-1], e[:-1, None]), np.minimum(fe[None, 1:], e[1:, None])  # (B, F) overlaps
     share = np.clip(hi - lo, 0.0, None) / np.diff(fe)  # of each fine bin's patients
     mid = ((lo + hi) / 2 - e[:-1, None]) / np.diff(e)[:, None]
