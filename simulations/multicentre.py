@@ -23,7 +23,7 @@ from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, laplace_release_sc
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
 from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_variance
 
-from .stress import POLICY_BINS
+from .stress import POLICY_BINS, POLICY_LOGIT_RANGE
 
 __all__ = ["heterogeneity", "subgroups", "decision_curves", "paired_comparison", "DECISION_EDGES"]
 
@@ -94,13 +94,14 @@ def _validation_grid(rng, scores, y, site, sites, epsilon):
     (:func:`dsroc.histogram.stages.second_stage_grid`; at most 12, which a default policy's 400 cells per class
     allow for two strata and for 12 x 12 pairs of bins), each an edge the default policy allows."""
     stages = laplace_two_stage_plan(epsilon, DELTA)
-    fine = histogram_edges(STAGE1_BINS, lo=0.005, hi=0.995, spacing="logit")
+    fine = histogram_edges(STAGE1_BINS, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
     cell = np.asarray(y, dtype=np.int64) * STAGE1_BINS + bin_index(scores, fine)
     scale1 = _noise(stages.epsilon1)[0]
     h = sum(_release(rng, np.bincount(cell[site == k], minlength=2 * STAGE1_BINS).astype(np.float64), scale1)
             for k in range(sites)).reshape(2, STAGE1_BINS)
     interior = second_stage_grid(h[0], h[1], fine, stages.sigma2 * np.sqrt(sites), most=STAGE2_BINS[-1][1],
-                                 candidates=policy_candidates([POLICY_BINS], fine, "logit"))
+                                 candidates=policy_candidates([POLICY_BINS], fine, "logit"),
+                                 first_sigma=stages.sigma1 * np.sqrt(sites))
     return np.concatenate([[0.0], interior, [1.0]])
 
 

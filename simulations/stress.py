@@ -336,6 +336,7 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     first = first.reshape(b.size, 2, fine).astype(np.float64)
     salt = _salt(f"{cell.name}/{protocol}")
     candidates = policy_candidates([POLICY_BINS], plan.fine_edges, "logit")  # the edges the default policy allows
+    first_sd = _sds(k, plan.sigma1, 0.0, plan.noise)[0]  # of a first-stage count of one class, summed
     grids, counts, sums, totals = [], [], [], []
     for i, rep in enumerate(b.reps.tolist()):
         rng = np.random.default_rng([seed, salt, rep])
@@ -343,7 +344,7 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         totals.append(classes.sum(axis=0))
         # as analyst.protocols.histogram_release.quantile_grid and analyst.protocols.secagg
         interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS),
-                                     candidates=candidates)
+                                     candidates=candidates, first_sigma=first_sd)
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,

@@ -47,9 +47,10 @@ class HistogramOptions(ProtocolOptions):
     ----------
     n_bins : int, optional
         Bins of the grid; default: with ``spacing="quantile"`` chosen from the first release's estimated class
-        sizes and the second release's noise (:func:`dsroc.histogram.stages.second_stage_bins`, 5 to 10, within
-        the sites' policies); otherwise the simulation study's count for the noise of one release
-        (:func:`analyst.protocols.histogram_release.default_n_bins`), or the nearest count every site allows.
+        sizes and the second release's noise (:func:`dsroc.histogram.stages.second_stage_bins`, 5 to 12, one more
+        step where a class's first release has two modes, within the sites' policies); otherwise the simulation
+        study's count for the noise of one release (:func:`analyst.protocols.histogram_release.default_n_bins`),
+        or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
         Grid: ``"quantile"`` spends about a tenth of each site's budget on a first release of both classes'
         scores on a fine grid and puts the bins at the quantiles of its class-balanced mixture for the second

@@ -310,3 +310,48 @@ def test_a_score_range_beyond_probabilities_takes_an_equal_first_grid_and_the_po
     np.testing.assert_allclose(d.validation.edges, [-10.0, *allowed[picked], 10.0], rtol=0, atol=1e-12)
     assert np.count_nonzero(np.histogram(s, fine)[0]) <= 6 < d.n_bins  # more bins than the fine bins the scores fill
     assert res.auc_ci[0] <= empirical_auc(s, y) <= res.auc_ci[1]
+
+
+def _bimodal_frames(seed: int = 3):
+    """Five sites whose classes' scores both have two modes (logits -2.25 and 2.25 apart from the shift)."""
+    import pandas as pd
+    from scipy.special import expit
+
+    rng = np.random.default_rng(seed)
+    frames = []
+    for _ in range(5):
+        y = rng.integers(0, 2, 400)
+        x = rng.choice([-1.5, 1.5], y.size) + rng.normal(0.0, 0.5, y.size) + 0.8 * y
+        frames.append(pd.DataFrame({"x": x, "pred": expit(1.5 * x - 0.5), "y": y}))
+    return frames
+
+
+@pytest.mark.parametrize("protocol", ["histogram", "secagg"])
+def test_two_modes_in_the_first_release_raise_the_second_stages_bin_count(protocol, tmp_path_factory, pki, helpers):
+    """Through real sites at epsilon 1: the class sizes over the noise call for 5 bins, and a class's first release
+    with a valley deeper than MODE_Z noise SDs (both have one here) raises them to 7."""
+    from dsroc.histogram.grid import consistent_counts
+    from dsroc.histogram.modes import valley_depth
+    from dsroc.histogram.stages import MODE_Z, second_stage_bins
+    from site_node.init import link_peers
+
+    frames = _bimodal_frames()
+    root = tmp_path_factory.mktemp(f"bimodal-{protocol}")
+    paths = [helpers.write_site(root / f"s{k}", f"s{k}", f, pki) for k, f in enumerate(frames)]
+    link_peers(paths)
+    with contextlib.ExitStack() as stack:
+        addresses = [stack.enter_context(running_server(p)).bound_address for p in paths]
+        with helpers.federation(addresses, pki) as fed:
+            res = fed.validate("test", "y", score="pred", epsilon=1.0, delta=1e-5, protocol=protocol)
+    d = res.detail
+    if protocol == "histogram":
+        first = [np.sum([getattr(r, c) for r in d.grid_releases.values()], axis=0) for c in ("negatives", "positives")]
+        sd1 = np.sqrt(sum(r.noise_sd**2 for r in d.grid_releases.values()))
+        sd2 = np.sqrt(sum(r.noise_sd**2 for r in d.releases.values()))
+    else:
+        first = [np.asarray(d.grid_round.counts0), np.asarray(d.grid_round.counts1)]
+        sd1, sd2 = d.grid_round.noise_sd, d.round.noise_sd
+    h = [consistent_counts(np.asarray(c, dtype=np.float64)) for c in first]
+    assert second_stage_bins(h[0].sum(), h[1].sum(), sd2, most=12) == 5
+    assert min(valley_depth(c, sd1) for c in h) > MODE_Z
+    assert d.n_bins == 7 and res.detail.validation.edges.size == 8
