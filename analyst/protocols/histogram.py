@@ -11,7 +11,7 @@ import numpy as np
 from scipy.stats import norm
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
-from dsroc.histogram.stages import first_stage_bins, laplace_count_sd, laplace_two_stage_plan
+from dsroc.histogram.stages import MODE_Z, first_stage_bins, laplace_count_sd, laplace_two_stage_plan, second_mode
 from dsroc.histogram.validation import histogram_validation
 
 from analyst.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
@@ -25,7 +25,7 @@ from analyst.result import ValidationResult
 from analyst.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "citl_with_noise",
-           "histogram_result", "summed_result"]
+           "histogram_result", "summed_result", "two_modes_lines"]
 
 HISTOGRAM_GUARANTEE = (
     "histogram protocol: each site's whole answer is epsilon-DP under add/remove-one-patient adjacency (discrete "
@@ -167,10 +167,13 @@ class HistogramDetail:
         """The protocol's own lines at the end of the summary."""
         if self.grid_releases:
             first = next(iter(self.grid_releases.values()))
+            fine = [np.sum([getattr(r, c) for r in self.grid_releases.values()], axis=0)
+                    for c in ("negatives", "positives")]
             return [f"Histogram protocol ({self.mechanism}): {self.n_bins} bins at the class-balanced quantiles of a "
                     f"first release (each site: epsilon {first.epsilon:.3g}, {first.negatives.size} fine bins; "
                     f"charged), then the per-class release (epsilon {next(iter(self.releases.values())).epsilon:.3g}); "
-                    f"summed noise SD {self.sigma:.3g} per cell; both stages compose to the requested epsilon per site"]
+                    f"summed noise SD {self.sigma:.3g} per cell; both stages compose to the requested epsilon per site",
+                    *two_modes_lines(*fine, math.sqrt(sum(r.noise_sd**2 for r in self.grid_releases.values())))]
         return [f"Histogram protocol ({self.mechanism}): {self.n_bins} {self.spacing} bins on the score range; summed "
                 f"noise SD {self.sigma:.3g} per cell; {plural(len(self.releases), 'site')} released once each"]
 
@@ -187,6 +190,16 @@ class HistogramDetail:
                 "estimator": v.estimator, "unavailable": dict(v.unavailable),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()},
                 "grid_releases": {name: r.to_dict() for name, r in self.grid_releases.items()}}
+
+
+def two_modes_lines(counts0, counts1, sigma: float) -> list[str]:
+    """A line saying that a class's first-release counts (summed, noise SD ``sigma`` per cell) show two modes, for
+    which the default bin rule takes one count more (:func:`dsroc.histogram.stages.second_mode`); none otherwise."""
+    if not second_mode(counts0, counts1, sigma):
+        return []
+    return [f"A class's first release shows two modes (a valley deeper than {MODE_Z:g} noise SDs): the default bin "
+            "count is one step more than the class sizes call for, as the positives' share can change fast inside "
+            "each mode"]
 
 
 def _slope(recal, level: float) -> Estimate | None:

@@ -16,7 +16,7 @@ from dsroc.privacy.distributed import summed_noise_variance
 
 from analyst.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
-from analyst.protocols.histogram import summed_result
+from analyst.protocols.histogram import summed_result, two_modes_lines
 from analyst.protocols.histogram_release import allowed_n_bins, fine_release
 from analyst.protocols.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
@@ -133,7 +133,7 @@ class SecAggDetail:
         return [f"Secagg protocol: {grid}; {len(r.sites)} sites each added a share of sigma {r.share_sigma:.3g} to "
                 f"their counts{sums} (sized for coalitions of {r.colluders} sites with the analyst); summed noise SD "
                 f"{r.noise_sd:.3g} per cell; the rounds compose to the requested epsilon and delta per site", PER_SITE,
-                *_dropped_lines(self)]
+                *([] if g is None else two_modes_lines(g.counts0, g.counts1, g.noise_sd)), *_dropped_lines(self)]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""

@@ -11,7 +11,7 @@ __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", 
            "LAPLACE_STAGE1_SHARE", "LAPLACE_COUNTS_SHARE", "LAPLACE_SUMS_SHARE", "LAPLACE_SCALAR_SHARE",
            "release_parts", "TwoStage", "two_stage_plan", "laplace_release_parts", "laplace_release_scales",
            "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_bins",
-           "MODE_Z", "balanced_interior", "second_stage_grid", "policy_candidates"]
+           "MODE_Z", "second_mode", "balanced_interior", "second_stage_grid", "policy_candidates"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.
@@ -172,6 +172,17 @@ def second_stage_bins(n0: float, n1: float, sigma: float, *, most: int) -> int:
     return int(min(bins, most))
 
 
+def second_mode(counts0, counts1, first_sigma: float) -> bool:
+    """Whether either class's first-stage counts (noisy, summed over the sites; ``first_sigma`` their noise SD per
+    cell) have a valley deeper than :data:`MODE_Z` SDs between two higher parts
+    (:func:`dsroc.histogram.modes.valley_depth` of their consistent counts): two modes."""
+    from .grid import consistent_counts
+    from .modes import valley_depth
+
+    return any(valley_depth(consistent_counts(np.asarray(c, dtype=np.float64)), first_sigma) > MODE_Z
+               for c in (counts0, counts1))
+
+
 def balanced_interior(counts0, counts1, edges, n_bins: int, *, candidates=None) -> np.ndarray:
     """Interior edges of the second stage from the first stage's per-class noisy counts, summed over the sites:
     :func:`dsroc.histogram.balanced_quantile_edges` for ``n_bins`` bins among ``candidates``, or the middle fine edge
@@ -193,12 +204,11 @@ def second_stage_grid(counts0, counts1, edges, sigma: float, *, most: int, n_bin
     count to the next of :data:`STAGE2_BINS` (at most ``most``). What the analyst does between the stages of the
     histogram and secagg protocols' quantile grid (pure post-processing of the first release)."""
     from .grid import consistent_counts
-    from .modes import valley_depth
 
     if n_bins is None:
-        h = [consistent_counts(np.asarray(c, dtype=np.float64)) for c in (counts0, counts1)]
-        n_bins = second_stage_bins(float(h[0].sum()), float(h[1].sum()), sigma, most=most)
-        if first_sigma is not None and max(valley_depth(c, first_sigma) for c in h) > MODE_Z:
+        n0, n1 = (float(consistent_counts(np.asarray(c, dtype=np.float64)).sum()) for c in (counts0, counts1))
+        n_bins = second_stage_bins(n0, n1, sigma, most=most)
+        if first_sigma is not None and second_mode(counts0, counts1, first_sigma):
             n_bins = min(next((b for _, b in STAGE2_BINS if b > n_bins), n_bins), int(most))
     return balanced_interior(counts0, counts1, edges, n_bins, candidates=candidates)
 
