@@ -147,7 +147,7 @@ def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = S
     h1 = np.sum([r.positives for r in releases.values()], axis=0).astype(np.float64)
     interior = second_stage_grid(h0, h1, edges, stages.sigma2 * math.sqrt(len(releases)), most=most, n_bins=n_bins,
                                  candidates=policy_candidates(allowed, edges, spacing),
-                                 first_sigma=stages.sigma1 * math.sqrt(len(releases)))
+                                 first_sigma=math.sqrt(sum(r.noise_sd**2 for r in releases.values())))
     return interior, releases, edges
 
 

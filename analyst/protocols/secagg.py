@@ -42,7 +42,8 @@ class SecAggOptions(ProtocolOptions):
     n_bins : int, optional
         Bins of the grid. Default with ``spacing="quantile"``: as the histogram protocol, from the first round's
         estimated class sizes and the second round's summed noise (:func:`dsroc.histogram.stages.second_stage_bins`,
-        5 to 12, one more step where a class's first round has two modes, at most what every site's policy allows); else the simulation study's count for the noise
+        5 to 12, one more step where a class's first round has two modes, at most what every site's policy
+        allows); else the simulation study's count for the noise
         (:func:`analyst.protocols.histogram_release.allowed_n_bins`), or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
         ``"quantile"``: a first secure-aggregation round of both classes' scores on a fine grid (about a tenth of
@@ -221,12 +222,13 @@ class SecAggProtocol(Protocol):
             s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
             summed_sigma=stages.sigma1, following=second_round, dropouts=o.dropouts))
         try:  # the second round's summed noise: the plan's, the shares sized for k - d - t honest
-            honest = math.sqrt(len(s.sites) / (len(s.sites) - o.dropouts - t))
+            k = len(s.sites)
             interior = second_stage_grid(np.asarray(first.counts0, dtype=np.float64),
                                          np.asarray(first.counts1, dtype=np.float64), first.edges,
-                                         stages.sigma2 * honest, most=min(max(a) for a in allowed), n_bins=o.n_bins,
+                                         stages.sigma2 * math.sqrt(k / (k - o.dropouts - t)),
+                                         most=min(max(a) for a in allowed), n_bins=o.n_bins,
                                          candidates=policy_candidates(allowed, first.edges, spacing),
-                                         first_sigma=stages.sigma1 * honest)
+                                         first_sigma=first.noise_sd)
         except BaseException:
             cancel_follow_ups(s, first.follow_ups)
             raise
