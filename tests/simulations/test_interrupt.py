@@ -14,8 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_ctrl_c_stops_the_study_and_its_workers_and_the_run_resumes(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "simulations", "run", "--reps", "3000", "--workers", "2", "--settings", "noise-free",
-           "--out", str(out)]
+    # enough replications (100 per chunk) that a loaded machine, whose parent writes the first chunk late, still
+    # interrupts the run before it ends
+    reps = 10_000
+    cmd = [sys.executable, "-m", "simulations", "run", "--reps", str(reps), "--workers", "2", "--settings",
+           "noise-free", "--out", str(out)]
     # a terminal's Ctrl-C sends SIGINT to the whole foreground process group: the parent and its workers
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -36,8 +39,8 @@ def test_ctrl_c_stops_the_study_and_its_workers_and_the_run_resumes(tmp_path):
         alive = False
     assert not alive, "a worker of the interrupted run is still running"
     saved = list((out / "chunks").glob("*.parquet"))
-    assert 1 <= len(saved) < 30 and not list((out / "chunks").glob("*.tmp"))
+    assert 1 <= len(saved) < reps // 100 and not list((out / "chunks").glob("*.tmp"))
     resumed = subprocess.run(cmd + ["--quiet"], env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     timing = json.loads(resumed.stdout[:resumed.stdout.index("}") + 1])
-    assert timing["replications_computed_now"] == 3000 - 100 * len(saved)
+    assert timing["replications_computed_now"] == reps - 100 * len(saved)
