@@ -327,6 +327,18 @@ def test_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
                      & (summary["prevalence"] == 0.3)]
     assert centre["mae"].iat[0] < 0.05  # the binormal design the protocol was tuned on
     assert (out / "stress.png").stat().st_size > 10_000 and "FedCurve" in (out / "stress.md").read_text()
+    # a run of the secagg protocol alone draws its curves where the histogram protocol's would be (not empty panels)
+    import matplotlib.pyplot as plt
+
+    from simulations.stress_figure import draw_stress_figure
+    from simulations.stress_report import fedcurve_table
+
+    secagg = summary[summary["protocol"] == "secagg"]
+    fig = draw_stress_figure(secagg, fedcurve_table(secagg))
+    labels = set(fig.axes[1].get_legend_handles_labels()[1])  # MAE along n
+    assert "binormal, secagg" in labels and not any("histogram" in label for label in labels)
+    assert fig._suptitle.get_text().startswith("Stress study: secagg protocol")
+    plt.close(fig)
     capsys.readouterr()
     assert main(["stress", "--smoke", "--reps", "6", "--quiet", "--out", str(out)]) == 0
     assert json.loads(capsys.readouterr().out.split("\n}\n")[0] + "}")["units_run"] == 0
