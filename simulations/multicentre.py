@@ -18,7 +18,7 @@ from scipy.special import expit, logit
 from dsroc import bin_scores, delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
-from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, laplace_release_scales, laplace_two_stage_plan,
+from dsroc.histogram.stages import (STAGE2_BINS, first_stage_grid, laplace_release_scales, laplace_two_stage_plan,
                                    policy_candidates, second_stage_grid)
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
 from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_variance
@@ -94,13 +94,15 @@ def _validation_grid(rng, scores, y, site, sites, epsilon):
     (:func:`dsroc.histogram.stages.second_stage_grid`; at most 12, which a default policy's 400 cells per class
     allow for two strata and for 12 x 12 pairs of bins), each an edge the default policy allows."""
     stages = laplace_two_stage_plan(epsilon, DELTA)
-    fine = histogram_edges(STAGE1_BINS, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
-    cell = np.asarray(y, dtype=np.int64) * STAGE1_BINS + bin_index(scores, fine)
+    fine = first_stage_grid([POLICY_BINS], *POLICY_LOGIT_RANGE)
+    bins = fine.size - 1
+    cell = np.asarray(y, dtype=np.int64) * bins + bin_index(scores, fine)
     scale1 = _noise(stages.epsilon1)[0]
-    h = sum(_release(rng, np.bincount(cell[site == k], minlength=2 * STAGE1_BINS).astype(np.float64), scale1)
-            for k in range(sites)).reshape(2, STAGE1_BINS)
+    h = sum(_release(rng, np.bincount(cell[site == k], minlength=2 * bins).astype(np.float64), scale1)
+            for k in range(sites)).reshape(2, bins)
     interior = second_stage_grid(h[0], h[1], fine, stages.sigma2 * np.sqrt(sites), most=STAGE2_BINS[-1][1],
-                                 candidates=policy_candidates([POLICY_BINS], fine, "logit"),
+                                 candidates=policy_candidates([POLICY_BINS], fine, "logit", lo=POLICY_LOGIT_RANGE[0],
+                                                              hi=POLICY_LOGIT_RANGE[1]),
                                  first_sigma=stages.sigma1 * np.sqrt(sites))
     return np.concatenate([[0.0], interior, [1.0]])
 

@@ -8,7 +8,7 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
 
 - ``histogram``: as the sites and the analyst run it by default (``spacing="quantile"``, per-bin score sums).
   Stage 1: every site counts its negatives and positives on the fine logit grid its default policy gives
-  (:func:`dsroc.histogram.stages.first_stage_bins` bins) plus discrete Laplace noise
+  (:func:`dsroc.histogram.stages.first_stage_grid`) plus discrete Laplace noise
   (:func:`dsroc.privacy.laplace.discrete_laplace_noise`) at the scale the site plans for the first stage's
   epsilon1 of :func:`dsroc.histogram.stages.laplace_two_stage_plan`; the analyst sums them over sites, chooses
   the second grid's bin count from the estimated class sizes and puts its edges at the quantiles of the classes'
@@ -51,7 +51,7 @@ from analyst.protocols.histogram_release import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
-from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_bins, laplace_count_sd,
+from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_grid, laplace_count_sd,
                                    laplace_release_scales, laplace_two_stage_plan, policy_candidates, release_parts,
                                    second_stage_grid, two_stage_plan)
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
@@ -201,8 +201,8 @@ def _logistic_slope(y, lp) -> float:
 
 # A site's default policy (site_node.config.Policy, which the study does not import; a test checks they agree):
 # the bin counts it allows and the range of its logit grids. Every score source has range [0, 1].
-POLICY_BINS = (5, 8, 10, 12, 20, 50, 100)
-POLICY_LOGIT_RANGE = (0.005, 0.995)
+POLICY_BINS = (5, 8, 10, 12, 20, 50, 100, 200)
+POLICY_LOGIT_RANGE = (0.0001, 0.9999)
 
 
 def default_grid(epsilon: float, delta: float, score_sums: bool = SCORE_SUMS) -> np.ndarray:
@@ -239,7 +239,7 @@ def site_sigmas(epsilon: float, delta: float, score_sums: bool) -> tuple[float, 
 class QuantilePlan(NamedTuple):
     """The default two-stage release of one cell: what the analyst asks for and the sites' noise."""
 
-    fine_edges: np.ndarray  # the first stage's grid (the site's logit grid of first_stage_bins bins)
+    fine_edges: np.ndarray  # the first stage's grid as the sites bin it (first_stage_grid)
     sigma1: float  # per-site noise of a first-stage count
     sigma2: float  # per-site noise of a second-stage count
     sums_sigma: float  # per-site noise of a second-stage score sum (integer scale)
@@ -250,13 +250,12 @@ class QuantilePlan(NamedTuple):
 def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares: int = 0, sites: int = 5
                   ) -> QuantilePlan:
     """What ``analyst.protocols.histogram`` asks for under ``spacing="quantile"`` of ``sites`` sites with the default
-    policy (:func:`dsroc.histogram.stages.laplace_two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_bins`)
+    policy (:func:`dsroc.histogram.stages.laplace_two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_grid`)
     and the discrete Laplace noise those sites calibrate for each stage; ``shares``: the secagg protocol's two rounds
     over that many sites instead (each site's share of each stage's discrete Gaussian,
     :func:`dsroc.histogram.stages.two_stage_plan`, :func:`dsroc.secagg.share_sigma`). The second grid's bin count is
     chosen per replication from the first stage (:func:`quantile_release`) against ``central2``."""
-    fine = first_stage_bins([POLICY_BINS])
-    edges = histogram_edges(fine, lo=POLICY_LOGIT_RANGE[0], hi=POLICY_LOGIT_RANGE[1], spacing="logit")
+    edges = first_stage_grid([POLICY_BINS], *POLICY_LOGIT_RANGE)
     if shares:
         stages = two_stage_plan(epsilon, delta, score_sums=score_sums)
         sigma2 = share_sigma(stages.epsilon2, stages.delta2, shares, parts=tuple(release_parts(score_sums=score_sums)))
@@ -335,7 +334,8 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
                         minlength=b.size * 2 * fine)
     first = first.reshape(b.size, 2, fine).astype(np.float64)
     salt = _salt(f"{cell.name}/{protocol}")
-    candidates = policy_candidates([POLICY_BINS], plan.fine_edges, "logit")  # the edges the default policy allows
+    candidates = policy_candidates([POLICY_BINS], plan.fine_edges, "logit", lo=POLICY_LOGIT_RANGE[0],
+                                   hi=POLICY_LOGIT_RANGE[1])  # the edges the default policy allows
     first_sd = _sds(k, plan.sigma1, 0.0, plan.noise)[0]  # of a first-stage count of one class, summed
     grids, counts, sums, totals = [], [], [], []
     for i, rep in enumerate(b.reps.tolist()):

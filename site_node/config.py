@@ -66,9 +66,9 @@ class Policy:
     max_models: int = 1
     threshold_steps: int = 100
     protocols: tuple[str, ...] = ("histogram",)
-    histogram_bins: tuple[int, ...] = (5, 8, 10, 12, 20, 50, 100)
+    histogram_bins: tuple[int, ...] = (5, 8, 10, 12, 20, 50, 100, 200)
     histogram_spacings: tuple[str, ...] = ("equal", "logit")
-    histogram_logit_range: tuple[float, float] = (0.005, 0.995)
+    histogram_logit_range: tuple[float, float] = (0.0001, 0.9999)
     # secagg: the largest number of other sites that may collude with the analyst while this site's
     # guarantee still holds, and the fewest sites a round may have.
     secagg_colluders: int = 0

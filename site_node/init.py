@@ -61,9 +61,9 @@ protocols = ["histogram"]       # "histogram": every answer is one differentiall
                                 # and "secagg" for the histogram counts summed under secure aggregation
 secagg_colluders = 0            # secagg: other sites that may collude with the analyst (the guarantee holds)
 secagg_min_sites = 3            # secagg: the fewest sites of a round
-histogram_bins = [5, 8, 10, 12, 20, 50, 100]  # bin counts a histogram release may use (public grid)
+histogram_bins = [5, 8, 10, 12, 20, 50, 100, 200]  # bin counts a histogram release may use (public grid)
 histogram_spacings = ["equal", "logit"] # equal width on the score range, or on the logit scale
-histogram_logit_range = [0.005, 0.995]  # range of logit-spaced grids
+histogram_logit_range = [0.0001, 0.9999]  # range of logit-spaced grids
 privacy_level = 5               # q (paper protocol): every released aggregate covers at least q patients
 max_epsilon = 10.0              # largest epsilon of one noisy release
 max_delta = 0.01                # largest delta of one noisy release

@@ -135,6 +135,8 @@ class HistogramDetail:
     grid_releases : dict of str to HistogramSite
         With ``spacing="quantile"``: each site's first-stage release, whose quantiles placed the grid (charged
         too; both stages compose to the request's epsilon per site).
+    grid_edges : ndarray or None
+        With ``spacing="quantile"``: the first release's grid.
     """
 
     validation: Any
@@ -143,6 +145,7 @@ class HistogramDetail:
     n_bins: int
     spacing: str
     grid_releases: Mapping[str, HistogramSite] = field(default_factory=dict)
+    grid_edges: np.ndarray | None = None
 
     def summary_lines(self, result, pct: int) -> list[str]:
         """Lines after the headline AUC: why it is the one reported, then the binned and resolved AUCs beside it."""
@@ -173,7 +176,8 @@ class HistogramDetail:
                     f"first release (each site: epsilon {first.epsilon:.3g}, {first.negatives.size} fine bins; "
                     f"charged), then the per-class release (epsilon {next(iter(self.releases.values())).epsilon:.3g}); "
                     f"summed noise SD {self.sigma:.3g} per cell; both stages compose to the requested epsilon per site",
-                    *two_modes_lines(*fine, math.sqrt(sum(r.noise_sd**2 for r in self.grid_releases.values())))]
+                    *two_modes_lines(*fine, math.sqrt(sum(r.noise_sd**2 for r in self.grid_releases.values())),
+                                     self.grid_edges)]
         return [f"Histogram protocol ({self.mechanism}): {self.n_bins} {self.spacing} bins on the score range; summed "
                 f"noise SD {self.sigma:.3g} per cell; {plural(len(self.releases), 'site')} released once each"]
 
@@ -192,10 +196,11 @@ class HistogramDetail:
                 "grid_releases": {name: r.to_dict() for name, r in self.grid_releases.items()}}
 
 
-def two_modes_lines(counts0, counts1, sigma: float) -> list[str]:
-    """A line saying that a class's first-release counts (summed, noise SD ``sigma`` per cell) show two modes, for
-    which the default bin rule takes one count more (:func:`dsroc.histogram.stages.second_mode`); none otherwise."""
-    if not second_mode(counts0, counts1, sigma):
+def two_modes_lines(counts0, counts1, sigma: float, edges) -> list[str]:
+    """A line saying that a class's first-release counts on ``edges`` (summed, noise SD ``sigma`` per cell) show two
+    modes, for which the default bin rule takes one count more (:func:`dsroc.histogram.stages.second_mode`); none
+    otherwise."""
+    if not second_mode(counts0, counts1, sigma, edges):
         return []
     return [f"A class's first release shows two modes (a valley deeper than {MODE_Z:g} noise SDs): the default bin "
             "count is one step more than the class sizes call for, as the positives' share can change fast inside "
@@ -361,7 +366,8 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         repeated=r.repeated) for name, r in releases.items()}
     return summed_result(
         common, v, privacy, a0=o.a0, with_sums=with_sums, timing=timing,
-        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing, dict(grid_releases or {})),
+        detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing, dict(grid_releases or {}),
+                               grid_edges),
         heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
                        if o.by_site and len(releases) >= 2 else None),
         decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)

@@ -11,8 +11,8 @@ import numpy as np
 
 from dsroc import analytic_gaussian_sigma
 from dsroc.histogram.grid import recommended_n_bins
-from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, first_stage_bins, laplace_count_sd, policy_candidates,
-                                    second_stage_grid)
+from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, first_stage_bins, first_stage_edges, laplace_count_sd,
+                                    policy_candidates, second_stage_grid)
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
@@ -113,21 +113,32 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
     return edges, {name: site for name, (_, site) in zip(session.sites, replies)}
 
 
-def fine_release(allowed, release):
-    """The quantile grid's first release, ``release(n_bins, spacing)``: on the finest grid every site allows up to
-    ``STAGE1_BINS`` bins (:func:`dsroc.histogram.stages.first_stage_bins`), logit-spaced for probabilities, else
-    (a site refused logit spacing before holding or charging anything: not probabilities, or not in its policy)
-    equal-width. Returns ``(spacing, what release returned)``."""
+def fine_release(session, release):
+    """The quantile grid's first release, ``release(**grid)`` with ``grid`` either ``interior`` or ``n_bins`` and
+    ``spacing``, over the sites of ``session``. For probabilities a logit grid: where every site has the same logit
+    range, the explicit grid of :func:`dsroc.histogram.stages.first_stage_edges` (fine where most scores lie, a few
+    bins for the tails), else the finest uniform logit grid every site allows up to ``STAGE1_BINS`` bins
+    (:func:`dsroc.histogram.stages.first_stage_bins`); where a site refuses it before holding or charging anything
+    (not probabilities, or not in its policy), equal-width. Returns ``(spacing, what release returned, (lo, hi))``:
+    the range of the policies' grids whose edges the second stage may use (``(None, None)``: the first grid's ends;
+    :func:`dsroc.histogram.stages.policy_candidates`)."""
+    policies = list(session.policies.values())
+    allowed = [p.histogram_bins for p in policies]
     fine = first_stage_bins(allowed)
     if fine is None:
         raise ValueError(f"the quantile grid needs a fine first release; no bin count up to {STAGE1_BINS} is allowed "
                          "by every site (policy: histogram_bins)")
+    ranges = {(p.histogram_logit_min, p.histogram_logit_max) for p in policies}
+    lo, hi = next(iter(ranges)) if len(ranges) == 1 else (0.0, 0.0)
+    explicit = first_stage_edges(allowed, lo, hi) if 0.0 < lo < hi < 1.0 else None
     try:
-        return "logit", release(fine, "logit")
+        if explicit is not None:
+            return "logit", release(interior=explicit), (lo, hi)
+        return "logit", release(n_bins=fine, spacing="logit"), (None, None)
     except SiteError as refused:
         if refused.code not in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED):
             raise
-        return "equal", release(fine, "equal")
+        return "equal", release(n_bins=fine, spacing="equal"), (None, None)
 
 
 def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = STAGE2_BINS[-1][1],
@@ -140,13 +151,13 @@ def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = S
     :func:`dsroc.histogram.stages.second_stage_grid`), each an edge every site's policy allows
     (:func:`dsroc.histogram.stages.policy_candidates`): post-processing of the first release. ``following`` and
     ``held``: the second stage, held with the first (:func:`collect_histograms`)."""
-    spacing, (edges, releases) = fine_release(allowed, lambda fine, spacing: collect_histograms(
-        session, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, scalars=(),
-        following=following, held=held))
+    spacing, (edges, releases), (lo, hi) = fine_release(session, lambda **grid: collect_histograms(
+        session, epsilon=stages.epsilon1, delta=stages.delta1, scalars=(), following=following, held=held,
+        **{"n_bins": 0, "spacing": "", **grid}))
     h0 = np.sum([r.negatives for r in releases.values()], axis=0).astype(np.float64)
     h1 = np.sum([r.positives for r in releases.values()], axis=0).astype(np.float64)
     interior = second_stage_grid(h0, h1, edges, stages.sigma2 * math.sqrt(len(releases)), most=most, n_bins=n_bins,
-                                 candidates=policy_candidates(allowed, edges, spacing),
+                                 candidates=policy_candidates(allowed, edges, spacing, lo=lo, hi=hi),
                                  first_sigma=math.sqrt(sum(r.noise_sd**2 for r in releases.values())))
     return interior, releases, edges
 

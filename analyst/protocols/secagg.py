@@ -134,7 +134,7 @@ class SecAggDetail:
         return [f"Secagg protocol: {grid}; {len(r.sites)} sites each added a share of sigma {r.share_sigma:.3g} to "
                 f"their counts{sums} (sized for coalitions of {r.colluders} sites with the analyst); summed noise SD "
                 f"{r.noise_sd:.3g} per cell; the rounds compose to the requested epsilon and delta per site", PER_SITE,
-                *([] if g is None else two_modes_lines(g.counts0, g.counts1, g.noise_sd)), *_dropped_lines(self)]
+                *([] if g is None else two_modes_lines(g.counts0, g.counts1, g.noise_sd, g.edges)), *_dropped_lines(self)]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -218,16 +218,16 @@ class SecAggProtocol(Protocol):
         second_round = dict(epsilon=stages.epsilon2, delta=stages.delta2, score_sums=o.score_sums,
                             summed_sigma=stages.sigma2)
         # the first round holds the second's budget too: no site is charged the first and then refuses the second
-        spacing, first = fine_release(allowed, lambda fine, spacing: collect_secagg(
-            s, epsilon=stages.epsilon1, delta=stages.delta1, n_bins=fine, spacing=spacing, colluders=t,
-            summed_sigma=stages.sigma1, following=second_round, dropouts=o.dropouts))
+        spacing, first, (lo, hi) = fine_release(s, lambda **grid: collect_secagg(
+            s, epsilon=stages.epsilon1, delta=stages.delta1, colluders=t, summed_sigma=stages.sigma1,
+            following=second_round, dropouts=o.dropouts, **grid))
         try:  # the second round's summed noise: the plan's, the shares sized for k - d - t honest
             k = len(s.sites)
             interior = second_stage_grid(np.asarray(first.counts0, dtype=np.float64),
                                          np.asarray(first.counts1, dtype=np.float64), first.edges,
                                          stages.sigma2 * math.sqrt(k / (k - o.dropouts - t)),
                                          most=min(max(a) for a in allowed), n_bins=o.n_bins,
-                                         candidates=policy_candidates(allowed, first.edges, spacing),
+                                         candidates=policy_candidates(allowed, first.edges, spacing, lo=lo, hi=hi),
                                          first_sigma=first.noise_sd)
         except BaseException:
             cancel_follow_ups(s, first.follow_ups)

@@ -11,7 +11,7 @@ __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", 
            "LAPLACE_STAGE1_SHARE", "LAPLACE_COUNTS_SHARE", "LAPLACE_SUMS_SHARE", "LAPLACE_SCALAR_SHARE",
            "release_parts", "TwoStage", "two_stage_plan", "laplace_release_parts", "laplace_release_scales",
            "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_bins",
-           "MODE_Z", "second_mode", "balanced_interior", "second_stage_grid", "policy_candidates"]
+           "MODE_Z", "STAGE1_CORE", "STAGE1_SPACINGS", "first_stage_edges", "first_stage_grid", "second_mode", "balanced_interior", "second_stage_grid", "policy_candidates"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.
@@ -28,6 +28,13 @@ SUMS_RESOLUTION = 2
 # budget (zCDP share); the study (docs/simulations.md) found 5 to 20 % equally good.
 STAGE1_BINS = 50
 STAGE1_SHARE = 0.1
+# The first release on a logit range wider than most scores (a site's policy may reach 0.0001: at prevalence 0.02 a
+# model can put half its negatives below 0.005) is an explicit grid: inside STAGE1_CORE the edges of the coarsest
+# allowed logit grid whose spacing is at most the first of STAGE1_SPACINGS (logit units: 50 bins on [0.005, 0.995],
+# as fine as before), outside it the second's (about 2: a few bins that only say where the tails' patients are).
+# Each extra fine bin adds its noise to the counts' cumulative sums, so the tails get as few as that.
+STAGE1_CORE = (0.005, 0.995)
+STAGE1_SPACINGS = (0.22, 2.0)
 # The histogram protocol's discrete Laplace noise (pure epsilon-DP; the secure-aggregation protocol keeps the discrete
 # Gaussian above): a validation's epsilon is shared between its parts in these proportions (renormalised over the parts
 # a release has): the quantile grid's first stage (per-class counts on the fine grid), the second stage's (or a one-
@@ -141,6 +148,50 @@ def laplace_two_stage_plan(epsilon: float, delta: float, *, score_sums: bool = T
                     laplace_count_sd(epsilon2, score_sums=score_sums, scalars=scalars))
 
 
+def first_stage_edges(allowed_per_site, lo: float, hi: float) -> np.ndarray | None:
+    """Edges ``lo .. hi`` of the first release's explicit logit grid (see :data:`STAGE1_SPACINGS`) from bin counts
+    every site allows (``allowed_per_site``) on the sites' common logit range ``[lo, hi]``: the core's edges from
+    the coarsest allowed count at most ``STAGE1_SPACINGS[0]`` apart, the tails' from the coarsest at most
+    ``STAGE1_SPACINGS[1]`` apart (the core's count where none is). None where the range has no tails beyond
+    :data:`STAGE1_CORE` (the uniform grid of :func:`first_stage_bins` serves, as before the wider range) or no
+    allowed count is fine enough."""
+    from .grid import EDGE_TOLERANCE, histogram_edges
+
+    lo, hi = float(lo), float(hi)
+    if not 0.0 < lo < hi < 1.0:
+        raise ValueError(f"the logit range must satisfy 0 < lo < hi < 1, got [{lo}, {hi}]")
+    if lo >= STAGE1_CORE[0] and hi <= STAGE1_CORE[1]:
+        return None
+    span = math.log(hi / (1 - hi)) - math.log(lo / (1 - lo))
+    common = sorted(set.intersection(*map(set, allowed_per_site)))
+
+    def coarsest(spacing):
+        return next((b for b in common if span / b <= spacing), None)
+
+    core_bins = coarsest(STAGE1_SPACINGS[0])
+    if core_bins is None:
+        return None
+    core, tails = (histogram_edges(b, lo=lo, hi=hi, spacing="logit") for b in (core_bins,
+                                                                             coarsest(STAGE1_SPACINGS[1]) or core_bins))
+    inner = (max(lo, STAGE1_CORE[0]) - EDGE_TOLERANCE, min(hi, STAGE1_CORE[1]) + EDGE_TOLERANCE)
+    e = np.unique(np.concatenate([core[(core >= inner[0]) & (core <= inner[1])],
+                                  tails[(tails < inner[0]) | (tails > inner[1])], [core[0], core[-1]]]))
+    return e[np.concatenate([[True], np.diff(e) > EDGE_TOLERANCE])]
+
+
+def first_stage_grid(allowed_per_site, lo: float, hi: float) -> np.ndarray | None:
+    """The first release's fine edges as the sites bin it on the logit range ``[lo, hi]``: the explicit grid of
+    :func:`first_stage_edges` inside the score range [0, 1], else the uniform logit grid of :func:`first_stage_bins`
+    bins (scores beyond it clipped to its ends); None where neither exists."""
+    from .grid import histogram_edges
+
+    explicit = first_stage_edges(allowed_per_site, lo, hi)
+    if explicit is not None:
+        return np.concatenate([[0.0], explicit, [1.0]])
+    fine = first_stage_bins(allowed_per_site)
+    return None if fine is None else histogram_edges(fine, lo=lo, hi=hi, spacing="logit")
+
+
 def first_stage_bins(allowed_per_site) -> int | None:
     """Bins of the first stage's fine release: the largest count up to :data:`STAGE1_BINS` that every site allows
     (each site's policy ``histogram_bins`` in ``allowed_per_site``); None when there is none."""
@@ -172,14 +223,14 @@ def second_stage_bins(n0: float, n1: float, sigma: float, *, most: int) -> int:
     return int(min(bins, most))
 
 
-def second_mode(counts0, counts1, first_sigma: float) -> bool:
+def second_mode(counts0, counts1, first_sigma: float, edges=None) -> bool:
     """Whether either class's first-stage counts (noisy, summed over the sites; ``first_sigma`` their noise SD per
-    cell) have a valley deeper than :data:`MODE_Z` SDs between two higher parts
-    (:func:`dsroc.histogram.modes.valley_depth` of their consistent counts): two modes."""
+    cell) on ``edges`` have a valley deeper than :data:`MODE_Z` SDs between two higher parts
+    (:func:`dsroc.histogram.modes.valley_depth` of their consistent counts' densities): two modes."""
     from .grid import consistent_counts
     from .modes import valley_depth
 
-    return any(valley_depth(consistent_counts(np.asarray(c, dtype=np.float64)), first_sigma) > MODE_Z
+    return any(valley_depth(consistent_counts(np.asarray(c, dtype=np.float64)), first_sigma, edges=edges) > MODE_Z
                for c in (counts0, counts1))
 
 
@@ -208,24 +259,28 @@ def second_stage_grid(counts0, counts1, edges, sigma: float, *, most: int, n_bin
     if n_bins is None:
         n0, n1 = (float(consistent_counts(np.asarray(c, dtype=np.float64)).sum()) for c in (counts0, counts1))
         n_bins = second_stage_bins(n0, n1, sigma, most=most)
-        if first_sigma is not None and second_mode(counts0, counts1, first_sigma):
+        if first_sigma is not None and second_mode(counts0, counts1, first_sigma, edges):
             n_bins = min(next((b for _, b in STAGE2_BINS if b > n_bins), n_bins), int(most))
     return balanced_interior(counts0, counts1, edges, n_bins, candidates=candidates)
 
 
-def policy_candidates(allowed_per_site, edges, spacing: str) -> np.ndarray:
+def policy_candidates(allowed_per_site, edges, spacing: str, *, lo: float | None = None,
+                      hi: float | None = None) -> np.ndarray:
     """The edges of an explicit second-stage grid that every site's policy allows, on the first release's grid
     ``edges`` of ``spacing``: the edges of every grid of that spacing and an allowed bin count
     (:func:`dsroc.histogram.grid.allowed_edges`; its range the first grid's ends: the score range for equal spacing,
     the policy's logit range for logit spacing), common to all sites (``allowed_per_site``: each site's allowed bin
     counts). Only edges of the first release's own spacing and range are used: a site checks an explicit grid
-    against its own score range, which the analyst does not learn, so no refusal after the first stage's charge."""
+    against its own score range, which the analyst does not learn, so no refusal after the first stage's charge.
+    ``lo, hi``: that range where the first release was itself an explicit grid (:func:`first_stage_edges`, whose
+    ends are the score range [0, 1]); default the first grid's ends."""
     from .grid import EDGE_TOLERANCE, allowed_edges, check_edges
 
     e = check_edges(edges)
+    lo, hi = float(e[0]) if lo is None else float(lo), float(e[-1]) if hi is None else float(hi)
     common = None
     for bins in allowed_per_site:
-        mine = allowed_edges(bins, spacing, lo=float(e[0]), hi=float(e[-1]))
+        mine = allowed_edges(bins, spacing, lo=lo, hi=hi)
         if common is None:
             common = mine
             continue

@@ -117,18 +117,29 @@ def check_schema(report: dict) -> None:
     jsonschema.Draft202012Validator(schema).validate(report)
 
 
+def default_fine() -> np.ndarray:
+    """The first release's explicit grid under the default policy (logit range [0.0001, 0.9999]), by hand: the score
+    range's ends, the 10-bin logit grid's edges outside [0.005, 0.995] and the 100-bin grid's inside."""
+    from scipy.special import expit, logit
+
+    core, tails = (np.linspace(logit(0.0001), logit(0.9999), k + 1) for k in (100, 10))
+    inside = (core >= logit(0.005) - 1e-9) & (core <= logit(0.995) + 1e-9)
+    return np.concatenate([[0.0], np.sort(expit(np.concatenate([core[inside], tails[(tails < logit(0.005))
+                                                                                  | (tails > logit(0.995))]]))), [1.0]])
+
+
 def balanced_edges(s, y, fine, n_bins: int, share=None) -> np.ndarray:
     """The quantile grid's second-stage edges by brute force: the mean of the two classes' CDFs of the clipped scores
     ``s`` (or ``share`` at the fine inner edges) interpolated linearly between the fine edges, at each edge of the
-    default policy's logit grids (bins 5, 8, 10, 12, 20, 50, 100 on [0.005, 0.995]) inside the fine grid; for each
-    level ``k / n_bins`` the edge whose share is nearest, once each, within the score range [0, 1]."""
+    default policy's logit grids (bins 5, 8, 10, 12, 20, 50, 100, 200 on [0.0001, 0.9999]) inside the fine grid; for
+    each level ``k / n_bins`` the edge whose share is nearest, once each, within the score range [0, 1]."""
     from scipy.special import expit, logit
 
     c = np.clip(s, fine[0], fine[-1])
     if share is None:
         share = np.array([0.5 * np.mean(c[y == 0] < e) + 0.5 * np.mean(c[y == 1] < e) for e in fine[1:-1]])
-    allowed = np.unique(np.concatenate([expit(np.linspace(logit(0.005), logit(0.995), k + 1))
-                                        for k in (5, 8, 10, 12, 20, 50, 100)]))
+    allowed = np.unique(np.concatenate([expit(np.linspace(logit(0.0001), logit(0.9999), k + 1))
+                                        for k in (5, 8, 10, 12, 20, 50, 100, 200)]))
     allowed = allowed[(allowed > fine[0]) & (allowed < fine[-1])]
     at = np.interp(allowed, fine, np.concatenate([[0.0], share, [1.0]]))
     picked = sorted({int(np.argmin(np.abs(at - q))) for q in np.arange(1, n_bins) / n_bins})
@@ -153,6 +164,6 @@ def helpers():
 
     h = H()
     h.TOKEN, h.MODEL, h.site_frames, h.write_site, h.federation = TOKEN, MODEL, site_frames, write_site, federation
-    h.check_schema, h.balanced_edges = check_schema, balanced_edges
+    h.check_schema, h.balanced_edges, h.default_fine = check_schema, balanced_edges, default_fine
     h.results = _sibling("results")  # results of both protocols built in process: paper_result, histogram_result_of
     return h

@@ -85,3 +85,24 @@ def test_valley_depth_rejects_bad_arguments(bad, match):
     window = args.pop("window", MODE_WINDOW)
     with pytest.raises(ValueError, match=match):
         valley_depth(args["counts"], args["sigma"], window=window)
+
+
+def test_on_unequal_bins_the_valley_is_one_of_density_not_of_counts():
+    """A smooth single mode on the first release's explicit grid (wide tail bins hold many patients each): no valley
+    of density, though the counts dip next to a wide bin; two modes are still found; on equal bins the same as
+    counts."""
+    from scipy.special import expit, logit
+
+    from dsroc.histogram.stages import first_stage_edges
+
+    inner = first_stage_edges([(5, 8, 10, 12, 20, 50, 100, 200)], 0.0001, 0.9999)
+    edges = np.concatenate([[0.0], inner, [1.0]])
+    z = logit(np.clip(edges, 1e-12, 1 - 1e-12))
+    assert np.diff(z)[1:-1].max() / np.diff(z)[1:-1].min() > 9
+    one = np.diff(norm.cdf(z, -3.5, 1.5)) * 20_000
+    assert valley_depth(one, 5.0) > 10 and valley_depth(one, 5.0, edges=edges) <= 0  # per bin, a wide bin is a mode
+    two = (np.diff(norm.cdf(z, -6.5, 0.9)) + np.diff(norm.cdf(z, -1.0, 0.9))) * 10_000
+    assert valley_depth(two, 5.0, edges=edges) > 10 * MODE_Z
+    equal = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
+    counts = 1000.0 * (norm.pdf(np.linspace(-4, 4, 50), -1.5, 0.5) + norm.pdf(np.linspace(-4, 4, 50), 1.5, 0.5))
+    assert valley_depth(counts, 5.0, edges=equal) == pytest.approx(valley_depth(counts, 5.0), rel=1e-9)

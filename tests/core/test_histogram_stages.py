@@ -220,3 +220,42 @@ def test_scores_crowded_into_few_fine_bins_get_their_bins_among_the_policys_edge
     # the same on the stage function; without candidates the fine edges as before
     np.testing.assert_array_equal(second_stage_grid(h0, h1, fine, 0.0, most=12, candidates=candidates), got)
     np.testing.assert_array_equal(second_stage_grid(h0, h1, fine, 0.0, most=12), balanced_quantile_edges(h0, h1, fine, 12))
+
+
+def test_the_first_release_grid_is_fine_where_scores_lie_and_coarse_in_the_tails():
+    """first_stage_edges by hand: on [0.0001, 0.9999] the 100-bin logit grid's edges inside [0.005, 0.995] and the
+    10-bin grid's outside; on [0.005, 0.995] none (the uniform 50-bin grid, first_stage_grid); None where no allowed
+    count is fine enough; only counts every site allows."""
+    from scipy.special import expit, logit
+
+    from dsroc.histogram.stages import first_stage_edges, first_stage_grid
+
+    bins = (5, 8, 10, 12, 20, 50, 100, 200)
+    core, tails = (np.linspace(logit(0.0001), logit(0.9999), k + 1) for k in (100, 10))
+    inside = (core >= logit(0.005) - 1e-9) & (core <= logit(0.995) + 1e-9)
+    outside = (tails < logit(0.005)) | (tails > logit(0.995))
+    by_hand = expit(np.sort(np.concatenate([core[inside], tails[outside]])))
+    got = first_stage_edges([bins, bins], 0.0001, 0.9999)
+    np.testing.assert_allclose(got, by_hand, rtol=0, atol=1e-15)
+    assert got.size - 1 == 62 and np.all(np.diff(logit(got)) <= 1.85) and np.diff(logit(got))[10:50].max() < 0.19
+    # a range without tails beyond [0.005, 0.995]: no explicit grid, the uniform 50-bin grid as before
+    assert first_stage_edges([bins], 0.005, 0.995) is None
+    np.testing.assert_array_equal(first_stage_grid([bins], 0.005, 0.995),
+                                  histogram_edges(50, lo=0.005, hi=0.995, spacing="logit"))
+    np.testing.assert_array_equal(first_stage_grid([bins], 0.0001, 0.9999), [0.0, *got, 1.0])
+    # a site without the 100-bin grid: the common counts decide (200 is then the coarsest fine enough)
+    np.testing.assert_allclose(first_stage_edges([bins, (5, 10, 200)], 0.0001, 0.9999)[[0, -1]], [0.0001, 0.9999])
+    assert np.diff(logit(first_stage_edges([bins, (5, 10, 200)], 0.0001, 0.9999)))[5:20].max() < 0.1
+    assert first_stage_edges([(5, 8, 12)], 0.0001, 0.9999) is None
+    with pytest.raises(ValueError, match="logit range"):
+        first_stage_edges([bins], 0.0, 0.9999)
+
+
+def test_policy_candidates_read_the_policys_range_when_the_first_grid_is_explicit():
+    from dsroc.histogram.grid import allowed_edges
+    from dsroc.histogram.stages import first_stage_edges, policy_candidates
+
+    bins = (5, 8, 10, 12, 20, 50, 100, 200)
+    fine = np.concatenate([[0.0], first_stage_edges([bins], 0.0001, 0.9999), [1.0]])  # as the sites bin it
+    got = policy_candidates([bins, bins], fine, "logit", lo=0.0001, hi=0.9999)
+    np.testing.assert_array_equal(got, allowed_edges(bins, "logit", lo=0.0001, hi=0.9999))

@@ -160,3 +160,27 @@ def protocol_reference():
         site_classes=site_classes,
         site_fit_parts=site_fit_parts,
     )
+
+
+@pytest.fixture(scope="session")
+def policy_grids():
+    """The default site policy's grids, by hand: the first release's explicit grid (the score range's ends, the
+    10-bin logit grid's edges outside [0.005, 0.995] and the 100-bin grid's inside, on the logit range [0.0001,
+    0.9999]) and every edge an explicit grid may use (the edges of its logit grids of 5 to 200 bins)."""
+    from scipy.special import expit, logit
+
+    z = {k: np.linspace(logit(0.0001), logit(0.9999), k + 1) for k in (5, 8, 10, 12, 20, 50, 100, 200)}
+    core = (z[100] >= logit(0.005) - 1e-9) & (z[100] <= logit(0.995) + 1e-9)
+    tails = (z[10] < logit(0.005)) | (z[10] > logit(0.995))
+    fine = np.concatenate([[0.0], expit(np.sort(np.concatenate([z[100][core], z[10][tails]]))), [1.0]])
+    return fine, np.unique(expit(np.concatenate(list(z.values()))))
+
+
+@pytest.fixture
+def policy_before_range16(monkeypatch):
+    """The study under the default site policy before range16 (logit range [0.005, 0.995], bins up to 100, the
+    uniform 50-bin first release): the releases in which tests found the cases they replay."""
+    import simulations.stress as stress
+
+    monkeypatch.setattr(stress, "POLICY_BINS", (5, 8, 10, 12, 20, 50, 100))
+    monkeypatch.setattr(stress, "POLICY_LOGIT_RANGE", (0.005, 0.995))

@@ -35,7 +35,7 @@ def test_each_analysis_runs_and_reports_sane_figures():
 
 
 @pytest.mark.parametrize("epsilon,bins", [(3000.0, 12), (1.0, 10)])
-def test_the_partitioned_releases_grid_is_the_analysts_default_grid(epsilon, bins):
+def test_the_partitioned_releases_grid_is_the_analysts_default_grid(epsilon, bins, policy_grids):
     """The validation's grid the stratified and joint releases reuse, as the analyst chooses it: the bin rule on the
     class sizes over the second stage's summed noise (by hand: 12 bins at negligible noise, 10 at n = 10 000,
     prevalence 0.3, epsilon 1 over 5 sites), and at negligible noise the policy's logit edges nearest the quantiles
@@ -53,12 +53,10 @@ def test_the_partitioned_releases_grid_is_the_analysts_default_grid(epsilon, bin
     assert bins == (5 if ratio < 200 else 7 if ratio < 400 else 10 if ratio < 1500 else 12)
     assert ratio > 1.2 * 400 and (ratio < 1500 / 1.2 or bins == 12)  # no first-stage noise moves it across
     edges = _validation_grid(rng, s, y, site, 5, epsilon)
-    fine = expit(np.linspace(logit(0.005), logit(0.995), 51))
+    fine, every = policy_grids
     assert edges.size - 1 == bins and edges[0] == 0.0 and edges[-1] == 1.0
     # each edge one of the default policy's logit grids' (the edges an explicit grid may use)
-    allowed = np.unique(np.concatenate([expit(np.linspace(logit(0.005), logit(0.995), k + 1))
-                                        for k in (5, 8, 10, 12, 20, 50, 100)]))
-    allowed = allowed[(allowed > fine[0]) & (allowed < fine[-1])]
+    allowed = every[(every > fine[0]) & (every < fine[-1])]
     assert np.isin(edges[1:-1], allowed).all()
     if epsilon > 100:
         c = np.clip(s, fine[0], fine[-1])

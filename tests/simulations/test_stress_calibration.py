@@ -30,8 +30,9 @@ def test_at_prevalence_0_02_the_bin_means_shrink_towards_the_first_stage_and_o_e
         assert abs(errors.mean()) < 2.5 * errors.std(ddof=1) / np.sqrt(errors.size)
 
 
-def test_a_valid_release_at_five_events_never_raises_and_says_why_there_is_no_slope():
-    """Two of the stress study's releases (calibrated binormal, prevalence 0.02, n 250: about 5 events) that raised:
+def test_a_valid_release_at_five_events_never_raises_and_says_why_there_is_no_slope(policy_before_range16):
+    """Two of the stress study's releases (calibrated binormal, prevalence 0.02, n 250: about 5 events; the policy
+    before range16) that raised:
     in replication 30 the two occupied bins' noisy means meet at their common edge (one distinct score, "recalibration
     needs patients in at least two bins"); in replication 117 the reconstruction's Newton step met an exactly singular
     information ("Singular matrix"). Both now give a result: no slope where there is none, and why."""

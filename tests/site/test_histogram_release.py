@@ -42,7 +42,7 @@ def test_with_a_huge_epsilon_the_histograms_equal_brute_force(make_site_config, 
                                         scalars=["sum_sq", "sum_p", "sum_y"], score_sums=True))
         edges = np.asarray(r.edges)
         expected = (np.linspace(0, 1, 21) if spacing == "equal"
-                    else expit(np.linspace(logit(0.005), logit(0.995), 21)))
+                    else expit(np.linspace(logit(0.0001), logit(0.9999), 21)))
         np.testing.assert_allclose(edges, expected, rtol=1e-12, atol=1e-15)
         h = _brute_force(frame["pred"].to_numpy(), frame["y"].to_numpy(), edges)
         np.testing.assert_array_equal(r.negatives, h[0])
@@ -72,7 +72,7 @@ def test_an_explicit_grid_from_allowed_edges_is_binned_exactly(make_site_config,
     ends and counts by direct comparison; the release is its own (a new request, charged)."""
     config = make_site_config(policy=HUGE)
     frame = read_frame(config)
-    interior = [float(expit(np.linspace(logit(0.005), logit(0.995), 51))[10]), 0.25, 0.6]
+    interior = [float(expit(np.linspace(logit(0.0001), logit(0.9999), 51))[10]), 0.25, 0.6]
     with running_server(config, insecure=True) as srv:
         c = client_cls(srv.bound_address)
         r = c.ReleaseHistogram(_request(c.open(), epsilon=4000.0, delta=0.01, n_bins=0, edges=interior,
@@ -193,7 +193,7 @@ def test_paper_calls_name_the_served_protocols(make_site_config, client_cls, sna
             assert "['histogram']" in refused.value.details()
         assert snapshot(config.ledger_path) == before
         policy = c.Describe(pb.DescribeRequest()).policy
-        assert list(policy.protocols) == ["histogram"] and list(policy.histogram_bins) == [5, 8, 10, 12, 20, 50, 100]
+        assert list(policy.protocols) == ["histogram"] and list(policy.histogram_bins) == [5, 8, 10, 12, 20, 50, 100, 200]
         assert policy.privacy_unit == "add or remove one patient"
         c.close()
     paper_only = make_site_config("paper", policy={"protocols": ["paper"]})
@@ -277,7 +277,7 @@ def test_every_edge_the_analyst_may_pick_is_one_the_site_accepts_and_a_finer_one
     from site_node.histograms import histogram_grid
 
     policy = Policy(histogram_bins=(5, 8, 12, 50, 100))
-    fine = histogram_edges(50, lo=0.005, hi=0.995, spacing="logit")
+    fine = histogram_edges(50, lo=policy.histogram_logit_range[0], hi=policy.histogram_logit_range[1], spacing="logit")
     candidates = policy_candidates([policy.histogram_bins, (5, 8, 10, 12, 20, 50, 100)], fine, "logit")
     assert candidates.size > 100 and np.abs(fine[:, None] - candidates[None, :]).min(axis=1).max() <= 1e-12
     inner = candidates[(candidates > fine[0]) & (candidates < fine[-1])]
