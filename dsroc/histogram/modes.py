@@ -15,9 +15,9 @@ from .grid import check_counts, check_edges
 
 __all__ = ["MODE_WINDOW", "valley_depth"]
 
-# Fine bins summed into each value compared (the first release's 50 logit bins are 0.21 logit units wide, its counts
-# noisy at small n: 3 bins found the stress study's bimodal scores at n = 1 000 as often as 2, with fewer false
-# valleys on piecewise-uniform scores).
+# Fine bins summed into each value compared (the first release's fine logit bins are about 0.2 logit units wide,
+# its counts noisy at small n: 3 bins found the stress study's bimodal scores at n = 1 000 as often as 2, with fewer
+# false valleys on piecewise-uniform scores).
 MODE_WINDOW = 3
 
 
