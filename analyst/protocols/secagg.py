@@ -134,7 +134,8 @@ class SecAggDetail:
         return [f"Secagg protocol: {grid}; {len(r.sites)} sites each added a share of sigma {r.share_sigma:.3g} to "
                 f"their counts{sums} (sized for coalitions of {r.colluders} sites with the analyst); summed noise SD "
                 f"{r.noise_sd:.3g} per cell; the rounds compose to the requested epsilon and delta per site", PER_SITE,
-                *([] if g is None else two_modes_lines(g.counts0, g.counts1, g.noise_sd, g.edges)), *_dropped_lines(self)]
+                *([] if g is None else two_modes_lines(g.counts0, g.counts1, g.noise_sd, g.edges)),
+                *_dropped_lines(self)]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""

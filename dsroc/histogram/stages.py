@@ -11,7 +11,8 @@ __all__ = ["SUMS_RATIO", "SUMS_RESOLUTION", "SCALAR_RESOLUTION", "STAGE1_BINS", 
            "LAPLACE_STAGE1_SHARE", "LAPLACE_COUNTS_SHARE", "LAPLACE_SUMS_SHARE", "LAPLACE_SCALAR_SHARE",
            "release_parts", "TwoStage", "two_stage_plan", "laplace_release_parts", "laplace_release_scales",
            "laplace_count_sd", "laplace_two_stage_plan", "first_stage_bins", "second_stage_bins",
-           "MODE_Z", "STAGE1_CORE", "STAGE1_SPACINGS", "first_stage_edges", "first_stage_grid", "second_mode", "balanced_interior", "second_stage_grid", "policy_candidates"]
+           "MODE_Z", "STAGE1_CORE", "STAGE1_SPACINGS", "first_stage_edges", "first_stage_grid", "second_mode",
+           "balanced_interior", "second_stage_grid", "policy_candidates"]
 
 # Each patient's scalar term in [0, 1] is rounded (randomly, unbiased) to a multiple of 1/16: an integer sum of
 # sensitivity 16 that takes exact integer noise.
@@ -171,8 +172,8 @@ def first_stage_edges(allowed_per_site, lo: float, hi: float) -> np.ndarray | No
     core_bins = coarsest(STAGE1_SPACINGS[0])
     if core_bins is None:
         return None
-    core, tails = (histogram_edges(b, lo=lo, hi=hi, spacing="logit") for b in (core_bins,
-                                                                             coarsest(STAGE1_SPACINGS[1]) or core_bins))
+    tail_bins = coarsest(STAGE1_SPACINGS[1]) or core_bins
+    core, tails = (histogram_edges(b, lo=lo, hi=hi, spacing="logit") for b in (core_bins, tail_bins))
     inner = (max(lo, STAGE1_CORE[0]) - EDGE_TOLERANCE, min(hi, STAGE1_CORE[1]) + EDGE_TOLERANCE)
     e = np.unique(np.concatenate([core[(core >= inner[0]) & (core <= inner[1])],
                                   tails[(tails < inner[0]) | (tails > inner[1])], [core[0], core[-1]]]))
