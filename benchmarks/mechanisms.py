@@ -1,6 +1,6 @@
 """Benchmark of the mechanisms study: the vectorised chunk against a per-replication loop of the public dsroc calls.
 
-Both sides compute every mechanism of :data:`simulations.mechanisms.MECHANISMS` (AUC and, where the
+Both sides compute every mechanism of :data:`simulations.mechanisms.study.MECHANISMS` (AUC and, where the
 mechanism has one, AP) for the same settings; the loop calls the one-data-set functions
 (``dp_auc``, ``dp_average_precision``, ``fedauc_rr``, ``fedauc_laplace``, per-site Gaussian releases
 with ``placement_values`` and ``fit_rocglm``, per-site histograms with ``histogram_rocglm``) one
@@ -42,8 +42,8 @@ from dsroc.mechanisms import (  # noqa: E402
     fedauc_rr,
 )
 from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_sigma  # noqa: E402
-from simulations.mech_settings import DELTA, generate_data, predict, select_mechanism_settings  # noqa: E402
-from simulations.mechanisms import COUNT_SHARE, run_mechanisms_chunk  # noqa: E402
+from simulations.mechanisms.settings import DELTA, generate_data, predict, select_mechanism_settings  # noqa: E402
+from simulations.mechanisms.study import COUNT_SHARE, run_mechanisms_chunk  # noqa: E402
 
 
 def loop_replication(s, y, x, sites, k, eps, rng):

@@ -1,7 +1,7 @@
 """Benchmark of the paper-mode study against its R reference (pROC + glm) on the same data, interleaved in one run.
 
 Run from the repository root: ``python -m benchmarks.r_reference [--reps N] [--rounds R]``. Needs R and pROC
-(Debian: ``apt-get install r-base-core r-cran-proc``). The replications of :mod:`simulations.dgp` are written
+(Debian: ``apt-get install r-base-core r-cran-proc``). The replications of :mod:`simulations.common.dgp` are written
 to binary files; ``benchmarks/r_reference.R`` computes the study's replication as the published R code does
 (all 126 settings per replication) in one ``Rscript`` process that times only its loop; the study's own code
 is timed on the same replications through the chunk runner, batched and one replication at a time. Then every
@@ -26,10 +26,10 @@ from scipy.special import expit, logit, ndtri
 
 from dsroc import (aggregate_calibration, auc_ci, auc_ci_batch, brier_score, calibration_edges, calibration_parts,
                    delong_variance, empirical_auc, placement_values, rocglm_auc, rocglm_counts, rocglm_grid)
-from simulations.dgp import Batch, generate_batch
-from simulations.records import tau_of
+from simulations.common.dgp import Batch, generate_batch
+from simulations.common.records import tau_of
 from simulations.runner import DEFAULT_CHUNK, Task, run_chunk
-from simulations.settings import all_settings
+from simulations.common.settings import all_settings
 
 __all__ = ["APT_COMMAND", "export_replications", "check_r", "run_r", "time_dsroc", "dsroc_extra", "count_checks",
            "agreement", "main"]
@@ -60,7 +60,7 @@ def export_replications(directory, *, seed: int, reps, settings) -> Batch:
 
     Files (little-endian): ``sizes.i32`` (n per replication), ``scores.f64``, ``labels.i32``, ``noise.f64``
     (all replications concatenated) and ``taus.f64`` (the noise standard deviation of each setting, 0 for
-    the noise-free one, as :func:`simulations.records.tau_of` gives it).
+    the noise-free one, as :func:`simulations.common.records.tau_of` gives it).
     """
     directory = Path(directory)
     batch = generate_batch(seed, reps)

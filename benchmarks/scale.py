@@ -350,7 +350,7 @@ def minimal_replication(s, y, z, taus, grid):
     gamma, CI ends and the noisy variance per setting.
     """
     from dsroc import auc_ci_batch, delong_variance, empirical_auc, fit_rocglm_batch
-    from simulations.curves import roc_area_between
+    from simulations.common.curves import roc_area_between
 
     n = y.size
     n1 = int(y.sum())
@@ -384,10 +384,10 @@ def study_worker(reps: int, rounds: int) -> dict:
     """Milliseconds per replication (all settings) of the study's batched paper mode and of
     :func:`minimal_replication` on the same replications, interleaved; and their largest difference."""
     from dsroc import rocglm_grid
-    from simulations.dgp import generate_batch
-    from simulations.paper import run_paper_chunk
-    from simulations.records import tau_of
-    from simulations.settings import all_settings
+    from simulations.common.dgp import generate_batch
+    from simulations.paper.published import run_paper_chunk
+    from simulations.common.records import tau_of
+    from simulations.common.settings import all_settings
 
     settings = all_settings("paper")
     taus = np.array([tau_of(s) for s in settings])
@@ -428,7 +428,7 @@ def r_study_ms(reps: int) -> float | None:
     """R's (pROC + glm) milliseconds per replication of the paper-mode study, or None without Rscript and pROC."""
     try:
         from benchmarks.r_reference import check_r, export_replications, run_r
-        from simulations.settings import all_settings
+        from simulations.common.settings import all_settings
         rscript = check_r()
     except (ImportError, RuntimeError):
         return None

@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.scale import study_worker  # noqa: E402
-from simulations.paper import run_paper_chunk  # noqa: E402
-from simulations.protocol import run_protocol_chunk  # noqa: E402
-from simulations.settings import all_settings  # noqa: E402
+from simulations.paper.published import run_paper_chunk  # noqa: E402
+from simulations.protocol.pipeline import run_protocol_chunk  # noqa: E402
+from simulations.common.settings import all_settings  # noqa: E402
 
 
 def bench(name, fn, reps):

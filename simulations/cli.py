@@ -7,11 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from .mech_checks import run_checks
-from .mech_report import write_mechanisms_report
-from .coverage import coverage_by_n, write_coverage
-from .paper_coverage import SHAPES, annotate_recommended, run_paper_coverage, write_paper_coverage
-from .report import TOLERANCES, write_report
+from .mechanisms.checks import run_checks
+from .mechanisms.report import write_mechanisms_report
+from .protocol.coverage import coverage_by_n, write_coverage
+from .protocol.paper_coverage import SHAPES, annotate_recommended, run_paper_coverage, write_paper_coverage
+from .paper.report import TOLERANCES, write_report
 from .runner import DEFAULT_CHUNK, run_study
 
 __all__ = ["main", "build_parser"]
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The histogram protocol as the sites and the analyst run it by default (two-stage quantile\n"
                     "grid, score sums), its one-release equal grid (the default before), a flat 20-bin baseline, secagg\n"
                     "and the paper protocol (noise-corrected AUC, recommended settings), on data from\n"
-                    "simulations.stress_designs: score shapes calibrated binormal, skewed logistic, bimodal mixture and\n"
+                    "simulations.stress.designs: score shapes calibrated binormal, skewed logistic, bimodal mixture and\n"
                     "piecewise uniform, prevalence 0.02-0.5, AUC 0.6-0.99, n 250-100 000, 2/5/50 sites, epsilon\n"
                     "0.5/1/5 (delta 1e-5). Per cell: bias, MAE, RMSE, CI coverage of the pooled and the population\n"
                     "value, mean CI width and SE, each with its Monte-Carlo SE, for AUC, Brier, O/E and slope.\n\n"
@@ -223,8 +223,8 @@ def _mode_of(out) -> str | None:
 
 def _stress(args) -> dict:
     """Run (or resume) the stress study and write its report."""
-    from .stress_report import write_stress_report
-    from .stress_run import run_stress
+    from .stress.report import write_stress_report
+    from .stress.run import run_stress
 
     grid = "full" if args.full else "smoke" if args.smoke else "targets" if args.targets else "default"
     timing = run_stress(args.out, grid=grid, reps=args.reps, seed=args.seed, workers=args.workers,
@@ -245,7 +245,7 @@ def main(argv=None) -> int:
             print(json.dumps(_mechanisms(args), indent=2, default=str))
             return 0
         if args.command == "report" and _mode_of(args.out) == "stress":
-            from .stress_report import write_stress_report
+            from .stress.report import write_stress_report
 
             print(json.dumps(write_stress_report(args.out), indent=2, default=str))
             return 0
@@ -256,13 +256,13 @@ def main(argv=None) -> int:
             print(_paper_coverage(args))
             return 0
         if args.command == "daemons":
-            from .daemons import daemon_table, run_daemon_check, TARGET_CELLS  # starts daemons: only this command
+            from .daemons.check import daemon_table, run_daemon_check, TARGET_CELLS  # starts daemons: only this command
 
             rows = run_daemon_check(args.out, reps=args.reps, seed=args.seed, protocols=tuple(args.protocols))
             print(daemon_table(rows, {c.name: bound for c, bound in TARGET_CELLS}).to_string(index=False))
             return 0
         if args.command == "multicentre":
-            from .multicentre import run_multicentre  # only this command needs it
+            from .multicentre.study import run_multicentre  # only this command needs it
 
             table = run_multicentre(args.reps, seed=args.seed)
             Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -14,15 +14,16 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from .compare import compare_settings, run_compare_chunk
-from .histogram import run_histogram_chunk
-from .mech_settings import select_mechanism_settings
-from .mechanisms import run_mechanisms_chunk
-from .paper import run_paper_chunk
-from .protocol import run_protocol_chunk
-from .settings import Setting, select_settings
+from .comparison.study import compare_settings, run_compare_chunk
+from .histogram.study import run_histogram_chunk
+from .mechanisms.settings import select_mechanism_settings
+from .mechanisms.study import run_mechanisms_chunk
+from .paper.published import run_paper_chunk
+from .protocol.pipeline import run_protocol_chunk
+from .common.results import RESULTS
+from .common.settings import Setting, select_settings
 
-__all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study", "load_results"]
+__all__ = ["MODES", "DEFAULT_CHUNK", "Task", "run_chunk", "run_study"]
 
 MODES = {"paper": run_paper_chunk, "protocol": run_protocol_chunk, "mechanisms": run_mechanisms_chunk,
          "histogram": run_histogram_chunk, "compare": run_compare_chunk}
@@ -33,7 +34,7 @@ SELECTORS = {"mechanisms": select_mechanism_settings, "compare": compare_setting
 # Replications per chunk: fixed per mode (never derived from the number of workers), so the chunk
 # files, and the results, are the same whatever the parallelism.
 DEFAULT_CHUNK = {"paper": 100, "protocol": 100, "mechanisms": 25, "histogram": 50, "compare": 25}
-RESULTS, CHUNKS = "results", "chunks"
+CHUNKS = "chunks"
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,8 @@ def run_study(
     seed : int
         Base seed; replication r uses a stream derived from (seed, r) only.
     settings : list of str, optional
-        Setting names (see :func:`simulations.settings.select_settings`, or
-        :func:`simulations.compare.compare_settings` in compare mode); all of the mode's by default.
+        Setting names (see :func:`simulations.common.settings.select_settings`, or
+        :func:`simulations.comparison.study.compare_settings` in compare mode); all of the mode's by default.
     workers : int
         Local worker processes (ignored with ``scheduler``).
     scheduler : str or distributed.Client, optional
@@ -256,15 +257,3 @@ def _compact(out: Path, tasks, settings) -> None:
     (results / "_complete.json").write_text(json.dumps({"settings": [s.name for s in settings]}) + "\n")
     for t in tasks:
         (out / CHUNKS / t.file_name).unlink()
-
-
-def load_results(out, columns=None) -> pd.DataFrame:
-    """All per-replication results of a finished run (one row per setting and replication).
-
-    ``columns`` restricts the columns read (all by default).
-    """
-    results = Path(out) / RESULTS
-    if not (results / "_complete.json").exists():
-        raise FileNotFoundError(f"{out} holds no finished run (no {RESULTS}/_complete.json); run or resume it first")
-    names = json.loads((results / "_complete.json").read_text())["settings"]
-    return pd.concat([pd.read_parquet(results / f"{name}.parquet", columns=columns) for name in names], ignore_index=True)

@@ -62,10 +62,10 @@ def test_concordance_is_the_pairs_in_order_by_brute_force():
 
 
 def _bimodal(rng, n):
-    """The stress study's bimodal design at prevalence 0.1 and AUC 0.76 (simulations.stress_designs): the negatives'
+    """The stress study's bimodal design at prevalence 0.1 and AUC 0.76 (simulations.stress.designs): the negatives'
     latent score a mixture of N(-1.5, 0.5^2) and N(1.5, 0.5^2), the positives' shifted, the score its logistic
     recalibration."""
-    from simulations.stress_designs import Design, sample_design
+    from simulations.stress.designs import Design, sample_design
 
     s, y, _ = sample_design(Design("bimodal", 0.1, 0.76), n, rng)
     return s, y

@@ -1,6 +1,6 @@
 """The per-replication protocol-mode reference: one site at a time, as the deployed daemons compute.
 
-This is the straightforward loop that :func:`simulations.protocol.run_protocol_chunk` batches; the tests
+This is the straightforward loop that :func:`simulations.protocol.pipeline.run_protocol_chunk` batches; the tests
 compare the batched study against it. Each step is the computation ``site_node.protocols.paper`` performs for
 that call, on the same :mod:`dsroc` functions: a release draws both classes' noise from one generator
 with ``add_gaussian_noise``; placement values come from ``SurvivorFunction`` (mid-rank ties); the
@@ -36,9 +36,9 @@ from dsroc import (
     sq_dev_parts,
 )
 from dsroc.roc.noise_correction import deconvolution_correction, noise_corrected_auc, noise_variance
-from simulations.dgp import N_SITES, generate_replication, population_auc
-from simulations.protocol import PRIVACY_LEVEL
-from simulations.records import setting_frame, tau_of
+from simulations.common.dgp import N_SITES, generate_replication, population_auc
+from simulations.protocol.pipeline import PRIVACY_LEVEL
+from simulations.common.records import setting_frame, tau_of
 
 
 def release_scores(negatives, positives, tau: float, seed: int, rep: int, site: int):
@@ -180,7 +180,7 @@ def policy_grids():
 def policy_before_range16(monkeypatch):
     """The study under the default site policy before range16 (logit range [0.005, 0.995], bins up to 100, the
     uniform 50-bin first release): the releases in which tests found the cases they replay."""
-    import simulations.stress as stress
+    import simulations.stress.study as stress
 
     monkeypatch.setattr(stress, "POLICY_BINS", (5, 8, 10, 12, 20, 50, 100))
     monkeypatch.setattr(stress, "POLICY_LOGIT_RANGE", (0.005, 0.995))

@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks.r_reference import APT_COMMAND, check_r, count_checks, export_replications, main
 from dsroc import analytic_gaussian_sigma
-from simulations.dgp import Batch, generate_replication
-from simulations.settings import Setting, select_settings
+from simulations.common.dgp import Batch, generate_replication
+from simulations.common.settings import Setting, select_settings
 
 
 def test_export_round_trip(tmp_path):

@@ -21,13 +21,14 @@ from dsroc import (
 from dsroc.roc.batch import grouped_class_placements, grouped_delong_variance, grouped_rocglm_counts
 from simulations import runner
 from simulations.cli import main
-from simulations.dgp import generate_batch, generate_replication
-from simulations.paper import run_paper_chunk
-from simulations.protocol import run_protocol_chunk
-from simulations.report import table1
-from simulations.runner import load_results, run_study
-from simulations.settings import select_settings
-from simulations.truth import pooled_truth
+from simulations.common.dgp import generate_batch, generate_replication
+from simulations.paper.published import run_paper_chunk
+from simulations.protocol.pipeline import run_protocol_chunk
+from simulations.paper.report import table1
+from simulations.common.results import load_results
+from simulations.runner import run_study
+from simulations.common.settings import select_settings
+from simulations.common.truth import pooled_truth
 
 SMALL = ["noise-free", "sens=0.1_eps=10_delta=0.1", "sens=0.4_eps=0.5_delta=1e-05"]
 

@@ -1,0 +1,249 @@
+"""Multicentre study: heterogeneity across sites, subgroups, decision curves and two models compared (issue 19).
+
+Each analysis is simulated as the histogram protocol computes it: every site counts its patients on a
+public grid and adds discrete Laplace noise of the per-site scale for epsilon to every cell, as the site
+calibrates it (:func:`dsroc.histogram.stages.laplace_release_scales`, add/remove one patient changes one cell by one);
+the analyst computes from the releases with :mod:`dsroc.multicentre` and the histogram AUC estimator
+(:func:`dsroc.histogram.estimates.histogram_auc_estimates`). The truth is the pooled unbinned data
+(or, for a new site, its population AUC).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.special import expit, logit
+
+from dsroc import bin_scores, delong_variance, empirical_auc
+from dsroc.histogram.estimates import histogram_auc_estimates
+from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
+from dsroc.histogram.stages import (STAGE2_BINS, first_stage_grid, laplace_release_scales, laplace_two_stage_plan,
+                                   policy_candidates, second_stage_grid)
+from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
+from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_variance
+
+from ..stress.study import POLICY_BINS, POLICY_LOGIT_RANGE
+
+__all__ = ["heterogeneity", "subgroups", "decision_curves", "paired_comparison", "DECISION_EDGES"]
+
+DELTA = 1e-5
+# Edges that resolve the usual 5-50 % risk thresholds of a decision curve.
+DECISION_EDGES = np.array([0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 1.0])
+
+
+def _binormal(rng, n, auc, prevalence):
+    """Scores in (0, 1) whose population AUC is ``auc`` (binormal latent, equal variances), and labels."""
+    y = rng.random(n) < prevalence
+    latent = rng.normal(size=n) + np.sqrt(2) * stats.norm.ppf(auc) * y
+    return expit(latent - 1.0), y
+
+
+def _release(rng, h, scale):
+    return h + discrete_laplace_noise(scale, h.shape, rng) if scale > 0 else h.astype(np.float64)
+
+
+def _noise(epsilon: float, score_sums: bool = False) -> tuple[float, float]:
+    """A site's discrete Laplace scale of a count in one release at ``epsilon`` and that noise's variance."""
+    scale = laplace_release_scales(epsilon, score_sums=score_sums)[0]
+    return scale, discrete_laplace_variance(scale)
+
+
+def _counts(scores, y, edges):
+    """The site's exact per-class counts, as it bins them (:func:`dsroc.bin_scores`); ``y`` boolean."""
+    return bin_scores(scores, y.astype(np.int8), edges)
+
+
+def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: float = 1.0, tau2: float = 0.04,
+                  mean_auc: float = 0.75, seed: int = 0) -> dict:
+    """Per-site AUCs from each site's own release, pooled on the logit scale (REML, Hartung-Knapp).
+
+    Site AUCs are drawn with ``logit(AUC) ~ N(logit(mean_auc), tau2)``. Returns the coverage of a new
+    site's AUC by the 95 % prediction interval, the mean tau^2 estimate with its Monte-Carlo SE, and the
+    coverage of the pooled mean.
+    """
+    rng = np.random.default_rng(seed)
+    sigma, var = _noise(epsilon)
+    sd = np.sqrt(var)
+    edges = histogram_edges(recommended_n_bins(sd))
+    covered, mean_covered, tau2_hat = [], [], []
+    for _ in range(reps):
+        site_aucs = expit(rng.normal(logit(mean_auc), np.sqrt(tau2), sites + 1))
+        h = np.array([_counts(*_binormal(rng, n, a, 0.3), edges) for a in site_aucs[:sites]], dtype=np.float64)
+        released = _release(rng, h, sigma)
+        est = histogram_auc_estimates(released[:, 0], released[:, 1], sigma=sd, noise_draws=40,
+                                      seeds=rng.integers(2**31, size=sites).tolist())
+        y, v = logit_auc(np.clip(est.auc, 1e-6, 1 - 1e-6), est.variance)
+        m = random_effects(y, v)
+        lo, hi = expit(m.prediction_interval[0]), expit(m.prediction_interval[1])
+        covered.append(lo <= site_aucs[sites] <= hi)
+        mean_covered.append(m.ci[0] <= logit(mean_auc) <= m.ci[1])
+        tau2_hat.append(m.tau2)
+    t = np.asarray(tau2_hat)
+    return {"analysis": "heterogeneity", "epsilon": epsilon, "reps": reps, "sites": sites, "n_per_site": n,
+            "tau2_true": tau2, "pi_coverage_new_site": float(np.mean(covered)),
+            "mean_ci_coverage": float(np.mean(mean_covered)), "tau2_mean": float(t.mean()),
+            "tau2_mc_se": float(t.std(ddof=1) / np.sqrt(reps))}
+
+
+def _validation_grid(rng, scores, y, site, sites, epsilon):
+    """The grid of the analyst's default histogram validation, which the stratified and joint releases reuse
+    (analyst.protocols.histogram_release.quantile_grid): a first release of every site's negatives and positives on
+    the fine logit grid at the first stage's noise, summed over the sites; edges at the quantiles of the classes'
+    balanced mixture, as many as the estimated class sizes over the second stage's summed noise call for
+    (:func:`dsroc.histogram.stages.second_stage_grid`; at most 12, which a default policy's 400 cells per class
+    allow for two strata and for 12 x 12 pairs of bins), each an edge the default policy allows."""
+    stages = laplace_two_stage_plan(epsilon, DELTA)
+    fine = first_stage_grid([POLICY_BINS], *POLICY_LOGIT_RANGE)
+    bins = fine.size - 1
+    cell = np.asarray(y, dtype=np.int64) * bins + bin_index(scores, fine)
+    scale1 = _noise(stages.epsilon1)[0]
+    h = sum(_release(rng, np.bincount(cell[site == k], minlength=2 * bins).astype(np.float64), scale1)
+            for k in range(sites)).reshape(2, bins)
+    interior = second_stage_grid(h[0], h[1], fine, stages.sigma2 * np.sqrt(sites), most=STAGE2_BINS[-1][1],
+                                 candidates=policy_candidates([POLICY_BINS], fine, "logit", lo=POLICY_LOGIT_RANGE[0],
+                                                              hi=POLICY_LOGIT_RANGE[1]),
+                                 first_sigma=stages.sigma1 * np.sqrt(sites))
+    return np.concatenate([[0.0], interior, [1.0]])
+
+
+def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0, aucs=(0.70, 0.80),
+              grid: str = "validation", seed: int = 1) -> dict:
+    """Two strata (half the patients each) released as per-stratum histograms in one release.
+
+    A patient is in one stratum, so one release of the stratified histograms has the sensitivity of one
+    histogram. As ``HistogramOptions(strata=...)`` makes it: at the validation's (epsilon, delta) with the score
+    sums, on the validation's grid (``grid="validation"``; ``"equal12"``: 12 equal bins, the first version),
+    each stratum's ROC-GLM AUC (:func:`dsroc.multicentre.subgroup_analysis`). Returns the coverage of the pooled
+    empirical difference (stratum 2 - stratum 1) and the mean half-width relative to the noise-free unbinned
+    DeLong interval.
+    """
+    rng = np.random.default_rng(seed)
+    sigma, var = _noise(epsilon, score_sums=True)
+    sd_sum = np.sqrt(sites * var)
+    covered, ratio, bins = [], [], []
+    for _ in range(reps):
+        data = [_binormal(rng, n // 2, a, 0.3) for a in aucs]
+        s = np.concatenate([d[0] for d in data])
+        y = np.concatenate([d[1] for d in data]).astype(int)
+        stratum = np.repeat([0, 1], [d[0].size for d in data])
+        site = rng.integers(sites, size=s.size)
+        edges = _validation_grid(rng, s, y, site, sites, epsilon) if grid == "validation" else histogram_edges(12)
+        m = edges.size - 1
+        cell = bin_index(s, edges) * 2 + stratum
+        released = sum(_release(rng, np.bincount(y[site == k] * 2 * m + cell[site == k], minlength=4 * m)
+                                .astype(np.float64), sigma) for k in range(sites)).reshape(2, m, 2)
+        a = subgroup_analysis(released[0], released[1], edges, sigma=sd_sum)
+        d = next(d for d in a.differences if d.statistic == "AUC")
+        truth = [empirical_auc(s[stratum == k], y[stratum == k]) for k in (0, 1)]
+        free = sum(delong_variance(s[stratum == k], y[stratum == k]) for k in (0, 1))
+        covered.append(d.ci[0] <= truth[1] - truth[0] <= d.ci[1])
+        ratio.append(d.se / np.sqrt(free))
+        bins.append(m)
+    return {"analysis": "subgroups", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites, "grid": grid,
+            "mean_bins": float(np.mean(bins)), "coverage": float(np.mean(covered)),
+            "halfwidth_ratio_to_noise_free": float(np.mean(ratio))}
+
+
+def decision_curves(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0,
+                    thresholds=(0.1, 0.2, 0.3), seed: int = 2) -> dict:
+    """Net benefit of a calibrated model at ``thresholds`` (edges of :data:`DECISION_EDGES`) against the
+    pooled unbinned truth (MAE, interval coverage) and the population's (coverage): the interval is for the
+    population (sampling and noise), so it over-covers the pooled value, which differs by the noise only."""
+    rng = np.random.default_rng(seed)
+    sigma, var = _noise(epsilon)
+    var_cell = sites * var
+    at = np.searchsorted(DECISION_EDGES[1:-1], thresholds)
+    t = np.asarray(thresholds)
+
+    def draw(size):
+        risk = expit(-1.6 + 1.1 * rng.normal(size=size))
+        return risk, rng.random(size) < risk
+
+    def net_benefit(risk, y):
+        return np.array([np.mean(y & (risk >= u)) - np.mean(~y & (risk >= u)) * u / (1 - u) for u in t])
+
+    population = net_benefit(*draw(4_000_000))  # MC SE ~1e-4, well below the intervals' half-widths
+    err, hit, hit_pop = [], [], []
+    for _ in range(reps):
+        risk, y = draw(n)
+        site = rng.integers(sites, size=n)
+        released = sum(_release(rng, np.array(_counts(risk[site == k], y[site == k], DECISION_EDGES), float), sigma)
+                       for k in range(sites))
+        dc = decision_curve(released[0], released[1], DECISION_EDGES, noise_variance=var_cell)
+        truth = net_benefit(risk, y)
+        err.append(dc.net_benefit[at] - truth)
+        hit.append((dc.lower[at] <= truth) & (truth <= dc.upper[at]))
+        hit_pop.append((dc.lower[at] <= population) & (population <= dc.upper[at]))
+    err, hit, hit_pop = np.array(err), np.array(hit), np.array(hit_pop)
+    return {"analysis": "decision curve", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
+            **{f"mae@{u:g}": float(np.abs(err[:, i]).mean()) for i, u in enumerate(thresholds)},
+            **{f"coverage@{u:g}": float(hit[:, i].mean()) for i, u in enumerate(thresholds)},
+            **{f"coverage_population@{u:g}": float(hit_pop[:, i].mean()) for i, u in enumerate(thresholds)}}
+
+
+def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: float = 1.0,
+                      delta_auc: float = 0.03, grid: str = "validation", seed: int = 3) -> dict:
+    """Two correlated models on the same patients, released as one joint 2-D histogram per class.
+
+    Model A has AUC 0.78, model B ``0.78 - delta_auc`` (population). As ``HistogramOptions(compare=...)`` makes
+    it: one joint release at the validation's (epsilon, delta) on the validation's grid of model A
+    (``grid="validation"``; ``"equal10"``: 10 equal bins, the first version). Returns the coverage of the pooled
+    empirical difference and the power of the test of no difference at 5 %, beside the noise-free, unbinned
+    DeLong test's power.
+    """
+    rng = np.random.default_rng(seed)
+    sigma, var = _noise(epsilon)
+    var_cell = sites * var
+    auc_a, auc_b = 0.78, 0.78 - delta_auc
+    da, db = np.sqrt(2) * stats.norm.ppf(auc_a), np.sqrt(2) * stats.norm.ppf(auc_b)
+    covered, reject, reject_free, bins = [], [], [], []
+    for _ in range(reps):
+        y = rng.random(n) < 0.3
+        common = rng.normal(size=n)
+        # correlation 0.6 between the two models' latent noise
+        xa = da * y + common
+        xb = db * y + 0.6 * common + 0.8 * rng.normal(size=n)
+        sa, sb = expit(xa - 1.0), expit(xb - 1.0)
+        site = rng.integers(sites, size=n)
+        edges = _validation_grid(rng, sa, y, site, sites, epsilon) if grid == "validation" else histogram_edges(10)
+        m = edges.size - 1
+        ia, ib = bin_index(sa, edges), bin_index(sb, edges)
+        joint = np.zeros((2, m, m))
+        for k in range(sites):
+            cell = np.zeros((2, m, m))
+            np.add.at(cell, (y[site == k].astype(int), ia[site == k], ib[site == k]), 1)
+            joint += _release(rng, cell, sigma)
+        res = paired_auc_difference(joint[0], joint[1], noise_variance=var_cell)
+        yi = y.astype(int)
+        truth = empirical_auc(sa, yi) - empirical_auc(sb, yi)
+        covered.append(res.ci[0] <= truth <= res.ci[1])
+        reject.append(res.p_value < 0.05)
+        reject_free.append(_delong_paired_p(sa, sb, y) < 0.05)
+        bins.append(m)
+    return {"analysis": "paired comparison", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
+            "grid": grid, "mean_bins": float(np.mean(bins)), "delta_auc": delta_auc, "coverage": float(np.mean(covered)),
+            "power": float(np.mean(reject)), "power_noise_free_unbinned": float(np.mean(reject_free))}
+
+
+def _delong_paired_p(sa, sb, y):
+    """Two-sided p of DeLong's paired test on the unbinned pooled scores (placement values in O(n log n))."""
+    def components(s):
+        s0, s1 = np.sort(s[~y]), np.sort(s[y])
+        v10 = (np.searchsorted(s0, s[y], "left") + np.searchsorted(s0, s[y], "right")) / (2 * s0.size)
+        v01 = 1 - (np.searchsorted(s1, s[~y], "left") + np.searchsorted(s1, s[~y], "right")) / (2 * s1.size)
+        return v10, v01
+    a10, a01 = components(sa)
+    b10, b01 = components(sb)
+    var = np.var(a10 - b10, ddof=1) / a10.size + np.var(a01 - b01, ddof=1) / a01.size
+    z = (a10.mean() - b10.mean()) / np.sqrt(var)
+    return 2 * stats.norm.sf(abs(z))
+
+
+def run_multicentre(reps: int = 200, *, seed: int = 0) -> pd.DataFrame:
+    """Every analysis at the issue's settings: one row each (heterogeneity at epsilon 1 and 5)."""
+    rows = [heterogeneity(reps, epsilon=1.0, seed=seed), heterogeneity(reps, epsilon=5.0, seed=seed + 10),
+            subgroups(reps, seed=seed + 1), subgroups(reps, grid="equal12", seed=seed + 1),
+            decision_curves(reps, seed=seed + 2), paired_comparison(reps, seed=seed + 3),
+            paired_comparison(reps, grid="equal10", seed=seed + 3)]
+    return pd.DataFrame(rows)
