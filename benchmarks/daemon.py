@@ -21,25 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.scale import DELTA, EPSILON, start_daemons, stop, write_sites
+from benchmarks._harness import (DELTA, EPSILON, cpu_seconds, memory_and_peak_mb, site_configs, start_daemons,
+                                 stop, write_dev_sites)
 
-__all__ = ["memory_mb", "cpu_seconds", "main"]
-
-
-def memory_mb(pid: int) -> tuple[float, float]:
-    """Resident set size now and its peak (VmRSS, VmHWM) of a process, in MB."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = int(value.split()[0]) / 1024
-    return fields["VmRSS"], fields["VmHWM"]
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + sys) a process has used so far, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+__all__ = ["main"]
 
 
 def main(argv=None) -> int:
@@ -48,41 +33,34 @@ def main(argv=None) -> int:
     parser.add_argument("--startups", type=int, default=3, help="extra daemon starts timed before the run (default 3)")
     args = parser.parse_args(argv)
 
-    from analyst import Federation, SiteConfig
-    from site_node.auth import hash_token
-    from site_node.pki import generate_dev_pki
+    from analyst import Federation
     from site_node.init import link_peers
 
-    token = "bench-token"
     with tempfile.TemporaryDirectory(prefix="dsroc-daemon-bench-") as tmp:
-        root = Path(tmp)
-        pki = generate_dev_pki(root / "pki")
-        configs = write_sites(root, 1, [args.n], pki, hash_token(token))
+        pki, configs = write_dev_sites(Path(tmp), 1, [args.n])
         link_peers(configs)
         startups = []
         for _ in range(args.startups):  # start-up only: SERVING, then SIGTERM
             procs, _, wall = start_daemons(configs)
-            startups.append((wall[0], cpu_seconds(procs[0].pid), memory_mb(procs[0].pid)[0]))
+            startups.append((wall[0], cpu_seconds(procs[0].pid), memory_and_peak_mb(procs[0].pid)[0]))
             stop(procs)
         procs, addresses, wall = start_daemons(configs)
         pid = procs[0].pid
-        startups.append((wall[0], cpu_seconds(pid), memory_mb(pid)[0]))
-        steps = [("idle at SERVING", memory_mb(pid))]
+        startups.append((wall[0], cpu_seconds(pid), memory_and_peak_mb(pid)[0]))
+        steps = [("idle at SERVING", memory_and_peak_mb(pid))]
         try:
-            site = SiteConfig(name="site0", address=addresses[0], token=token, ca_file=pki.ca_cert,
-                              client_cert=pki.client_cert, client_key=pki.client_key)
             dataset = f"n{args.n}"
             timings = {}
-            with Federation([site], timeout=600.0) as fed:
+            with Federation(site_configs(addresses, pki), timeout=600.0) as fed:
                 fed.describe().raise_if_none()
-                steps.append(("after Describe", memory_mb(pid)))
+                steps.append(("after Describe", memory_and_peak_mb(pid)))
                 for protocol in ("paper", "histogram"):
                     t = time.perf_counter()
                     fed.validate(dataset, "y", score="pred", epsilon=EPSILON, delta=DELTA, protocol=protocol)
                     timings[protocol] = time.perf_counter() - t
-                    steps.append((f"after a {protocol} validation", memory_mb(pid)))
+                    steps.append((f"after a {protocol} validation", memory_and_peak_mb(pid)))
             time.sleep(0.5)
-            steps.append(("after the analyst disconnects", memory_mb(pid)))
+            steps.append(("after the analyst disconnects", memory_and_peak_mb(pid)))
         finally:
             stop(procs)
 

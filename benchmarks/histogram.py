@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.scale import EPSILON, DELTA, memory_mb, site_data, start_daemons, stop, write_sites
+from benchmarks._harness import DELTA, EPSILON, memory_mb, site_configs, site_data, start_daemons, stop, write_dev_sites
 
 
 def main(argv=None) -> int:
@@ -29,25 +29,18 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="validations (new epsilon each, so new releases)")
     args = parser.parse_args(argv)
 
-    from analyst import Federation, SiteConfig
+    from analyst import Federation
     from dsroc.histogram.grid import bin_scores, histogram_edges
-    from site_node.auth import hash_token
-    from site_node.pki import generate_dev_pki
 
-    token = "bench-token"
     with tempfile.TemporaryDirectory(prefix="dsroc-histogram-bench-") as tmp:
-        root = Path(tmp)
-        pki = generate_dev_pki(root / "pki")
         t = time.perf_counter()
-        configs = write_sites(root, args.sites, [args.n], pki, hash_token(token))
-        print(f"wrote {args.sites} sites, {args.n} patients in total, in {time.perf_counter() - t:.1f} s", flush=True)
+        pki, configs = write_dev_sites(Path(tmp), args.sites, [args.n])
+        print(f"wrote the dev PKI and {args.sites} sites, {args.n} patients in total, in {time.perf_counter() - t:.1f} s",
+              flush=True)
         procs, addresses, startup = start_daemons(configs)
         try:
-            sites = [SiteConfig(name=f"site{k}", address=a, token=token, ca_file=pki.ca_cert,
-                                client_cert=pki.client_cert, client_key=pki.client_key)
-                     for k, a in enumerate(addresses)]
             walls = []
-            with Federation(sites, timeout=600.0) as fed:
+            with Federation(site_configs(addresses, pki), timeout=600.0) as fed:
                 for i in range(args.repeat + 1):  # the first run reads the data at each site (warm-up)
                     t = time.perf_counter()
                     res = fed.validate(f"n{args.n}", "y", score="pred", epsilon=EPSILON + 1e-3 * i, delta=DELTA,

@@ -27,11 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -40,167 +38,11 @@ if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(_
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks._harness import (DELTA, EPSILON, ROOT, TOKEN, cpu_seconds, memory_mb, peak_mb, reset_peak,
+                                 site_configs, site_data, start_daemons, stop, study_worker, trim_heap, write_data,
+                                 write_dev_sites)
 
 DEFAULT_SITES = (5, 50)
-EPSILON, DELTA = 5.0, 0.01
-READY = "datasets ready"  # the daemon's log message once its warm-up has read every dataset
-
-
-def memory_mb(pid: int) -> float:
-    """Resident set size (VmRSS) of a process in MB."""
-    return _status(pid, "VmRSS")
-
-
-def peak_mb(pid: int) -> float:
-    """Peak resident set size (VmHWM) of a process in MB, since start or the last :func:`reset_peak`."""
-    return _status(pid, "VmHWM")
-
-
-def reset_peak(pid: int) -> None:
-    """Reset a process's VmHWM to its current RSS (Linux: 5 to /proc/PID/clear_refs)."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
-
-
-def trim_heap() -> None:
-    """Give this process's freed heap back to the system (glibc), so that its RSS is what it holds."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except AttributeError:  # not glibc
-        pass
-
-
-def _status(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + sys) a process has used so far, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def site_data(n: int, k_sites: int, seed: int = 0):
-    """Scores, labels and site of n patients (a logistic score, labels drawn from it)."""
-    rng = np.random.default_rng([seed, n])
-    pred = rng.uniform(0.0, 1.0, n)
-    y = (rng.uniform(0.0, 1.0, n) < pred).astype(np.int8)
-    site = np.arange(n) % k_sites
-    return pred, y, site
-
-
-def write_data(data_dir: Path, k_sites: int, sizes) -> None:
-    """Each site's Parquet file per size n, ``data_dir/site{k}/n{n}.parquet`` (kept when already there)."""
-    import pandas as pd
-
-    for n in sizes:
-        if all((data_dir / f"site{k}" / f"n{n}.parquet").exists() for k in range(k_sites)):
-            continue
-        pred, y, site = site_data(n, k_sites)
-        for k in range(k_sites):
-            (data_dir / f"site{k}").mkdir(parents=True, exist_ok=True)
-            mine = site == k
-            pd.DataFrame({"pred": pred[mine], "y": y[mine]}).to_parquet(data_dir / f"site{k}" / f"n{n}.parquet")
-
-
-def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str, data_dir: Path | None = None) -> list[Path]:
-    """One folder per site: its config (TLS, generous budget, one dataset per n) and Parquet files (written
-    under ``data_dir`` once and shared, or under each site's folder)."""
-    data_dir = Path(data_dir) if data_dir is not None else root / "data"
-    write_data(data_dir, k_sites, sizes)
-    configs = []
-    for k in range(k_sites):
-        d = root / f"site{k}"
-        d.mkdir(parents=True)
-        datasets = [f'[datasets.n{n}]\npath = "{data_dir / f"site{k}" / f"n{n}.parquet"}"\noutcomes = ["y"]\n'
-                    f'scores = ["pred"]\nscore_range = [0.0, 1.0]\n' for n in sizes]
-        (d / "site.toml").write_text(f"""
-[site]
-name = "site{k}"
-state_dir = "state"
-listen = "127.0.0.1:0"
-
-[tls]
-cert = "{pki.server_cert}"
-key = "{pki.server_key}"
-client_ca = "{pki.ca_cert}"
-
-[policy]
-protocols = ["histogram", "paper"]
-sensitivity = "value"
-sensitivity_value = 0.1
-max_epsilon = 10.0
-max_delta = 0.05
-budget_epsilon = 1000.0
-budget_delta = 0.5
-max_survivor_scores = 20000000
-
-[analysts.bench]
-token_sha256 = "{token_hash}"
-datasets = ["*"]
-
-""" + "\n".join(datasets))
-        configs.append(d / "site.toml")
-    return configs
-
-
-def start_daemons(configs, *, tree: Path = ROOT, wait_ready: bool = False, ready_timeout: float = 900.0):
-    """Start the daemons one after another; returns (processes, addresses, seconds to SERVING).
-
-    ``wait_ready``: then wait until every daemon logged that its datasets are read (a tree whose daemon
-    does not warm up never logs it: pass False); the seconds from the first start to that moment are
-    the processes' attribute ``ready_s``.
-    """
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    procs, addresses, startup = [], [], []
-    began = time.perf_counter()
-    for config in configs:
-        t = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(config)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-        p.ready = threading.Event()
-        threading.Thread(target=_drain, args=(p,), daemon=True).start()
-        line = p.stdout.readline()
-        startup.append(time.perf_counter() - t)
-        procs.append(p)
-        try:
-            addresses.append(json.loads(line)["address"])
-        except (ValueError, KeyError):
-            stop(procs)
-            raise RuntimeError(f"daemon for {config} did not start: {line!r}") from None
-    if wait_ready:
-        for p in procs:
-            if not p.ready.wait(ready_timeout):
-                stop(procs)
-                raise RuntimeError(f"a daemon did not report '{READY}' within {ready_timeout:g} s")
-    for p in procs:
-        p.ready_s = time.perf_counter() - began
-    return procs, addresses, startup
-
-
-def _drain(proc) -> None:
-    """Read a daemon's log (so its pipe never fills) and note when its datasets are ready."""
-    for line in proc.stderr:
-        if READY in line:
-            proc.ready.set()
-
-
-def stop(procs) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 def in_process(n: int, k_sites: int) -> tuple[float, float, float]:
@@ -254,17 +96,14 @@ def sites_worker(tree: str, k_sites: int, sizes, repeat: int, data_dir: str) -> 
     """Daemons and analyst of the tree on PYTHONPATH: the rows of one K (run in a worker process)."""
     import inspect
 
-    from analyst import Federation, SiteConfig
-    from site_node.auth import hash_token
-    from site_node.pki import generate_dev_pki
+    from analyst import Federation
     from site_node.server import SiteServer
 
     warms = "warm_up" in inspect.signature(SiteServer).parameters
-    token, me, rows = "bench-token", os.getpid(), []
+    token, me, rows = TOKEN, os.getpid(), []
     with tempfile.TemporaryDirectory(prefix=f"dsroc-scale-{k_sites}-") as tmp:
         root = Path(tmp)
-        pki = generate_dev_pki(root / "pki")
-        configs = write_sites(root, k_sites, sizes, pki, hash_token(token), Path(data_dir))
+        pki, configs = write_dev_sites(root, k_sites, sizes, token=token, data_dir=Path(data_dir))
         try:  # signed releases: every site must know the others' release-signing keys
             from site_node.init import link_peers
         except ImportError:  # a tree from before signed releases
@@ -274,10 +113,7 @@ def sites_worker(tree: str, k_sites: int, sizes, repeat: int, data_dir: str) -> 
         procs, addresses, startup = start_daemons(configs, tree=Path(tree), wait_ready=warms)
         try:
             idle = max(memory_mb(p.pid) for p in procs)
-            sites = [SiteConfig(name=f"site{k}", address=a, token=token, ca_file=pki.ca_cert,
-                                client_cert=pki.client_cert, client_key=pki.client_key)
-                     for k, a in enumerate(addresses)]
-            with Federation(sites, timeout=600.0) as fed:
+            with Federation(site_configs(addresses, pki, token), timeout=600.0) as fed:
                 # The analyst's own first use (imports, TLS handshakes) is not the daemons' cold start.
                 import grpc
 
@@ -340,90 +176,6 @@ def daemon_worker(tree: str, n: int, data_dir: str) -> dict:
     return {"rows": n, "idle_mb": rows[0]["idle_mb"], "after_mb": rows[0]["rss_mb"]}
 
 
-def minimal_replication(s, y, z, taus, grid):
-    """One replication of the paper-mode study in plain numpy, all settings at once (a row per setting).
-
-    The anchor of the study's batched code: noise ``tau * z`` on every score, truncated to [0, 1]; the
-    strict placement values by one integer sort per row (the class counts at the end of each tie block); the
-    ROC-GLM counts, fit and the noisy DeLong variance with its logit CI around the empirical AUC, and the
-    area between the empirical and the fitted curve without noise (the first setting). Returns the AUC,
-    gamma, CI ends and the noisy variance per setting.
-    """
-    from dsroc import auc_ci_batch, delong_variance, empirical_auc, fit_rocglm_batch
-    from simulations.common.curves import roc_area_between
-
-    n = y.size
-    n1 = int(y.sum())
-    n0 = n - n1
-    noisy = np.where(taus[:, None] == 0.0, s, np.clip(s + taus[:, None] * z, 0.0, 1.0))
-    # One integer sort per row: the bits of a non-negative double order like its value; the label in the
-    # lowest bit puts the negatives first within ties.
-    keys = np.sort((noisy.view(np.int64) << 1) | y, axis=1)
-    pos = (keys & 1).astype(bool)
-    c1 = np.cumsum(pos, axis=1)
-    pv0 = ((n0 - (np.arange(1, n + 1) - c1)) / n0)[pos].reshape(-1, n1)  # positives: #{negatives > s} / n0
-    v = keys >> 1
-    last = np.ones(v.shape, dtype=bool)
-    np.not_equal(v[:, 1:], v[:, :-1], out=last[:, :-1])
-    end = np.minimum.accumulate(np.where(last, np.arange(n), n)[:, ::-1], axis=1)[:, ::-1]
-    pv1 = ((n1 - np.take_along_axis(c1, end, axis=1)) / n1)[~pos].reshape(-1, n0)  # negatives: #{positives > s}
-    nt = grid.size
-    first = np.searchsorted(grid, pv0) + (nt + 1) * np.arange(taus.size)[:, None]
-    counts = np.cumsum(np.bincount(first.ravel(), minlength=taus.size * (nt + 1)).reshape(-1, nt + 1)[:, :nt], axis=1)
-    fit = fit_rocglm_batch(counts, np.full(taus.size, n1), grid)
-    var = np.var(pv1, axis=1, ddof=1) / n0 + np.var(pv0, axis=1, ddof=1) / n1
-    auc = empirical_auc(s, y)
-    delong_variance(s, y)  # the reference CI of the true scores, as every replication computes it
-    ci = auc_ci_batch(np.full(taus.size, auc), var)
-    if np.isfinite(fit.params[0]).all():
-        roc_area_between(s, y, fit.params[0])
-    return fit.auc, fit.params, ci.lower, ci.upper, var
-
-
-def study_worker(reps: int, rounds: int) -> dict:
-    """Milliseconds per replication (all settings) of the study's batched paper mode and of
-    :func:`minimal_replication` on the same replications, interleaved; and their largest difference."""
-    from dsroc import rocglm_grid
-    from simulations.common.dgp import generate_batch
-    from simulations.paper.published import run_paper_chunk
-    from simulations.common.records import tau_of
-    from simulations.common.settings import all_settings
-
-    settings = all_settings("paper")
-    taus = np.array([tau_of(s) for s in settings])
-    grid = rocglm_grid(None)
-    run_paper_chunk(1, range(1), settings)  # warm-up: imports, tau root finding
-    batch = generate_batch(1, range(reps))
-    bounds = np.concatenate(([0], np.cumsum(batch.n)))
-
-    def minimal():
-        return [minimal_replication(batch.scores[a:b], batch.labels[a:b], batch.noise[a:b], taus, grid)
-                for a, b in zip(bounds[:-1], bounds[1:])]
-
-    batched_ms, minimal_ms = [], []
-    for r in range(rounds):
-        for name in (("batched", "minimal") if r % 2 == 0 else ("minimal", "batched")):
-            t = time.perf_counter()
-            out = run_paper_chunk(1, range(reps), settings) if name == "batched" else minimal()
-            ms = 1e3 * (time.perf_counter() - t) / reps
-            (batched_ms if name == "batched" else minimal_ms).append(ms)
-            if name == "batched":
-                frame = out
-            else:
-                mine = out
-    # The two must compute the same numbers.
-    worst = 0.0
-    for j, setting in enumerate(settings):
-        rows = frame[frame["setting"] == setting.name].sort_values("rep")
-        ours = np.array([m[0][j] for m in mine])
-        theirs = rows["auc_rocglm"].to_numpy()
-        ok = np.isfinite(ours) & np.isfinite(theirs)
-        worst = max(worst, float(np.abs(ours[ok] - theirs[ok]).max(initial=0.0)),
-                    float(np.abs(np.array([m[4][j] for m in mine]) - rows["var_dist"].to_numpy()).max()))
-    return {"batched_ms": float(np.median(batched_ms)), "minimal_ms": float(np.median(minimal_ms)),
-            "max_difference": worst, "reps": reps, "settings": len(settings)}
-
-
 def r_study_ms(reps: int) -> float | None:
     """R's (pROC + glm) milliseconds per replication of the paper-mode study, or None without Rscript and pROC."""
     try:
@@ -441,7 +193,8 @@ def r_study_ms(reps: int) -> float | None:
 
 def _worker(tree: Path, job: dict):
     """Run ``job`` in a worker process on ``tree`` and return its JSON answer."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    # This checkout after the tree: the worker measures the tree's code with this checkout's harness.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(ROOT)]))
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)],
                          env=env, stdout=subprocess.PIPE, text=True, cwd=tree)
     if out.returncode != 0:
@@ -450,7 +203,7 @@ def _worker(tree: Path, job: dict):
 
 
 def _run_worker(job: dict):
-    tree = os.environ["PYTHONPATH"]
+    tree = os.environ["PYTHONPATH"].split(os.pathsep)[0]
     if job["kind"] == "sites":
         return sites_worker(tree, job["sites"], job["sizes"], job["repeat"], job["data_dir"])
     if job["kind"] == "daemon":

@@ -20,14 +20,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.scale import DELTA, EPSILON, start_daemons, stop, write_sites
+from benchmarks._harness import DELTA, EPSILON, TOKEN, site_configs, start_daemons, stop, write_sites
 
 PROTOCOLS = ("histogram", "secagg")
 
 
 def _federation(stack, root: Path, k: int, n: int, pki, token: str):
     """Start ``k`` peered daemons that serve secagg; the analyst's federation over them."""
-    from analyst import Federation, SiteConfig
+    from analyst import Federation
     from site_node.auth import hash_token
     from site_node.init import link_peers
 
@@ -38,9 +38,7 @@ def _federation(stack, root: Path, k: int, n: int, pki, token: str):
     link_peers(configs)
     procs, addresses, _ = start_daemons(configs)
     stack.callback(stop, procs)
-    sites = [SiteConfig(name=f"site{i}", address=a, token=token, ca_file=pki.ca_cert, client_cert=pki.client_cert,
-                        client_key=pki.client_key) for i, a in enumerate(addresses)]
-    return stack.enter_context(Federation(sites, timeout=600.0))
+    return stack.enter_context(Federation(site_configs(addresses, pki, token), timeout=600.0))
 
 
 def main(argv=None) -> int:
@@ -56,7 +54,7 @@ def main(argv=None) -> int:
 
     from site_node.pki import generate_dev_pki
 
-    token = "bench-token"
+    token = TOKEN
     profile = cProfile.Profile() if args.profile else None
     walls = {(k, p): [] for k in counts for p in PROTOCOLS}
     options = {} if args.bins is None else {"n_bins": args.bins}

@@ -1,5 +1,5 @@
 """Benchmark of the simulation study: replications per second in both modes (one process, all 126 settings),
-and paper mode's batched replication against the minimal numpy one of ``benchmarks/scale.py``.
+and paper mode's batched replication against the minimal numpy one of ``benchmarks/_harness/study.py``.
 
 Run from the repository root:
 ``python benchmarks/simulations.py [--paper-reps N] [--protocol-reps N] [--minimal-reps N]``.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.scale import study_worker  # noqa: E402
+from benchmarks._harness import study_worker  # noqa: E402
 from simulations.paper.published import run_paper_chunk  # noqa: E402
 from simulations.protocol.pipeline import run_protocol_chunk  # noqa: E402
 from simulations.common.settings import all_settings  # noqa: E402

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from dsroc.v1 import site_pb2 as pb  # noqa: E402
 from site_node.init import init_site  # noqa: E402
-from benchmarks.daemon import memory_mb  # noqa: E402
+from benchmarks._harness import memory_and_peak_mb  # noqa: E402
 from site_node.testing import site_channel, site_stub  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def main() -> None:
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
         try:
             address = json.loads(daemon.stdout.readline())["address"]
-            idle_rss, _ = memory_mb(daemon.pid)
+            idle_rss, _ = memory_and_peak_mb(daemon.pid)
             channel = site_channel(address, ca_cert=site.pki.ca_cert, client_cert=site.pki.client_cert,
                                    client_key=site.pki.client_key)
             stub, md = site_stub(channel), [("authorization", f"Bearer {site.token}")]
@@ -93,7 +93,7 @@ def main() -> None:
                 stub.RocGlmParts(pb.RocGlmPartsRequest(session_id=session, theta=[0.5, 1.0 + i / 100]),
                                  metadata=md, timeout=60)
                 rtts.append(time.perf_counter() - t)
-            rss, peak = memory_mb(daemon.pid)
+            rss, peak = memory_and_peak_mb(daemon.pid)
             channel.close()
         finally:
             daemon.send_signal(signal.SIGTERM)

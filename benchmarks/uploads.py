@@ -25,7 +25,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-from benchmarks.daemon import memory_mb
+from benchmarks._harness import memory_and_peak_mb
 
 __all__ = ["main"]
 
@@ -79,12 +79,12 @@ def main(argv=None) -> int:
             session = stub.OpenSession(pb.OpenSessionRequest(dataset="sample", outcome="y",
                                                              score=pb.ScoreSource(score_column="pred")),
                                        metadata=metadata).session_id
-            before = memory_mb(proc.pid)[0]
+            before = memory_and_peak_mb(proc.pid)[0]
             start = time.perf_counter()
             with ThreadPoolExecutor(args.uploads) as pool:
                 outcomes = list(pool.map(lambda _: _upload(stub, metadata, session, args.scores), range(args.uploads)))
             wall = time.perf_counter() - start
-            rss, peak = memory_mb(proc.pid)
+            rss, peak = memory_and_peak_mb(proc.pid)
             channel.close()
         finally:
             proc.terminate()

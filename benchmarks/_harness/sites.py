@@ -1,0 +1,156 @@
+"""Local benchmark federations: synthetic site data, site configs with TLS, daemons started and stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ROOT", "EPSILON", "DELTA", "READY", "TOKEN", "site_data", "write_data", "site_configs", "write_sites",
+           "write_dev_sites", "start_daemons", "stop"]
+
+ROOT = Path(__file__).resolve().parents[2]  # the tree whose daemons are started by default
+EPSILON, DELTA = 5.0, 0.01
+READY = "datasets ready"  # the daemon's log message once its warm-up has read every dataset
+TOKEN = "bench-token"
+
+
+def site_data(n: int, k_sites: int, seed: int = 0):
+    """Scores, labels and site of n patients (a logistic score, labels drawn from it)."""
+    rng = np.random.default_rng([seed, n])
+    pred = rng.uniform(0.0, 1.0, n)
+    y = (rng.uniform(0.0, 1.0, n) < pred).astype(np.int8)
+    site = np.arange(n) % k_sites
+    return pred, y, site
+
+
+def write_data(data_dir: Path, k_sites: int, sizes) -> None:
+    """Each site's Parquet file per size n, ``data_dir/site{k}/n{n}.parquet`` (kept when already there)."""
+    import pandas as pd
+
+    for n in sizes:
+        if all((data_dir / f"site{k}" / f"n{n}.parquet").exists() for k in range(k_sites)):
+            continue
+        pred, y, site = site_data(n, k_sites)
+        for k in range(k_sites):
+            (data_dir / f"site{k}").mkdir(parents=True, exist_ok=True)
+            mine = site == k
+            pd.DataFrame({"pred": pred[mine], "y": y[mine]}).to_parquet(data_dir / f"site{k}" / f"n{n}.parquet")
+
+
+def site_configs(addresses, pki, token: str = TOKEN) -> list:
+    """The analyst's view of daemons at ``addresses`` (named ``site0``, ``site1``, ...), with the dev PKI's files."""
+    from analyst import SiteConfig
+
+    return [SiteConfig(name=f"site{k}", address=a, token=token, ca_file=pki.ca_cert, client_cert=pki.client_cert,
+                       client_key=pki.client_key) for k, a in enumerate(addresses)]
+
+
+def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str, data_dir: Path | None = None) -> list[Path]:
+    """One folder per site: its config (TLS, generous budget, one dataset per n) and Parquet files (written
+    under ``data_dir`` once and shared, or under each site's folder)."""
+    data_dir = Path(data_dir) if data_dir is not None else root / "data"
+    write_data(data_dir, k_sites, sizes)
+    configs = []
+    for k in range(k_sites):
+        d = root / f"site{k}"
+        d.mkdir(parents=True)
+        datasets = [f'[datasets.n{n}]\npath = "{data_dir / f"site{k}" / f"n{n}.parquet"}"\noutcomes = ["y"]\n'
+                    f'scores = ["pred"]\nscore_range = [0.0, 1.0]\n' for n in sizes]
+        (d / "site.toml").write_text(f"""
+[site]
+name = "site{k}"
+state_dir = "state"
+listen = "127.0.0.1:0"
+
+[tls]
+cert = "{pki.server_cert}"
+key = "{pki.server_key}"
+client_ca = "{pki.ca_cert}"
+
+[policy]
+protocols = ["histogram", "paper"]
+sensitivity = "value"
+sensitivity_value = 0.1
+max_epsilon = 10.0
+max_delta = 0.05
+budget_epsilon = 1000.0
+budget_delta = 0.5
+max_survivor_scores = 20000000
+
+[analysts.bench]
+token_sha256 = "{token_hash}"
+datasets = ["*"]
+
+""" + "\n".join(datasets))
+        configs.append(d / "site.toml")
+    return configs
+
+
+def write_dev_sites(root: Path, k_sites: int, sizes, *, token: str = TOKEN, data_dir: Path | None = None):
+    """A development PKI under ``root/pki`` and :func:`write_sites`' configs whose analyst holds ``token``;
+    returns the PKI and the configs' paths."""
+    from site_node.auth import hash_token
+    from site_node.pki import generate_dev_pki
+
+    pki = generate_dev_pki(root / "pki")
+    return pki, write_sites(root, k_sites, sizes, pki, hash_token(token), data_dir)
+
+
+def start_daemons(configs, *, tree: Path = ROOT, wait_ready: bool = False, ready_timeout: float = 900.0):
+    """Start the daemons one after another; returns (processes, addresses, seconds to SERVING).
+
+    ``wait_ready``: then wait until every daemon logged that its datasets are read (a tree whose daemon
+    does not warm up never logs it: pass False); the seconds from the first start to that moment are
+    the processes' attribute ``ready_s``.
+    """
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    procs, addresses, startup = [], [], []
+    began = time.perf_counter()
+    for config in configs:
+        t = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(config)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        p.ready = threading.Event()
+        threading.Thread(target=_drain, args=(p,), daemon=True).start()
+        line = p.stdout.readline()
+        startup.append(time.perf_counter() - t)
+        procs.append(p)
+        try:
+            addresses.append(json.loads(line)["address"])
+        except (ValueError, KeyError):
+            stop(procs)
+            raise RuntimeError(f"daemon for {config} did not start: {line!r}") from None
+    if wait_ready:
+        for p in procs:
+            if not p.ready.wait(ready_timeout):
+                stop(procs)
+                raise RuntimeError(f"a daemon did not report '{READY}' within {ready_timeout:g} s")
+    for p in procs:
+        p.ready_s = time.perf_counter() - began
+    return procs, addresses, startup
+
+
+def _drain(proc) -> None:
+    """Read a daemon's log (so its pipe never fills) and note when its datasets are ready."""
+    for line in proc.stderr:
+        if READY in line:
+            proc.ready.set()
+
+
+def stop(procs) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
