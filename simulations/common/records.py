@@ -9,7 +9,8 @@ import pandas as pd
 
 from .settings import Setting
 
-__all__ = ["COLUMNS", "FAILURES", "FIT_FAILURES", "failure_codes", "setting_frame", "settings_frame", "tau_of"]
+__all__ = ["COLUMNS", "FAILURES", "FIT_FAILURES", "failure_codes", "replication_columns", "setting_frame",
+           "settings_frame", "tau_of"]
 
 # name -> dtype; one row per (setting, replication).
 COLUMNS = {
@@ -76,6 +77,12 @@ def failure_codes(degenerate, converged, ci_defined, refused=None, *, too_noisy=
 def tau_of(setting: Setting) -> float:
     """The setting's noise standard deviation (cached: the root finder runs once per setting and process)."""
     return setting.tau
+
+
+def replication_columns(batch, auc_emp) -> dict:
+    """The columns every mode's record starts with: the replication, its patients and positives, its pooled
+    empirical AUC and the population AUC of its design (``batch`` a :class:`simulations.common.dgp.Batch`)."""
+    return {"rep": batch.reps, "n": batch.n, "n1": batch.n1, "auc_emp": auc_emp, "auc_pop": batch.auc_population}
 
 
 def setting_frame(setting: Setting, columns: dict) -> pd.DataFrame:

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..stress.study import RESULT_COLUMNS, StressCell, generate_data, histogram_rows
+from ..stress.cells import StressCell
+from ..stress.study import RESULT_COLUMNS, generate_data, histogram_rows
 from ..stress.designs import Design, population_truth
 from ..stress.report import summarise
 

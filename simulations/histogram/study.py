@@ -28,7 +28,7 @@ from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_varia
 from dsroc.secagg import share_sigma
 
 from ..common.dgp import N_SITES, Batch, generate_batch
-from ..common.records import failure_codes, setting_frame, tau_of
+from ..common.records import failure_codes, replication_columns, setting_frame, tau_of
 from ..common.truth import pooled_truth
 
 __all__ = ["NOISE", "NOISE_DRAWS", "site_counts", "release_histograms", "summed_sigma", "histogram_frame", "run_histogram_chunk"]
@@ -101,11 +101,7 @@ def histogram_frame(batch: Batch, seed: int, settings, *, n_bins: int | None = N
                                       seeds=[[seed, int(r)] for r in batch.reps])
         fitted = np.isfinite(est.auc)
         columns = {
-            "rep": batch.reps,
-            "n": batch.n,
-            "n1": batch.n1,
-            "auc_emp": auc_emp,
-            "auc_pop": batch.auc_population,
+            **replication_columns(batch, auc_emp),
             "auc_rocglm": est.auc,
             "delta_auc": auc_emp - est.auc,
             "gamma1": est.rocglm_params[:, 0],

@@ -12,7 +12,7 @@ from dsroc.roc.batch import grouped_class_placements, grouped_delong_variance, r
 
 from ..common.curves import roc_area_between
 from ..common.dgp import generate_batch
-from ..common.records import failure_codes, settings_frame, tau_of
+from ..common.records import failure_codes, replication_columns, settings_frame, tau_of
 from ..common.truth import pooled_truth
 
 __all__ = ["run_paper_chunk"]
@@ -52,11 +52,7 @@ def run_paper_chunk(seed: int, reps, settings, *, grid=None, n: int | None = Non
         fit = _rows(fits, j * n_groups, (j + 1) * n_groups)
         app = auc_ci_batch(auc_emp, var_noisy[j])
         columns = {
-            "rep": batch.reps,
-            "n": batch.n,
-            "n1": batch.n1,
-            "auc_emp": auc_emp,
-            "auc_pop": batch.auc_population,
+            **replication_columns(batch, auc_emp),
             "auc_rocglm": fit.auc,
             "delta_auc": auc_emp - fit.auc,
             "gamma1": fit.params[:, 0],

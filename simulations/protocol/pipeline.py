@@ -38,7 +38,7 @@ from dsroc.roc.batch import grouped_mean, grouped_placement_values, grouped_rocg
 from dsroc.roc.noise_correction import grouped_deconvolution_correction, grouped_noise_variance, noise_corrected_auc
 
 from ..common.dgp import N_SITES, Batch, generate_batch
-from ..common.records import failure_codes, setting_frame, tau_of
+from ..common.records import failure_codes, replication_columns, setting_frame, tau_of
 from ..common.truth import pooled_truth
 
 __all__ = ["PRIVACY_LEVEL", "release_noise", "refused_replications", "run_protocol_chunk"]
@@ -143,11 +143,7 @@ def run_protocol_chunk(seed: int, reps, settings, *, grid=None, privacy_level: i
         dist = auc_ci_batch(auc, var_dist)
         corr = _corrected(pv0, pv1, released0, released1, g0, g1, var_dist, tau, batch, seed)
         columns = {
-            "rep": batch.reps,
-            "n": batch.n,
-            "n1": batch.n1,
-            "auc_emp": auc_emp,
-            "auc_pop": batch.auc_population,
+            **replication_columns(batch, auc_emp),
             "auc_rocglm": auc,
             "delta_auc": auc_emp - auc,
             "gamma1": params[:, 0],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .study import CENTRE
+from .cells import CENTRE
 from .designs import SHAPES
 
 __all__ = ["stress_figure", "draw_stress_figure"]

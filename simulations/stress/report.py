@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .study import CENTRE, ESTIMANDS
+from .cells import CENTRE
+from .study import ESTIMANDS
 from .run import load_stress
 
 __all__ = ["FEDCURVE", "TARGET_COVERAGE", "TARGETS", "summarise", "headline", "targets_table", "fedcurve_table", "target_misses",

@@ -15,18 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..common.settings import Setting
-from .study import (
-    HISTOGRAM_PROTOCOLS,
-    PAPER_NS,
-    PROTOCOLS,
-    PaperCell,
-    StressCell,
-    default_cells,
-    full_cells,
-    generate_data,
-    histogram_rows,
-    paper_cells,
-)
+from .cells import PAPER_NS, PaperCell, StressCell, default_cells, full_cells, paper_cells
+from .study import HISTOGRAM_PROTOCOLS, PROTOCOLS, generate_data, histogram_rows
 from .designs import SHAPES, Design
 
 __all__ = ["GRIDS", "TARGET_CELLS", "PAPER_SCALE", "MAX_ELEMENTS", "Task", "recommended_paper_settings", "grid_cells", "plan_tasks",

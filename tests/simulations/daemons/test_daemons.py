@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from simulations.daemons.check import run_daemon_check
-from simulations.stress.study import StressCell
+from simulations.stress.cells import StressCell
 from simulations.stress.designs import Design
 
 

@@ -13,13 +13,10 @@ from scipy.stats import mannwhitneyu, norm
 from dsroc import bin_scores, histogram_edges, histogram_validation
 from dsroc.histogram.stages import laplace_two_stage_plan, two_stage_plan
 from simulations.cli import main
+from simulations.stress.cells import DELTA, StressCell, default_cells, full_cells
 from simulations.stress.study import (
-    DELTA,
     POLICY_BINS,
     POLICY_LOGIT_RANGE,
-    StressCell,
-    default_cells,
-    full_cells,
     generate_data,
     histogram_release,
     histogram_rows,

@@ -3,7 +3,8 @@
 import numpy as np
 
 from dsroc import histogram_validation
-from simulations.stress.study import StressCell, generate_data, quantile_release
+from simulations.stress.cells import StressCell
+from simulations.stress.study import generate_data, quantile_release
 from simulations.stress.designs import Design
 
 

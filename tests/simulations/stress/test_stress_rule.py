@@ -8,7 +8,8 @@ import pytest
 from dsroc import histogram_validation
 from dsroc.histogram import bin_index, consistent_counts, histogram_edges
 from dsroc.histogram.estimates import histogram_auc_estimates
-from simulations.stress.study import StressCell, generate_data, quantile_release
+from simulations.stress.cells import StressCell
+from simulations.stress.study import generate_data, quantile_release
 from simulations.stress.designs import Design, population_truth
 
 
