@@ -10,6 +10,7 @@ import numpy as np
 
 import dsroc  # bin_scores, histogram_edges: looked up at first use (dsroc.histogram.grid imports scipy.optimize)
 from dsroc import analytic_gaussian_sigma
+from dsroc.histogram.release import SCALAR_TERMS, decode_release, draw_release, encode_release
 from dsroc.histogram.stages import (SCALAR_RESOLUTION, SUMS_RATIO, SUMS_RESOLUTION, laplace_release_parts,
                                    laplace_release_scales)
 from dsroc.privacy.accounting import DiscreteGaussian, DiscreteLaplace
@@ -28,7 +29,7 @@ PRIVACY_UNIT = "add or remove one patient"
 # protocol's discrete Gaussian shares (which build their plans with it).
 LAPLACE = "discrete_laplace"
 GAUSSIAN = "discrete_gaussian"
-SCALARS = ("sum_sq", "sum_p", "sum_y")
+SCALARS = SCALAR_TERMS
 # Largest noise SD per cell a histogram release may need (smaller epsilon is refused).
 MAX_SIGMA = 1000.0
 
@@ -209,64 +210,34 @@ def plan_histogram(policy: Policy, score_range, *, epsilon: float, delta: float,
                          sums_sigma, mechanism=LAPLACE)
 
 
-def _round(terms: np.ndarray, rng: np.random.Generator, resolution: int = SCALAR_RESOLUTION) -> np.ndarray:
-    """Each term in [0, 1] randomly rounded (unbiased) to an integer multiple of ``1 / resolution``, on the
-    integer scale (so one patient moves a sum by at most ``resolution``)."""
-    scaled = terms * resolution
-    return (np.floor(scaled) + (rng.random(scaled.size) < scaled - np.floor(scaled))).astype(np.int64)
-
-
-
 def draw_histogram(plan: HistogramPlan, scores: np.ndarray, labels: np.ndarray, rng: np.random.Generator,
                    parts: np.ndarray | None = None) -> bytes:
-    """The noisy release as bytes: both classes' counts, then (when asked) both classes' per-bin score sums,
-    then the scalars (integer sums plus noise).
-
-    A patient's score in bin ``b`` enters the bin's sum as its offset within the bin, ``(s - e_b) / (e_{b+1} -
-    e_b)`` in [0, 1] (clipped scores, as binned): the bin's sum of scores is ``e_b h_b + (e_{b+1} - e_b) T_b``,
-    and a narrow bin's mean score is as precise as a wide one's. With a partition, ``parts`` gives each patient's
-    part (:func:`site_node.partitions.part_index`) and bin ``b`` becomes the cells ``b * parts + k``. The noise
-    comes from an exact sampler (:func:`dsroc.privacy.laplace.sample_discrete_laplace`, or
-    :func:`dsroc.privacy.noise.sample_discrete_gaussian` for a discrete Gaussian plan); ``rng`` only rounds the
-    terms (any rounding into [0, 1] keeps the sensitivity).
+    """The noisy release as bytes (:func:`dsroc.histogram.release.draw_release`, then
+    :func:`~dsroc.histogram.release.encode_release`): both classes' counts, then (when asked) both classes' per-bin
+    score sums, then the scalars. With a partition, ``parts`` gives each patient's part
+    (:func:`site_node.partitions.part_index`). The noise comes from an exact sampler
+    (:func:`dsroc.privacy.laplace.sample_discrete_laplace`, or :func:`dsroc.privacy.noise.sample_discrete_gaussian`
+    for a discrete Gaussian plan); ``rng`` only rounds the terms (any rounding into [0, 1] keeps the sensitivity).
     """
     from dsroc.privacy.laplace import sample_discrete_laplace
     from dsroc.privacy.noise import sample_discrete_gaussian
 
     sample = sample_discrete_laplace if plan.mechanism == LAPLACE else sample_discrete_gaussian
 
-    m = plan.n_cells
-    p = np.clip(np.asarray(scores, dtype=np.float64), plan.edges[0], plan.edges[-1])
-    y = np.asarray(labels, dtype=np.int64)
-    idx = dsroc.bin_index(p, plan.edges)
-    cell = idx if parts is None else idx * plan.partition.parts + parts
-    counts = np.bincount(y * m + cell, minlength=2 * m)
-    values = [counts.astype(np.int64) + sample(plan.sigma, 2 * m)]
-    if plan.score_sums:
-        offset = np.clip((p - plan.edges[idx]) / np.diff(plan.edges)[idx], 0.0, 1.0)
-        sums = np.bincount(y * m + cell, weights=_round(offset, rng, SUMS_RESOLUTION), minlength=2 * m).astype(np.int64)
-        values.append(sums + sample(plan.sums_sigma, 2 * m))
-    if plan.scalars:
-        q = np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
-        terms = {"sum_sq": (y - q) ** 2, "sum_p": q, "sum_y": y.astype(np.float64)}
-        noise = sample(plan.scalar_sigma, len(plan.scalars))
-        values.append(np.array([int(_round(terms[name], rng).sum()) + int(extra)
-                                for name, extra in zip(plan.scalars, noise)], dtype=np.int64))
-    return np.concatenate(values).astype(np.int64).tobytes()
+    def noise(scale: float, shape: tuple) -> np.ndarray:
+        return np.asarray(sample(scale, int(np.prod(shape))), dtype=np.int64).reshape(shape)
+
+    release = draw_release(scores, labels, plan.edges, noise=noise, rng=rng, sigma=plan.sigma,
+                           score_sums=plan.score_sums, sums_sigma=plan.sums_sigma, scalars=plan.scalars,
+                           scalar_sigma=plan.scalar_sigma, parts=parts,
+                           n_parts=1 if plan.partition is None else plan.partition.parts)
+    return encode_release(release)
 
 
 def decode_histogram(plan: HistogramPlan, payload: bytes) -> tuple[np.ndarray, np.ndarray, dict, tuple | None]:
     """Noisy counts of negatives and positives (``plan.n_cells`` each), the noisy scalars on their own scale, and
     the noisy per-cell score sums ``(T0, T1)`` in bin widths (None when not asked for)."""
-    values = np.frombuffer(payload, dtype=np.int64)
-    m = plan.n_cells
-    at = 2 * m
-    sums = None
-    if plan.score_sums:
-        sums = (values[at:at + m] / SUMS_RESOLUTION, values[at + m:at + 2 * m] / SUMS_RESOLUTION)
-        at += 2 * m
-    scalars = {name: float(v) / SCALAR_RESOLUTION for name, v in zip(plan.scalars, values[at:])}
-    return values[:m].copy(), values[m:2 * m].copy(), scalars, sums
+    return decode_release(payload, cells=plan.n_cells, score_sums=plan.score_sums, scalars=plan.scalars)
 
 
 def noise_sd(sigma: float, mechanism: str = GAUSSIAN) -> float:

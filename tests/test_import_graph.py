@@ -152,3 +152,42 @@ def test_no_core_module_above_the_size_limit():
     long = sorted(f"{name}: {n} lines" for name, path in GRAPH_FILES.items() if name.split(".")[0] == "dsroc"
                   and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
     assert not long, f"dsroc modules above {MAX_LINES} lines (split them by idea):\n" + "\n".join(long)
+
+
+PACKAGE_MODULES = {name for name, path in GRAPH_FILES.items() if path.name == "__init__.py"}
+
+
+def module_graph(top: str) -> dict[str, set[str]]:
+    """Imports between the modules of one top package; a package's ``__init__`` (its re-exports) is left out, as
+    importing a name through it is importing the module that defines it."""
+    return {module: {t for t in targets if t.split(".")[0] == top and t not in PACKAGE_MODULES}
+            for module, targets in GRAPH.items() if module.split(".")[0] == top and module not in PACKAGE_MODULES}
+
+
+def test_the_module_graph_sees_a_cycle_inside_a_package():
+    # a lazy import inside a function still closes a cycle: that is the case the unit graph cannot see
+    assert find_cycle({"p.a": {"p.b"}, "p.b": {"p.a"}}) == ["p.a", "p.b", "p.a"]
+    assert "dsroc.histogram.grid" in module_graph("dsroc")["dsroc.histogram.estimates"]
+
+
+@pytest.mark.parametrize("top", ["dsroc", "site_node", "analyst", "simulations"])
+def test_no_import_cycle_between_the_modules_of_a_package(top):
+    cycle = find_cycle(module_graph(top))
+    assert cycle is None, f"import cycle between modules of {top}: {' -> '.join(cycle)}"
+
+
+def private_imports() -> list[str]:
+    """``from x import _name`` where ``x`` is another module of ours (a private name used across modules)."""
+    found = []
+    for name, path in GRAPH_FILES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in PACKAGES):
+                found += [f"{name}: from {'.' * node.level}{node.module or ''} import {alias.name}"
+                          for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return sorted(found)
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = private_imports()
+    assert not found, "private names imported from another module (make them public or move them):\n" + \
+        "\n".join(found)

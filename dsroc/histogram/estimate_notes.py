@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .estimates import AGREEMENT_SHARE, AGREEMENT_Z, FIT_LEVEL, RESOLUTION_SHARE, SHAPE_FIT_LEVEL
+from .rule_levels import AGREEMENT_SHARE, AGREEMENT_Z, FIT_LEVEL, RESOLUTION_SHARE, SHAPE_FIT_LEVEL
 
 __all__ = ["auc_reason"]
 

@@ -46,9 +46,11 @@ from .auc import (
     replicate_rocglm_auc,
     replicate_variance,
 )
+from .estimate_notes import auc_reason
 from .fit_test import rocglm_fit_pvalue
 from .grid import check_counts, consistent_counts
 from .monotone import monotone_auc
+from .rule_levels import AGREEMENT_SHARE, AGREEMENT_Z, FIT_LEVEL, RESOLUTION_SHARE, SHAPE_FIT_LEVEL
 from .resolved import concordance_auc, fine_base, logistic_concordance, tilt_concordance
 from .shape import shape_auc, shape_concordance
 from .sums import within_offsets
@@ -77,24 +79,6 @@ DEFAULT_TAIL_SIGMAS = 2.0
 # the binned empirical AUC is not used. With sums the bound itself (0 SDs): the ROC-GLM and the binned AUC share
 # the counts' noise, and on bimodal scores at n = 1 000 or prevalence 0.02 fits outside it were off by 0.07-0.1.
 PLAUSIBLE_SDS = 3.0
-# The ROC-GLM is not used where the chi-square of its residuals at the ROC points rejects it at this level. At 0.01
-# it handed 41 % of the secagg replications of the skewed design at n = 10 000 to the noisier resolved AUC (MAE
-# 0.0016 against the ROC-GLM's 0.0013); at 1e-4 bimodal and piecewise-uniform scores at n = 10 000 stay rejected.
-FIT_LEVEL = 1e-4
-# Where the shape AUC is the fallback (the quantile grid's first stage is known) the test is stricter: the shape AUC
-# is as precise as the counts, so rejecting a fit costs little, and on bimodal scores at prevalence 0.02 the ROC-GLMs
-# that passed at 1e-4 had p = 1e-4 to 0.01 in 22 of 31 replications and erred by -0.05 (the shape AUC there: -0.018).
-SHAPE_FIT_LEVEL = 0.01
-# With score sums the test must be possible (MIN_COUNT patients of each class on either side of three edges): on
-# bimodal scores at n = 1 000 untestable fits were off by -0.09 and covered 0.5.
-# With score sums: the ROC-GLM is used where |ROC-GLM - resolved| <= AGREEMENT_SHARE x the resolved AUC's shift of
-# the within-bin pairs + AGREEMENT_Z SD(difference).
-AGREEMENT_SHARE = 0.25
-AGREEMENT_Z = 2.58
-# The resolved AUC's interval is widened by this share of the shift it gives the within-bin pairs, so it holds the
-# binned AUC. Without noise the logistic model on the first stage's shape erred by up to a tenth of that shift, but
-# on bimodal scores at AUC 0.6 (4 bins) by a third, and with the noise by 0.8 of it (coverage 0.74 at 0.25).
-RESOLUTION_SHARE = 1.0
 
 
 class AucEstimates(NamedTuple):
@@ -371,7 +355,6 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
     used = np.where(use_glm, "rocglm", np.where(use_curve, "shape" if shaped else "monotone",
                                                 np.where(use_res, "resolved", "empirical")))
     used = used.astype(object)
-    from .estimate_notes import auc_reason  # it reads this module's constants
 
     reason = np.array([auc_reason(estimator, with_sums, used[i], points[i], auc_glm[i], pvalue[i], diff[i], diff_sd[i],
                                   resolution[i], widening[i], bound[i], auc_emp[i], curve_diff[i], curve_sd[i], shaped,

@@ -98,7 +98,7 @@ def concordance_auc(h0, h1, concordance) -> np.ndarray | float:
     return float(value) if np.ndim(value) == 0 else value
 # Sub-points per bin at which a first-stage histogram's shape is evaluated (midpoints of equal steps in the offset).
 SUBPOINTS = 128
-_STEPS = (np.arange(SUBPOINTS) + 0.5) / SUBPOINTS
+SUBPOINT_POSITIONS = (np.arange(SUBPOINTS) + 0.5) / SUBPOINTS
 _NEWTON = 40
 
 
@@ -120,7 +120,7 @@ def fine_base(edges, fine_edges, fine_counts) -> tuple[np.ndarray, np.ndarray]:
     else the score -- and the fine histogram's density there (..., B, SUBPOINTS), piecewise constant.
     """
     e, fe, g = _fine_grid(edges, fine_edges, fine_counts)
-    points = e[:-1, None] + np.diff(e)[:, None] * _STEPS
+    points = e[:-1, None] + np.diff(e)[:, None] * SUBPOINT_POSITIONS
     j = np.clip(np.searchsorted(fe, points, side="right") - 1, 0, fe.size - 2)
     dens = g / np.diff(fe)
     base = dens[..., j] + 1e-9 * (dens.max(-1)[..., None, None] + 1e-300)
@@ -163,9 +163,9 @@ def logistic_classes(z, base, share, du) -> tuple[np.ndarray, np.ndarray]:
         q = wp * (1 - p)
         qz = q * zr
         s = wp.sum(-1)
-        m1, m0 = (wp * _STEPS).sum(-1) / s, (wq * _STEPS).sum(-1) / (1 - s)
+        m1, m0 = (wp * SUBPOINT_POSITIONS).sum(-1) / s, (wq * SUBPOINT_POSITIONS).sum(-1) / (1 - s)
         sa, sb = q.sum(-1), qz.sum(-1)
-        qt, qzt = (q * _STEPS).sum(-1), (qz * _STEPS).sum(-1)
+        qt, qzt = (q * SUBPOINT_POSITIONS).sum(-1), (qz * SUBPOINT_POSITIONS).sum(-1)
         da_ = (qt - m1 * sa) / s + (qt - m0 * sa) / (1 - s)
         db_ = (qzt - m1 * sb) / s + (qzt - m0 * sb) / (1 - s)
         r1, r2 = sr - s, du[rows] - (m1 - m0)

@@ -34,7 +34,7 @@ from scipy.special import expit
 from .auc import check_sigma
 from .calibration import MAX_SLOPE, Recalibration
 from .grid import consistent_counts
-from .resolved import _STEPS, fine_base, logistic_classes, shape_offsets
+from .resolved import SUBPOINT_POSITIONS, fine_base, logistic_classes, shape_offsets
 from .sums import within_offsets
 
 __all__ = ["BINNING_INCLUDED", "logit_sum_range", "reconstructed_recalibration", "recalibration_with_sums",
@@ -101,7 +101,7 @@ def logit_sum_range(z, mass, counts, offsets):
     c, u = np.asarray(counts, dtype=np.float64), np.asarray(offsets, dtype=np.float64)
     # The four programmes (largest and smallest sum of each class) as the rows of one batch.
     four = _largest_sum(np.concatenate([z, -z, z, -z]), np.concatenate([mass] * 4),
-                        np.broadcast_to(_STEPS, (4 * z.shape[0], z.shape[1])), np.repeat(c[::-1], 2, axis=0).ravel(),
+                        np.broadcast_to(SUBPOINT_POSITIONS, (4 * z.shape[0], z.shape[1])), np.repeat(c[::-1], 2, axis=0).ravel(),
                         np.repeat(u[::-1], 2, axis=0).ravel())
     hi1, lo1, hi0, lo0 = four.reshape(4, -1) * np.array([1.0, -1.0, 1.0, -1.0])[:, None]
     lo, hi = np.maximum(lo1, total - hi0), np.minimum(hi1, total - lo0)
@@ -161,7 +161,7 @@ def _tilted(base, mean):
     offset is ``mean`` (..., B) (Newton steps kept inside the bracket the signs so far leave, else its midpoint; the end
     of the bracket where the mean lies beyond it), normalised: the finer histogram's shape made to agree with the
     bin's released mean."""
-    t = _STEPS - 0.5
+    t = SUBPOINT_POSITIONS - 0.5
     shape = np.broadcast_shapes(base.shape[:-1], np.shape(mean))
     b = np.broadcast_to(base, shape + base.shape[-1:]).reshape(-1, base.shape[-1])
     target = np.broadcast_to(mean, shape).reshape(-1)
@@ -170,8 +170,8 @@ def _tilted(base, mean):
         """Mean offset and its derivative in ``lam`` (the offsets' variance) of the tilted shapes of ``rows``."""
         w = b[rows] * np.exp(lam[:, None] * t)
         w /= w.sum(-1, keepdims=True)
-        mu = (w * _STEPS).sum(-1)
-        return mu, (w * (_STEPS - mu[:, None]) ** 2).sum(-1)
+        mu = (w * SUBPOINT_POSITIONS).sum(-1)
+        return mu, (w * (SUBPOINT_POSITIONS - mu[:, None]) ** 2).sum(-1)
 
     every = np.arange(target.size)
     lo, hi = np.full(target.size, -_TILT), np.full(target.size, _TILT)

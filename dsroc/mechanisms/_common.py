@@ -7,30 +7,9 @@ import math
 import numpy as np
 
 from .._checks import check_rng
+from ..privacy.request import check_delta, check_epsilon
 
 __all__ = ["check_epsilon", "check_delta", "check_rng", "check_fraction", "check_count"]
-
-
-def check_epsilon(epsilon, *, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float, or raise ``ValueError`` unless it is finite and > 0."""
-    try:
-        value = float(epsilon)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number > 0, got {epsilon!r}") from None
-    if not (math.isfinite(value) and value > 0.0):
-        raise ValueError(f"{name} must be finite and > 0, got {epsilon!r}")
-    return value
-
-
-def check_delta(delta, *, name: str = "delta") -> float:
-    """Return ``delta`` as a float, or raise ``ValueError`` unless it lies in [0, 1)."""
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in [0, 1), got {delta!r}") from None
-    if not (math.isfinite(value) and 0.0 <= value < 1.0):
-        raise ValueError(f"{name} must lie in [0, 1), got {delta!r}")
-    return value
 
 
 def check_fraction(value, *, name: str) -> float:

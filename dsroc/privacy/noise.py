@@ -9,6 +9,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import logsumexp
 
+from .request import check_privacy_request
+
 __all__ = [
     "discrete_gaussian_delta",
     "discrete_gaussian_sigma",
@@ -85,10 +87,10 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: int = 
     """
     from .accounting import DiscreteGaussian, discretization_for  # the accountant imports this module
 
-    epsilon, delta = _check_target(epsilon, delta)
+    epsilon, delta = check_privacy_request(epsilon, delta, zero_delta=False)
     sensitivity = _check_sensitivity(sensitivity)
     interval = discretization_for(epsilon) if interval is None else float(interval)
-    return _calibrate(lambda sigma: [DiscreteGaussian(sigma=sigma, sensitivity=sensitivity)], epsilon, delta,
+    return calibrate_scale(lambda sigma: [DiscreteGaussian(sigma=sigma, sensitivity=sensitivity)], epsilon, delta,
                       _exact_sigma(epsilon, delta, sensitivity), interval)
 
 
@@ -101,7 +103,7 @@ def joint_discrete_gaussian_sigma(epsilon: float, delta: float, parts, *, interv
     ledger charges it); in noise units the patient's l2 shift is ``sqrt(sum 1 / ratio_i^2) / t``. One part
     ``(1, 1)`` gives :func:`discrete_gaussian_sigma`.
     """
-    epsilon, delta = _check_target(epsilon, delta)
+    epsilon, delta = check_privacy_request(epsilon, delta, zero_delta=False)
     parts = [(_check_sensitivity(k), float(r)) for k, r in parts]
     if not parts or any(not (math.isfinite(r) and r > 0.0) for _, r in parts):
         raise ValueError(f"parts must be a non-empty list of (sensitivity, ratio > 0), got {parts!r}")
@@ -132,7 +134,7 @@ def _joint_sigma(epsilon: float, delta: float, parts: tuple, interval: float | N
             b += 1e-6
         return math.exp(b)
     except (ValueError, ArithmeticError, TypeError, IndexError, MemoryError):  # outside the accountant: bracketing
-        return _calibrate(lambda t: [DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts], epsilon,
+        return calibrate_scale(lambda t: [DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts], epsilon,
                           delta, math.exp(a), interval)
 
 
@@ -153,16 +155,7 @@ def _secant(f, a: float, *, tol: float = 1e-7, steps: int = 30) -> float:
     raise ArithmeticError("the secant steps did not converge")
 
 
-def _check_target(epsilon, delta) -> tuple[float, float]:
-    epsilon, delta = float(epsilon), float(delta)
-    if not (math.isfinite(epsilon) and epsilon > 0.0):
-        raise ValueError(f"epsilon must be a finite positive number, got {epsilon}")
-    if not (math.isfinite(delta) and 0.0 < delta < 1.0):
-        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta}")
-    return epsilon, delta
-
-
-def _calibrate(events, epsilon: float, delta: float, start: float, interval: float) -> float:
+def calibrate_scale(events, epsilon: float, delta: float, start: float, interval: float) -> float:
     """Smallest sigma with ``Accountant(events(sigma))`` (epsilon, delta)-DP (delta decreases with sigma)."""
     from .accounting import Accountant
 

@@ -86,7 +86,7 @@ def _counts(pv: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return np.searchsorted(pv if is_sorted(pv) else np.sort(pv), grid, side="right").astype(np.int64)
 
 
-def _degenerate(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+def degenerate_counts(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Rows whose counts separate the indicator data, so that the probit has no finite MLE.
 
     With thresholds in increasing order, the successes lie at the thresholds with ``k_j > 0`` and the
@@ -123,7 +123,7 @@ def _matrix(info3: np.ndarray) -> np.ndarray:
     return np.array([[info3[0], info3[1]], [info3[1], info3[2]]])
 
 
-def _as_theta(theta) -> np.ndarray:
+def as_theta(theta) -> np.ndarray:
     t = np.asarray(theta, dtype=np.float64)
     if t.shape != (2,) or not np.isfinite(t).all():
         raise ValueError(f"theta must be two finite numbers (gamma1, gamma2), got {theta!r}")
@@ -185,7 +185,7 @@ class RocGlmParts:
         return self._one
 
     def _terms(self, theta) -> ProbitTerms:
-        return self.probit(_as_theta(theta)[None, :])
+        return self.probit(as_theta(theta)[None, :])
 
     def loglike(self, theta) -> float:
         """Log-likelihood (without the binomial coefficients) at theta."""
@@ -214,9 +214,9 @@ class RocGlmParts:
 
     @property
     def is_degenerate(self) -> bool:
-        """True when the counts are (quasi-completely) separated: no finite estimate (see ``_degenerate``)."""
+        """True when the counts are (quasi-completely) separated: no finite estimate (see ``degenerate_counts``)."""
         if self._is_degenerate is None:
-            self._is_degenerate = bool(_degenerate(self.counts, self.n_trials))
+            self._is_degenerate = bool(degenerate_counts(self.counts, self.n_trials))
         return self._is_degenerate
 
 
@@ -241,7 +241,7 @@ def rocglm_intercept_for_auc(auc, gamma2: float):
 
 def rocglm_curve(params, t) -> np.ndarray:
     """Binormal ROC curve ``Phi(gamma1 + gamma2 Phi^-1(t))`` at false positive rates ``t`` in [0, 1]."""
-    g1, g2 = _as_theta(params)
+    g1, g2 = as_theta(params)
     t = np.asarray(t, dtype=np.float64)
     if np.any((t < 0) | (t > 1)) or not np.isfinite(t).all():
         raise ValueError("t must lie in [0, 1]")

@@ -12,7 +12,7 @@ from scipy.special import ndtri
 
 from .probit import ProbitCounts, ProbitTerms, empirical_probit_start
 from .probit_fit import OneFit, iterate_to_mle, newton_one
-from .rocglm import PartsAtTheta, RocGlmParts, _as_theta, _degenerate, rocglm_auc, rocglm_curve, rocglm_grid
+from .rocglm import PartsAtTheta, RocGlmParts, as_theta, degenerate_counts, rocglm_auc, rocglm_curve, rocglm_grid
 
 __all__ = ["RocGlmResult", "RocGlmBatchResult", "fit_rocglm", "fit_rocglm_batch"]
 
@@ -112,7 +112,7 @@ def _check_local_degenerate(parts) -> None:
         raise ValueError("all parts must use the same threshold grid")
     k = sum(p.counts for p in seq)
     n = sum(p.n_trials for p in seq)
-    if _degenerate(k, n):
+    if degenerate_counts(k, n):
         if np.all(k == 0):
             cause = "every count k_j is 0 (no positive has a placement value at or below any threshold)"
         elif np.all(k == n):
@@ -184,7 +184,7 @@ def fit_rocglm(parts, *, start=None, tol: float = 1e-8, xtol: float = 1e-10, max
     if start is None:
         theta0 = parts.one.start if isinstance(parts, RocGlmParts) and xtol > 0 else DEFAULT_START
     else:
-        theta0 = tuple(_as_theta(start).tolist())
+        theta0 = tuple(as_theta(start).tolist())
     if isinstance(parts, RocGlmParts):
         x = parts.x
         if xtol > 0:
@@ -283,7 +283,7 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
         raise ValueError(f"n_trials must have shape ({k.shape[0]},), got {n.shape}")
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n[:, None]):
         raise ValueError("counts must lie between 0 and n_trials, and n_trials must be >= 1")
-    degenerate = _degenerate(k, n)
+    degenerate = degenerate_counts(k, n)
     fit = ~degenerate
     B = k.shape[0]
     params = np.full((B, 2), np.nan)
@@ -298,7 +298,7 @@ def fit_rocglm_batch(counts, n_trials, grid=None, *, start=None, tol: float = 1e
         kb, nb, xb = k[block], n[block], x if x.ndim == 1 else x[block]
         model = ProbitCounts(xb, kb, nb)
         if start is not None:
-            theta0 = np.tile(_as_theta(start), (block.size, 1))
+            theta0 = np.tile(as_theta(start), (block.size, 1))
         elif newton and xtol > 0:
             theta0 = empirical_probit_start(xb, kb, nb)
         else:

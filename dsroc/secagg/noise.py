@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from ..privacy.request import check_privacy_request
+
 __all__ = ["honest_shares", "share_sigma", "shares_meet"]
 
 
@@ -45,9 +47,9 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
     """
     from dsroc.privacy.accounting import discretization_for
     from dsroc.privacy.gaussian import analytic_gaussian_sigma
-    from dsroc.privacy.noise import _calibrate, _check_target
+    from dsroc.privacy.noise import calibrate_scale
 
-    epsilon, delta = _check_target(epsilon, delta)
+    epsilon, delta = check_privacy_request(epsilon, delta, zero_delta=False)
     honest = honest_shares(honest, 0)
     interval = discretization_for(epsilon) if interval is None else float(interval)
     parts = _check_parts(parts)
@@ -61,7 +63,7 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
     # starts the search next to the answer
     start = analytic_gaussian_sigma(epsilon, delta, 1.0) * math.sqrt(sum(r**-2 for _, r in parts) / honest)
     try:
-        return _calibrate(lambda s: _events(s, honest, parts), epsilon, delta, start, interval)
+        return calibrate_scale(lambda s: _events(s, honest, parts), epsilon, delta, start, interval)
     except IndexError:  # dp-accounting cannot compose the loss distributions of near-noiseless parts
         raise ValueError(f"epsilon {epsilon} is too large: the accountant cannot calibrate shares that small for a "
                          f"release of {len(parts)} parts (ask for a smaller epsilon)") from None
@@ -73,9 +75,8 @@ def shares_meet(sigma: float, epsilon: float, delta: float, honest: int, *, inte
     (epsilon, delta)-DP by the accountant: one evaluation, where :func:`share_sigma` searches (a site checks the
     share the analyst proposes instead of calibrating its own)."""
     from dsroc.privacy.accounting import Accountant, discretization_for
-    from dsroc.privacy.noise import _check_target
 
-    epsilon, delta = _check_target(epsilon, delta)
+    epsilon, delta = check_privacy_request(epsilon, delta, zero_delta=False)
     sigma = float(sigma)
     if not (math.isfinite(sigma) and sigma > 0.0):
         raise ValueError(f"a share's sigma must be a finite positive number, got {sigma!r}")

@@ -21,7 +21,8 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
+from dsroc.histogram.grid import histogram_edges, recommended_n_bins
+from dsroc.histogram.release import draw_release
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, histogram_auc_estimates
 from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_sd, discrete_laplace_variance
 from dsroc.privacy.noise import discrete_gaussian_noise, discrete_gaussian_variance
@@ -31,7 +32,7 @@ from ..common.dgp import N_SITES, Batch, generate_batch
 from ..common.records import failure_codes, replication_columns, setting_frame, tau_of
 from ..common.truth import pooled_truth
 
-__all__ = ["NOISE", "NOISE_DRAWS", "site_counts", "release_histograms", "summed_sigma", "histogram_frame", "run_histogram_chunk"]
+__all__ = ["NOISE", "NOISE_DRAWS", "release_histograms", "summed_sigma", "histogram_frame", "run_histogram_chunk"]
 
 NOISE_DRAWS = 40  # bootstrap draws for the ROC-GLM's noise variance per replication (the analyst uses 100)
 # Each protocol's integer noise: a sampler (scale, shape, rng) and the variance of one draw. The histogram protocol's
@@ -40,26 +41,21 @@ NOISE = {"laplace": (discrete_laplace_noise, discrete_laplace_variance),
          "gaussian": (discrete_gaussian_noise, discrete_gaussian_variance)}
 
 
-def site_counts(batch: Batch, edges) -> np.ndarray:
-    """Exact counts per (replication, site, class, bin), shape (R, 5, 2, B)."""
-    m = np.asarray(edges).size - 1
-    cell = ((batch.groups * N_SITES + batch.sites) * 2 + batch.labels) * m + bin_index(batch.scores, edges)
-    return np.bincount(cell, minlength=batch.size * N_SITES * 2 * m).reshape(batch.size, N_SITES, 2, m)
-
-
-def release_histograms(counts: np.ndarray, reps, sigma: float, seed: int, salt: int, noise: str = "laplace"
+def release_histograms(batch: Batch, edges, sigma: float, seed: int, salt: int, noise: str = "laplace"
                        ) -> np.ndarray:
-    """Every site's noisy release, summed over sites: shape (R, 2, B) (float), with ``noise`` (:data:`NOISE`) of
-    parameter ``sigma`` per cell. ``sigma = 0``: exact counts."""
+    """Every site's noisy release (the sites' own draw, :func:`dsroc.histogram.release.draw_release`), summed over
+    sites: shape (R, 2, B) (float), with ``noise`` (:data:`NOISE`) of parameter ``sigma`` per cell, each site of
+    each replication from its own stream. ``sigma = 0``: exact counts."""
     draw = NOISE[noise][0]
-    total = counts.sum(axis=1).astype(np.float64)
-    if sigma == 0.0:
-        return total
-    shape = counts.shape[2:]
-    for i, rep in enumerate(np.asarray(reps).tolist()):
-        for k in range(counts.shape[1]):
-            total[i] += draw(sigma, shape, np.random.default_rng([seed, rep, 1 + k, salt]))
-    return total
+    streams = [(rep, k) for rep in np.asarray(batch.reps).tolist() for k in range(N_SITES)]
+
+    def site_noise(scale, shape):
+        return np.stack([draw(scale, shape[1:], np.random.default_rng([seed, rep, 1 + k, salt])) for rep, k in streams])
+
+    release = draw_release(batch.scores, batch.labels, edges, noise=site_noise, rng=np.random.default_rng(seed),
+                           sigma=sigma, groups=batch.groups * N_SITES + batch.sites, n_groups=batch.size * N_SITES)
+    m = np.asarray(edges).size - 1
+    return release.counts.reshape(batch.size, N_SITES, 2, m).sum(axis=1).astype(np.float64)
 
 
 def summed_sigma(site_sigma: float, sites: int = N_SITES, noise: str = "laplace") -> float:
@@ -94,7 +90,7 @@ def histogram_frame(batch: Batch, seed: int, settings, *, n_bins: int | None = N
         site_sd = discrete_laplace_sd(site_sigma) if noise == "laplace" else site_sigma
         bins = n_bins if n_bins is not None else (20 if site_sigma == 0.0 else recommended_n_bins(site_sd))
         edges = histogram_edges(bins)
-        released = release_histograms(site_counts(batch, edges), batch.reps, site_sigma, seed, _salt(setting.name),
+        released = release_histograms(batch, edges, site_sigma, seed, _salt(setting.name),
                                       noise)
         est = histogram_auc_estimates(released[:, 0], released[:, 1], sigma=summed_sigma(site_sigma, noise=noise),
                                       estimator=estimator, noise_draws=noise_draws,

@@ -15,9 +15,10 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit, logit
 
-from dsroc import bin_scores, delong_variance, empirical_auc
+from dsroc import delong_variance, empirical_auc
 from dsroc.histogram.estimates import histogram_auc_estimates
 from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
+from dsroc.histogram.release import draw_release
 from dsroc.histogram.stages import (STAGE2_BINS, first_stage_grid, laplace_release_scales, laplace_two_stage_plan,
                                    policy_candidates, second_stage_grid)
 from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
@@ -39,19 +40,28 @@ def _binormal(rng, n, auc, prevalence):
     return expit(latent - 1.0), y
 
 
-def _release(rng, h, scale):
-    return h + discrete_laplace_noise(scale, h.shape, rng) if scale > 0 else h.astype(np.float64)
+def _site_releases(scores, y, site, sites: int, edges, scale: float, noise, *, parts=None, n_parts: int = 1):
+    """Every site's noisy counts ``(sites, 2, cells)`` (float): the sites' own draw
+    (:func:`dsroc.histogram.release.draw_release`) of discrete Laplace noise of ``scale`` from ``noise``."""
+    release = draw_release(scores, np.asarray(y, dtype=np.int64), edges, noise=noise, rng=None, sigma=scale,
+                           parts=parts, n_parts=n_parts, groups=site, n_groups=sites)
+    return release.counts.astype(np.float64)
+
+
+def _at_once(rng):
+    """Noise for every site in one draw from ``rng``."""
+    return lambda scale, shape: discrete_laplace_noise(scale, shape, rng)
+
+
+def _site_by_site(rng):
+    """Noise drawn site after site from ``rng``, as each site would draw its own."""
+    return lambda scale, shape: np.stack([discrete_laplace_noise(scale, shape[1:], rng) for _ in range(shape[0])])
 
 
 def _noise(epsilon: float, score_sums: bool = False) -> tuple[float, float]:
     """A site's discrete Laplace scale of a count in one release at ``epsilon`` and that noise's variance."""
     scale = laplace_release_scales(epsilon, score_sums=score_sums)[0]
     return scale, discrete_laplace_variance(scale)
-
-
-def _counts(scores, y, edges):
-    """The site's exact per-class counts, as it bins them (:func:`dsroc.bin_scores`); ``y`` boolean."""
-    return bin_scores(scores, y.astype(np.int8), edges)
 
 
 def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: float = 1.0, tau2: float = 0.04,
@@ -69,8 +79,9 @@ def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: f
     covered, mean_covered, tau2_hat = [], [], []
     for _ in range(reps):
         site_aucs = expit(rng.normal(logit(mean_auc), np.sqrt(tau2), sites + 1))
-        h = np.array([_counts(*_binormal(rng, n, a, 0.3), edges) for a in site_aucs[:sites]], dtype=np.float64)
-        released = _release(rng, h, sigma)
+        data = [_binormal(rng, n, a, 0.3) for a in site_aucs[:sites]]
+        released = _site_releases(np.concatenate([d[0] for d in data]), np.concatenate([d[1] for d in data]),
+                                  np.repeat(np.arange(sites), n), sites, edges, sigma, _at_once(rng))
         est = histogram_auc_estimates(released[:, 0], released[:, 1], sigma=sd, noise_draws=40,
                                       seeds=rng.integers(2**31, size=sites).tolist())
         y, v = logit_auc(np.clip(est.auc, 1e-6, 1 - 1e-6), est.variance)
@@ -96,10 +107,7 @@ def _validation_grid(rng, scores, y, site, sites, epsilon):
     stages = laplace_two_stage_plan(epsilon, DELTA)
     fine = first_stage_grid([POLICY_BINS], *POLICY_LOGIT_RANGE)
     bins = fine.size - 1
-    cell = np.asarray(y, dtype=np.int64) * bins + bin_index(scores, fine)
-    scale1 = _noise(stages.epsilon1)[0]
-    h = sum(_release(rng, np.bincount(cell[site == k], minlength=2 * bins).astype(np.float64), scale1)
-            for k in range(sites)).reshape(2, bins)
+    h = _site_releases(scores, y, site, sites, fine, _noise(stages.epsilon1)[0], _site_by_site(rng)).sum(axis=0)
     interior = second_stage_grid(h[0], h[1], fine, stages.sigma2 * np.sqrt(sites), most=STAGE2_BINS[-1][1],
                                  candidates=policy_candidates([POLICY_BINS], fine, "logit", lo=POLICY_LOGIT_RANGE[0],
                                                               hi=POLICY_LOGIT_RANGE[1]),
@@ -130,9 +138,8 @@ def subgroups(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon: floa
         site = rng.integers(sites, size=s.size)
         edges = _validation_grid(rng, s, y, site, sites, epsilon) if grid == "validation" else histogram_edges(12)
         m = edges.size - 1
-        cell = bin_index(s, edges) * 2 + stratum
-        released = sum(_release(rng, np.bincount(y[site == k] * 2 * m + cell[site == k], minlength=4 * m)
-                                .astype(np.float64), sigma) for k in range(sites)).reshape(2, m, 2)
+        released = _site_releases(s, y, site, sites, edges, sigma, _site_by_site(rng), parts=stratum,
+                                  n_parts=2).sum(axis=0).reshape(2, m, 2)
         a = subgroup_analysis(released[0], released[1], edges, sigma=sd_sum)
         d = next(d for d in a.differences if d.statistic == "AUC")
         truth = [empirical_auc(s[stratum == k], y[stratum == k]) for k in (0, 1)]
@@ -168,8 +175,7 @@ def decision_curves(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsilon
     for _ in range(reps):
         risk, y = draw(n)
         site = rng.integers(sites, size=n)
-        released = sum(_release(rng, np.array(_counts(risk[site == k], y[site == k], DECISION_EDGES), float), sigma)
-                       for k in range(sites))
+        released = _site_releases(risk, y, site, sites, DECISION_EDGES, sigma, _site_by_site(rng)).sum(axis=0)
         dc = decision_curve(released[0], released[1], DECISION_EDGES, noise_variance=var_cell)
         truth = net_benefit(risk, y)
         err.append(dc.net_benefit[at] - truth)
@@ -208,12 +214,8 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
         site = rng.integers(sites, size=n)
         edges = _validation_grid(rng, sa, y, site, sites, epsilon) if grid == "validation" else histogram_edges(10)
         m = edges.size - 1
-        ia, ib = bin_index(sa, edges), bin_index(sb, edges)
-        joint = np.zeros((2, m, m))
-        for k in range(sites):
-            cell = np.zeros((2, m, m))
-            np.add.at(cell, (y[site == k].astype(int), ia[site == k], ib[site == k]), 1)
-            joint += _release(rng, cell, sigma)
+        joint = _site_releases(sa, y, site, sites, edges, sigma, _site_by_site(rng), parts=bin_index(sb, edges),
+                               n_parts=m).sum(axis=0).reshape(2, m, m)
         res = paired_auc_difference(joint[0], joint[1], noise_variance=var_cell)
         yi = y.astype(int)
         truth = empirical_auc(sa, yi) - empirical_auc(sb, yi)

@@ -48,8 +48,8 @@ import statsmodels.api as sm
 
 from analyst.protocols.histogram_release import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
-from dsroc.histogram import bin_index
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
+from dsroc.histogram.release import draw_release
 from dsroc.histogram.stages import (SUMS_RATIO, SUMS_RESOLUTION, first_stage_grid, laplace_count_sd,
                                    laplace_release_scales, laplace_two_stage_plan, policy_candidates, release_parts,
                                    second_stage_grid, two_stage_plan)
@@ -200,22 +200,12 @@ def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares:
 
 def _summed_release(p, y, site, k: int, edges, sigma: float, sums_sigma: float, rng, score_sums: bool,
                     noise: str = "laplace"):
-    """One replication's release on ``edges`` by each of ``k`` sites (as ``site_node.histograms.draw_histogram``:
-    counts plus ``noise``, then the offsets' random rounding and the sums' noise), summed over the sites."""
+    """One replication's release on ``edges`` by each of ``k`` sites, the sites' own draw
+    (:func:`dsroc.histogram.release.draw_release`) with ``noise`` from ``rng``, summed over the sites."""
     draw = NOISE[noise][0]
-    m = edges.size - 1
-    p = np.clip(p, edges[0], edges[-1])
-    bins = bin_index(p, edges)
-    cell_id = (site * 2 + y) * m + bins
-    counts = np.bincount(cell_id, minlength=k * 2 * m).reshape(k, 2, m) + draw(sigma, (k, 2, m), rng)
-    if not score_sums:
-        return counts.sum(axis=0), None
-    offsets = np.clip((p - edges[bins]) / np.diff(edges)[bins], 0.0, 1.0) * SUMS_RESOLUTION
-    low = np.floor(offsets)
-    rounded = low + (rng.random(p.size) < offsets - low)
-    sums = np.bincount(cell_id, weights=rounded, minlength=k * 2 * m).reshape(k, 2, m)
-    sums = sums + draw(sums_sigma, (k, 2, m), rng)
-    return counts.sum(axis=0), sums.sum(axis=0) / SUMS_RESOLUTION
+    release = draw_release(p, y, edges, noise=lambda scale, shape: draw(scale, shape, rng), rng=rng, sigma=sigma,
+                           score_sums=score_sums, sums_sigma=sums_sigma, groups=site, n_groups=k)
+    return release.total()
 
 
 def _sds(k: int, sigma: float, sums_sigma: float, noise: str = "laplace") -> tuple[float, float]:
@@ -261,17 +251,22 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     plan = quantile_plan(cell.epsilon, cell.delta, score_sums, shares=k if protocol == "secagg" else 0, sites=k)
     fine = plan.fine_edges.size - 1
     site = np.arange(n) % k
-    first = np.bincount((b.groups * 2 + b.labels) * fine + bin_index(b.scores, plan.fine_edges),
-                        minlength=b.size * 2 * fine)
-    first = first.reshape(b.size, 2, fine).astype(np.float64)
     salt = _salt(f"{cell.name}/{protocol}")
+    rngs = [np.random.default_rng([seed, salt, rep]) for rep in b.reps.tolist()]
+    draw = NOISE[plan.noise][0]
+
+    def first_noise(scale, shape):  # each replication's sites from that replication's stream
+        return np.concatenate([draw(scale, (k, *shape[1:]), rng) for rng in rngs])
+
+    first = draw_release(b.scores, b.labels, plan.fine_edges, noise=first_noise, rng=rngs[0], sigma=plan.sigma1,
+                         groups=b.groups * k + np.arange(b.scores.size) % n % k, n_groups=b.size * k)
+    first = first.counts.reshape(b.size, k, 2, fine).sum(axis=1).astype(np.float64)
     candidates = policy_candidates([POLICY_BINS], plan.fine_edges, "logit", lo=POLICY_LOGIT_RANGE[0],
                                    hi=POLICY_LOGIT_RANGE[1])  # the edges the default policy allows
     first_sd = _sds(k, plan.sigma1, 0.0, plan.noise)[0]  # of a first-stage count of one class, summed
     grids, counts, sums, totals = [], [], [], []
-    for i, rep in enumerate(b.reps.tolist()):
-        rng = np.random.default_rng([seed, salt, rep])
-        classes = first[i] + NOISE[plan.noise][0](plan.sigma1, (k, 2, fine), rng).sum(axis=0)
+    for i, rng in enumerate(rngs):
+        classes = first[i]
         totals.append(classes.sum(axis=0))
         # as analyst.protocols.histogram_release.quantile_grid and analyst.protocols.secagg
         interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS),

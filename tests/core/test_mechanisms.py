@@ -205,14 +205,14 @@ def test_adaptive_split_decomposes_the_rank_sum():
 
 
 _BAD_DATA = [
-    ({"epsilon": 0.0}, "epsilon must be finite and > 0"),
-    ({"epsilon": -1.0}, "epsilon must be finite and > 0"),
+    ({"epsilon": 0.0}, "epsilon must be a positive finite number"),
+    ({"epsilon": -1.0}, "epsilon must be a positive finite number"),
     ({"labels": [1, 1, 1, 1]}, "negatives"),
     ({"labels": [0, 0, 0, 0]}, "positives"),
     ({"labels": [0, 1, 2, 1]}, "labels must contain only 0 and 1"),
     ({"scores": [0.1, np.nan, 0.3, 0.4]}, "scores contains 1 non-finite"),
 ]
-_BAD_DELTA = [({"delta": 1.0}, "delta must lie in \\[0, 1\\)"), ({"delta": -0.1}, "delta must lie in \\[0, 1\\)")]
+_BAD_DELTA = [({"delta": 1.0}, "delta must be a number in \\[0, 1\\)"), ({"delta": -0.1}, "delta must be a number in \\[0, 1\\)")]
 _CALLS = {
     "dp_auc": lambda a, rng: M.dp_auc(a["scores"], a["labels"], epsilon=a["epsilon"], delta=a["delta"], rng=rng),
     "dp_ap": lambda a, rng: M.dp_average_precision(a["scores"], a["labels"], epsilon=a["epsilon"], delta=a["delta"], rng=rng),
