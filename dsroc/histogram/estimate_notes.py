@@ -2,21 +2,58 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .rule_levels import AGREEMENT_SHARE, AGREEMENT_Z, FIT_LEVEL, RESOLUTION_SHARE, SHAPE_FIT_LEVEL
 
-__all__ = ["auc_reason"]
+__all__ = ["RuleTrace", "auc_reason"]
 
 
-def auc_reason(asked, with_sums, used, points, auc_glm, pvalue, diff, diff_sd, resolution, widening, bound, auc_emp,
-               curve_diff, curve_sd, shaped, glm_shape=float("nan"), glm_shape_sd=float("nan"),
-               shape_rejects=False, outvoted=False) -> str:
-    """Why a row's reported AUC is the one it is (the first AUC note of a validation): the estimator ``used`` for
-    the one ``asked`` for, with the rule's quantities of :func:`dsroc.histogram.estimates.histogram_auc_estimates`
-    (``shaped``: the nonparametric curve is the shape AUC; ``glm_shape``, ``glm_shape_sd``: the ROC-GLM's AUC less
-    the shape AUC and its noise SD; ``shape_rejects``: the ROC-GLM agrees with the resolved AUC but not with the
-    shape AUC; ``outvoted``: the ROC-GLM and the shape AUC agree with each other but not with the resolved AUC)."""
+@dataclass(frozen=True)
+class RuleTrace:
+    """What the histogram AUC rule saw and chose for one row: the quantities its note names.
+
+    ``asked``/``used``: the estimator asked for and the one reported; ``with_sums``: the score sums were released;
+    ``shaped``: the nonparametric curve is the shape AUC; ``points``: the ROC-GLM's usable edges; ``auc_glm``,
+    ``pvalue``: its AUC and fit test; ``diff``, ``diff_sd``: the ROC-GLM less the resolved AUC and that
+    difference's noise SD; ``resolution``, ``widening``, ``bound``: the resolved AUC's shift, the interval's
+    widening and the binning bound; ``auc_emp``: the binned AUC; ``curve_diff``, ``curve_sd``: the curve less the
+    resolved AUC and its SD; ``glm_shape``, ``glm_shape_sd``: the ROC-GLM less the shape AUC and its SD;
+    ``shape_rejects``: the ROC-GLM agrees with the resolved AUC but not with the shape AUC; ``outvoted``: the
+    ROC-GLM and the shape AUC agree with each other but not with the resolved AUC (fields of
+    :class:`dsroc.histogram.estimates.AucEstimates` where they share a name).
+    """
+
+    asked: str
+    used: str
+    with_sums: bool
+    shaped: bool
+    points: int
+    auc_glm: float
+    pvalue: float
+    diff: float
+    diff_sd: float
+    resolution: float
+    widening: float
+    bound: float
+    auc_emp: float
+    curve_diff: float
+    curve_sd: float
+    glm_shape: float = float("nan")
+    glm_shape_sd: float = float("nan")
+    shape_rejects: bool = False
+    outvoted: bool = False
+
+
+def auc_reason(trace: RuleTrace) -> str:
+    """Why a row's reported AUC is the one it is (the first AUC note of a validation), in words."""
+    t = trace
+    asked, used, with_sums, shaped, points = t.asked, t.used, t.with_sums, t.shaped, t.points
+    auc_glm, pvalue, diff, diff_sd, bound, auc_emp = t.auc_glm, t.pvalue, t.diff, t.diff_sd, t.bound, t.auc_emp
+    resolution, widening, curve_diff, curve_sd = t.resolution, t.widening, t.curve_diff, t.curve_sd
+    glm_shape, glm_shape_sd, shape_rejects, outvoted = t.glm_shape, t.glm_shape_sd, t.shape_rejects, t.outvoted
     agreement = (f"|ROC-GLM - resolved| = {abs(diff):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "
                  f"{resolution / RESOLUTION_SHARE:.4f} + {AGREEMENT_Z} x its noise SD {diff_sd:.4f}")
     with_shape = (f"|ROC-GLM - shape| = {abs(glm_shape):.4f} against {AGREEMENT_SHARE:g} x the resolved AUC's shift "

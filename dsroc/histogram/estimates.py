@@ -46,7 +46,7 @@ from .auc import (
     replicate_rocglm_auc,
     replicate_variance,
 )
-from .estimate_notes import auc_reason
+from .estimate_notes import RuleTrace, auc_reason
 from .fit_test import rocglm_fit_pvalue
 from .grid import check_counts, consistent_counts
 from .monotone import monotone_auc
@@ -356,10 +356,10 @@ def histogram_auc_estimates(h0, h1, *, sigma: float, estimator: str = DEFAULT_ES
                                                 np.where(use_res, "resolved", "empirical")))
     used = used.astype(object)
 
-    reason = np.array([auc_reason(estimator, with_sums, used[i], points[i], auc_glm[i], pvalue[i], diff[i], diff_sd[i],
-                                  resolution[i], widening[i], bound[i], auc_emp[i], curve_diff[i], curve_sd[i], shaped,
-                                  glm_shape[i], glm_shape_sd[i], shape_rejects[i] and agrees[i], outvoted[i])
-                       for i in range(rows)], dtype=object)
+    traces = [RuleTrace(estimator, used[i], with_sums, shaped, points[i], auc_glm[i], pvalue[i], diff[i], diff_sd[i],
+                        resolution[i], widening[i], bound[i], auc_emp[i], curve_diff[i], curve_sd[i], glm_shape[i],
+                        glm_shape_sd[i], bool(shape_rejects[i] and agrees[i]), bool(outvoted[i])) for i in range(rows)]
+    reason = np.array([auc_reason(t) for t in traces], dtype=object)
     return AucEstimates(c0, c1, auc, variance, lower, upper, ci.defined, used, auc_emp, var_emp, sampling, params,
                         auc_glm, var_glm, points, bound, res, var_res, resolution, diff, diff_sd, widening, reason, pvalue,
                         mono, var_mono, shp, var_shp, glm_shape, glm_shape_sd)
