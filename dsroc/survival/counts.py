@@ -7,6 +7,8 @@ edge the representative time is ``2 e_{K-1} - e_{K-2}`` (one more width of the p
 to exceed every finite edge, since horizons are at most the last finite edge. Scores are predicted risks in
 ``[0, 1]`` on the public score edges ``0 = s_0 < ... < s_J = 1`` (bin ``j`` is ``[s_j, s_{j+1})``, the last
 bin closed); a binned score is its bin's midpoint unless the per-cell sums of the risks are given.
+Binning time is not free: the censorings inside a bin count as after all of the bin's events (grouped
+times), which raises the Kaplan-Meier curve a little; a finer time grid shrinks the gap.
 
 Noisy releases are real-valued and may be negative. Every estimator reads the cells through
 :meth:`SurvivalHistogram.clipped_counts` (negative cells set to zero) and the risk sums through
