@@ -1,0 +1,138 @@
+"""Kaplan-Meier survival of the events and of the censoring (reverse KM) at the time grid, with Greenwood variances.
+
+Ties: within a time point events precede censorings. So the event KM at ``t_k`` has all ``n_k`` patients
+still followed at risk (``d_k`` events among them), while the censoring KM ``G`` removes the ``d_k``
+events first: ``n_k - d_k`` at risk of the ``c_k`` censorings (scikit-survival's ``reverse=True``). Counts
+are the clipped cells aggregated over the score bins; a hazard is 0 where nobody is at risk and at most 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from .counts import SurvivalHistogram
+
+__all__ = ["SurvivalCurve", "kaplan_meier", "censoring_survival", "check_level", "check_score_bins"]
+
+
+def check_level(level) -> float:
+    """Validate a confidence level: strictly between 0 and 1."""
+    if isinstance(level, bool) or not np.isscalar(level) or not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level!r}")
+    return float(level)
+
+
+def check_score_bins(hist: SurvivalHistogram, score_bins) -> slice:
+    """The contiguous score bins ``(start, stop)`` (``0 <= start < stop <= J``) as a slice; ``None``: all."""
+    n_bins = hist.shape[2]
+    if score_bins is None:
+        return slice(0, n_bins)
+    try:
+        start, stop = (int(v) for v in score_bins)
+    except (TypeError, ValueError):
+        raise ValueError(f"score_bins must be a pair (start, stop) of bin indices, got {score_bins!r}") from None
+    if not 0 <= start < stop <= n_bins:
+        raise ValueError(f"score_bins must satisfy 0 <= start < stop <= J = {n_bins}, got ({start}, {stop})")
+    return slice(start, stop)
+
+
+@dataclass(frozen=True)
+class SurvivalCurve:
+    """A product-limit curve at the time points ``t_1 < ... < t_K`` (a right-continuous step function).
+
+    ``variance`` is Greenwood's ``S^2 sum d / (n (n - d))`` (0 once ``S`` is 0); ``lower``/``upper`` the
+    pointwise log-log ("exponential Greenwood", as lifelines and R's ``conf.type = "log-log"``) interval
+    ``S^exp(-+ z sqrt(sum d / (n (n - d))) / log S)``, equal to ``S`` where ``S`` is 0 or 1.
+    """
+
+    times: np.ndarray
+    survival: np.ndarray
+    variance: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    at_risk: np.ndarray
+    events: np.ndarray
+
+    def at(self, t) -> float:
+        """``S(t)``: the value at the last time point ``<= t`` (1 before the first)."""
+        k = int(np.searchsorted(self.times, float(t), side="right"))
+        return 1.0 if k == 0 else float(self.survival[k - 1])
+
+    def variance_at(self, t) -> float:
+        """Greenwood variance of ``S(t)`` (0 before the first time point)."""
+        k = int(np.searchsorted(self.times, float(t), side="right"))
+        return 0.0 if k == 0 else float(self.variance[k - 1])
+
+    @property
+    def left_limits(self) -> np.ndarray:
+        """``S(t_k-)``, the value just before each time point: ``(1, S(t_1), ..., S(t_{K-1}))``."""
+        return np.concatenate([[1.0], self.survival[:-1]])
+
+
+def _product_limit(times, events, at_risk, level) -> SurvivalCurve:
+    n = np.maximum(at_risk, 0.0)
+    d = np.clip(events, 0.0, n)
+    positive = n > 0.0
+    hazard = np.divide(d, n, out=np.zeros_like(d), where=positive)
+    survival = np.cumprod(1.0 - hazard)
+    alive = n - d > 0.0
+    terms = np.divide(d, n * (n - d), out=np.zeros_like(d), where=positive & alive)
+    greenwood = np.cumsum(terms)
+    variance = np.where(survival > 0.0, survival**2 * greenwood, 0.0)
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    inner = (survival > 0.0) & (survival < 1.0)
+    log_s = np.log(np.where(inner, survival, 0.5))
+    spread = np.exp(z * np.sqrt(greenwood) / np.abs(log_s))
+    lower = np.where(inner, survival ** np.where(inner, spread, 1.0), survival)
+    upper = np.where(inner, survival ** np.where(inner, 1.0 / spread, 1.0), survival)
+    return SurvivalCurve(times=np.asarray(times, dtype=np.float64), survival=survival, variance=variance,
+                         lower=lower, upper=upper, at_risk=n, events=d)
+
+
+def _events_and_censorings(hist: SurvivalHistogram, score_bins):
+    cells = hist.clipped_counts()[:, :, check_score_bins(hist, score_bins)].sum(axis=2)
+    events, censored = cells[:, 1], cells[:, 0]
+    at_risk = np.cumsum((events + censored)[::-1])[::-1]  # followed up to t_k: n_k = sum_{l >= k}
+    return events, censored, at_risk
+
+
+def kaplan_meier(hist: SurvivalHistogram, *, level: float = 0.95, score_bins=None) -> SurvivalCurve:
+    """Kaplan-Meier estimate of the event-free survival ``S(t_k)`` with Greenwood variance.
+
+    Parameters
+    ----------
+    hist : SurvivalHistogram
+    level : float
+        Confidence level of the pointwise log-log interval.
+    score_bins : (int, int), optional
+        ``(start, stop)``: the KM of the patients in score bins ``start .. stop-1`` only (a risk group).
+
+    Returns
+    -------
+    SurvivalCurve
+        ``S(t_k) = prod_{l <= k} (1 - d_l / n_l)`` with ``n_l`` the patients followed to ``t_l``.
+    """
+    level = check_level(level)
+    events, _, at_risk = _events_and_censorings(hist, score_bins)
+    return _product_limit(hist.time_points, events, at_risk, level)
+
+
+def censoring_survival(hist: SurvivalHistogram, *, level: float = 0.95) -> SurvivalCurve:
+    """Reverse Kaplan-Meier estimate of the censoring survival ``G(t_k) = P(C > t_k)``.
+
+    ``G(t_k) = prod_{l <= k} (1 - c_l / (n_l - d_l))``: the censorings are the events, and the ``d_l``
+    events at ``t_l`` leave the risk set before the censorings (events precede censorings at ties). The
+    IPC weights use ``G(T-)`` (:attr:`SurvivalCurve.left_limits`) for a case at ``T`` and ``G(t)`` for the
+    controls at a horizon ``t``.
+
+    Returns
+    -------
+    SurvivalCurve
+        ``events`` holds the censorings, ``at_risk`` the ``n_l - d_l``.
+    """
+    level = check_level(level)
+    events, censored, at_risk = _events_and_censorings(hist, None)
+    return _product_limit(hist.time_points, censored, at_risk - np.minimum(events, at_risk), level)
