@@ -63,7 +63,7 @@ def _options(args):
 
 def _cmd_validate(args) -> int:
     from analyst.federation import Federation
-    from analyst.report import atomic_folder, write_report
+    from analyst.result.report import atomic_folder, write_report
 
     model = _load_model(args.model) if args.model else None
     # check the request and make the report folder first: bad input fails before any site spends budget
@@ -264,7 +264,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from analyst.report import REPORT_FILES
+    from analyst.result.report import REPORT_FILES
 
     files = ", ".join(REPORT_FILES.values())
     v = sub.add_parser("validate", help="run a distributed validation and write a report folder",

@@ -15,7 +15,7 @@ import dsroc
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
-from analyst.parts import ConfusionResult, SitePrivacy
+from analyst.result.parts import ConfusionResult, SitePrivacy
 
 __all__ = ["concurrently", "PaperAnswers", "PlacementSummary", "Progress", "RemoteRocGlmParts", "SiteRelease", "ValidationSession", "check_privacy_request", "grid_spec",
            "score_source"]

@@ -54,7 +54,7 @@ def in_process(n: int, k_sites: int) -> tuple[float, float, float]:
     path adds: the wire, TLS, the ledger, sealing and signing the release.
     """
     import dsroc
-    from analyst.pr import pr_from_released_scores
+    from analyst.result.pr import pr_from_released_scores
     from dsroc.privacy.lattice import lattice_gaussian
 
     pred, y, site = site_data(n, k_sites)

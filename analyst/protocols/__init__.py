@@ -1,9 +1,8 @@
-"""Validation protocols at the analyst, one module each (a strategy): the session and options in, a ValidationResult out."""
+"""Validation protocols at the analyst, a package each (secagg inside histogram/, whose post-processing it shares): the session and options in, a ValidationResult out."""
 
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest
-from analyst.protocols.histogram import HistogramOptions, HistogramProtocol
+from analyst.protocols.histogram import HistogramOptions, HistogramProtocol, SecAggOptions, SecAggProtocol
 from analyst.protocols.paper import PaperOptions, PaperProtocol
-from analyst.protocols.secagg import SecAggOptions, SecAggProtocol
 
 __all__ = ["PROTOCOLS", "HistogramOptions", "PaperOptions", "Protocol", "ProtocolOptions", "SecAggOptions",
            "ValidationRequest", "get_protocol"]

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
-from analyst.parts import SitePrivacy, TestResult
+from analyst.result.parts import SitePrivacy, TestResult
 
 __all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "check_a0", "site_privacy_from_budget",
            "HISTOGRAM_ONLY"]

@@ -3,7 +3,7 @@
 The in-process study (:mod:`simulations.stress.study`) simulates what the sites release and calls the analyst's estimator
 on it. Here the same patients (``generate_data``, the same seed and site split: patient ``i`` at site ``i mod 5``)
 are served by five ``python -m site_node serve`` subprocesses with a default site policy, mutual TLS and signing
-keys (:mod:`analyst.local_sites`), and the analyst asks them through :class:`analyst.Federation` exactly as a user
+keys (:mod:`analyst.demo.local_sites`), and the analyst asks them through :class:`analyst.Federation` exactly as a user
 does (``fed.validate(...)``, default options). The sites draw their own noise, so the two runs share the data
 but not the noise: their summaries agree within Monte Carlo error when the study simulates the deployed protocols
 faithfully.
@@ -75,7 +75,7 @@ def run_daemon_check(out, *, reps: int = 50, seed: int = 1, cells=TARGET_CELLS, 
     (:func:`daemon_table`) into ``out``; return the rows."""
     from analyst import Federation
     from analyst.demo import running_daemons
-    from analyst.local_sites import write_local_federation
+    from analyst.demo.local_sites import write_local_federation
 
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ValueError(f"reps must be a positive integer, got {reps!r}")

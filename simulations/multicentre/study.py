@@ -99,7 +99,7 @@ def heterogeneity(reps: int = 200, *, sites: int = 10, n: int = 2000, epsilon: f
 
 def _validation_grid(rng, scores, y, site, sites, epsilon):
     """The grid of the analyst's default histogram validation, which the stratified and joint releases reuse
-    (analyst.protocols.histogram_release.quantile_grid): a first release of every site's negatives and positives on
+    (analyst.protocols.histogram.release.quantile_grid): a first release of every site's negatives and positives on
     the fine logit grid at the first stage's noise, summed over the sites; edges at the quantiles of the classes'
     balanced mixture, as many as the estimated class sizes over the second stage's summed noise call for
     (:func:`dsroc.histogram.stages.second_stage_grid`; at most 12, which a default policy's 400 cells per class

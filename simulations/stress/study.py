@@ -15,7 +15,7 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
   balanced mixture (:func:`dsroc.histogram.stages.second_stage_grid`, the site's explicit grid around them). Stage 2: every
   site counts per class on those edges and sums its patients' randomly rounded offsets within their bins,
   with noise at the second stage's epsilon2; the analyst sums the releases and calls
-  :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram`` does (default estimator). The sites have
+  :func:`dsroc.histogram_validation` as ``analyst.protocols.histogram.protocol`` does (default estimator). The sites have
   a default site policy (``POLICY_BINS``, ``POLICY_LOGIT_RANGE``) and each noise scale comes from the parts the
   site composes (:func:`site_sigmas`); the
   study does not import ``site_node``: a test asks a real site for the same two stages and compares;
@@ -26,7 +26,7 @@ O/E and the logistic calibration slope of ``y`` on ``logit p`` (statsmodels); it
   (per-class counts, then counts and score sums; the same grid choice and the first stage passed on to the
   validation), each site adding its share of a distributed discrete Gaussian (:func:`dsroc.secagg.share_sigma`
   of each stage for all ``sites`` shares, no coalition) at :func:`dsroc.histogram.stages.two_stage_plan`'s split,
-  summed, as ``analyst.protocols.secagg``;
+  summed, as ``analyst.protocols.histogram.secagg``;
 - ``paper``: the paper protocol with the noise-corrected AUC (:func:`simulations.protocol.pipeline.run_protocol_chunk`,
   five sites) at a recommended setting (AUC only; its other answers are exact, q-protected).
 
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from analyst.protocols.histogram_release import allowed_n_bins
+from analyst.protocols.histogram.release import allowed_n_bins
 from dsroc import histogram_edges, histogram_validation
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.release import draw_release
@@ -72,7 +72,7 @@ LEVEL = 0.95  # the analyst's default confidence level
 PROTOCOLS = ("histogram", "histogram_equal", "flat20", "secagg", "paper")
 HISTOGRAM_PROTOCOLS = PROTOCOLS[:4]
 ESTIMANDS = ("auc", "brier", "oe", "slope")
-# The analyst asks for per-bin score sums by default (analyst.protocols.histogram).
+# The analyst asks for per-bin score sums by default (analyst.protocols.histogram.protocol).
 SCORE_SUMS = True
 RESULT_COLUMNS = ["cell", "protocol", "shape", "prevalence", "design_auc", "n", "sites", "epsilon", "delta", "tau",
                   "rep", "n1", "estimand", "estimate", "lower", "upper", "se", "pooled", "population", "failure",
@@ -138,7 +138,7 @@ POLICY_LOGIT_RANGE = (0.0001, 0.9999)
 
 def default_grid(epsilon: float, delta: float, score_sums: bool = SCORE_SUMS) -> np.ndarray:
     """The analyst's one-release grid (``spacing="equal"``) at (epsilon, delta):
-    :func:`analyst.protocols.histogram_release.allowed_n_bins` under the default policy at the sites' count noise
+    :func:`analyst.protocols.histogram.release.allowed_n_bins` under the default policy at the sites' count noise
     (:func:`dsroc.histogram.stages.laplace_count_sd`), equal bins."""
     return histogram_edges(allowed_n_bins([POLICY_BINS], epsilon=epsilon, delta=delta,
                                           noise_sd=laplace_count_sd(epsilon, score_sums=score_sums)))
@@ -180,7 +180,7 @@ class QuantilePlan(NamedTuple):
 
 def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares: int = 0, sites: int = 5
                   ) -> QuantilePlan:
-    """What ``analyst.protocols.histogram`` asks for under ``spacing="quantile"`` of ``sites`` sites with the default
+    """What ``analyst.protocols.histogram.protocol`` asks for under ``spacing="quantile"`` of ``sites`` sites with the default
     policy (:func:`dsroc.histogram.stages.laplace_two_stage_plan`, :func:`~dsroc.histogram.stages.first_stage_grid`)
     and the discrete Laplace noise those sites calibrate for each stage; ``shares``: the secagg protocol's two rounds
     over that many sites instead (each site's share of each stage's discrete Gaussian,
@@ -268,7 +268,7 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     for i, rng in enumerate(rngs):
         classes = first[i]
         totals.append(classes.sum(axis=0))
-        # as analyst.protocols.histogram_release.quantile_grid and analyst.protocols.secagg
+        # as analyst.protocols.histogram.release.quantile_grid and analyst.protocols.histogram.secagg
         interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS),
                                      candidates=candidates, first_sigma=first_sd)
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
@@ -322,7 +322,7 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
         try:
             extra = {} if release.sums is None else {"sums0": release.sums[i][0], "sums1": release.sums[i][1],
                                                      "sums_sigma": release.sums_sd}
-            if extra and release.first is not None:  # as analyst.protocols.histogram and .secagg
+            if extra and release.first is not None:  # as analyst.protocols.histogram.protocol and .secagg
                 extra.update(grid_edges=release.first["edges"], grid_counts=release.first["counts"][i],
                              grid_sigma=release.first["sd"])
             v = histogram_validation(release.counts[i][0], release.counts[i][1], release.edges[i],

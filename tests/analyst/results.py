@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 
 import dsroc
-from analyst.parts import Estimate, RocCurve, SitePrivacy, TestResult
-from analyst.protocols.histogram import HistogramOptions, histogram_result
-from analyst.protocols.histogram_release import HistogramSite
-from analyst.protocols.paper import PAPER_GUARANTEE, PaperDetail, paper_calibration
+from analyst.result.parts import Estimate, RocCurve, SitePrivacy, TestResult
+from analyst.protocols.histogram.protocol import HistogramOptions, histogram_result
+from analyst.protocols.histogram.release import HistogramSite
+from analyst.protocols.paper.protocol import PAPER_GUARANTEE, PaperDetail, paper_calibration
 from analyst.result import ValidationResult
 
 
@@ -55,7 +55,7 @@ def paper_result(seed=0, **changes) -> ValidationResult:
 
 def histogram_result_of(seed=0, n_bins=10, noise_sd=0.0, sites=("a", "b")) -> ValidationResult:
     """A histogram-protocol result from exact (``noise_sd`` 0) or noisy per-site histograms of one sample."""
-    from analyst.protocols.histogram import HISTOGRAM_GUARANTEE
+    from analyst.protocols.histogram.protocol import HISTOGRAM_GUARANTEE
 
     s, y = data(seed)
     edges = np.linspace(0, 1, n_bins + 1)

@@ -59,11 +59,9 @@ def two_sites(tmp_path, pki, helpers):
                                                                   budget=3.0, max_epsilon=3.0)]
 
 
-@pytest.mark.parametrize("protocol", ["histogram", "paper", "boyd"])
+@pytest.mark.parametrize("protocol", ["histogram", "paper"])
 def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol):
     """The review's finding: s1 out of budget, the validation failed, but the healthy s0 was charged."""
-    from analyst.boyd import boyd_validation
-
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(running_server(p)) for p in two_sites]
         with helpers.federation([servers[1].bound_address], pki) as fed:  # spend s1's budget alone
@@ -72,10 +70,7 @@ def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol)
         assert _ledger(two_sites[1]) == (1, 0)
         with helpers.federation([s.bound_address for s in servers], pki) as fed:
             with pytest.raises(SiteError) as err:
-                if protocol == "boyd":
-                    boyd_validation(fed, "test", "y", score="pred", epsilon=2.0, delta=0.01)
-                else:
-                    fed.validate("test", "y", score="pred", epsilon=2.0, delta=0.01, protocol=protocol)
+                fed.validate("test", "y", score="pred", epsilon=2.0, delta=0.01, protocol=protocol)
         assert err.value.site == "s1" and err.value.code == C.RESOURCE_EXHAUSTED
         assert "nothing was released or charged at any site" in err.value.message
         assert _ledger(two_sites[0]) == (0, 0)  # not charged, and its hold cancelled at once

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analyst.cli import main
-from analyst.report import OPTIONAL_REPORT_FILES, REPORT_FILES
+from analyst.result.report import OPTIONAL_REPORT_FILES, REPORT_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from analyst.cli import main
-from analyst.report import REPORT_FILES
+from analyst.result.report import REPORT_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))

@@ -20,10 +20,10 @@ from scipy.special import expit
 from dsroc.histogram.validation import histogram_validation
 from dsroc.multicentre import decision_curve, log_oe, logit_auc, random_effects
 
-from analyst.parts import num, plain_record
+from analyst.result.parts import plain_record
 
 __all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
-           "decision_curve_dict", "forest_figure", "decision_curve_figure", "PartitionedAnalyses"]
+           "PartitionedAnalyses"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def _pool(statistic, scale, back, effects, variances, level) -> Pooled:
 def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, estimator: str) -> Heterogeneity:
     """Each site's AUC and O/E from its own histogram release, pooled across sites by random effects.
 
-    ``releases``: :class:`analyst.protocols.histogram_release.HistogramSite` per site name.
+    ``releases``: :class:`analyst.protocols.histogram.release.HistogramSite` per site name.
     """
     sites, notes = [], []
     for name, r in releases.items():
@@ -145,80 +145,6 @@ def result_decision_curve(counts0, counts1, edges, *, sigma: float, level: float
     return decision_curve(counts0, counts1, e, noise_variance=sigma**2, level=level)
 
 
-def decision_curve_dict(dc) -> dict[str, Any] | None:
-    """JSON-ready dictionary of a :class:`dsroc.multicentre.DecisionCurve` (None stays None)."""
-    if dc is None:
-        return None
-    keys = ("thresholds", "net_benefit", "lower", "upper", "treat_all", "treat_all_lower", "treat_all_upper")
-    return {k: [num(x) for x in getattr(dc, k)] for k in keys} | {"treat_none": 0.0, "prevalence": num(dc.prevalence)}
-
-
-def forest_figure(result, *, figure=None):
-    """Forest plot of the per-site AUCs with the pooled estimate and the prediction interval (as ``metamisc``)."""
-    from analyst.display import pyplot
-
-    h = result.heterogeneity
-    if h is None:
-        raise ValueError("this result has no per-site estimates: validate with by_site=True (CLI --by-site)")
-    plt = pyplot()
-    fig = figure or plt.figure(figsize=(7.0, 1.6 + 0.4 * (len(h.sites) + 2)))
-    fig.clear()
-    ax = fig.add_subplot(1, 1, 1)
-    rows = len(h.sites)
-    for i, s in enumerate(h.sites):
-        y = rows - i + 1
-        if math.isfinite(s.auc):
-            ax.errorbar(s.auc, y, xerr=[[s.auc - s.auc_lower], [s.auc_upper - s.auc]], fmt="s", color="black",
-                        markersize=4 + 6 * s.n / max(x.n for x in h.sites), capsize=3)
-    labels = [s.site for s in h.sites]
-    if h.auc is not None:
-        p = h.auc
-        ax.fill([p.lower, p.estimate, p.upper, p.estimate], [0.5, 0.8, 0.5, 0.2], color="tab:blue", label=f"pooled ({p.method})")
-        ax.plot([p.prediction_lower, p.prediction_upper], [0.5, 0.5], color="tab:red", lw=2,
-                label=f"{round(100 * result.level)}% prediction interval")
-        ax.axvline(p.estimate, color="tab:blue", lw=0.8, ls=":")
-        labels.append("pooled")
-    ax.set_yticks(list(range(rows + 1, 1, -1)) + ([0.5] if h.auc is not None else []))
-    ax.set_yticklabels(labels)
-    ax.set_xlabel(f"AUC with {round(100 * result.level)}% CI (sampling and each site's privacy noise)")
-    ax.set_ylim(-0.2, rows + 1.8)
-    title = "AUC per site"
-    if h.auc is not None:
-        title += f": tau^2 = {h.auc.tau2:.3g} (logit scale), I^2 = {100 * h.auc.i2:.0f}%"
-    ax.set_title(title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)  # clear of the rows
-    fig.tight_layout()
-    return fig
-
-
-def decision_curve_figure(result, *, figure=None):
-    """Net benefit of the model against treating all and none, with intervals, as ``dcurves`` draws it."""
-    from analyst.display import pyplot
-
-    dc = result.decision_curve
-    if dc is None:
-        raise ValueError("this result has no decision curve (the scores are not risks in [0, 1])")
-    plt = pyplot()
-    fig = figure or plt.figure(figsize=(7.0, 4.5))
-    fig.clear()
-    ax = fig.add_subplot(1, 1, 1)
-    t = dc.thresholds
-    ax.plot(t, dc.net_benefit, "o-", color="tab:blue", label="model")
-    ax.fill_between(t, dc.lower, dc.upper, color="tab:blue", alpha=0.2,
-                    label=f"{round(100 * result.level)}% CI (sampling and privacy noise)")
-    fine = np.linspace(0.0, min(0.99, t.max() * 1.05), 200)
-    ax.plot(fine, dc.prevalence - (1 - dc.prevalence) * fine / (1 - fine), color="0.4", label="treat all")
-    ax.axhline(0.0, color="black", lw=1, label="treat none")
-    ax.set_ylim(min(-0.05, float(np.nanmin(dc.lower)) - 0.01), max(dc.prevalence, float(np.nanmax(dc.upper))) + 0.02)
-    ax.set_xlim(0, fine[-1])
-    ax.set_xlabel("threshold probability (at the released grid's edges)")
-    ax.set_ylabel("net benefit")
-    ax.set_title("Decision curve")
-    ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
-    return fig
-
-
 class PartitionedAnalyses:
     """The validation's subgroups (``strata``) and model comparison (``compare``): one more release each per site.
 
@@ -229,14 +155,14 @@ class PartitionedAnalyses:
     """
 
     def __init__(self, session, request, options):
-        from analyst.partitioned import compare_session
+        from analyst.protocols.histogram.partitions import compare_session
 
         self.session, self.request, self.options = session, request, options
         self.other = compare_session(session, options.compare) if options.compare is not None else None
 
     def check(self, n_bins: int) -> None:
         """Refuse (before anything is released) strata or cells some site's policy does not allow."""
-        from analyst.partitioned import check_partition_policies
+        from analyst.protocols.histogram.partitions import check_partition_policies
 
         o = self.options
         if o.strata is not None:
@@ -246,9 +172,9 @@ class PartitionedAnalyses:
 
     def collect(self, edges) -> dict[str, Any]:
         """The partitioned releases on the grid ``edges`` and the result fields they give."""
-        from analyst.comparison import comparison_from_release
-        from analyst.partitioned import collect_partitioned
-        from analyst.subgroups import subgroups_from_release
+        from analyst.protocols.histogram.compare import comparison_from_release
+        from analyst.protocols.histogram.partitions import collect_partitioned
+        from analyst.protocols.histogram.subgroups import subgroups_from_release
 
         s, r, o, out = self.session, self.request, self.options, {}
         if o.strata is not None:
@@ -268,4 +194,3 @@ class PartitionedAnalyses:
     def __exit__(self, *exc) -> None:
         if self.other is not None:
             self.other.close()
-

@@ -5,7 +5,7 @@ import pandas as pd
 import statsmodels.api as sm
 from lifelines.datasets import load_gbsg2
 
-from analyst.gbsg2 import FEATURES, OUTCOME, prepare_gbsg2
+from analyst.demo.gbsg2 import FEATURES, OUTCOME, prepare_gbsg2
 
 
 def test_outcome_exclusions_and_split():

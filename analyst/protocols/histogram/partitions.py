@@ -17,7 +17,7 @@ import numpy as np
 
 from dsroc.v1 import site_pb2 as pb
 
-from analyst.parts import num
+from analyst.result.parts import num
 from analyst.session import ValidationSession, score_source
 
 __all__ = ["PartitionedSite", "PartitionedRelease", "check_partition_policies", "collect_partitioned",

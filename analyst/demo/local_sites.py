@@ -71,6 +71,6 @@ def write_local_federation(root, datasets: Mapping[str, Sequence[pd.DataFrame]],
                 "ca_file": str(pki.ca_cert), "client_cert": str(pki.client_cert), "client_key": str(pki.client_key)}
                for name, _, port in configs]
     federation = root / "federation.toml"
-    federation.write_text(federation_document(entries, comment="Local sites written by analyst.local_sites."),
+    federation.write_text(federation_document(entries, comment="Local sites written by analyst.demo.local_sites."),
                           encoding="utf-8")
     return LocalFederation(configs, pki, token, federation)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from analyst.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult, num
+from analyst.result.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult, num
 
 
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "ValidationResult", "schema_path"]
@@ -59,7 +59,7 @@ class ValidationResult:
         Brier score (``includes`` says what its interval covers; exact answers have no interval).
     privacy : dict of str to SitePrivacy
         Per site: guarantee, noise, what was charged and what is left.
-    pr : analyst.pr.PRSummary or None
+    pr : analyst.result.pr.PRSummary or None
         PR curve, AP and AUCPR with intervals.
     confusion : ConfusionResult or None
     test : TestResult or None
@@ -69,14 +69,14 @@ class ValidationResult:
         quantities that could not be estimated).
     timing : dict of str to float
         Seconds per step.
-    heterogeneity : analyst.multicentre.Heterogeneity or None
+    heterogeneity : analyst.protocols.histogram.multicentre.Heterogeneity or None
         Each site's AUC and O/E from its own release and their random-effects pooling (``by_site``).
     decision_curve : dsroc.multicentre.DecisionCurve or None
         Net benefit at the released grid's edges, with treat-all (``decision_curve``).
-    subgroups : analyst.subgroups.Subgroups or None
+    subgroups : analyst.protocols.histogram.subgroups.Subgroups or None
         Every stratum's AUC, O/E and Brier score and the differences between strata, from one stratified
         release per site (``strata``).
-    comparison : analyst.comparison.Comparison or None
+    comparison : analyst.protocols.histogram.compare.Comparison or None
         The validated model against a second one on the same patients: each AUC, the paired difference and its
         test, from one joint release per site (``compare``).
     detail : object
@@ -125,7 +125,7 @@ class ValidationResult:
     @property
     def score_description(self) -> str:
         """The score source in words (a GLM as its link and size, a column by its name)."""
-        from analyst.summary import describe_source
+        from analyst.result.summary import describe_source
 
         return describe_source(self.score_source)
 
@@ -175,47 +175,47 @@ class ValidationResult:
         """A pandas DataFrame: ``"roc"`` (the curve whose AUC is quoted and its band at ``points``
         false-positive fractions), ``"roc_points"`` (the empirical or binned points), ``"calibration"``
         (per bin, with intervals and status), ``"sites"`` (privacy and budget per site), ``"decision_curve"``,
-        ``"subgroups"`` or ``"comparison"``; see :func:`analyst.frames.result_frame`."""
-        from analyst.frames import result_frame
+        ``"subgroups"`` or ``"comparison"``; see :func:`analyst.result.frames.result_frame`."""
+        from analyst.result.frames import result_frame
 
         return result_frame(self, kind, points=points)
 
     def plot_forest(self, *, figure=None):
         """Forest plot of the per-site AUCs, the pooled AUC and the prediction interval (needs ``by_site``)."""
-        from analyst.multicentre import forest_figure
+        from analyst.display.multicentre import forest_figure
 
         return forest_figure(self, figure=figure)
 
     def plot_decision_curve(self, *, figure=None):
         """The decision curve: net benefit of the model, treat all and treat none (needs ``decision_curve``)."""
-        from analyst.multicentre import decision_curve_figure
+        from analyst.display.multicentre import decision_curve_figure
 
         return decision_curve_figure(self, figure=figure)
 
     def plot_subgroups(self, *, figure=None):
         """AUC and O/E per stratum with their intervals (needs ``strata``)."""
-        from analyst.subgroups import subgroups_figure
+        from analyst.display.multicentre import subgroups_figure
 
         return subgroups_figure(self, figure=figure)
 
     def plot_comparison(self, *, figure=None):
         """Each model's AUC and the paired difference with their intervals (needs ``compare``)."""
-        from analyst.comparison import comparison_figure
+        from analyst.display.multicentre import comparison_figure
 
         return comparison_figure(self, figure=figure)
 
     def _repr_html_(self) -> str:
-        from analyst.frames import result_html
+        from analyst.result.frames import result_html
 
         return result_html(self)
 
     def __repr__(self) -> str:
-        from analyst.frames import result_repr
+        from analyst.result.frames import result_repr
 
         return result_repr(self)
 
     def __str__(self) -> str:
-        from analyst.summary import summary_text
+        from analyst.result.summary import summary_text
 
         return summary_text(self)
 
@@ -238,6 +238,6 @@ class ValidationResult:
 
 
 def _decision_curve_dict(dc) -> dict[str, Any]:
-    from analyst.multicentre import decision_curve_dict  # imported at use: it needs the histogram maths
-
-    return decision_curve_dict(dc)
+    """JSON-ready dictionary of a :class:`dsroc.multicentre.DecisionCurve`."""
+    keys = ("thresholds", "net_benefit", "lower", "upper", "treat_all", "treat_all_lower", "treat_all_upper")
+    return {k: [num(x) for x in getattr(dc, k)] for k in keys} | {"treat_none": 0.0, "prevalence": num(dc.prevalence)}

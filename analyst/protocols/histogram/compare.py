@@ -1,6 +1,6 @@
 """Two models compared on the same patients in the report: each AUC and the paired difference from one joint release.
 
-Post-processing of the sites' joint 2-D releases (:mod:`analyst.partitioned`): the paired DeLong
+Post-processing of the sites' joint 2-D releases (:mod:`analyst.protocols.histogram.partitions`): the paired DeLong
 difference of the binned scores with the noise by the delta method
 (:func:`dsroc.multicentre.paired_auc_difference`), each model's AUC interval from its margin (whose
 cells sum the other model's bins, so their noise variance too).
@@ -17,10 +17,10 @@ from scipy.stats import norm
 from dsroc.histogram.validation import histogram_validation
 from dsroc.multicentre import paired_auc_difference
 
-from analyst.parts import plain_record
+from analyst.result.parts import plain_record
 
 
-__all__ = ["Comparison", "comparison_from_release", "comparison_figure"]
+__all__ = ["Comparison", "comparison_from_release"]
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,13 @@ class Comparison:
 
 def _name(source: str) -> str:
     """A score source's short name: a column's name, a GLM in words."""
-    from analyst.summary import describe_source
+    from analyst.result.summary import describe_source
 
     return source[len("column:"):] if source.startswith("column:") else describe_source(source)
 
 
 def comparison_from_release(release, model_a: str, model_b: str, *, level: float) -> Comparison:
-    """The :class:`Comparison` of the sites' joint releases (:class:`analyst.partitioned.PartitionedRelease`);
+    """The :class:`Comparison` of the sites' joint releases (:class:`analyst.protocols.histogram.partitions.PartitionedRelease`);
     ``model_a``, ``model_b``: the two sessions' score sources."""
     h0, h1, sigma = release.summed()
     paired = paired_auc_difference(h0, h1, noise_variance=sigma**2, level=level)
@@ -94,36 +94,3 @@ def comparison_from_release(release, model_a: str, model_b: str, *, level: float
     return Comparison(_name(model_a), _name(model_b), *bounds, paired.difference, paired.ci[0], paired.ci[1], paired.se,
                       paired.se_sampling, paired.se_noise, paired.z, paired.p_value, int(release.edges.size - 1),
                       sigma, dict(release.sites), notes)
-
-
-def comparison_figure(result, *, figure=None):
-    """Each model's AUC and the paired difference with their intervals (sampling and noise)."""
-    from analyst.display import pyplot
-
-    c = result.comparison
-    if c is None:
-        raise ValueError("this result has no model comparison: validate with compare=SCORE2 (CLI --compare SCORE2)")
-    plt = pyplot()
-    fig = figure or plt.figure(figsize=(9.0, 3.2))
-    fig.clear()
-    pct = round(100 * result.level)
-    ax = fig.add_subplot(1, 2, 1)
-    for y, (label, v, lo, hi) in enumerate(((f"B: {c.model_b}", c.auc_b, c.auc_b_lower, c.auc_b_upper),
-                                            (f"A: {c.model_a}", c.auc_a, c.auc_a_lower, c.auc_a_upper))):
-        ax.errorbar(v, y, xerr=[[v - lo], [hi - v]], fmt="s", color="black", capsize=3)
-    ax.set_yticks([0, 1])
-    ax.set_yticklabels([f"B: {c.model_b}", f"A: {c.model_a}"])
-    ax.set_ylim(-0.6, 1.6)
-    ax.set_xlabel(f"binned AUC with {pct}% CI")
-    ax = fig.add_subplot(1, 2, 2)
-    ax.errorbar(c.difference, 0, xerr=[[c.difference - c.lower], [c.upper - c.difference]], fmt="o",
-                color="tab:blue", capsize=4)
-    ax.axvline(0.0, color="0.4", lw=1, ls=":", label="no difference")
-    ax.set_yticks([])
-    ax.set_ylim(-1, 1)
-    ax.set_xlabel(f"AUC A minus B with {pct}% CI (DeLong paired + noise)")
-    ax.legend(fontsize=8, frameon=False)
-    ax.set_title(f"p = {c.p_value:.2g}", fontsize=10)
-    fig.suptitle("Two models on the same patients (one joint release per site)", fontsize=10)
-    fig.tight_layout()
-    return fig

@@ -82,7 +82,7 @@ class RocPlot:
     and the empirical or binned points.
 
     The band is the fitted binormal shape moved until its AUC equals the CI's limits
-    (:attr:`analyst.parts.RocCurve.band`), so it includes what the AUC's CI includes (the privacy noise
+    (:attr:`analyst.result.parts.RocCurve.band`), so it includes what the AUC's CI includes (the privacy noise
     in the histogram protocol). Where the fitted curve lies below the diagonal, the plot marks it.
     """
 

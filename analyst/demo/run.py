@@ -19,12 +19,12 @@ import numpy as np
 
 import dsroc
 from analyst.federation import Federation
-from analyst.gbsg2 import FEATURES, HORIZON_DAYS, OUTCOME, DemoData, prepare_gbsg2
+from analyst.demo.gbsg2 import FEATURES, HORIZON_DAYS, OUTCOME, DemoData, prepare_gbsg2
 from analyst.recommend import recommend_settings
-from analyst.report import write_report
-from analyst.parts import num
+from analyst.result.report import write_report
+from analyst.result.parts import num
 from analyst.protocols import HistogramOptions, PaperOptions
-from analyst.protocols.paper import paper_calibration, rocglm_to_dict
+from analyst.protocols.paper.protocol import paper_calibration, rocglm_to_dict
 from analyst.result import ValidationResult
 from analyst.session import Progress
 
@@ -167,7 +167,7 @@ def running_daemons(configs: Sequence[tuple[str, Path, int]], *, pki, token: str
 
     Daemons are stopped with SIGTERM and waited for (killed only if they do not exit within 15 s).
     """
-    root = str(Path(__file__).resolve().parents[1])  # the daemons import the same checkout
+    root = str(Path(__file__).resolve().parents[2])  # the daemons import the same checkout
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     procs: list[subprocess.Popen] = []
     try:

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from analyst.connection import SiteError
-from analyst.protocols.secagg_rounds import (advertise_round, collect_secagg, mask_round, next_round, sum_round,
+from analyst.protocols.histogram.secagg_rounds import (advertise_round, collect_secagg, mask_round, next_round, sum_round,
                                              unmask_round)
 from dsroc.histogram.stages import two_stage_plan
 from site_node.init import link_peers

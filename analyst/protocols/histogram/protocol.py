@@ -14,15 +14,15 @@ from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
 from dsroc.histogram.stages import MODE_Z, first_stage_bins, laplace_count_sd, laplace_two_stage_plan, second_mode
 from dsroc.histogram.validation import histogram_validation
 
-from analyst.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
-from analyst.parts import Calibration, Estimate, RocCurve, num
-from analyst.pr import pr_from_counts
+from analyst.protocols.histogram.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
+from analyst.result.parts import Calibration, Estimate, RocCurve, num
+from analyst.result.pr import pr_from_counts
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
                                     site_privacy_from_budget)
-from analyst.protocols.histogram_release import (HistogramSite, allowed_n_bins, collect_histograms, quantile_bin_cap,
+from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, collect_histograms, quantile_bin_cap,
                                                  quantile_grid)
 from analyst.result import ValidationResult
-from analyst.summary import fmt, plural
+from analyst.result.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "citl_with_noise",
            "histogram_result", "summed_result", "two_modes_lines"]
@@ -49,7 +49,7 @@ class HistogramOptions(ProtocolOptions):
         Bins of the grid; default: with ``spacing="quantile"`` chosen from the first release's estimated class
         sizes and the second release's noise (:func:`dsroc.histogram.stages.second_stage_bins`, 5 to 12, one more
         step where a class's first release has two modes, within the sites' policies); otherwise the simulation
-        study's count for the noise of one release (:func:`analyst.protocols.histogram_release.default_n_bins`),
+        study's count for the noise of one release (:func:`analyst.protocols.histogram.release.default_n_bins`),
         or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
         Grid: ``"quantile"`` spends about a tenth of each site's budget on a first release of both classes'

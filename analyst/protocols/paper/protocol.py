@@ -15,13 +15,13 @@ from dsroc.roc.rocglm_fit import DEFAULT_START
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.hierarchy import calibration_summary, improper_warning
-from analyst.parts import Calibration, Estimate, RocCurve, num
-from analyst.pr import pr_from_released_scores
+from analyst.result.parts import Calibration, Estimate, RocCurve, num
+from analyst.result.pr import pr_from_released_scores
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0
 from analyst.recommend import recommendation_warning
 from analyst.result import ValidationResult
 from analyst.session import PaperAnswers, check_privacy_request, concurrently
-from analyst.summary import fmt
+from analyst.result.summary import fmt
 
 __all__ = ["PAPER_GUARANTEE", "PaperDetail", "PaperOptions", "PaperProtocol", "rocglm_to_dict"]
 
@@ -135,7 +135,7 @@ class PaperDetail:
 
 
 def paper_calibration(curve, hierarchy) -> Calibration:
-    """The released calibration cells and their hierarchy as a :class:`analyst.parts.Calibration`."""
+    """The released calibration cells and their hierarchy as a :class:`analyst.result.parts.Calibration`."""
     m = curve.count.size
     withheld: dict[int, list[str]] = {}
     for site, b in curve.suppressed:

@@ -80,7 +80,7 @@ def _auc_var(s, y):
 
 
 def test_subgroups_equal_brute_force_and_delong_per_stratum(exact, pki, helpers, tmp_path):
-    from analyst.report import write_report
+    from analyst.result.report import write_report
 
     frames, addresses = exact
     with helpers.federation(addresses, pki) as fed:
@@ -129,7 +129,7 @@ def test_subgroups_equal_brute_force_and_delong_per_stratum(exact, pki, helpers,
 
 
 def test_two_models_compared_equal_an_independent_paired_delong(exact, pki, helpers, tmp_path):
-    from analyst.report import write_report
+    from analyst.result.report import write_report
 
     frames, addresses = exact
     with helpers.federation(addresses, pki) as fed:

@@ -16,7 +16,7 @@ from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, first_stage_bins, 
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
-from analyst.parts import num
+from analyst.result.parts import num
 
 __all__ = ["HistogramSite", "allowed_n_bins", "collect_histograms", "default_n_bins", "fine_release", "quantile_bin_cap",
            "quantile_grid"]

@@ -110,7 +110,7 @@ def test_paper_result_states_its_weaker_guarantee(five_sites, pki, helpers):
 
 
 def test_the_default_bin_count_follows_the_study_among_the_counts_all_sites_allow(exact_sites, pki, helpers, tmp_path):
-    from analyst.protocols.histogram_release import default_n_bins
+    from analyst.protocols.histogram.release import default_n_bins
 
     _, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:
@@ -225,7 +225,7 @@ def test_per_site_heterogeneity_and_decision_curve_equal_brute_force(exact_sites
     from scipy import optimize
     from scipy.special import expit, logit
 
-    from analyst.report import OPTIONAL_REPORT_FILES, write_report
+    from analyst.result.report import OPTIONAL_REPORT_FILES, write_report
 
     frames, addresses = exact_sites
     with helpers.federation(addresses, pki) as fed:

@@ -6,7 +6,7 @@ import pytest
 import statsmodels.api as sm
 from scipy.special import logit
 
-from analyst.protocols.histogram import citl_with_noise
+from analyst.protocols.histogram.protocol import citl_with_noise
 
 EVENTS = np.array([12.0, 30.0, 61.0, 95.0, 140.0])
 COUNTS = np.array([150.0, 160.0, 170.0, 180.0, 190.0])

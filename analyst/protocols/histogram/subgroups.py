@@ -1,6 +1,6 @@
 """Subgroups in the report: every stratum's AUC, O/E and Brier score from one stratified release, and the differences.
 
-Post-processing of the sites' stratified releases (:mod:`analyst.partitioned`) by
+Post-processing of the sites' stratified releases (:mod:`analyst.protocols.histogram.partitions`) by
 :func:`dsroc.multicentre.subgroup_analysis`; intervals include sampling and the privacy noise.
 """
 
@@ -10,13 +10,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import numpy as np
-
 from dsroc.multicentre import subgroup_analysis
 
-from analyst.parts import num, plain_record
+from analyst.result.parts import num, plain_record
 
-__all__ = ["Stratum", "StratumContrast", "Subgroups", "stratum_labels", "subgroups_from_release", "subgroups_figure"]
+__all__ = ["Stratum", "StratumContrast", "Subgroups", "stratum_labels", "subgroups_from_release"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +121,7 @@ def _nan3(e) -> tuple[float, float, float]:
 
 
 def subgroups_from_release(release, column: str, *, estimator: str, level: float) -> Subgroups:
-    """The :class:`Subgroups` of the sites' stratified releases (:class:`analyst.partitioned.PartitionedRelease`)."""
+    """The :class:`Subgroups` of the sites' stratified releases (:class:`analyst.protocols.histogram.partitions.PartitionedRelease`)."""
     h0, h1, sigma = release.summed()
     sums = release.summed_sums()
     extra = {} if sums is None else {"sums0": sums[0], "sums1": sums[1], "sums_sigma": sums[2]}
@@ -141,39 +139,3 @@ def subgroups_from_release(release, column: str, *, estimator: str, level: float
                                         d.ci[0], d.ci[1], d.se, d.p_value) for d in analysis.differences)
     return Subgroups(column, tuple(release.strata_cuts), estimator, int(release.edges.size - 1), sigma, tuple(strata),
                      differences, dict(release.sites), tuple(notes))
-
-
-def subgroups_figure(result, *, figure=None):
-    """AUC and O/E per stratum with their intervals (sampling and noise), as a forest plot."""
-    from analyst.display import pyplot
-
-    g = result.subgroups
-    if g is None:
-        raise ValueError("this result has no subgroups: validate with strata=COLUMN (CLI --strata COLUMN)")
-    plt = pyplot()
-    fig = figure or plt.figure(figsize=(9.0, 1.8 + 0.45 * len(g.strata)))
-    fig.clear()
-    rows = np.arange(len(g.strata))[::-1]
-    for i, (stat, lo, hi, ref) in enumerate((("auc", "auc_lower", "auc_upper", result.auc),
-                                            ("oe", "oe_lower", "oe_upper", 1.0))):
-        ax = fig.add_subplot(1, 2, i + 1)
-        for y, s in zip(rows, g.strata):
-            v = getattr(s, stat)
-            if math.isfinite(v):
-                ax.errorbar(v, y, xerr=[[v - getattr(s, lo)], [getattr(s, hi) - v]], fmt="s", color="black",
-                            capsize=3)
-        ax.axvline(ref, color="tab:blue" if i == 0 else "0.5", lw=0.8, ls=":",
-                   label="all patients" if i == 0 else "O/E = 1")
-        ax.set_yticks(rows)
-        ax.set_yticklabels([s.label for s in g.strata] if i == 0 else [])
-        ax.set_ylim(-0.7, len(g.strata) - 0.3)
-        ax.set_xlabel(("AUC" if i == 0 else "O/E") + f" with {round(100 * result.level)}% CI")
-        ax.legend(fontsize=8, frameon=False, loc="lower right")
-    auc_diffs = [d for d in g.differences if d.statistic == "AUC"]
-    title = f"Subgroups by {g.column} (CIs include sampling and privacy noise)"
-    if len(auc_diffs) == 1:
-        d = auc_diffs[0]
-        title += f"\nAUC difference {d.difference:+.3f} [{d.lower:+.3f}, {d.upper:+.3f}], p = {d.p_value:.2g}"
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig

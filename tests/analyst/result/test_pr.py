@@ -1,4 +1,4 @@
-"""Precision-recall for a validation (analyst.pr): post-processing of the release, over real TLS sites, and the plot."""
+"""Precision-recall for a validation (analyst.result.pr): post-processing of the release, over real TLS sites, and the plot."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import dsroc
-from analyst.pr import PrecisionRecallPlot, pr_from_counts, pr_from_released_scores
+from analyst.result.pr import PrecisionRecallPlot, pr_from_counts, pr_from_released_scores
 
 
 def brute_ap(scores, labels):
@@ -60,7 +60,7 @@ def test_display_shades_the_unachievable_region(tmp_path):
 
 
 def test_matplotlib_is_imported_only_when_drawing():
-    code = "import sys, analyst.pr; print('matplotlib' in sys.modules)"
+    code = "import sys, analyst.result.pr; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -98,7 +98,7 @@ def test_a_long_curve_keeps_evenly_spaced_points_and_every_summary():
     # 5000 released scores per class: the summaries use all 10 001 points (the AP as the mean precision at
     # each positive of the descending ranking, no ties here), the curve keeps CURVE_POINTS of them, among
     # them the first and the last.
-    from analyst.pr import CURVE_POINTS
+    from analyst.result.pr import CURVE_POINTS
 
     rng = np.random.default_rng(4)
     s0, s1 = rng.normal(size=5000), rng.normal(0.7, size=5000)

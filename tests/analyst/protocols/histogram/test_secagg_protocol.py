@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from analyst.protocols.secagg_rounds import (SecAggAborted, advertise_round, collect_secagg, mask_round,
+from analyst.protocols.histogram.secagg_rounds import (SecAggAborted, advertise_round, collect_secagg, mask_round,
                                              sum_round, verify_masked)
 from dsroc.secagg import masked_digest, receipt_message
 from dsroc.v1 import site_pb2 as pb

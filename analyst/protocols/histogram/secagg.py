@@ -14,13 +14,13 @@ from dsroc.histogram.stages import policy_candidates, second_stage_grid, two_sta
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
-from analyst.parts import num
+from analyst.result.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
-from analyst.protocols.histogram import summed_result, two_modes_lines
-from analyst.protocols.histogram_release import allowed_n_bins, fine_release
-from analyst.protocols.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
+from analyst.protocols.histogram.protocol import summed_result, two_modes_lines
+from analyst.protocols.histogram.release import allowed_n_bins, fine_release
+from analyst.protocols.histogram.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
-from analyst.summary import fmt
+from analyst.result.summary import fmt
 
 __all__ = ["SECAGG_GUARANTEE", "PER_SITE", "SecAggDetail", "SecAggOptions", "SecAggProtocol"]
 
@@ -44,7 +44,7 @@ class SecAggOptions(ProtocolOptions):
         estimated class sizes and the second round's summed noise (:func:`dsroc.histogram.stages.second_stage_bins`,
         5 to 12, one more step where a class's first round has two modes, at most what every site's policy
         allows); else the simulation study's count for the noise
-        (:func:`analyst.protocols.histogram_release.allowed_n_bins`), or the nearest count every site allows.
+        (:func:`analyst.protocols.histogram.release.allowed_n_bins`), or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
         ``"quantile"``: a first secure-aggregation round of both classes' scores on a fine grid (about a tenth of
         the budget) places the second round's bins at the quantiles of the classes' balanced mixture ``(F0 + F1)/2``
@@ -101,7 +101,7 @@ class SecAggDetail:
     ----------
     validation : dsroc.histogram.validation.HistogramValidation
         Every estimate from the summed counts.
-    round : analyst.protocols.secagg_rounds.SecAggSum
+    round : analyst.protocols.histogram.secagg_rounds.SecAggSum
         The unmasked sum, the share sigma, the coalition size and each site's answer.
     n_bins : int
     spacing : str

@@ -10,8 +10,8 @@ from scipy.stats import norm
 
 import dsroc
 from analyst.display import CalibrationPlot, RocPlot
-from analyst.report import REPORT_FILES, write_report
-from analyst.summary import bin_labels
+from analyst.result.report import REPORT_FILES, write_report
+from analyst.result.summary import bin_labels
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_summary_labels_bins_half_open_and_names_the_ci_and_the_test(both):
 
 
 def test_a_bin_no_site_released_shows_no_count(helpers):
-    from analyst.protocols.paper import paper_calibration
+    from analyst.protocols.paper.protocol import paper_calibration
 
     rng = np.random.default_rng(3)
     s, y = rng.uniform(0.01, 0.5, 60), rng.integers(0, 2, 60)  # nothing above 0.5: the upper bins are withheld

@@ -1,0 +1,7 @@
+"""``dsroc demo``: five TLS site daemons on the GBSG2 data, validated through the network; local sites for studies."""
+
+from analyst.demo.gbsg2 import prepare_gbsg2
+from analyst.demo.local_sites import LocalFederation, write_local_federation
+from analyst.demo.run import run_demo, running_daemons
+
+__all__ = ["LocalFederation", "prepare_gbsg2", "run_demo", "running_daemons", "write_local_federation"]
