@@ -84,3 +84,4 @@ def test_noise_free_counts_come_back_unchanged():
                              score_sq_sum=hist.score_sq_sum)
     assert np.array_equal(statistics(hist), statistics(same))
     assert harrell_c(hist) == pytest.approx(harrell_c(noised(hist, np.random.default_rng(2), 1e-9)), abs=1e-9)
+
