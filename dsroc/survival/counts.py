@@ -36,7 +36,7 @@ def check_time_edges(time_edges) -> np.ndarray:
         raise ValueError(f"time_edges must be one-dimensional with at least 2 values (1 bin), got shape {e.shape}")
     if e[0] != 0.0:
         raise ValueError(f"time_edges must start at 0, got {e[0]}")
-    if not np.isfinite(e[:-1]).all() or np.isnan(e[-1]) or e[-1] == -np.inf:
+    if not np.isfinite(e[:-1]).all() or np.isnan(e[-1]):
         raise ValueError("time_edges must be finite, except that the last edge may be +inf")
     if np.any(np.diff(e) <= 0.0):
         raise ValueError("time_edges must be strictly increasing")

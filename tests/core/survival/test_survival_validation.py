@@ -1,6 +1,8 @@
 """Bad inputs to the survival histogram and its estimators raise ValueError naming the field and the rule."""
 
 import dataclasses
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -147,3 +149,15 @@ def test_a_release_with_no_patients_is_refused():
     empty = SurvivalHistogram(-np.ones((3, 2, 2)), EDGES, SCORES)
     with pytest.raises(ValueError, match="hist holds no patients"):
         brier_score(empty, 2.0)
+
+
+def test_the_package_never_imports_the_gpl_reference():
+    # scikit-survival is GPL and a test-only reference: running every estimator must not load it (nor scipy)
+    code = ("import sys, numpy as np, dsroc, dsroc.survival as s\n"
+            "h = s.SurvivalHistogram.from_patients([1, 2, 3, 2.5], [1, 0, 1, 0], [0.7, 0.2, 0.5, 0.4],"
+            " time_edges=[0, 1, 2, 3, 4], score_edges=[0, 0.5, 1])\n"
+            "s.kaplan_meier(h); s.cumulative_dynamic_auc(h, 2); s.harrell_c(h); s.uno_c(h, 3)\n"
+            "s.integrated_brier_score(h, 3); s.scaled_brier(h, 2); s.calibration_at(h, 2, [0, 1, 2])\n"
+            "print(sorted(m for m in ('sksurv', 'lifelines', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
