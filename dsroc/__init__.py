@@ -68,7 +68,7 @@ _EXPORTS = {
     "require_privacy_level": "privacy",
 }
 
-_SUBPACKAGES = ("roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre", "secagg")
+_SUBPACKAGES = ("roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre", "secagg", "survival")
 
 __all__ = [
     "SurvivorFunction", "placement_values", "empirical_auc", "delong_variance", "delong_variance_from_moments",
@@ -89,7 +89,7 @@ __all__ = [
     "PRPoints", "pr_points", "pr_points_by_class", "pr_points_from_counts", "average_precision", "pr_min_precision", "pr_min_curve",
     "aucpr_min", "ap_min", "aucnpr", "AUCPRInterval", "aucpr", "aucpr_interval", "aucpr_from_distributions",
     "require_privacy_level",
-    "roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre", "secagg",
+    "roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre", "secagg", "survival",
     "histogram_edges", "bin_scores", "bin_index", "consistent_counts", "HistogramValidation", "histogram_validation",
 ]
 

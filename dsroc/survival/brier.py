@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .counts import SurvivalHistogram
+from .counts import SurvivalHistogram, check_number
 from .discrimination import case_weights
 from .kaplan_meier import censoring_survival, kaplan_meier
 
@@ -19,15 +19,15 @@ __all__ = ["brier_score", "integrated_brier_score", "scaled_brier"]
 
 def _brier_by_index(hist: SurvivalHistogram) -> np.ndarray:
     """``BS`` with the first ``kh`` time bins before the horizon, for ``kh = 0 .. K`` (shape ``(K + 1,)``)."""
-    n = hist.clipped_counts()
+    n = hist.counts
     total = n.sum()
     if not total > 0.0:
-        raise ValueError("hist holds no patients (all counts are zero or negative)")
+        raise ValueError("hist holds no patients (the counts sum to zero or less)")
     sum_r, sum_r2 = hist.risk_sums()
-    case_sq = np.maximum(n[:, 1] - 2.0 * sum_r[:, 1] + sum_r2[:, 1], 0.0).sum(axis=1)  # sum (1 - r)^2 per bin
+    case_sq = (n[:, 1] - 2.0 * sum_r[:, 1] + sum_r2[:, 1]).sum(axis=1)  # sum (1 - r)^2 per time bin
     cases = np.concatenate([[0.0], np.cumsum(case_weights(hist) * case_sq)])
     control_sq = np.concatenate([np.cumsum(sum_r2.sum(axis=(1, 2))[::-1])[::-1], [0.0]])  # sum r^2, bins >= kh
-    return (cases + _control_weights(hist) * control_sq) / total
+    return np.maximum((cases + _control_weights(hist) * control_sq) / total, 0.0)
 
 
 def _control_weights(hist: SurvivalHistogram) -> np.ndarray:
@@ -61,9 +61,10 @@ def integrated_brier_score(hist: SurvivalHistogram, tau, *, start=None) -> float
     kh = hist.horizon_index(tau, name="tau")
     keep = np.arange(kh)
     if start is not None:
-        if isinstance(start, bool) or not np.isscalar(start) or not np.isfinite(float(start)):
+        first = check_number(start, name="start")
+        if not np.isfinite(first):
             raise ValueError(f"start must be a finite time or None, got {start!r}")
-        keep = keep[hist.time_points[:kh] >= float(start)]
+        keep = keep[hist.time_points[:kh] >= first]
     if keep.size < 2:
         raise ValueError(f"tau (with start): at least two time points must lie in [start, tau], got {keep.size}")
     points, scores = hist.time_points[keep], _brier_by_index(hist)[keep + 1]
@@ -78,7 +79,7 @@ def scaled_brier(hist: SurvivalHistogram, horizon) -> float:
     """
     kh = hist.horizon_index(horizon)
     score = _brier_by_index(hist)[kh]
-    n = hist.clipped_counts()
+    n = hist.counts
     r0 = 1.0 - kaplan_meier(hist).at(horizon)
     cases = (case_weights(hist)[:kh] * n[:kh, 1].sum(axis=1)).sum()
     null = (cases * (1.0 - r0) ** 2 + _control_weights(hist)[kh] * n[kh:].sum() * r0**2) / n.sum()

@@ -23,7 +23,8 @@ class ObservedExpected:
     """Observed against expected risk at the horizon for the patients in score bins ``score_bins``.
 
     ``ratio`` is ``O/E``; its interval is ``O/E exp(-+ z sd(O) / O)`` (delta method on the log scale, the
-    expected risk taken as fixed; ``sd(O)`` is Greenwood's). Bounds are NaN where ``O`` or ``E`` is 0.
+    expected risk taken as fixed; ``sd(O)`` is Greenwood's). Bounds are NaN where ``O`` or ``E`` is 0;
+    ``expected`` and ``ratio`` are NaN where the group's (noisy) number of patients is not positive.
     """
 
     score_bins: tuple[int, int]
@@ -63,10 +64,10 @@ def _observed_expected(hist, horizon, start, stop, level, z) -> ObservedExpected
     k = int(np.searchsorted(km.times, float(horizon), side="right"))
     s, s_lo, s_hi, var = (1.0, 1.0, 1.0, 0.0) if k == 0 else (km.survival[k - 1], km.lower[k - 1], km.upper[k - 1],
                                                                km.variance[k - 1])
-    n = hist.clipped_counts()[:, :, start:stop]
+    n = hist.counts[:, :, start:stop]
     patients = float(n.sum())
     sum_r, _ = hist.risk_sums()
-    expected = float(sum_r[:, :, start:stop].sum() / patients) if patients > 0.0 else float("nan")
+    expected = float(np.clip(sum_r[:, :, start:stop].sum() / patients, 0.0, 1.0)) if patients > 0.0 else float("nan")
     observed = 1.0 - float(s)
     if observed > 0.0 and expected > 0.0:
         ratio = observed / expected

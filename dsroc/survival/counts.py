@@ -10,21 +10,23 @@ bin closed); a binned score is its bin's midpoint unless the per-cell sums of th
 Binning time is not free: the censorings inside a bin count as after all of the bin's events (grouped
 times), which raises the Kaplan-Meier curve a little; a finer time grid shrinks the gap.
 
-Noisy releases are real-valued and may be negative. Every estimator reads the cells through
-:meth:`SurvivalHistogram.clipped_counts` (negative cells set to zero) and the risk sums through
-:meth:`SurvivalHistogram.risk_sums` (each cell's sum clipped into the range its clipped count allows), so
-estimates stay in range; clipping biases a cell whose true count is 0 upwards by ``E max(noise, 0)``.
+Noisy releases are real-valued and may be negative. The estimators use the released sums as they are
+(sums of unbiased noise are unbiased, and clipping each cell at zero would add phantom patients to the
+empty cells, pulling a concordance towards 1/2), and keep only what must stay in range: the event and
+censoring counts per time point (summed over the score bins) are clipped at zero before they form risk
+sets, hazards lie in ``[0, 1]``, and each final estimate is clipped into its range.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
 from .._checks import as_labels, as_scores
 
-__all__ = ["SurvivalHistogram", "sum_histograms", "check_time_edges", "check_score_edges"]
+__all__ = ["SurvivalHistogram", "sum_histograms", "check_time_edges", "check_score_edges", "check_number"]
 
 
 def check_time_edges(time_edges) -> np.ndarray:
@@ -34,7 +36,7 @@ def check_time_edges(time_edges) -> np.ndarray:
         raise ValueError(f"time_edges must be one-dimensional with at least 2 values (1 bin), got shape {e.shape}")
     if e[0] != 0.0:
         raise ValueError(f"time_edges must start at 0, got {e[0]}")
-    if not np.isfinite(e[:-1]).all() or np.isnan(e[-1]) or e[-1] == -np.inf:
+    if not np.isfinite(e[:-1]).all() or np.isnan(e[-1]):
         raise ValueError("time_edges must be finite, except that the last edge may be +inf")
     if np.any(np.diff(e) <= 0.0):
         raise ValueError("time_edges must be strictly increasing")
@@ -53,6 +55,13 @@ def check_score_edges(score_edges) -> np.ndarray:
     if np.any(np.diff(s) <= 0.0):
         raise ValueError("score_edges must be strictly increasing")
     return s
+
+
+def check_number(value, *, name: str) -> float:
+    """A real number (not a bool, string or array) as float, or ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return float(value)
 
 
 def _frozen(values) -> np.ndarray:
@@ -157,23 +166,16 @@ class SurvivalHistogram:
         """The score standing for each bin when no risk sums are given: ``(s_j + s_{j+1}) / 2``."""
         return 0.5 * (self.score_edges[:-1] + self.score_edges[1:])
 
-    def clipped_counts(self) -> np.ndarray:
-        """The counts with negative (noisy) cells set to zero, shape ``(K, 2, J)``."""
-        return np.maximum(self.counts, 0.0)
-
     def risk_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-cell sums of the risks ``r`` and ``r^2`` over the clipped counts ``N``, each ``(K, 2, J)``.
+        """Per-cell sums of the risks ``r`` and of ``r^2``, each ``(K, 2, J)``.
 
-        With score sums, each is clipped into what ``N`` patients in the cell's score bin ``[a, b]`` allow
-        (``[a N, b N]`` and ``[a^2 N, b^2 N]``); without, every patient takes the bin midpoint ``m``:
-        ``N m`` and ``N m^2``.
+        The released ``score_sum`` and ``score_sq_sum``; without them every patient takes her bin's
+        midpoint ``m``: ``N m`` and ``N m^2`` for a cell of ``N`` patients.
         """
-        n = self.clipped_counts()
         if self.score_sum is None:
             m = self.score_midpoints
-            return n * m, n * m * m
-        a, b = self.score_edges[:-1], self.score_edges[1:]
-        return np.clip(self.score_sum, a * n, b * n), np.clip(self.score_sq_sum, a * a * n, b * b * n)
+            return self.counts * m, self.counts * m * m
+        return self.score_sum, self.score_sq_sum
 
     def horizon_index(self, horizon, *, name: str = "horizon") -> int:
         """The number of time points ``<= horizon``: bins before it hold the cases, the rest the controls.
@@ -181,9 +183,7 @@ class SurvivalHistogram:
         ``horizon`` must be finite, positive and at most the last finite time edge. A horizon inside a bin
         counts that bin's patients as still event-free (their binned time is the right edge).
         """
-        if isinstance(horizon, bool) or not np.isscalar(horizon):
-            raise ValueError(f"{name} must be a number, got {horizon!r}")
-        h = float(horizon)
+        h = check_number(horizon, name=name)
         last = self.time_edges[-2] if np.isinf(self.time_edges[-1]) else self.time_edges[-1]
         if not (np.isfinite(h) and 0.0 < h <= last):
             raise ValueError(f"{name} must lie in (0, {last}] (the last finite time edge), got {horizon!r}")

@@ -3,7 +3,8 @@
 Ties: within a time point events precede censorings. So the event KM at ``t_k`` has all ``n_k`` patients
 still followed at risk (``d_k`` events among them), while the censoring KM ``G`` removes the ``d_k``
 events first: ``n_k - d_k`` at risk of the ``c_k`` censorings (scikit-survival's ``reverse=True``). Counts
-are the clipped cells aggregated over the score bins; a hazard is 0 where nobody is at risk and at most 1.
+per time point are the cells summed over the score bins, clipped at zero; a hazard is 0 where nobody is at
+risk and at most 1.
 """
 
 from __future__ import annotations
@@ -13,16 +14,17 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .counts import SurvivalHistogram
+from .counts import SurvivalHistogram, check_number
 
 __all__ = ["SurvivalCurve", "kaplan_meier", "censoring_survival", "check_level", "check_score_bins"]
 
 
 def check_level(level) -> float:
     """Validate a confidence level: strictly between 0 and 1."""
-    if isinstance(level, bool) or not np.isscalar(level) or not 0.0 < float(level) < 1.0:
+    value = check_number(level, name="level")
+    if not 0.0 < value < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level!r}")
-    return float(level)
+    return value
 
 
 def check_score_bins(hist: SurvivalHistogram, score_bins) -> slice:
@@ -85,7 +87,7 @@ def _product_limit(times, events, at_risk, level) -> SurvivalCurve:
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     inner = (survival > 0.0) & (survival < 1.0)
     log_s = np.log(np.where(inner, survival, 0.5))
-    spread = np.exp(z * np.sqrt(greenwood) / np.abs(log_s))
+    spread = np.exp(np.minimum(z * np.sqrt(greenwood) / np.abs(log_s), 700.0))  # beyond: S^spread is 0 anyway
     lower = np.where(inner, survival ** np.where(inner, spread, 1.0), survival)
     upper = np.where(inner, survival ** np.where(inner, 1.0 / spread, 1.0), survival)
     return SurvivalCurve(times=np.asarray(times, dtype=np.float64), survival=survival, variance=variance,
@@ -93,7 +95,7 @@ def _product_limit(times, events, at_risk, level) -> SurvivalCurve:
 
 
 def _events_and_censorings(hist: SurvivalHistogram, score_bins):
-    cells = hist.clipped_counts()[:, :, check_score_bins(hist, score_bins)].sum(axis=2)
+    cells = np.maximum(hist.counts[:, :, check_score_bins(hist, score_bins)].sum(axis=2), 0.0)
     events, censored = cells[:, 1], cells[:, 0]
     at_risk = np.cumsum((events + censored)[::-1])[::-1]  # followed up to t_k: n_k = sum_{l >= k}
     return events, censored, at_risk
