@@ -11,10 +11,10 @@ from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteError
 from analyst.display import CalibrationPlot, RocPlot
 from analyst.federation import Federation
-from analyst.result.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult
 from analyst.protocols import HistogramOptions, PaperOptions, SecAggOptions
 from analyst.recommend import RecommendedSetting, recommend_settings
 from analyst.result import ValidationResult
+from analyst.result.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult
 from analyst.session import ValidationSession
 
 __all__ = [

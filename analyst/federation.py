@@ -16,6 +16,7 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
+from analyst.protocols.paper import PaperSession
 from analyst.result import ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
@@ -136,17 +137,17 @@ class Federation:
     # -- analysis -------------------------------------------------------------------------------
     def session(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
                 progress: Progress | None = None, with_sensitivity: bool = False,
-                hold: pb.PrepareRequest | None = None) -> ValidationSession:
-        """Open a session at every site; its methods are the single steps of the procedure.
+                hold: pb.PrepareRequest | None = None) -> PaperSession:
+        """Open a session at every site; its methods are the single steps of the procedure (the paper protocol's).
 
         ``with_sensitivity``: have the sites send their sensitivity with the session (paper protocol).
         ``hold``: have the sites also hold this release (a noisy-score release's ``PrepareRequest``) with the
-        session, used by :meth:`ValidationSession.release` of the same parameters.
+        session, used by :meth:`PaperSession.release` of the same parameters.
         """
         self._wait_closing()
-        return ValidationSession(self.connections, dataset=dataset, outcome=outcome,
-                                 source=score_source(score=score, model=model), progress=progress,
-                                 executor=self.executor, with_sensitivity=with_sensitivity, hold=hold)
+        return PaperSession(self.connections, dataset=dataset, outcome=outcome,
+                            source=score_source(score=score, model=model), progress=progress,
+                            executor=self.executor, with_sensitivity=with_sensitivity, hold=hold)
 
     def close_later(self, session: ValidationSession) -> None:
         """Close ``session`` in the background (off the end of a validation); the next session waits for it,

@@ -18,14 +18,14 @@ from typing import Iterator, Sequence
 import numpy as np
 
 import dsroc
-from analyst.federation import Federation
 from analyst.demo.gbsg2 import FEATURES, HORIZON_DAYS, OUTCOME, DemoData, prepare_gbsg2
-from analyst.recommend import recommend_settings
-from analyst.result.report import write_report
-from analyst.result.parts import num
+from analyst.federation import Federation
 from analyst.protocols import HistogramOptions, PaperOptions
 from analyst.protocols.paper.protocol import paper_calibration, rocglm_to_dict
+from analyst.recommend import recommend_settings
 from analyst.result import ValidationResult
+from analyst.result.parts import num
+from analyst.result.report import write_report
 from analyst.session import Progress
 
 __all__ = ["pooled_statistics", "privacy_note", "run_demo", "running_daemons", "write_site_files"]

@@ -1,4 +1,4 @@
-"""Figures of a multicentre validation's extra parts: the per-site forest plot, the decision curve, subgroups, two models."""
+"""Figures of a multicentre validation's extra parts: per-site forest plot, decision curve, subgroups, two models."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Validation protocols at the analyst, a package each (secagg inside histogram/, whose post-processing it shares): the session and options in, a ValidationResult out."""
+"""Validation protocols at the analyst, a package each (secagg in histogram/): session and options in, a result out."""
 
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest
 from analyst.protocols.histogram import HistogramOptions, HistogramProtocol, SecAggOptions, SecAggProtocol

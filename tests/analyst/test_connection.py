@@ -247,12 +247,12 @@ def test_upload_messages_are_serialized_from_the_arrays_as_protobuf_would():
     # (each full but the last).
     import numpy as np
 
-    from analyst.session import _survivor_chunks
+    from analyst.protocols.paper.wire import survivor_chunks
 
     rng = np.random.default_rng(2)
     arrays = [np.sort(rng.normal(size=k)) for k in (1, 15, 17, 2049, 40_000)]
     for size in (1, 16, 2048, 16_384, 65_536):
-        chunks = _survivor_chunks(arrays, size)
+        chunks = survivor_chunks(arrays, size)
         assert not isinstance(chunks, list)  # made as they are sent
         joined = np.concatenate(arrays)
         expected = [pb.SurvivorChunk(scores=joined[i:i + size].tobytes()).SerializeToString()
@@ -269,14 +269,14 @@ def test_the_upload_header_shares_the_first_message_of_scores_which_stays_no_lar
     # large as a message goes on its own.
     import numpy as np
 
-    from analyst.session import _survivor_chunks
+    from analyst.protocols.paper.wire import survivor_chunks
 
     arrays = [np.sort(np.random.default_rng(k).normal(size=700)) for k in range(3)]
     header = pb.SurvivorChunk(header=pb.SurvivorHeader(session_id="s", score_class=pb.SCORE_CLASS_NEGATIVES, n=2100,
                                                        segments=[pb.ReleaseInfo(site="x" * 300)]))
     first = header.SerializeToString()
     for size, alone in ((1024, False), (256, False), (8, True)):
-        got = list(_survivor_chunks(arrays, size, first=first))
+        got = list(survivor_chunks(arrays, size, first=first))
         messages = [pb.SurvivorChunk.FromString(m) for m in got]
         assert messages[0].header == header.header and not any(m.HasField("header") for m in messages[1:])
         assert (messages[0].scores == b"") == alone

@@ -14,14 +14,14 @@ from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
 from dsroc.histogram.stages import MODE_Z, first_stage_bins, laplace_count_sd, laplace_two_stage_plan, second_mode
 from dsroc.histogram.validation import histogram_validation
 
-from analyst.protocols.histogram.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
-from analyst.result.parts import Calibration, Estimate, RocCurve, num
-from analyst.result.pr import pr_from_counts
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
                                     site_privacy_from_budget)
+from analyst.protocols.histogram.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
 from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, collect_histograms, quantile_bin_cap,
                                                  quantile_grid)
 from analyst.result import ValidationResult
+from analyst.result.parts import Calibration, Estimate, RocCurve, num
+from analyst.result.pr import pr_from_counts
 from analyst.result.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "citl_with_noise",

@@ -14,12 +14,12 @@ from dsroc.histogram.stages import policy_candidates, second_stage_grid, two_sta
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
-from analyst.result.parts import num
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
 from analyst.protocols.histogram.protocol import summed_result, two_modes_lines
 from analyst.protocols.histogram.release import allowed_n_bins, fine_release
 from analyst.protocols.histogram.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
+from analyst.result.parts import num
 from analyst.result.summary import fmt
 
 __all__ = ["SECAGG_GUARANTEE", "PER_SITE", "SecAggDetail", "SecAggOptions", "SecAggProtocol"]

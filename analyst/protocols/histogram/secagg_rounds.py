@@ -24,7 +24,7 @@ from dsroc.secagg import (check_plausible, honest_shares, masked_digest, remove_
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError, fan_out_partial
-from analyst.session import _explain
+from analyst.session import raise_first_failure
 
 __all__ = ["SecAggAborted", "SecAggRound", "SecAggSum", "advertise_round", "next_round", "mask_round", "verify_masked",
            "confirm_round", "unmask_round", "among", "sum_round", "masked_vector", "collect_secagg", "round_colluders", "cancel_follow_ups"]
@@ -221,8 +221,8 @@ def mask_round(session, r: SecAggRound, follow_ups: Mapping[str, str] | None = N
                          f"({len(r.masked)} sites go on; the round tolerates {r.dropouts})")
     elif failed:
         _cancel_all(session, r, follow_ups)
-        _explain(failed, "; the secagg round is abandoned before any seed was revealed: nothing was charged at any "
-                         "site (the others' holds were returned)")
+        raise_first_failure(failed, "; the secagg round is abandoned before any seed was revealed: nothing was "
+                                    "charged at any site (the others' holds were returned)")
     try:
         return verify_masked(r)
     except SecAggAborted:
@@ -257,8 +257,8 @@ def confirm_round(session, r: SecAggRound) -> SecAggRound:
     failed = [m for m in replies if isinstance(m, SiteError)]
     if failed:
         _cancel_all(session, r, {})
-        _explain(failed, "; the survivors did not all confirm: nothing was revealed or charged at any site (the "
-                         "holds were returned)")
+        raise_first_failure(failed, "; the survivors did not all confirm: nothing was revealed or charged at any "
+                                    "site (the holds were returned)")
     r.confirmations = {c.name: m for c, m in zip(survivors.connections, replies)}
     return r
 
@@ -278,8 +278,8 @@ def unmask_round(session, r: SecAggRound) -> SecAggRound:
     if failed:
         session.cancel({e.site: r.masked[e.site].reservation_id for e in failed})
         done = [c.name for c, m in zip(survivors.connections, seeds) if not isinstance(m, SiteError)]
-        _explain(failed, f"; no sum: {', '.join(done) or 'no site'} revealed its seed and was charged, the failed "
-                         "sites' holds were returned")
+        raise_first_failure(failed, f"; no sum: {', '.join(done) or 'no site'} revealed its seed and was charged, "
+                                    "the failed sites' holds were returned")
     r.unmasked = dict(zip(survivors.sites, seeds))
     transcript = r.transcript
     for name, s in r.unmasked.items():

@@ -15,13 +15,14 @@ from dsroc.roc.rocglm_fit import DEFAULT_START
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.hierarchy import calibration_summary, improper_warning
-from analyst.result.parts import Calibration, Estimate, RocCurve, num
-from analyst.result.pr import pr_from_released_scores
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0
+from analyst.protocols.paper.wire import PaperAnswers
 from analyst.recommend import recommendation_warning
 from analyst.result import ValidationResult
-from analyst.session import PaperAnswers, check_privacy_request, concurrently
+from analyst.result.parts import Calibration, Estimate, RocCurve, num
+from analyst.result.pr import pr_from_released_scores
 from analyst.result.summary import fmt
+from analyst.session import check_privacy_request, concurrently
 
 __all__ = ["PAPER_GUARANTEE", "PaperDetail", "PaperOptions", "PaperProtocol", "rocglm_to_dict"]
 
@@ -189,7 +190,7 @@ class PaperProtocol(Protocol):
         check_privacy_request(epsilon=request.epsilon, delta=request.delta, sensitivity=options.sensitivity)
 
     def hold_request(self, request: ValidationRequest, options: PaperOptions) -> pb.PrepareRequest:
-        """The noisy release, held with the sessions (one round trip fewer); :meth:`ValidationSession.release` uses it."""
+        """The noisy release, held with the sessions (one round trip fewer); :meth:`PaperSession.release` uses it."""
         return pb.PrepareRequest(scores=pb.ReleaseRequest(epsilon=request.epsilon, delta=request.delta,
                                                           sensitivity=float(options.sensitivity or 0.0)))
 
