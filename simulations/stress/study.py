@@ -162,7 +162,7 @@ class Release(NamedTuple):
 @lru_cache(maxsize=None)
 def site_sigmas(epsilon: float, delta: float, score_sums: bool) -> tuple[float, float]:
     """Per-site discrete Laplace scales of the counts and (with ``score_sums``) the score sums of one release asked
-    for at epsilon (``delta`` is only checked by the policy), as ``site_node.histograms.plan_histogram`` calibrates
+    for at epsilon (``delta`` is only checked by the policy), as ``site_node.protocols.histogram.release.plan_histogram`` calibrates
     them (:func:`dsroc.histogram.stages.laplace_release_scales`, at the ledger's default discretisation)."""
     return laplace_release_scales(epsilon, score_sums=score_sums, interval=VALUE_DISCRETIZATION)[:2]
 
@@ -200,7 +200,7 @@ def quantile_plan(epsilon: float, delta: float, score_sums: bool = True, shares:
 
 def _summed_release(p, y, site, k: int, edges, sigma: float, sums_sigma: float, rng, score_sums: bool,
                     noise: str = "laplace"):
-    """One replication's release on ``edges`` by each of ``k`` sites (as ``site_node.histograms.draw_histogram``:
+    """One replication's release on ``edges`` by each of ``k`` sites (as ``site_node.protocols.histogram.release.draw_histogram``:
     counts plus ``noise``, then the offsets' random rounding and the sums' noise), summed over the sites."""
     draw = NOISE[noise][0]
     m = edges.size - 1

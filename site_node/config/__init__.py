@@ -1,0 +1,7 @@
+"""The site configuration (TOML): listen address, TLS, analysts, privacy policy, datasets."""
+
+from .site_config import (FORMATS, PROTOCOLS, SENSITIVITY_RULES, SPACINGS, AnalystConfig, ConfigError, DatasetConfig, Policy,
+                          SiteConfig, TlsConfig, load_config, parse_config, source_identity)
+
+__all__ = ["ConfigError", "TlsConfig", "Policy", "AnalystConfig", "DatasetConfig", "SiteConfig", "load_config", "parse_config",
+           "SENSITIVITY_RULES", "PROTOCOLS", "SPACINGS", "FORMATS", "source_identity"]
