@@ -30,7 +30,8 @@ from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
                          Reservation, budget_mu)
-from .sqlite_files import open_private_db
+from .ledger_file import open_ledger_file
+from .query_caps import SqliteQueryCaps
 
 # The records and the interface live in ledger_api; they are exported here too, beside the SQLite ledger.
 __all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus", "budget_mu", "Ledger", "SqliteLedger",
@@ -38,87 +39,6 @@ __all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus"
 
 SEED_BYTES = 32
 
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS releases (
-    release_id TEXT PRIMARY KEY,
-    created TEXT NOT NULL,
-    analyst TEXT NOT NULL,
-    population TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    request TEXT NOT NULL,
-    events TEXT NOT NULL,
-    epsilon REAL NOT NULL,
-    delta REAL NOT NULL,
-    rule TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    seed BLOB NOT NULL,
-    digest TEXT NOT NULL,
-    payload BLOB,
-    n0 INTEGER NOT NULL,
-    n1 INTEGER NOT NULL,
-    UNIQUE (population, source, outcome, kind, request)
-);
-CREATE TABLE IF NOT EXISTS reservations (
-    reservation_id TEXT PRIMARY KEY,
-    created TEXT NOT NULL,
-    expires REAL NOT NULL,
-    analyst TEXT NOT NULL,
-    population TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    request TEXT NOT NULL,
-    events TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS survivor_uploads (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    score_class INTEGER NOT NULL,
-    survivor TEXT NOT NULL,
-    PRIMARY KEY (population, source, outcome, score_class, survivor)
-);
-CREATE TABLE IF NOT EXISTS models (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    PRIMARY KEY (population, source)
-);
-CREATE TABLE IF NOT EXISTS calibration_edges (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    edges BLOB NOT NULL,
-    PRIMARY KEY (population, source, outcome)
-);
-CREATE TABLE IF NOT EXISTS confusion_thresholds (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    threshold REAL NOT NULL,
-    PRIMARY KEY (population, source, outcome, threshold)
-);
-CREATE TABLE IF NOT EXISTS glm_evaluations (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    survivor TEXT NOT NULL,
-    used INTEGER NOT NULL,
-    PRIMARY KEY (population, source, outcome, survivor)
-);
-CREATE TABLE IF NOT EXISTS glm_answered (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    survivor TEXT NOT NULL,
-    query TEXT NOT NULL,
-    PRIMARY KEY (population, source, outcome, survivor, query)
-);
-"""
 
 
 # The request of a follow-up hold (the release that takes it over is not known yet): no release has such a key.
@@ -143,8 +63,10 @@ def _digest(payload: bytes) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-class SqliteLedger(Ledger):
+class SqliteLedger(SqliteQueryCaps, Ledger):
     """The ledger in one SQLite file; every change is a single transaction (``BEGIN IMMEDIATE``).
+
+    Its query caps (ROC-GLM evaluations, survivor functions, models) are :class:`SqliteQueryCaps`.
 
     The composed accountant of each population is cached in memory and extended by one release at
     a time (the daemon is the ledger's only writer; a count mismatch rebuilds it from the file).
@@ -155,14 +77,7 @@ class SqliteLedger(Ledger):
         self.interval = float(interval)
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._db = open_private_db(self.path)
-        columns = [row[1] for row in self._db.execute("PRAGMA table_info(releases)")]
-        if columns and "population" not in columns:
-            raise FailedPrecondition(
-                f"{self.path} is a ledger of an earlier dsroc version (budgets per dataset, stored values); "
-                "keep it as the record of those releases and point site.state_dir at a new folder"
-            )
-        self._db.executescript(_SCHEMA)
+        self._db = open_ledger_file(self.path)
         self._accountants: dict[str, tuple[int, Accountant]] = {}
 
     def close(self) -> None:
@@ -392,73 +307,6 @@ class SqliteLedger(Ledger):
                 )
         return Release(release_id, key, dataset, tuple(decode_event(e) for e in json.loads(events)), epsilon, delta,
                        rule, created, analyst, payload, n0, n1)
-
-    def use_evaluation(self, key, cap, *, query):
-        used = []
-
-        def body(db):
-            used.append(self._used(key))
-            if db.execute("SELECT 1 FROM glm_answered WHERE population=? AND source=? AND outcome=? AND survivor=? "
-                          "AND query=?", (*key, query)).fetchone():
-                used[0] -= 1  # a repeat: free
-                return
-            if used[0] >= cap:
-                raise ResourceExhausted(
-                    f"query cap: this site answers at most {cap} ROC-GLM evaluations per uploaded survivor function"
-                )
-            db.execute("INSERT INTO glm_evaluations VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET used = used + 1",
-                       (*key, 1))
-            db.execute("INSERT INTO glm_answered VALUES (?,?,?,?,?)", (*key, query))
-
-        # Not fsynced: a fit asks 4-6 evaluations of every site in a row, and an fsync each (~4 ms on this
-        # machine's disk) was most of a round trip. The count still survives a crash of the daemon (kill
-        # -9: tests/site/test_kill.py); a power failure could forget the last few, never a release.
-        self._transaction(body, synced=False)
-        return cap - used[0] - 1
-
-    def _used(self, key) -> int:
-        row = self._db.execute(
-            "SELECT used FROM glm_evaluations WHERE population=? AND source=? AND outcome=? AND survivor=?", key
-        ).fetchone()
-        return 0 if row is None else int(row[0])
-
-    def evaluations_left(self, key, cap):
-        with self._lock:
-            return max(cap - self._used(key), 0)
-
-    def record_survivors(self, keys, cap):
-        def body(db):
-            for key in keys:
-                seen = db.execute("SELECT 1 FROM survivor_uploads WHERE population=? AND source=? AND outcome=? "
-                                  "AND score_class=? AND survivor=?", key).fetchone()
-                if seen is not None:
-                    continue
-                (count,) = db.execute("SELECT COUNT(*) FROM survivor_uploads WHERE population=? AND source=? "
-                                      "AND outcome=? AND score_class=?", key[:4]).fetchone()
-                if count >= cap:
-                    raise ResourceExhausted(
-                        f"query cap: this site accepts at most {cap} different survivor functions per population, "
-                        "score source, outcome and class"
-                    )
-                db.execute("INSERT INTO survivor_uploads VALUES (?,?,?,?,?)", key)
-
-        # Not fsynced, as the ROC-GLM evaluations (a query cap, not a release): it survives a crash or kill of
-        # the daemon; a power failure could forget the last few, never a release.
-        self._transaction(body, synced=False)
-
-    def record_model(self, population, source, cap):
-        def body(db):
-            if db.execute("SELECT 1 FROM models WHERE population=? AND source=?", (population, source)).fetchone():
-                return
-            (count,) = db.execute("SELECT COUNT(*) FROM models WHERE population=?", (population,)).fetchone()
-            if count >= cap:
-                raise ResourceExhausted(
-                    f"query cap: this site accepts at most {cap} different models for the patients of one population; "
-                    "answers about different models could be differenced down to single patients"
-                )
-            db.execute("INSERT INTO models VALUES (?,?)", (population, source))
-
-        self._transaction(body)
 
     def _transaction(self, body: Callable[[sqlite3.Connection], None], *, synced: bool = True) -> None:
         """Run ``body`` in one write transaction. ``synced=False`` commits without an fsync (WAL,
