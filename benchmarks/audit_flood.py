@@ -44,8 +44,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from dsroc.v1 import site_pb2 as pb
-    from site_node.audit import read_audit
-    from site_node.init import init_site
+    from site_node.interceptors.audit import read_audit
+    from site_node.cli.init import init_site
     from site_node.testing import site_channel, site_stub
 
     with tempfile.TemporaryDirectory(prefix="dsroc-audit-bench-") as tmp:

@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from analyst import Federation
-    from site_node.init import link_peers
+    from site_node.cli.init import link_peers
 
     with tempfile.TemporaryDirectory(prefix="dsroc-daemon-bench-") as tmp:
         pki, configs = write_dev_sites(Path(tmp), 1, [args.n])

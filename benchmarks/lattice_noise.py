@@ -2,7 +2,7 @@
 
 Cost: the exact lattice sampler (``dsroc.privacy.lattice``) against numpy's floating-point Gaussian and
 OpenDP's exact sampler (one draw at a time, timed on 10^5 and scaled), and the sealed ledger payload
-(``site_node.sealed``) against the raw float64 values. Statistics: on the study's data
+(``site_node.protocols.paper.sealed``) against the raw float64 values. Statistics: on the study's data
 (``simulations.common.dgp``, all sites pooled, as the pooled survivor functions are), the ROC-GLM AUC with its
 DeLong CI from releases with the continuous Gaussian (SD tau0) and with the lattice noise (the same
 data), against the pooled truth (the empirical AUC of the true scores): bias, MAE, CI coverage, and the
@@ -25,9 +25,9 @@ import dsroc
 from dsroc.privacy.lattice import lattice_gaussian
 from dsroc.privacy.noise import sample_discrete_gaussian
 from simulations.common.dgp import generate_replication
-from site_node.ledger_api import ReleaseKey
-from site_node.noise_key import NoiseKey
-from site_node.sealed import open_points, seal_points
+from site_node.store.ledger_api import ReleaseKey
+from site_node.security.noise_key import NoiseKey
+from site_node.protocols.paper.sealed import open_points, seal_points
 
 SETTINGS = ((0.01, 1.0, 1e-5), (0.1, 5.0, 1e-3), (0.1, 1.0, 1e-5))  # (sensitivity, epsilon, delta)
 

@@ -105,7 +105,7 @@ def sites_worker(tree: str, k_sites: int, sizes, repeat: int, data_dir: str) -> 
         root = Path(tmp)
         pki, configs = write_dev_sites(root, k_sites, sizes, token=token, data_dir=Path(data_dir))
         try:  # signed releases: every site must know the others' release-signing keys
-            from site_node.init import link_peers
+            from site_node.cli.init import link_peers
         except ImportError:  # a tree from before signed releases
             link_peers = None
         if link_peers is not None:

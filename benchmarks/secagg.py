@@ -28,8 +28,8 @@ PROTOCOLS = ("histogram", "secagg")
 def _federation(stack, root: Path, k: int, n: int, pki, token: str):
     """Start ``k`` peered daemons that serve secagg; the analyst's federation over them."""
     from analyst import Federation
-    from site_node.auth import hash_token
-    from site_node.init import link_peers
+    from site_node.interceptors.auth import hash_token
+    from site_node.cli.init import link_peers
 
     configs = write_sites(root / f"k{k}", k, [n], pki, hash_token(token))
     for path in configs:  # serve secagg too; every site a peer of every other
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     counts = [int(k) for k in args.sites.split(",")]
 
-    from site_node.pki import generate_dev_pki
+    from site_node.security.pki import generate_dev_pki
 
     token = TOKEN
     profile = cProfile.Profile() if args.profile else None

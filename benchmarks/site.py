@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsroc.v1 import site_pb2 as pb  # noqa: E402
-from site_node.init import init_site  # noqa: E402
+from site_node.cli.init import init_site  # noqa: E402
 from benchmarks._harness import memory_and_peak_mb  # noqa: E402
 from site_node.testing import site_channel, site_stub  # noqa: E402
 

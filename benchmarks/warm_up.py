@@ -25,7 +25,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from site_node.init import init_site  # noqa: E402
+from site_node.cli.init import init_site  # noqa: E402
 
 READY = re.compile(r"datasets ready: \d+ score columns prepared in ([0-9.]+) s")
 

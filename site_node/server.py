@@ -16,19 +16,19 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from dsroc.privacy.accounting import discretization_for
 from dsroc.v1 import site_pb2, site_pb2_grpc
 
-from .audit import AuditLog
-from .auth import AuthAuditInterceptor
-from .crl import RevokedCertificates, revoked_serials
 from .config import ConfigError, SiteConfig, load_config
-from .datasets import DatasetStore, read_table
-from .ledger import SqliteLedger
+from .data.datasets import DatasetStore, read_table
+from .data.populations import require_declared_populations
+from .data.table_reader import read_table_in_helper, read_tables_in_helper
+from .interceptors.audit import AuditLog
+from .interceptors.auth import AuthAuditInterceptor
+from .interceptors.slots import CallSlots
 from .memory import FreedMemory
-from .populations import require_declared_populations
-from .servicer import SiteServicer
+from .security.crl import RevokedCertificates, revoked_serials
+from .servicer.dispatch import SiteServicer
 from .site import Site
-from .slots import CallSlots
-from .state import mark_served, open_state
-from .table_reader import read_table_in_helper, read_tables_in_helper
+from .store.ledger import SqliteLedger
+from .store.state import mark_served, open_state
 
 __all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback"]
 
@@ -60,7 +60,7 @@ def server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
 
 
 def crl_serials(config: SiteConfig) -> frozenset[int]:
-    """The client certificates the site's CRL revokes (:mod:`site_node.crl`); ConfigError if it is not the client CA's."""
+    """The client certificates the site's CRL revokes (:mod:`site_node.security.crl`); ConfigError if it is not the client CA's."""
     if config.tls is None or config.tls.client_ca is None:
         return frozenset()
     try:
@@ -95,11 +95,11 @@ class SiteServer:
         Calls of one analyst in progress at once; default half the workers (at least 1), so that one
         analyst with stalled streams cannot take every worker.
     read_datasets_in_helper : bool, default False
-        Read each dataset in a helper process (:mod:`site_node.table_reader`), so that pandas, pyarrow
+        Read each dataset in a helper process (:mod:`site_node.data.table_reader`), so that pandas, pyarrow
         and SQLAlchemy never take memory in this one; ``dsroc-site serve`` does.
     reset_state : bool, default False
         Move a lost or damaged state aside and start a new one (audited); without it such a state is
-        refused with :class:`~site_node.state.StateError` (:mod:`site_node.state`).
+        refused with :class:`~site_node.store.state.StateError` (:mod:`site_node.store.state`).
     warm_up : bool, default False
         Once listening, read the datasets and prepare their scores in the background
         (:meth:`site_node.site.Site.warm_up`), so that the first validation costs what the next ones do;
@@ -222,11 +222,11 @@ class SiteServer:
 
         The next call of every analyst is checked against the new table, so removing an analyst (or
         their token hash) revokes them at once, and so is every call's client certificate against the
-        CRL (:mod:`site_node.crl`). Other changes need a restart and are logged as
+        CRL (:mod:`site_node.security.crl`). Other changes need a restart and are logged as
         ignored; a config that does not load is logged and changes nothing. Model approvals need no
         reload (each call reads them). Written to the log and the audit log.
         """
-        from .audit import AuditRecord
+        from .interceptors.audit import AuditRecord
 
         try:
             new = load_config(self.config.source)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from .data.scores import ScoreSpec
 from .errors import NotFound, ResourceExhausted
-from .guard import SiteSensitivity
-from .scores import ScoreSpec
+from .rules.guard import SiteSensitivity
 
 if TYPE_CHECKING:  # dsroc.roc.auc imports scipy.special: not before the daemon serves
     from dsroc import SurvivorFunction

@@ -14,18 +14,18 @@ from typing import Callable
 
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 
-from .approvals import ModelApprovals
-from .budget_view import releases_left
 from .config import DatasetConfig, SiteConfig
-from .datasets import DatasetStore, feature_values, outcome_values
-from .disclosure import DisclosureStore
+from .data.datasets import DatasetStore, feature_values, outcome_values
+from .data.scores import ScoreSpec, compute_scores
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from .ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
-from .noise_key import NoiseKey
-from .release_cache import ReleaseCache
-from .scores import ScoreSpec, compute_scores
+from .protocols.budget import releases_left
+from .protocols.paper.release_cache import ReleaseCache
+from .rules.approvals import ModelApprovals
+from .rules.disclosure import DisclosureStore
+from .security.noise_key import NoiseKey
+from .security.signing import ReleaseSigner
 from .sessions import ScoredData, Session, SessionStore
-from .signing import ReleaseSigner
+from .store.ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
 
 __all__ = ["DatasetSummary", "Site"]
 
@@ -99,7 +99,7 @@ class Site:
 
     def budget_of(self, config: DatasetConfig, queries=()) -> BudgetStatus:
         """Spent and remaining privacy budget of a dataset's population, without a permission check, and how
-        many more releases of each :class:`site_node.budget_view.ReleaseQuery` fit it."""
+        many more releases of each :class:`site_node.protocols.budget.ReleaseQuery` fit it."""
         left = releases_left(self, config.population, queries) if queries else ()
         return replace(self.ledger.budget(config.population, self.policy), dataset=config.name, left=left)
 
@@ -113,7 +113,7 @@ class Site:
                 takes_over: str = "") -> Reservation:
         """Hold the budget of a checked release (PrepareRelease): nothing is released or charged. ``follow_up``: the
         checked release that follows it, held too (``Reservation.follow_up_id``); ``takes_over``: such a hold made
-        for this release (:meth:`site_node.ledger_api.Ledger.reserve`)."""
+        for this release (:meth:`site_node.store.ledger_api.Ledger.reserve`)."""
         return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
                                    epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
                                    policy=self.policy, hold_seconds=hold_seconds,

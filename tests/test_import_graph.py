@@ -120,7 +120,7 @@ def test_the_graph_sees_the_packages_and_their_imports():
     assert {"dsroc.roc.auc", "site_node.site", "analyst.federation", "simulations.protocol"} <= set(GRAPH)
     assert "dsroc._checks" in GRAPH["dsroc.roc.auc"]
     assert "dsroc.mechanisms.boyd" in GRAPH["dsroc.mechanisms"]  # `from . import boyd`
-    assert any(t.startswith("dsroc") for t in GRAPH["site_node.guard"])
+    assert any(t.startswith("dsroc") for t in GRAPH["site_node.rules.guard"])
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": {"c"}}) is None
 

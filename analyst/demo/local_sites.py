@@ -35,9 +35,9 @@ def write_local_federation(root, datasets: Mapping[str, Sequence[pd.DataFrame]],
     """Write one site folder per entry of each dataset's frames (``datasets[name][k]`` is site ``k + 1``'s rows of
     dataset ``name``, one CSV each) under ``root``, with the default site policy but ``protocols`` and a budget of
     ``budget_epsilon`` per dataset (each dataset is its own population), and the analyst's ``federation.toml``."""
-    from site_node.auth import hash_token, new_token
-    from site_node.init import federation_document, free_port, link_peers
-    from site_node.pki import generate_dev_pki
+    from site_node.interceptors.auth import hash_token, new_token
+    from site_node.cli.init import federation_document, free_port, link_peers
+    from site_node.security.pki import generate_dev_pki
 
     root = Path(root)
     n_sites = {len(frames) for frames in datasets.values()}

@@ -91,7 +91,7 @@ def write_site_files(data: DemoData, root: Path, *, token_hash: str, pki, privac
     -------
     list of (site name, config path, port)
     """
-    from site_node.init import free_port
+    from site_node.cli.init import free_port
 
     sites = []
     for k, frame in enumerate(data.sites, start=1):
@@ -302,10 +302,10 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
 
 
 def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, seed, progress, stream) -> int:
-    from site_node.approvals import approve_model
-    from site_node.auth import hash_token, new_token
-    from site_node.init import federation_document, link_peers
-    from site_node.pki import generate_dev_pki
+    from site_node.rules.approvals import approve_model
+    from site_node.interceptors.auth import hash_token, new_token
+    from site_node.cli.init import federation_document, link_peers
+    from site_node.security.pki import generate_dev_pki
 
     say = (lambda *a: print(*a, file=stream or sys.stdout, flush=True))
     t_start = time.perf_counter()

@@ -97,8 +97,8 @@ datasets = ["*"]
 def write_dev_sites(root: Path, k_sites: int, sizes, *, token: str = TOKEN, data_dir: Path | None = None):
     """A development PKI under ``root/pki`` and :func:`write_sites`' configs whose analyst holds ``token``;
     returns the PKI and the configs' paths."""
-    from site_node.auth import hash_token
-    from site_node.pki import generate_dev_pki
+    from site_node.interceptors.auth import hash_token
+    from site_node.security.pki import generate_dev_pki
 
     pki = generate_dev_pki(root / "pki")
     return pki, write_sites(root, k_sites, sizes, pki, hash_token(token), data_dir)

@@ -162,7 +162,7 @@ class Release(NamedTuple):
 @lru_cache(maxsize=None)
 def site_sigmas(epsilon: float, delta: float, score_sums: bool) -> tuple[float, float]:
     """Per-site discrete Laplace scales of the counts and (with ``score_sums``) the score sums of one release asked
-    for at epsilon (``delta`` is only checked by the policy), as ``site_node.histograms.plan_histogram`` calibrates
+    for at epsilon (``delta`` is only checked by the policy), as ``site_node.protocols.histogram.release.plan_histogram`` calibrates
     them (:func:`dsroc.histogram.stages.laplace_release_scales`, at the ledger's default discretisation)."""
     return laplace_release_scales(epsilon, score_sums=score_sums, interval=VALUE_DISCRETIZATION)[:2]
 

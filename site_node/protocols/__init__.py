@@ -1,15 +1,16 @@
-"""The site's answers, one module per protocol, on the site's shared services (policy, ledger, auditor, sessions)."""
+"""The site's answers, one package (or module) per protocol, on the site's shared services (policy, ledger)."""
 
-from .base import SiteProtocol
+from .base import SiteProtocol, require_protocol
 from .boyd import BoydProtocol, BoydRelease
-from .histogram import HistogramProtocol, HistogramRelease
+from .budget import ReleaseQuery, releases_left
+from .histogram import HistogramProtocol, HistogramRelease, SecAggProtocol
 from .paper import NEGATIVES, POSITIVES, PaperProtocol, PlacementMoments, ScoreRelease
-from .secagg import SecAggProtocol
 
 __all__ = [
-    "SiteProtocol",
+    "SiteProtocol", "require_protocol",
     "PaperProtocol", "NEGATIVES", "POSITIVES", "ScoreRelease", "PlacementMoments",
     "HistogramProtocol", "HistogramRelease",
     "BoydProtocol", "BoydRelease",
     "SecAggProtocol",
+    "ReleaseQuery", "releases_left",
 ]

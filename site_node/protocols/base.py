@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from ..config import Policy
-from ..histograms import require_protocol
-from ..ledger import Ledger
+from ..errors import FailedPrecondition
+from ..store.ledger import Ledger
 
-__all__ = ["SiteProtocol"]
+__all__ = ["SiteProtocol", "require_protocol"]
+
+
+def require_protocol(policy: Policy, protocol: str) -> None:
+    """Refuse a call of a protocol the site does not serve (FAILED_PRECONDITION naming the served ones)."""
+    if protocol not in policy.protocols:
+        raise FailedPrecondition(
+            f"this site does not serve the {protocol!r} protocol; it serves {list(policy.protocols)} "
+            "(site policy: protocols)"
+        )
 
 
 class SiteProtocol:

@@ -18,9 +18,9 @@ from dsroc.privacy.accounting import ApproximateDp, Laplace
 import dsroc  # dsroc.mechanisms is looked up at first use: it imports scipy.special
 
 from ..errors import InvalidArgument
-from ..guard import check_release_parameters, require_privacy_level
-from ..ledger import Release, ReleaseKey, ReleasePlan
+from ..rules.guard import check_release_parameters, require_privacy_level
 from ..sessions import Session
+from ..store.ledger import Release, ReleaseKey, ReleasePlan
 from .base import SiteProtocol
 
 __all__ = ["DEFAULT_COUNT_SHARE", "PRIVACY_UNIT", "BoydRelease", "BoydProtocol", "boyd_events", "check_count_share"]

@@ -11,10 +11,10 @@ import pytest
 from scipy.special import expit
 
 from analyst import Federation, SiteConfig
-from site_node.approvals import approve_model
-from site_node.auth import hash_token
-from site_node.pki import generate_dev_pki
-from site_node.init import link_peers
+from site_node.rules.approvals import approve_model
+from site_node.interceptors.auth import hash_token
+from site_node.security.pki import generate_dev_pki
+from site_node.cli.init import link_peers
 from site_node.testing import running_server
 
 TOKEN = "analyst-test-token"

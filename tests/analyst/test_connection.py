@@ -22,8 +22,8 @@ from analyst import Federation, SiteConfig, SiteError
 from analyst.cli import budget_rows, main
 from dsroc.v1 import site_pb2 as pb
 from dsroc.v1 import site_pb2_grpc
-from site_node.init import init_site
-from site_node.pki import generate_dev_pki
+from site_node.cli.init import init_site
+from site_node.security.pki import generate_dev_pki
 from site_node.testing import running_server
 
 ROOT = Path(__file__).resolve().parents[2]

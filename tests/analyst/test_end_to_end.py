@@ -206,7 +206,7 @@ def test_a_site_stopped_mid_analysis_is_named(tmp_path, pki, helpers):
 
     import grpc
 
-    from site_node.init import link_peers
+    from site_node.cli.init import link_peers
     from site_node.testing import running_server
 
     frames = helpers.site_frames(seed=5)[:3]
@@ -317,7 +317,7 @@ def test_a_validation_stays_within_the_calls_a_site_serves_at_once(tmp_path, pki
     # limit the site reports in its policy -- here one call at a time.
     import contextlib
 
-    from site_node.init import link_peers
+    from site_node.cli.init import link_peers
     from site_node.testing import running_server
 
     frames = helpers.site_frames(seed=5)[:3]
@@ -342,8 +342,8 @@ def test_sites_from_before_one_stream_and_paper_aggregates_are_asked_each_call(t
 
     from analyst.connection import SiteConnection
     from site_node.errors import SiteError
-    from site_node.init import link_peers
-    from site_node.servicer import SiteServicer
+    from site_node.cli.init import link_peers
+    from site_node.servicer.dispatch import SiteServicer
     from site_node.testing import running_server
 
     class Unimplemented(SiteError):

@@ -110,7 +110,7 @@ def test_the_second_stages_bin_count_refuses_bad_arguments():
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-5), (5.0, 1e-6)])
 def test_the_two_stages_as_the_sites_calibrate_them_compose_to_the_validations_budget(epsilon, delta):
     plan = two_stage_plan(epsilon, delta)
-    # What each site does with the epsilon and delta it is asked for (site_node.histograms.plan_histogram).
+    # What each site does with the epsilon and delta it is asked for (site_node.protocols.histogram.release.plan_histogram).
     sigma1 = discrete_gaussian_sigma(plan.epsilon1, plan.delta1)
     t = joint_discrete_gaussian_sigma(plan.epsilon2, plan.delta2, [(1, 1.0), (SUMS_RESOLUTION, SUMS_RATIO)])
     assert sigma1 == pytest.approx(plan.sigma1, rel=1e-3) and t == pytest.approx(plan.sigma2, rel=1e-3)

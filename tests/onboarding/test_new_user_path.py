@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analyst.config import load_federation_file
-from site_node.init import init_site, name_seed, sample_dataset
+from site_node.cli.init import init_site, name_seed, sample_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),

@@ -14,11 +14,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dsroc.v1 import site_pb2 as pb
-from site_node.approvals import approve_model
+from site_node.rules.approvals import approve_model
 from site_node.config import parse_config
-from site_node.init import sample_dataset
-from site_node.pki import generate_dev_pki
-from site_node.signing import public_key_text, sign_release, values_digest
+from site_node.cli.init import sample_dataset
+from site_node.security.pki import generate_dev_pki
+from site_node.security.signing import public_key_text, sign_release, values_digest
 from site_node.testing import running_server, site_channel, site_stub
 
 TOKENS = {"alice": "token-of-alice", "bob": "token-of-bob"}

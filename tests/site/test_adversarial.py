@@ -22,7 +22,7 @@ from dsroc import analytic_gaussian_sigma, gdp_mu
 from dsroc.v1 import site_pb2 as pb
 from site_node.cli import build_parser
 from site_node.config import ConfigError
-from site_node.ledger import budget_mu
+from site_node.store.ledger import budget_mu
 from site_node.server import SiteServer, is_loopback
 from site_node.testing import running_server
 
@@ -302,7 +302,7 @@ import os, sys
 import numpy as np
 sys.path.insert(0, {root!r})
 from site_node.config import Policy
-from site_node.ledger import ReleaseKey, SqliteLedger
+from site_node.store.ledger import ReleaseKey, SqliteLedger
 
 ledger = SqliteLedger({path!r})
 from dsroc.privacy.accounting import Gaussian
@@ -354,7 +354,7 @@ def test_help_texts_explain_every_command():
 
 
 def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, client_cls, snapshot):
-    from site_node.init import sample_dataset
+    from site_node.cli.init import sample_dataset
 
     frame = sample_dataset(300, seed=1)
     frame["y2"] = 1 - frame["y"]  # a second outcome of the same patients
@@ -417,7 +417,7 @@ def test_calibration_edges_and_confusion_thresholds_cannot_be_differenced(make_s
 
 
 def test_keys_ledger_and_audit_are_private_to_the_site_account(server, client, tmp_path):
-    from site_node.pki import generate_dev_pki
+    from site_node.security.pki import generate_dev_pki
 
     client.open()
     pki = generate_dev_pki(tmp_path / "pki")
@@ -427,7 +427,7 @@ def test_keys_ledger_and_audit_are_private_to_the_site_account(server, client, t
 
 
 def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapshot, approve):
-    from site_node.scores import MAX_ABS_COEFFICIENT
+    from site_node.data.scores import MAX_ABS_COEFFICIENT
 
     # age > 60 and size > 30 would make +inf - inf = NaN exactly for those patients: a count query.
     assert 0 < ((frame["age"] > 60) & (frame["size"] > 30)).sum()
@@ -588,7 +588,7 @@ def test_messages_above_the_size_limit(make_site_config, client_factory):
 
 def test_thresholds_snap_to_the_lattice(server, client, frame):
     from site_node.errors import InvalidArgument
-    from site_node.guard import check_threshold
+    from site_node.rules.guard import check_threshold
 
     assert check_threshold(0.30000000000000004) == check_threshold(0.3 - 1e-12) == 0.3
     assert check_threshold(56.0 + 1e-9, score_range=(10.0, 110.0), steps=50) == 56.0  # steps of 2 from 10
@@ -613,7 +613,7 @@ def snapshot_thresholds(server):
 
 def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_config, client_cls, snapshot, approve):
     from dsroc import GlmModel
-    from site_node.init import sample_dataset
+    from site_node.cli.init import sample_dataset
 
     frame = sample_dataset(300, seed=1)
     glm = GlmModel(link="logit", intercept=-3.0, coefficients={"age": 0.03, "nodes": 0.2})

@@ -19,9 +19,9 @@ import pytest
 
 from dsroc import analytic_gaussian_sigma
 from dsroc.v1 import site_pb2 as pb
-from site_node.audit import AuditLog, AuditRecord, audit_files, read_audit
+from site_node.interceptors.audit import AuditLog, AuditRecord, audit_files, read_audit
 from site_node.cli import main
-from site_node.init import free_port, init_site
+from site_node.cli.init import free_port, init_site
 
 ROOT = Path(__file__).resolve().parents[2]
 NEG = pb.SCORE_CLASS_NEGATIVES

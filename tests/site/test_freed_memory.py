@@ -12,7 +12,7 @@ import numpy as np
 from dsroc.v1 import site_pb2 as pb
 from site_node.memory import FreedMemory, trim_freed_memory
 from site_node.server import SiteServer
-from site_node.slots import CallSlots
+from site_node.interceptors.slots import CallSlots
 
 from .conftest import Client
 

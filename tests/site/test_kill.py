@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 
 from dsroc.v1 import site_pb2 as pb
-from site_node.init import init_site
+from site_node.cli.init import init_site
 
 ROOT = Path(__file__).resolve().parents[2]
 NEG = pb.SCORE_CLASS_NEGATIVES

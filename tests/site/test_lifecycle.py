@@ -17,9 +17,9 @@ import pytest
 from cryptography import x509
 
 from dsroc.v1 import site_pb2 as pb
-from site_node.audit import AuditLog, AuditRecord, read_audit
+from site_node.interceptors.audit import AuditLog, AuditRecord, read_audit
 from site_node.cli import main
-from site_node.init import init_site
+from site_node.cli.init import init_site
 
 from .conftest import wait_until
 

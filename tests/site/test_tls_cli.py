@@ -15,10 +15,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from dsroc.v1 import site_pb2 as pb
-from site_node.auth import hash_token, new_token
+from site_node.interceptors.auth import hash_token, new_token
 from site_node.config import ConfigError, load_config
-from site_node.init import init_site
-from site_node.pki import generate_dev_pki
+from site_node.cli.init import init_site
+from site_node.security.pki import generate_dev_pki
 from site_node.server import SiteServer
 from site_node.testing import running_server, running_site
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from site_node.datasets import DatasetStore, read_table
-from site_node.init import sample_dataset
-from site_node.ledger import SqliteLedger
-from site_node.scores import ScoreSpec
+from site_node.data.datasets import DatasetStore, read_table
+from site_node.cli.init import sample_dataset
+from site_node.store.ledger import SqliteLedger
+from site_node.data.scores import ScoreSpec
 from site_node.site import Site
 
 

@@ -12,10 +12,10 @@ from dsroc.v1 import site_pb2 as pb
 from simulations.common.dgp import generate_replication
 from simulations.common.settings import select_settings
 from site_node.config import parse_config
-from site_node.ledger import SqliteLedger
-from site_node.scores import ScoreSpec
-from site_node.signing import public_key_text, sign_release, values_digest
-from site_node.protocols.paper import NEGATIVES, POSITIVES, PaperProtocol
+from site_node.store.ledger import SqliteLedger
+from site_node.data.scores import ScoreSpec
+from site_node.security.signing import public_key_text, sign_release, values_digest
+from site_node.protocols.paper.protocol import NEGATIVES, POSITIVES, PaperProtocol
 from site_node.site import Site
 
 

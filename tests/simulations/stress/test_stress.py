@@ -173,9 +173,9 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
     import hashlib
 
     from site_node.config import parse_config
-    from site_node.ledger import SqliteLedger
-    from site_node.protocols.histogram import HistogramProtocol
-    from site_node.scores import ScoreSpec
+    from site_node.store.ledger import SqliteLedger
+    from site_node.protocols.histogram.protocol import HistogramProtocol
+    from site_node.data.scores import ScoreSpec
     from site_node.site import Site
 
     p, y, _ = sample_design(Design("skewed", 0.3, 0.8), 400, np.random.default_rng(1))

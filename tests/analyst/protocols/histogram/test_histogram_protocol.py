@@ -336,7 +336,7 @@ def test_two_modes_in_the_first_release_raise_the_second_stages_bin_count(protoc
     from dsroc.histogram.grid import consistent_counts
     from dsroc.histogram.modes import valley_depth
     from dsroc.histogram.stages import MODE_Z, second_stage_bins
-    from site_node.init import link_peers
+    from site_node.cli.init import link_peers
 
     frames = _bimodal_frames()
     root = tmp_path_factory.mktemp(f"bimodal-{protocol}")

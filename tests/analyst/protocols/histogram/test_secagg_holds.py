@@ -17,7 +17,7 @@ from analyst.connection import SiteError
 from analyst.protocols.histogram.secagg_rounds import (advertise_round, collect_secagg, mask_round, next_round, sum_round,
                                              unmask_round)
 from dsroc.histogram.stages import two_stage_plan
-from site_node.init import link_peers
+from site_node.cli.init import link_peers
 from site_node.testing import running_server
 
 C = grpc.StatusCode

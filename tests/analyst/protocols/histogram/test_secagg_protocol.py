@@ -13,9 +13,9 @@ from analyst.protocols.histogram.secagg_rounds import (SecAggAborted, advertise_
                                              sum_round, verify_masked)
 from dsroc.secagg import masked_digest, receipt_message
 from dsroc.v1 import site_pb2 as pb
-from site_node.init import link_peers
+from site_node.cli.init import link_peers
 from site_node.config import load_config
-from site_node.signing import ensure_signing_key
+from site_node.security.signing import ensure_signing_key
 from site_node.testing import running_server
 
 

@@ -1,0 +1,137 @@
+"""Populations: which dataset entries read the same patients, and entries that look alike but are not declared so."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from itertools import combinations
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..config import ConfigError, DatasetConfig, SiteConfig, source_identity
+
+if TYPE_CHECKING:  # pandas is imported where tables are read, not at daemon start-up
+    import pandas as pd
+
+__all__ = ["populations", "require_declared_populations", "suspected_shared_patients"]
+
+
+def populations(config: SiteConfig) -> dict[str, list[str]]:
+    """Each population of the site with the dataset entries behind it (they share one budget and history)."""
+    out: dict[str, list[str]] = {}
+    for name, ds in config.datasets.items():
+        out.setdefault(ds.population, []).append(name)
+    return out
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def _column_digests(table: pd.DataFrame) -> set[tuple[str, int, str]]:
+    """(column, rows, hash of its sorted values) per column of at least 10 distinct values: equal for two
+    copies of one cohort in any row order, and unlikely for two cohorts (a binary outcome could be)."""
+    out = set()
+    for column in table.columns:
+        values = np.sort(np.asarray(table[column].astype(str)))
+        if np.unique(values).size < 10:
+            continue
+        out.add((str(column), len(table), hashlib.sha256("\x1f".join(values).encode()).hexdigest()))
+    return out
+
+
+def _declared(ds: DatasetConfig) -> bool:
+    """Whether the administrator named the entry's population (``population = "..."``) rather than taking the default."""
+    return ds.population != source_identity(ds)
+
+
+def _file_key(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+        return st.st_dev, st.st_ino
+    except OSError:
+        return None
+
+
+def _database_key(url: str):
+    """One key per database however its URL is spelled: the SQLite file itself (device and inode), or the URL
+    without password and driver (``postgresql+psycopg://u:pw@HOST/db`` -> ``postgresql://u@host/db``)."""
+    scheme, _, rest = url.partition("://")
+    dialect = scheme.split("+", 1)[0].lower()
+    if dialect == "sqlite":
+        file = rest[1:].split("?", 1)[0]  # sqlite:///PATH[?options]
+        return ("sqlite", _file_key(file) or str(Path(file).resolve()))
+    rest = re.sub(r"^([^:/@]*):[^@/]*@", r"\1@", rest)
+    host, _, tail = rest.partition("/")
+    return (dialect, host.lower(), tail.split("?", 1)[0])
+
+
+def suspected_shared_patients(config: SiteConfig, tables: dict[str, pd.DataFrame] | None = None) -> list[str]:
+    """Pairs of entries that may hold the same patients but would get separate budgets, in plain words.
+
+    Flags entries over one SQL database (another table, a view, or the same table through a
+    differently spelled URL), one file under two names (a hard link), byte-identical files, and, when
+    ``tables`` are given, tables with an identical column (same name, rows and values in any order,
+    e.g. an outcome or an identifier). A pair is not flagged when it shares a population or when the
+    administrator declared both entries' populations (``population = "..."``: the same name for the
+    same patients, different names for different patients).
+
+    Parameters
+    ----------
+    config : SiteConfig
+    tables : mapping of dataset name to DataFrame, optional
+        The datasets that could be read (``dsroc-site check``); without them only the sources are
+        compared (``serve``, which does not read data to start).
+    """
+    notes = []
+    digests = {name: _column_digests(table) for name, table in (tables or {}).items()}
+    files = {name: (_file_key(ds.path), os.path.getsize(ds.path) if _file_key(ds.path) else None)
+             for name, ds in config.datasets.items() if ds.format != "sql"}
+    content: dict[str, str | None] = {}
+
+    def digest(name):  # files are hashed only when another one has the same size
+        if name not in content:
+            content[name] = _file_digest(config.datasets[name].path)
+        return content[name]
+
+    for (a, da), (b, db) in combinations(config.datasets.items(), 2):
+        if da.population == db.population or (_declared(da) and _declared(db)):
+            continue
+        reason = ""
+        if da.format == "sql" and db.format == "sql":
+            if _database_key(da.url) == _database_key(db.url):
+                reason = "one SQL database: another table, a view or a differently spelled URL of the same tables"
+        elif da.format != "sql" and db.format != "sql" and files[a][0] is not None and files[b][0] is not None:
+            if files[a][0] == files[b][0]:
+                reason = "one file under two names (a hard link)"
+            elif files[a][1] == files[b][1] and digest(a) is not None and digest(a) == digest(b):
+                reason = "byte-identical files"
+        if not reason:
+            shared = sorted(c[0] for c in digests.get(a, set()) & digests.get(b, set()))
+            reason = f"identical column {shared[0]!r}" if shared else ""
+        if reason:
+            notes.append(f"datasets {a!r} and {b!r} may hold the same patients ({reason}) but have separate privacy "
+                         f"budgets; if they do, give both the same population = \"...\", if they do not, give each "
+                         "its own")
+    return notes
+
+
+def require_declared_populations(config: SiteConfig) -> None:
+    """Refuse (``ConfigError``) a config whose entries look like the same patients without a declared population.
+
+    What ``serve`` checks before it starts (the sources only, see :func:`suspected_shared_patients`):
+    otherwise each look-alike entry would get a full privacy budget of its own.
+    """
+    notes = suspected_shared_patients(config)
+    if notes:
+        raise ConfigError(f"{config.source or '<config>'}: datasets: " + "; ".join(notes))

@@ -1,0 +1,78 @@
+"""How many more releases of a planned request fit a population's budget, by the ledger's accountant, for every protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dsroc import analytic_gaussian_sigma
+from dsroc.privacy.accounting import Gaussian
+
+from ..errors import InvalidArgument, SiteError
+from ..rules.guard import analyst_input, check_release_parameters
+from .base import require_protocol
+from .boyd import boyd_events, check_count_share
+from .histogram.release import plan_histogram
+
+__all__ = ["ReleaseQuery", "ReleasesLeft", "query_events", "releases_left"]
+
+PROTOCOLS = ("paper", "histogram", "boyd")
+
+
+@dataclass(frozen=True)
+class ReleaseQuery:
+    """A release an analyst plans (``dsroc.v1.ReleaseQuery``)."""
+
+    protocol: str
+    epsilon: float
+    delta: float
+    scalars: tuple[str, ...] = ()
+    count_share: float = 0.0
+    score_sums: bool = False
+
+
+@dataclass(frozen=True)
+class ReleasesLeft:
+    """How many more releases of ``query`` fit; ``refused`` says why none would be made whatever the budget."""
+
+    query: ReleaseQuery
+    releases: int
+    at_least: bool = False
+    refused: str = ""
+
+
+def query_events(site, query: ReleaseQuery) -> tuple:
+    """The ledger events one release of ``query`` would be charged: the same calibration as the release itself.
+
+    Raises the site's refusal (a :class:`site_node.errors.SiteError`) when the policy refuses the request.
+    """
+    if query.protocol not in PROTOCOLS:
+        raise InvalidArgument(f"protocol must be one of {list(PROTOCOLS)}, got {query.protocol!r}")
+    require_protocol(site.policy, query.protocol)
+    epsilon, delta = check_release_parameters(site.policy, query.epsilon, query.delta)
+    if query.protocol == "paper":
+        # The Gaussian-DP cost of a score release is 1 / sigma at sensitivity 1, whatever the sensitivity.
+        with analyst_input("epsilon, delta"):
+            return (Gaussian(analytic_gaussian_sigma(epsilon, delta, 1.0), 1.0),)
+    if query.protocol == "boyd":
+        return boyd_events(epsilon, delta, check_count_share(query.count_share))
+    # The events of a histogram release depend on (epsilon, delta) and its scalars, not on its grid.
+    policy = site.policy
+    with analyst_input("epsilon, delta"):
+        plan = plan_histogram(policy, (0.0, 1.0), epsilon=epsilon, delta=delta, n_bins=policy.histogram_bins[0],
+                              spacing=policy.histogram_spacings[0], scalars=query.scalars,
+                              interval=site.ledger_interval, score_sums=query.score_sums)
+    return plan.events
+
+
+def releases_left(site, population: str, queries) -> tuple[ReleasesLeft, ...]:
+    """For each query, how many more such releases the population's ledger would accept (holds counted as spent)."""
+    out = []
+    for query in queries:
+        try:
+            events = query_events(site, query)
+        except SiteError as exc:
+            out.append(ReleasesLeft(query, 0, refused=str(exc)))
+            continue
+        count, stopped = site.ledger.releases_left(population, site.policy, events)
+        out.append(ReleasesLeft(query, count, stopped))
+    return tuple(out)
