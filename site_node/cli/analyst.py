@@ -73,7 +73,7 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
     from ..interceptors.auth import hash_token, new_token
     from ..security.crl import certificate_serial
     from ..security.pki import issue_client_certificate
-    from .init import _write_private, analyst_folder, federation_document
+    from .init import write_private, analyst_folder, federation_document
 
     if not _NAME.match(name):
         raise ValueError(f"analyst name {name!r}: use 1 to 64 letters, digits, '-' or '_'")
@@ -99,7 +99,7 @@ def add_analyst(config, name: str, *, datasets=None, out=None, ca_key=None, addr
     elif config.tls is not None:
         shutil.copyfile(config.tls.cert, out / "ca.crt")
         entry["ca_file"] = "ca.crt"
-    _write_private(out / f"{name}.token", (token + "\n").encode())
+    write_private(out / f"{name}.token", (token + "\n").encode())
     (out / "federation.toml").write_text(federation_document(
         [entry], comment=f"Analyst {name!r}'s entry for site {config.name!r} (written by dsroc-site analyst add)."),
         encoding="utf-8")

@@ -189,7 +189,7 @@ def federation_document(entries, *, comment: str = "") -> str:
     return header + tomli_w.dumps({"sites": list(entries)})
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
     """Write a secret (token, key) readable by its owner only."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
@@ -241,7 +241,7 @@ def init_site(directory, *, name: str = "hospital", listen: str | None = None, a
     link_peers([config])  # the site's release-signing key (dsroc-site key prints its public half for peers)
     # the analyst's folder: everything needed to connect, nothing the site keeps secret (no CA or server key)
     token_file = adir / f"{analyst}.token"
-    _write_private(token_file, (token + "\n").encode())
+    write_private(token_file, (token + "\n").encode())
     shutil.copyfile(pki.ca_cert, adir / "ca.crt")
     result = InitResult(config, dataset, pki, analyst, token, adir / "federation.toml", token_file, name,
                         _analyst_address(listen, hosts))
