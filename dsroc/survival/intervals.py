@@ -1,0 +1,90 @@
+"""Intervals for any survival statistic of a noisy release: sampling and privacy noise in one bootstrap.
+
+The statistics read a histogram only through its cells, so the patient bootstrap of binned data is a multinomial
+resample of the cells; adding fresh noise of the release's known SD to each resampled cell draws the privacy
+noise too. The spread of the statistic over such replicates is its standard error from both sources, whatever the
+statistic (C-indices and Brier scores have no closed-form variance under noise).
+
+Measured (tests/core/survival/test_survival_intervals.py): 5 000 patients over 5 sites, 10 x 2 x 5 cells, a
+release at epsilon 1: the mean SE is 0.75-1.3 of the spread over fresh cohorts with fresh noise for AUC(t), Uno's
+C and Brier(t) (without the noise in the replicates: 0.68-0.72). Where the noise is large against the cells (400
+cells, 1 500 patients, noise SD 6 a cell) the SE was half the spread: the replicates start from clipped noisy
+cells, and the statistics are far from linear there. Use few cells for few patients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Callable
+
+import numpy as np
+
+from .counts import SurvivalHistogram
+from .kaplan_meier import check_level
+
+__all__ = ["SurvivalInterval", "survival_replicates", "survival_interval"]
+
+
+@dataclass(frozen=True)
+class SurvivalInterval:
+    """A statistic's estimate, its standard error (sampling and privacy noise) and a normal interval."""
+
+    value: float
+    se: float
+    lower: float
+    upper: float
+    draws: int
+
+
+def survival_replicates(hist: SurvivalHistogram, statistic: Callable[[SurvivalHistogram], float], *,
+                        count_sd: float, sums_sd: float = 0.0, draws: int = 200, seed=0) -> np.ndarray:
+    """``draws`` values of ``statistic`` on bootstrap replicates of ``hist``.
+
+    Each replicate resamples the cells (multinomial with the released counts, negative ones read as 0, as
+    probabilities and their total as size), carries each cell's risk sums along in proportion, and adds Gaussian
+    noise of SD ``count_sd`` to every count and ``sums_sd`` (in score-bin widths, as the offsets are released) to
+    every offset sum. ``count_sd`` and ``sums_sd`` are the SDs of the release's summed noise per cell.
+    """
+    if not (isinstance(draws, (int, np.integer)) and draws >= 2):
+        raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
+    for name, sd in (("count_sd", count_sd), ("sums_sd", sums_sd)):
+        if not (np.isfinite(sd) and sd >= 0.0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {sd!r}")
+    rng = np.random.default_rng(seed)
+    n = np.maximum(hist.counts, 0.0)
+    total = int(round(n.sum()))
+    if total < 1:
+        raise ValueError("counts: the histogram holds no patients to resample")
+    p = (n / n.sum()).ravel()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_patient = None if hist.score_sum is None else (np.where(n > 0, hist.score_sum / n, 0.0),
+                                                           np.where(n > 0, hist.score_sq_sum / n, 0.0))
+    a, w = hist.score_edges[:-1], np.diff(hist.score_edges)
+    values = np.empty(draws)
+    for i in range(draws):
+        m = rng.multinomial(total, p).reshape(hist.shape).astype(np.float64)
+        counts = m + rng.normal(0.0, count_sd, m.shape) if count_sd > 0 else m
+        if per_patient is None:
+            values[i] = statistic(SurvivalHistogram(counts, hist.time_edges, hist.score_edges))
+            continue
+        u, v = (rng.normal(0.0, sums_sd, m.shape) for _ in range(2)) if sums_sd > 0 else (0.0, 0.0)
+        # offset noise u, squared-offset noise v in bin widths: the risk sums move by w u and 2 a w u + w^2 v
+        sums = m * per_patient[0] + w * u
+        squares = m * per_patient[1] + 2 * a * w * u + w * w * v
+        values[i] = statistic(SurvivalHistogram(counts, hist.time_edges, hist.score_edges, score_sum=sums,
+                                                score_sq_sum=squares))
+    return values
+
+
+def survival_interval(hist: SurvivalHistogram, statistic: Callable[[SurvivalHistogram], float], *,
+                      count_sd: float, sums_sd: float = 0.0, draws: int = 200, level: float = 0.95,
+                      seed=0) -> SurvivalInterval:
+    """The statistic on ``hist`` with the SE of :func:`survival_replicates` and a normal ``level`` interval."""
+    level = check_level(level)
+    value = float(statistic(hist))
+    reps = survival_replicates(hist, statistic, count_sd=count_sd, sums_sd=sums_sd, draws=draws, seed=seed)
+    reps = reps[np.isfinite(reps)]
+    se = float(np.std(reps, ddof=1)) if reps.size >= 2 else float("nan")
+    half = NormalDist().inv_cdf(0.5 + level / 2.0) * se
+    return SurvivalInterval(value, se, value - half, value + half, int(reps.size))
