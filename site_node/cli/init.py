@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 import socket
 from dataclasses import dataclass
@@ -254,9 +255,24 @@ def init_site(directory, *, name: str = "hospital", listen: str | None = None, a
     return result
 
 
+# Listening ports are taken below Linux's ephemeral range (32768-60999): a port the kernel hands out for bind(0)
+# is one it also hands to outgoing connections, so between picking it and the daemon's bind another process's
+# connection could take it ("address already in use").
+LOCAL_PORTS = (20000, 32767)
+
+
 def free_port() -> int:
-    """A TCP port free now on 127.0.0.1 (for a local site's ``listen`` address)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port free now on 127.0.0.1 (for a local site's ``listen`` address), outside the ephemeral range."""
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randint(*LOCAL_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # the range is full: any port the kernel gives
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
