@@ -9,7 +9,7 @@ import numpy as np
 
 from .stages import SCALAR_RESOLUTION, SUMS_RESOLUTION
 
-__all__ = ["SCALAR_TERMS", "Noise", "NoisyRelease", "draw_release", "encode_release", "decode_release"]
+__all__ = ["SCALAR_TERMS", "Noise", "NoisyRelease", "randomly_rounded", "draw_release", "encode_release", "decode_release"]
 
 # An integer noise sampler: ``noise(scale, shape)`` returns int64 draws of that shape (the site passes an exact
 # sampler, a study a seeded vectorised one). A scale of 0 is never passed: the release adds nothing then.
@@ -37,7 +37,7 @@ class NoisyRelease:
         return self.counts.sum(axis=0), sums
 
 
-def _randomly_rounded(terms: np.ndarray, rng: np.random.Generator, resolution: int) -> np.ndarray:
+def randomly_rounded(terms: np.ndarray, rng: np.random.Generator, resolution: int) -> np.ndarray:
     """Each term in [0, 1] randomly rounded (unbiased) to a multiple of ``1 / resolution``, on the integer scale:
     one patient moves a sum by at most ``resolution``, whatever the rounding (so the sensitivity holds)."""
     scaled = terms * resolution
@@ -83,7 +83,7 @@ def draw_release(scores, labels, edges, *, noise: Noise, rng: np.random.Generato
     sums = None
     if score_sums:
         offset = np.clip((p - edges[idx]) / np.diff(edges)[idx], 0.0, 1.0)
-        rounded = _randomly_rounded(offset, rng, SUMS_RESOLUTION)
+        rounded = randomly_rounded(offset, rng, SUMS_RESOLUTION)
         exact = np.bincount(at, weights=rounded, minlength=n_groups * 2 * m).astype(np.int64).reshape(shape)
         sums = _noisy(exact, noise, sums_sigma)
     values = np.zeros((n_groups, len(scalars)), dtype=np.int64)
@@ -93,7 +93,7 @@ def draw_release(scores, labels, edges, *, noise: Noise, rng: np.random.Generato
         extra = _noisy(values, noise, scalar_sigma)
         gid = np.zeros(y.size, dtype=np.int64) if groups is None else group
         for k, name in enumerate(scalars):
-            rounded = _randomly_rounded(terms[name], rng, SCALAR_RESOLUTION)
+            rounded = randomly_rounded(terms[name], rng, SCALAR_RESOLUTION)
             values[:, k] = np.bincount(gid, weights=rounded, minlength=n_groups).astype(np.int64)
         values = values + extra
     return NoisyRelease(counts, sums, values)

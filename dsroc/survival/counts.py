@@ -79,6 +79,15 @@ def _cells(values, name: str, shape: tuple[int, ...]) -> np.ndarray:
     return _frozen(arr)
 
 
+def survival_cells(time, event, risk, time_edges, score_edges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each patient's time bin ``k`` (``e_k < T <= e_{k+1}``, ``T = 0`` in the first), status and score bin
+    ``j`` (``[s_j, s_{j+1})``, the last closed) for already validated data on validated grids."""
+    e, s = np.asarray(time_edges, dtype=np.float64), np.asarray(score_edges, dtype=np.float64)
+    k = np.maximum(np.searchsorted(e, time, side="left"), 1) - 1
+    j = np.minimum(np.searchsorted(s, risk, side="right") - 1, s.size - 2)
+    return k, np.asarray(event, dtype=np.int64), j
+
+
 @dataclass(frozen=True, eq=False)
 class SurvivalHistogram:
     """Counts of patients per (time bin, status, score bin), possibly noisy sums over sites.
@@ -146,8 +155,7 @@ class SurvivalHistogram:
         if not t.size == d.size == r.size:
             raise ValueError(f"time, event and risk must have the same length, got {t.size}, {d.size}, {r.size}")
         k_bins, j_bins = e.size - 1, s.size - 1
-        k = np.maximum(np.searchsorted(e, t, side="left"), 1) - 1  # e_k < T <= e_{k+1}; T = 0 in bin 0
-        j = np.minimum(np.searchsorted(s, r, side="right") - 1, j_bins - 1)  # [s_j, s_{j+1}), last closed
+        k, d, j = survival_cells(t, d, r, e, s)
         flat = (k * 2 + d) * j_bins + j
         size = k_bins * 2 * j_bins
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..histogram.release import randomly_rounded
 from ..histogram.stages import SUMS_RESOLUTION
-from .counts import SurvivalHistogram, check_score_edges, check_time_edges
+from .counts import SurvivalHistogram, check_score_edges, check_time_edges, survival_cells
 
 __all__ = ["SURVIVAL_COUNTS_SHARE", "SURVIVAL_SUMS_SHARE", "survival_release_parts", "survival_release_scales",
-           "survival_cells", "SurvivalRelease", "draw_survival_release", "encode_survival_release",
+           "SurvivalRelease", "draw_survival_release", "encode_survival_release",
            "decode_survival_release"]
 
 # The release's epsilon shared between the counts and (when asked for) each of the two sums of score offsets.
@@ -41,15 +42,6 @@ def survival_release_scales(epsilon: float, *, risk_sums: bool, interval: float 
 
     scales = discrete_laplace_scales(epsilon, survival_release_parts(risk_sums=risk_sums), interval=interval)
     return scales[0], scales[1] if risk_sums else 0.0
-
-
-def survival_cells(time, event, risk, time_edges, score_edges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each patient's time bin ``k`` (``e_k < T <= e_{k+1}``, ``T = 0`` in the first), status and score bin
-    ``j`` (``[s_j, s_{j+1})``, the last closed) for already validated data on validated grids."""
-    e, s = np.asarray(time_edges, dtype=np.float64), np.asarray(score_edges, dtype=np.float64)
-    k = np.maximum(np.searchsorted(e, time, side="left"), 1) - 1
-    j = np.minimum(np.searchsorted(s, risk, side="right") - 1, s.size - 2)
-    return k, np.asarray(event, dtype=np.int64), j
 
 
 @dataclass(frozen=True)
@@ -79,13 +71,6 @@ class SurvivalRelease:
                                  + w * w * v)
 
 
-def _rounded(terms: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Terms in [0, 1] randomly rounded (unbiased) to multiples of ``1 / SUMS_RESOLUTION``, on the integer scale."""
-    scaled = terms * SUMS_RESOLUTION
-    low = np.floor(scaled)
-    return (low + (rng.random(scaled.size) < scaled - low)).astype(np.int64)
-
-
 def draw_survival_release(time, event, risk, *, time_edges, score_edges, noise, rng: np.random.Generator,
                           sigma: float, risk_sums: bool = False, sums_sigma: float = 0.0, groups=None,
                           n_groups: int = 1) -> SurvivalRelease:
@@ -113,8 +98,8 @@ def draw_survival_release(time, event, risk, *, time_edges, score_edges, noise, 
     if not risk_sums:
         return SurvivalRelease(counts, None, None)
     offset = np.clip((r - s[j]) / np.diff(s)[j], 0.0, 1.0)
-    offsets = perturbed(_rounded(offset, rng), sums_sigma)
-    squares = perturbed(_rounded(offset * offset, rng), sums_sigma)
+    offsets = perturbed(randomly_rounded(offset, rng, SUMS_RESOLUTION), sums_sigma)
+    squares = perturbed(randomly_rounded(offset * offset, rng, SUMS_RESOLUTION), sums_sigma)
     return SurvivalRelease(counts, offsets, squares)
 
 
