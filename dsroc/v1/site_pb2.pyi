@@ -138,7 +138,7 @@ class ReleasesLeft(_message.Message):
     def __init__(self, query: _Optional[_Union[ReleaseQuery, _Mapping]] = ..., releases: _Optional[int] = ..., at_least: _Optional[bool] = ..., refused: _Optional[str] = ...) -> None: ...
 
 class DatasetInfo(_message.Message):
-    __slots__ = ("name", "description", "columns", "outcome_columns", "score_columns", "score_min", "score_max", "sensitivity_rule", "budget")
+    __slots__ = ("name", "description", "columns", "outcome_columns", "score_columns", "score_min", "score_max", "sensitivity_rule", "budget", "time_columns")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
@@ -148,6 +148,7 @@ class DatasetInfo(_message.Message):
     SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
     SENSITIVITY_RULE_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
+    TIME_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     columns: _containers.RepeatedCompositeFieldContainer[Column]
@@ -157,10 +158,11 @@ class DatasetInfo(_message.Message):
     score_max: float
     sensitivity_rule: str
     budget: BudgetStatus
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+    time_columns: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ..., time_columns: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites", "strata", "histogram_max_cells")
+    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites", "strata", "histogram_max_cells", "survival_time_edges", "survival_max_time_bins")
     PRIVACY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     MAX_EPSILON_FIELD_NUMBER: _ClassVar[int]
     MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +188,8 @@ class Policy(_message.Message):
     SECAGG_MIN_SITES_FIELD_NUMBER: _ClassVar[int]
     STRATA_FIELD_NUMBER: _ClassVar[int]
     HISTOGRAM_MAX_CELLS_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_TIME_EDGES_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_MAX_TIME_BINS_FIELD_NUMBER: _ClassVar[int]
     privacy_level: int
     max_epsilon: float
     max_delta: float
@@ -211,7 +215,9 @@ class Policy(_message.Message):
     secagg_min_sites: int
     strata: _containers.RepeatedCompositeFieldContainer[StrataColumn]
     histogram_max_cells: int
-    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ..., strata: _Optional[_Iterable[_Union[StrataColumn, _Mapping]]] = ..., histogram_max_cells: _Optional[int] = ...) -> None: ...
+    survival_time_edges: _containers.RepeatedScalarFieldContainer[float]
+    survival_max_time_bins: int
+    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ..., strata: _Optional[_Iterable[_Union[StrataColumn, _Mapping]]] = ..., histogram_max_cells: _Optional[int] = ..., survival_time_edges: _Optional[_Iterable[float]] = ..., survival_max_time_bins: _Optional[int] = ...) -> None: ...
 
 class StrataColumn(_message.Message):
     __slots__ = ("column", "cuts")
@@ -234,18 +240,20 @@ class DescribeResponse(_message.Message):
     def __init__(self, site_name: _Optional[str] = ..., api_version: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[DatasetInfo, _Mapping]]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("dataset", "outcome", "score", "with_sensitivity", "prepare")
+    __slots__ = ("dataset", "outcome", "score", "with_sensitivity", "prepare", "time")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     WITH_SENSITIVITY_FIELD_NUMBER: _ClassVar[int]
     PREPARE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     outcome: str
     score: ScoreSource
     with_sensitivity: bool
     prepare: PrepareRequest
-    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ..., with_sensitivity: _Optional[bool] = ..., prepare: _Optional[_Union[PrepareRequest, _Mapping]] = ...) -> None: ...
+    time: str
+    def __init__(self, dataset: _Optional[str] = ..., outcome: _Optional[str] = ..., score: _Optional[_Union[ScoreSource, _Mapping]] = ..., with_sensitivity: _Optional[bool] = ..., prepare: _Optional[_Union[PrepareRequest, _Mapping]] = ..., time: _Optional[str] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
     __slots__ = ("session_id", "idle_timeout_seconds", "score_source", "policy", "sensitivity", "prepared")
@@ -282,20 +290,22 @@ class BudgetRequest(_message.Message):
     def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
-    __slots__ = ("scores", "histogram", "boyd", "hold_seconds", "follow_up", "follow_up_reservation_id")
+    __slots__ = ("scores", "histogram", "boyd", "survival", "hold_seconds", "follow_up", "follow_up_reservation_id")
     SCORES_FIELD_NUMBER: _ClassVar[int]
     HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
     BOYD_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_FIELD_NUMBER: _ClassVar[int]
     HOLD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_UP_RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     scores: ReleaseRequest
     histogram: HistogramRequest
     boyd: BoydRequest
+    survival: SurvivalRequest
     hold_seconds: float
     follow_up: HistogramRequest
     follow_up_reservation_id: str
-    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ..., follow_up: _Optional[_Union[HistogramRequest, _Mapping]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, scores: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., histogram: _Optional[_Union[HistogramRequest, _Mapping]] = ..., boyd: _Optional[_Union[BoydRequest, _Mapping]] = ..., survival: _Optional[_Union[SurvivalRequest, _Mapping]] = ..., hold_seconds: _Optional[float] = ..., follow_up: _Optional[_Union[HistogramRequest, _Mapping]] = ..., follow_up_reservation_id: _Optional[str] = ...) -> None: ...
 
 class PrepareResponse(_message.Message):
     __slots__ = ("reservation_id", "expires_in_seconds", "repeated", "budget", "follow_up_reservation_id")
@@ -706,6 +716,66 @@ class HistogramResponse(_message.Message):
     compare_edges: _containers.RepeatedScalarFieldContainer[float]
     mechanism: str
     def __init__(self, edges: _Optional[_Iterable[float]] = ..., negatives: _Optional[_Iterable[int]] = ..., positives: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., scalars: _Optional[_Iterable[_Union[NoisyScalar, _Mapping]]] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ..., negative_sums: _Optional[_Iterable[float]] = ..., positive_sums: _Optional[_Iterable[float]] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ..., parts: _Optional[int] = ..., strata_cuts: _Optional[_Iterable[float]] = ..., compare_edges: _Optional[_Iterable[float]] = ..., mechanism: _Optional[str] = ...) -> None: ...
+
+class SurvivalRequest(_message.Message):
+    __slots__ = ("session_id", "epsilon", "delta", "time_edges", "n_bins", "spacing", "edges", "risk_sums", "reservation_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    TIME_EDGES_FIELD_NUMBER: _ClassVar[int]
+    N_BINS_FIELD_NUMBER: _ClassVar[int]
+    SPACING_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    RISK_SUMS_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    epsilon: float
+    delta: float
+    time_edges: _containers.RepeatedScalarFieldContainer[float]
+    n_bins: int
+    spacing: str
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    risk_sums: bool
+    reservation_id: str
+    def __init__(self, session_id: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., time_edges: _Optional[_Iterable[float]] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., edges: _Optional[_Iterable[float]] = ..., risk_sums: _Optional[bool] = ..., reservation_id: _Optional[str] = ...) -> None: ...
+
+class SurvivalResponse(_message.Message):
+    __slots__ = ("time_edges", "edges", "counts", "offsets", "squares", "sigma", "noise_sd", "sums_sigma", "sums_noise_sd", "sums_resolution", "epsilon", "delta", "privacy_unit", "mechanism", "repeated", "release_id", "epsilon_spent")
+    TIME_EDGES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    SQUARES_FIELD_NUMBER: _ClassVar[int]
+    SIGMA_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    SUMS_SIGMA_FIELD_NUMBER: _ClassVar[int]
+    SUMS_NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    SUMS_RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    PRIVACY_UNIT_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    time_edges: _containers.RepeatedScalarFieldContainer[float]
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    counts: _containers.RepeatedScalarFieldContainer[int]
+    offsets: _containers.RepeatedScalarFieldContainer[int]
+    squares: _containers.RepeatedScalarFieldContainer[int]
+    sigma: float
+    noise_sd: float
+    sums_sigma: float
+    sums_noise_sd: float
+    sums_resolution: float
+    epsilon: float
+    delta: float
+    privacy_unit: str
+    mechanism: str
+    repeated: bool
+    release_id: str
+    epsilon_spent: float
+    def __init__(self, time_edges: _Optional[_Iterable[float]] = ..., edges: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., offsets: _Optional[_Iterable[int]] = ..., squares: _Optional[_Iterable[int]] = ..., sigma: _Optional[float] = ..., noise_sd: _Optional[float] = ..., sums_sigma: _Optional[float] = ..., sums_noise_sd: _Optional[float] = ..., sums_resolution: _Optional[float] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., mechanism: _Optional[str] = ..., repeated: _Optional[bool] = ..., release_id: _Optional[str] = ..., epsilon_spent: _Optional[float] = ...) -> None: ...
 
 class BoydRequest(_message.Message):
     __slots__ = ("session_id", "epsilon", "delta", "count_share", "reservation_id")

@@ -119,6 +119,11 @@ class SiteServiceStub:
                 request_serializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
                 response_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.FromString,
                 _registered_method=True)
+        self.ReleaseSurvival = channel.unary_unary(
+                '/dsroc.v1.SiteService/ReleaseSurvival',
+                request_serializer=dsroc_dot_v1_dot_site__pb2.SurvivalRequest.SerializeToString,
+                response_deserializer=dsroc_dot_v1_dot_site__pb2.SurvivalResponse.FromString,
+                _registered_method=True)
         self.ReleaseBoydStatistics = channel.unary_unary(
                 '/dsroc.v1.SiteService/ReleaseBoydStatistics',
                 request_serializer=dsroc_dot_v1_dot_site__pb2.BoydRequest.SerializeToString,
@@ -307,6 +312,16 @@ class SiteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReleaseSurvival(self, request, context):
+        """Survival outcomes (a session opened with a time column; its outcome is the event indicator): one count per
+        patient in a (time bin x status x score bin) histogram on public grids (the time edges from the policy's
+        survival grid, the score grid as ReleaseHistogram's), optionally with each cell's noisy sums of score offsets
+        and their squares, discrete Laplace noise, charged once like ReleaseHistogram (docs/privacy.md, "Survival").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReleaseBoydStatistics(self, request, context):
         """======== Boyd, Lantz and Page's mechanism (site_node/protocols/boyd.py).
         Boyd, Lantz and Page (2015) at this site (H-B1): the session's AUC (ties count 0) and average
@@ -442,6 +457,11 @@ def add_SiteServiceServicer_to_server(servicer, server):
                     servicer.ReleaseHistogram,
                     request_deserializer=dsroc_dot_v1_dot_site__pb2.HistogramRequest.FromString,
                     response_serializer=dsroc_dot_v1_dot_site__pb2.HistogramResponse.SerializeToString,
+            ),
+            'ReleaseSurvival': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseSurvival,
+                    request_deserializer=dsroc_dot_v1_dot_site__pb2.SurvivalRequest.FromString,
+                    response_serializer=dsroc_dot_v1_dot_site__pb2.SurvivalResponse.SerializeToString,
             ),
             'ReleaseBoydStatistics': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseBoydStatistics,
@@ -928,6 +948,33 @@ class SiteService:
             '/dsroc.v1.SiteService/ReleaseHistogram',
             dsroc_dot_v1_dot_site__pb2.HistogramRequest.SerializeToString,
             dsroc_dot_v1_dot_site__pb2.HistogramResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseSurvival(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dsroc.v1.SiteService/ReleaseSurvival',
+            dsroc_dot_v1_dot_site__pb2.SurvivalRequest.SerializeToString,
+            dsroc_dot_v1_dot_site__pb2.SurvivalResponse.FromString,
             options,
             channel_credentials,
             insecure,

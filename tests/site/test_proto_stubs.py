@@ -38,7 +38,7 @@ def test_stub_exposes_every_call_of_the_spec():
         "Describe", "OpenSession", "Sensitivity", "ReleaseNoisyScores", "UploadSurvivor", "UploadSurvivors", "RocGlmParts",
         "PlacementMoments", "BrierParts", "CalibrationParts", "ConfusionParts", "PaperAggregates", "Budget",
         "CloseSession",
-        "ReleaseHistogram",
+        "ReleaseHistogram", "ReleaseSurvival",
         "ReleaseBoydStatistics",
         "PrepareRelease", "CancelReservation",
         "SecAggAdvertise",
