@@ -120,7 +120,7 @@ def survival_time_grid(policy: Policy, interior) -> np.ndarray:
     listed = at.any(axis=1)
     if not listed.all():
         raise PermissionDenied(f"policy: every time edge must be one of this site's survival_time_edges; "
-                               f"{e[~listed][0]!r} is not")
+                               f"{float(e[~listed][0])!r} is not")
     return np.concatenate([[0.0], grid[at.argmax(axis=1)], [np.inf]])
 
 
