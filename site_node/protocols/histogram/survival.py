@@ -51,7 +51,6 @@ class SurvivalPlan:
     time_column: str
     time_edges: np.ndarray
     score_edges: np.ndarray
-    spacing: str
     epsilon: float
     delta: float
     sigma: float
@@ -138,7 +137,7 @@ def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: flo
         raise InvalidArgument(f"score: a survival release needs predicted risks in [0, 1]; this score source's range "
                               f"is [{lo}, {hi}]")
     full_time = survival_time_grid(policy, time_edges)
-    score_edges, spacing, _ = histogram_grid(policy, (lo, hi), n_bins=n_bins, spacing=spacing, interior=list(edges))
+    score_edges = histogram_grid(policy, (lo, hi), n_bins=n_bins, spacing=spacing, interior=list(edges))[0]
     score_edges = np.concatenate([[0.0], score_edges[1:-1], [1.0]])
     cells = (full_time.size - 1) * (score_edges.size - 1)
     if cells > policy.histogram_max_cells:
@@ -153,7 +152,7 @@ def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: flo
     if noise_sd(sigma, LAPLACE) > MAX_SIGMA:
         raise InvalidArgument(f"epsilon {epsilon} needs noise of SD above {MAX_SIGMA:g} per cell; this site makes "
                               "survival releases at larger epsilon only")
-    return SurvivalPlan(time_column, full_time, score_edges, spacing, epsilon, delta, sigma, risk_sums, sums_sigma)
+    return SurvivalPlan(time_column, full_time, score_edges, epsilon, delta, sigma, risk_sums, sums_sigma)
 
 
 def draw_survival(plan: SurvivalPlan, times: np.ndarray, events: np.ndarray, risks: np.ndarray,
