@@ -189,6 +189,18 @@ def test_bad_release_parameters_are_refused_with_the_field_and_rule(survival_sit
                     code, words)
 
 
+def test_fewer_than_q_events_are_refused_before_any_charge(survival_site):
+    """As a binary histogram refuses a class below q, a survival release with fewer than q events gives curves no
+    analysis can use: refused (the disclosure of "fewer than q", under every protocol) before anything is charged."""
+    frame = survival_frame()
+    frame["y"] = 0
+    frame.loc[:3, "y"] = 1  # 4 events, q = 5
+    server, client, _ = survival_site(frame=frame)
+    session = open_survival(client)
+    refused_cleanly(server, lambda: client.ReleaseSurvival(_request(session, time_edges=[365.0])),
+                    C.PERMISSION_DENIED, "the events of a survival release")
+
+
 def test_scores_that_are_not_risks_and_a_site_without_a_survival_grid_are_refused(survival_site):
     frame = survival_frame().assign(pred=lambda f: f["pred"] * 10)
     server, client, _ = survival_site(frame=frame, dataset={"score_range": [0.0, 10.0]})
