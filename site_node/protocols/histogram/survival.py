@@ -120,7 +120,10 @@ def survival_time_grid(policy: Policy, interior) -> np.ndarray:
     if not listed.all():
         raise PermissionDenied(f"policy: every time edge must be one of this site's survival_time_edges; "
                                f"{float(e[~listed][0])!r} is not")
-    return np.concatenate([[0.0], grid[at.argmax(axis=1)], [np.inf]])
+    chosen = grid[at.argmax(axis=1)]
+    if np.any(np.diff(chosen) <= 0.0):  # two edges within the tolerance of one policy edge
+        raise InvalidArgument("time_edges: two edges name the same edge of the policy's survival_time_edges")
+    return np.concatenate([[0.0], chosen, [np.inf]])
 
 
 def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: float, delta: float, time_edges,
