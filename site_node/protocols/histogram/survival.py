@@ -35,8 +35,9 @@ __all__ = ["KIND", "SurvivalPlan", "SiteSurvivalRelease", "SurvivalProtocol", "s
            "draw_survival"]
 
 KIND = "survival"  # the ledger's kind of release
-# Two time edges closer than this (relative to the edge) are one edge: the analyst's copy of the policy's grid.
-_TIME_TOLERANCE = 1e-12
+# A requested time edge within this (relative to the edge) of a policy edge is that edge: an analyst's copy of the
+# grid may be rounded (say to 9 decimals); the release uses the policy's own value, so the copy changes nothing.
+_TIME_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)

@@ -66,11 +66,11 @@ def test_a_time_edge_the_policy_does_not_list_is_refused(survival_site):
         refused_cleanly(server, lambda: client.ReleaseSurvival(_request(session, time_edges=edges)),
                         C.INVALID_ARGUMENT, "time_edges must be finite, > 0 and strictly increasing")
     # Two edges within the matching tolerance of one listed edge would make an empty bin of width 0: refused.
-    refused_cleanly(server, lambda: client.ReleaseSurvival(_request(session, time_edges=[365.0, 365.0 + 1e-10])),
+    refused_cleanly(server, lambda: client.ReleaseSurvival(_request(session, time_edges=[365.0, 365.0 + 1e-8])),
                     C.INVALID_ARGUMENT, "two edges name the same edge")
     # An edge within that tolerance of a listed one is that edge: the same release as the listed value.
     listed = client.ReleaseSurvival(_request(session, time_edges=[365.0]))
-    near = client.ReleaseSurvival(_request(session, time_edges=[365.0 + 1e-10]))
+    near = client.ReleaseSurvival(_request(session, time_edges=[365.0 + 1e-8]))
     assert near.repeated and near.release_id == listed.release_id and list(near.time_edges) == [0.0, 365.0, np.inf]
 
 
