@@ -151,7 +151,7 @@ def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: flo
     risk_sums = bool(risk_sums)
     try:
         sigma, sums_sigma = survival_release_scales(epsilon, risk_sums=risk_sums, interval=interval)
-    except ValueError as exc:  # a part's epsilon below the ledger's grid (the policy allowed it): the caller's to change
+    except ValueError as exc:  # a part's epsilon below the ledger's grid (the policy allowed it): the caller's to raise
         raise InvalidArgument(f"epsilon: {exc}") from None
     if noise_sd(sigma, LAPLACE) > MAX_SIGMA:
         raise InvalidArgument(f"epsilon {epsilon} needs noise of SD above {MAX_SIGMA:g} per cell; this site makes "

@@ -214,7 +214,8 @@ def test_scores_that_are_not_risks_and_a_site_without_a_survival_grid_are_refuse
     server, client, _ = survival_site(frame=frame, dataset={"score_range": [0.0, 10.0]})
     session = open_survival(client)
     refused_cleanly(server, lambda: client.ReleaseSurvival(_request(session, time_edges=[365.0])), C.INVALID_ARGUMENT,
-                    "score: a survival release needs predicted risks in [0, 1]; this score source's range is [0.0, 10.0]")
+                    "score: a survival release needs predicted risks in [0, 1]; this score source's range is "
+                    "[0.0, 10.0]")
     other, c2, _ = survival_site("nogrid", policy={"survival_time_edges": []})
     session = open_survival(c2)
     refused_cleanly(other, lambda: c2.ReleaseSurvival(_request(session, time_edges=[365.0])),
