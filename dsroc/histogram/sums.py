@@ -13,7 +13,7 @@ import numpy as np
 from .grid import check_counts, check_edges
 from .resolved import concordance_auc, tilt_concordance
 
-__all__ = ["within_offsets", "bin_means", "within_variance", "resolved_auc"]
+__all__ = ["within_offsets", "bin_means", "within_variance", "logit_mean_variance", "resolved_auc"]
 
 
 def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5) -> np.ndarray:
@@ -52,6 +52,15 @@ def within_variance(edges, offsets) -> np.ndarray:
     e = check_edges(edges)
     u = np.asarray(offsets, dtype=np.float64)
     return np.diff(e) ** 2 * u * (1.0 - u) / 3.0
+
+
+def logit_mean_variance(counts, means, edges, *, sums_sigma: float) -> np.ndarray:
+    """Noise variance of ``logit r_b`` for the bins' mean scores ``r_b = e_b + w_b u_b`` from the summed score sums
+    (``u = (T + k p) / (h + k)``, ``T`` the two classes' sums of noise SD ``k = sqrt(2) sums_sigma``; delta method)."""
+    k = sums_sigma * np.sqrt(2.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_u = 2.0 * sums_sigma**2 / (counts + k) ** 2
+        return np.where(counts + k > 0, np.diff(edges) ** 2 * var_u / (means * (1 - means)) ** 2, 0.0)
 
 
 def resolved_auc(h0, h1, u0, u1) -> np.ndarray | float:
