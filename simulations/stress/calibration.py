@@ -1,4 +1,4 @@
-"""The calibration check: how often the default histogram protocol's CITL and slope intervals cover the pooled fits.
+"""The calibration check: how often the default histogram protocol's CITL, slope and O/E intervals cover the pooled fits.
 
 Each setting is a stress design (:mod:`simulations.stress.designs`) with ``n`` patients split over sites of
 the given shares (contiguous blocks: patients are i.i.d.); the release is the stress study's default two-stage one
@@ -6,7 +6,7 @@ the given shares (contiguous blocks: patients are i.i.d.); the release is the st
 the validation the analyst's (:func:`simulations.stress.study.release_validation`) and the reported intervals those
 of the analyst's result (:func:`analyst.protocols.histogram.protocol.histogram_calibration`). The pooled truth of
 a replication is the patient-level fit on all its patients (statsmodels): calibration-in-the-large, the intercept of
-``logit P(y = 1) = a + logit p`` (offset, slope 1), and the slope of ``y`` on ``logit p``.
+``logit P(y = 1) = a + logit p`` (offset, slope 1), the slope of ``y`` on ``logit p`` and O/E.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .cells import StressCell
 from .designs import Design
 from .study import LEVEL, generate_data, quantile_release, release_validation
 
-__all__ = ["CalibrationSetting", "SETTINGS", "site_of", "pooled_citl", "calibration_rows", "coverage_summary"]
+__all__ = ["CalibrationSetting", "SETTINGS", "ESTIMANDS", "site_of", "pooled_citl", "calibration_rows", "coverage_summary"]
 
 
 class CalibrationSetting(NamedTuple):
@@ -49,6 +49,10 @@ SETTINGS = {s.name: s for s in (
 )}
 
 
+ESTIMANDS = ("citl", "slope", "oe")
+_UNAVAILABLE = {"slope": "recalibration"}  # the validation's key where it differs from the estimand's
+
+
 def site_of(n: int, shares) -> np.ndarray:
     """Each of ``n`` patients' site: contiguous blocks of sizes proportional to ``shares`` (largest remainders)."""
     w = np.asarray(shares, dtype=np.float64) / float(np.sum(shares))
@@ -66,8 +70,8 @@ def pooled_citl(y, lp) -> float:
 
 
 def calibration_rows(setting: CalibrationSetting, reps, seed: int, *, noise_draws: int = 100) -> pd.DataFrame:
-    """One row per replication and estimand (``citl``, ``slope``) of ``setting``: the analyst's estimate, interval
-    and SE (NaN with the reason in ``failure`` where the result has none) and the pooled value."""
+    """One row per replication and estimand (:data:`ESTIMANDS`: CITL, slope, O/E) of ``setting``: the analyst's
+    estimate, interval and SE (NaN with the reason in ``failure`` where the result has none) and the pooled value."""
     cell = StressCell(setting.design, setting.n, len(setting.shares), setting.epsilon)
     data = generate_data(setting.design, setting.n, reps, seed, slope=True)
     release = quantile_release(data, cell, seed, site=site_of(setting.n, setting.shares))
@@ -76,10 +80,11 @@ def calibration_rows(setting: CalibrationSetting, reps, seed: int, *, noise_draw
         sl = slice(i * setting.n, (i + 1) * setting.n)
         v = release_validation(release, i, seed=rep, noise_draws=noise_draws)
         cal = histogram_calibration(v, LEVEL, with_sums=True)
-        pooled = {"citl": pooled_citl(data.batch.labels[sl], data.logits[sl]), "slope": data.pooled["slope"][i]}
-        for name in ("citl", "slope"):
+        pooled = {"citl": pooled_citl(data.batch.labels[sl], data.logits[sl]), "slope": data.pooled["slope"][i],
+                  "oe": data.pooled["oe"][i]}
+        for name in ESTIMANDS:
             e = None if cal is None else getattr(cal, name)
-            why = "" if e is not None else v.unavailable.get(name if name == "citl" else "recalibration", "no estimate")
+            why = "" if e is not None else v.unavailable.get(_UNAVAILABLE.get(name, name), "no estimate")
             values = (np.nan,) * 4 if e is None else (e.value, e.lower, e.upper, np.sqrt(max(e.variance, 0.0)))
             rows.append({"setting": setting.name, "rep": rep, "estimand": name, "estimate": values[0],
                          "lower": values[1], "upper": values[2], "se": values[3], "pooled": pooled[name],
