@@ -16,12 +16,13 @@ from .resolved import concordance_auc, tilt_concordance
 __all__ = ["within_offsets", "bin_means", "within_variance", "logit_mean_variance", "resolved_auc"]
 
 
-def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5) -> np.ndarray:
+def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5, clip: bool = True) -> np.ndarray:
     """Mean offset within each bin, ``(T + k prior) / (h + k)`` clipped to [0, 1], from consistent counts ``h``.
 
     ``k = sums_sigma`` pseudo-patients at offset ``prior`` (default the bin's middle; per bin, e.g. the mean offset
     of a finer histogram's shape, :func:`dsroc.histogram.resolved.shape_offsets`) keep a bin whose count is small
     against the sums' noise near it (``k = 0`` without noise: the exact mean; an empty bin gives ``prior``).
+    ``clip=False``: not clipped, linear in ``T`` (a mean over several bins then keeps no bias from the clipping).
     """
     h = check_counts(counts, name="counts")
     t = check_counts(sums, name="sums", n_bins=h.shape[-1])
@@ -34,7 +35,7 @@ def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5) -> np.ndarray:
     num, den = t + k * centre, h + k
     with np.errstate(invalid="ignore", divide="ignore"):
         u = np.where(den > 0, num / np.where(den > 0, den, 1.0), centre)
-    return np.clip(u, 0.0, 1.0)
+    return np.clip(u, 0.0, 1.0) if clip else u
 
 
 def bin_means(edges, offsets) -> np.ndarray:

@@ -185,7 +185,7 @@ def _curves(c0, c1):
 def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives, prior=0.5):
     """Within-bin mean scores from the score sums (None without them): overall ``r``, per class ``by_class``
     (2, B), the within-bin variance and the class offsets ``u`` (2, B), each shrunk towards ``prior``
-    (:func:`dsroc.histogram.sums.within_offsets`)."""
+    (:func:`dsroc.histogram.sums.within_offsets`); ``linear``: ``r`` not clipped to its bin (the CITL's)."""
     if sums0 is None and sums1 is None:
         return None
     if sums0 is None or sums1 is None or sums_sigma is None:
@@ -199,8 +199,9 @@ def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives, prior=0.5
     k = check_sigma(sums_sigma, name="sums_sigma")
     u = np.stack([within_offsets(c0, t0, sums_sigma=k, prior=prior), within_offsets(c1, t1, sums_sigma=k, prior=prior)])
     both = within_offsets(c0 + c1, t0 + t1, sums_sigma=k * np.sqrt(2.0), prior=prior)
+    linear = within_offsets(c0 + c1, t0 + t1, sums_sigma=k * np.sqrt(2.0), prior=prior, clip=False)
     return {"r": bin_means(e, both), "by_class": bin_means(e, u), "within": within_variance(e, both), "u": u,
-            "sigma": k, "edges": e}
+            "linear": bin_means(e, linear), "sigma": k, "edges": e}
 
 
 def _brier_with_sums(c0, c1, means, *, sigma, level):
@@ -336,8 +337,8 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         else:
             brier = _brier_with_sums(c0, c1, means, sigma=sigma, level=level)
         calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
-        citl = histogram_citl(c0, c1, e, calibration.groups, r, sigma=sigma, level=level,
-                              sums_sd=None if means is None else means["sigma"] * np.sqrt(2.0))  # T0 + T1's SD
+        citl = histogram_citl(c0, c1, e, calibration.groups, r if means is None else means["linear"], sigma=sigma,
+                              level=level, sums_sd=None if means is None else means["sigma"] * np.sqrt(2.0))
         if citl is None:
             missing["citl"] = "no events or no non-events in the merged bins with a mean score inside (0, 1)"
         held = r[c0 + c1 > 0]

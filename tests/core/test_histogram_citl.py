@@ -24,7 +24,7 @@ def _patients(n=3000, seed=3):
 
 
 def _means(h0, h1, t, s):
-    return bin_means(EDGES, within_offsets(h0 + h1, t, sums_sigma=s))
+    return bin_means(EDGES, within_offsets(h0 + h1, t, sums_sigma=s, clip=False))
 
 
 def test_without_noise_it_is_the_offset_glm_on_the_merged_bins():
@@ -67,7 +67,7 @@ def test_histogram_validation_reports_it_and_says_why_when_there_is_none():
     v = histogram_validation(h0, h1, EDGES, sigma=0.0, sums0=t * 0.9, sums1=t * 0.1, sums_sigma=0.0, noise_draws=5)
     c = v.calibration
     direct = histogram_citl(v.counts0, v.counts1, EDGES, c.groups, bin_means(EDGES, within_offsets(
-        v.counts0 + v.counts1, t, sums_sigma=0.0)), sigma=0.0, sums_sd=0.0)
+        v.counts0 + v.counts1, t, sums_sigma=0.0, clip=False)), sigma=0.0, sums_sd=0.0)
     assert v.citl.value == pytest.approx(direct.value, abs=1e-12)
     none = histogram_validation(h0 + h1, np.zeros(7), EDGES, sigma=0.0, noise_draws=5)
     assert none.citl is None and "no events" in none.unavailable["citl"]
