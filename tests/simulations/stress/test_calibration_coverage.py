@@ -32,8 +32,12 @@ def test_at_five_unequal_sites_the_citl_interval_covers_the_pooled_citl():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_citl_and_slope_intervals_cover_the_pooled_fits(name):
+    """300 replications per setting (about two minutes each). The interval includes the sampling variance, which the
+    pooled value shares with the estimate, so it covers the pooled CITL more often than 0.95; its SE is not
+    overstated (the estimate's spread about the pooled value is at least 0.75 of it)."""
     summary = coverage_summary(calibration_rows(SETTINGS[name], range(300), seed=35)).set_index("estimand")
     citl = summary.loc["citl"]
-    assert 0.93 <= citl["coverage"] <= 0.995
+    assert citl["coverage"] >= 0.93
+    assert 0.75 <= citl["spread_over_se"] <= 1.1
     assert abs(citl["bias"]) <= 0.5 * citl["mean_se"]
     assert summary.loc["slope", "coverage"] >= 0.93
