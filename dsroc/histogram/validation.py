@@ -343,7 +343,8 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
             missing["citl"] = "no events or no non-events in the merged bins with a mean score inside (0, 1)"
         held = r[c0 + c1 > 0]
         if held.size and (held.min() <= 0.0 or held.max() >= 1.0):
-            missing["recalibration"] = "an occupied bin's representative score is 0 or 1 (no logit)"
+            missing["recalibration"] = ("an occupied bin's representative score is 0 or 1 (no logit): with the score "
+                                        "sums, the sums' noise pushed the mean of a bin at the grid's end to that end")
         elif np.unique(held).size < 2:  # one occupied bin, or two whose noisy means meet at their common edge
             missing["recalibration"] = ("every patient falls in one bin after the noise, or the occupied bins' mean "
                                         "scores coincide: a slope needs patients at two distinct scores")
