@@ -263,8 +263,8 @@ def test_plain_text_only_when_explicit(tmp_path, pki, helpers):
 def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki, helpers):
     from site_node.testing import running_server
 
-    path = helpers.write_site(tmp_path / "c", "c", helpers.site_frames(seed=4)[2], pki)
-    path.write_text(path.read_text().replace("max_delta = 0.05", "max_delta = 0.05\nmax_glm_evaluations = 7"))
+    path = helpers.write_site(tmp_path / "c", "c", helpers.site_frames(seed=4)[2], pki,
+                              policy={"max_glm_evaluations": 7})
     messages = []
     with running_server(path) as server:
         with helpers.federation([server.bound_address], pki) as fed:

@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import grpc
 import pytest
@@ -22,8 +18,8 @@ from dsroc.v1 import site_pb2 as pb
 from site_node.interceptors.audit import AuditLog, AuditRecord, audit_files, read_audit
 from site_node.cli import main
 from site_node.cli.init import free_port, init_site
+from site_node.testing import Daemon, DaemonFailed
 
-ROOT = Path(__file__).resolve().parents[2]
 NEG = pb.SCORE_CLASS_NEGATIVES
 
 
@@ -106,23 +102,19 @@ def test_finding6_rotation_keeps_one_line_per_record_and_rejects_a_bad_size(tmp_
 def test_finding8_a_second_daemon_on_a_port_in_use_refuses_to_start(tmp_path):
     port = free_port()
     result = init_site(tmp_path / "s", listen=f"127.0.0.1:{port}")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    serve = [sys.executable, "-m", "site_node", "serve", "--config", str(result.config)]
-    first = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert json.loads(first.stdout.readline())["address"] == f"127.0.0.1:{port}"
+    with Daemon(result.config) as first:
+        assert first.wait_serving().address == f"127.0.0.1:{port}"
         other = init_site(tmp_path / "t", name="other", listen=f"127.0.0.1:{port}")
-        second = subprocess.run(serve[:-1] + [str(other.config)], capture_output=True, text=True, env=env, timeout=60)
-        assert second.returncode == 2, second.stderr
-        assert f"cannot listen on 127.0.0.1:{port}: the address is in use" in second.stderr
+        with Daemon(other.config) as second, pytest.raises(DaemonFailed) as refused:
+            second.wait_serving()
+        assert refused.value.returncode == 2, refused.value.log
+        assert f"cannot listen on 127.0.0.1:{port}: the address is in use" in refused.value.log
         # the same site twice is refused before the port: two daemons must never write one ledger
-        same = subprocess.run(serve, capture_output=True, text=True, env=env, timeout=60)
-        assert same.returncode == 2, same.stderr
-        assert "another dsroc-site process is using this state" in same.stderr
-        assert first.poll() is None  # the first one still serves
-    finally:
-        first.terminate()
-        first.wait(timeout=30)
+        with Daemon(result.config) as same, pytest.raises(DaemonFailed) as refused:
+            same.wait_serving()
+        assert refused.value.returncode == 2, refused.value.log
+        assert "another dsroc-site process is using this state" in refused.value.log
+        assert first.proc.poll() is None  # the first one still serves
 
 
 def test_the_slow_fuzzer_finding_an_underflowing_boyd_count_scale_is_invalid_not_internal(tls_site, snapshot):

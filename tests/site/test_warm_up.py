@@ -43,14 +43,13 @@ def test_health_reports_serving_only_once_the_warm_up_is_done(site_config):
     """SERVING means warm: NOT_SERVING while the datasets are read, SERVING after, NOT_SERVING once stopping."""
     import threading
 
-    import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     from site_node.server import SiteServer
 
-    from .conftest import wait_until
+    from .conftest import channel_to, wait_until
 
-    server = SiteServer(site_config, insecure=True, address="127.0.0.1:0", warm_up=True)
+    server = SiteServer(site_config, address="127.0.0.1:0", warm_up=True)
     reading, done = threading.Event(), threading.Event()
     warm_up = server.site.warm_up
 
@@ -62,7 +61,7 @@ def test_health_reports_serving_only_once_the_warm_up_is_done(site_config):
     server.site.warm_up = slow_warm_up
     server.start()
     try:
-        with grpc.insecure_channel(server.bound_address) as channel:
+        with channel_to(server) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
 
             def status():
