@@ -1,4 +1,4 @@
-"""Benchmark of the audit log's bounds under a flood of calls without a valid token (issue 18's review finding).
+"""Benchmark of the audit log's bounds under a flood of calls without a valid token.
 
 Starts ``python -m site_node serve`` on a site from ``dsroc-site init`` (plain text on loopback) with a small
 audit bound (``site.audit_max_bytes``, ``site.audit_max_total_bytes``) and, by default, every refusal

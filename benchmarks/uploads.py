@@ -1,4 +1,4 @@
-"""Benchmark of a daemon's memory under oversized survivor uploads with forged releases (issue 18's review finding).
+"""Benchmark of a daemon's memory under oversized survivor uploads with forged releases.
 
 Starts ``python -m site_node serve`` on a site from ``dsroc-site init`` (paper protocol on, plain text on
 loopback), opens a session, then sends ``--uploads`` concurrent UploadSurvivor streams, each announcing

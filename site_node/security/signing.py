@@ -2,7 +2,7 @@
 as unions of releases signed by itself or a peer listed in its config.
 
 Without this an analyst could upload any S~0 (a single value c, say) and read class counts at c from the
-placement moments, bisecting a patient's score far below the threshold lattice (issue 9, finding 2).
+placement moments, bisecting a patient's score far below the threshold lattice.
 With it every cut point the paper protocol evaluates is a noisy score some federation site released
 under its ledger.
 """

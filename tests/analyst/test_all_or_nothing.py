@@ -1,4 +1,4 @@
-"""All or nothing across sites (issue 18): no site is charged unless every site will answer, and no
+"""All or nothing across sites: no site is charged unless every site will answer, and no
 charge without a delivered release; holds expire, survive a restart and are returned on refusal.
 
 Real TLS site servers on loopback (in-process, or ``dsroc-site serve`` subprocesses where they are
@@ -59,7 +59,7 @@ def two_sites(tmp_path, pki, helpers):
 
 @pytest.mark.parametrize("protocol", ["histogram", "paper"])
 def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol):
-    """The review's finding: s1 out of budget, the validation failed, but the healthy s0 was charged."""
+    """Before: s1 out of budget, the validation failed, but the healthy s0 was charged."""
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(running_server(p)) for p in two_sites]
         with helpers.federation([servers[1].bound_address], pki) as fed:  # spend s1's budget alone
@@ -76,7 +76,7 @@ def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol)
 
 
 def test_a_budget_that_fits_the_first_stage_only_charges_no_site(two_sites, pki, helpers):
-    """Issue 20, gap 2: the quantile grid's two stages were held one after the other, so s1 was charged the first
+    """Before: the quantile grid's two stages were held one after the other, so s1 was charged the first
     stage and then refused the second (and s0 was charged for a grid nobody used). The first stage holds both.
     After a release at epsilon 2.5, s1's budget of epsilon 3 fits the first stage at epsilon 3 (composed: about
     1.8 at delta 0.05) but not both (about 3.3)."""
@@ -94,7 +94,7 @@ def test_a_budget_that_fits_the_first_stage_only_charges_no_site(two_sites, pki,
 
 @pytest.mark.parametrize("labels", ["one class", "three patients"])
 def test_a_dataset_no_histogram_can_use_is_refused_before_any_charge(tmp_path, pki, helpers, labels):
-    """The review's finding: a one-class or 3-patient dataset was charged (epsilon 4.62), then the CLI failed."""
+    """Before: a one-class or 3-patient dataset was charged (epsilon 4.62), then the CLI failed."""
     frames = helpers.site_frames(seed=22)[:2]
     bad = frames[1].assign(y=0) if labels == "one class" else frames[1].iloc[:3]
     paths = [_site(tmp_path, "s0", frames[0], pki, helpers), _site(tmp_path, "s1", bad, pki, helpers)]

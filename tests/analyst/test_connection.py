@@ -184,7 +184,7 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
 
 
 def test_after_histogram_releases_budget_and_describe_count_what_the_site_accepts(tmp_path, pki, helpers, capsys):
-    """Issue 18: after three histogram releases `dsroc budget` said "0 spent, validations left 3" (from the
+    """Before: after three histogram releases `dsroc budget` said "0 spent, validations left 3" (from the
     Gaussian-DP mu fields alone) while the site refused every further validation."""
     path = helpers.write_site(tmp_path / "h", "h", helpers.site_frames(seed=4)[0], pki,
                               policy={"budget_epsilon": 6.0, "max_epsilon": 6.0})

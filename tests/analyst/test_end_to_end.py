@@ -122,7 +122,7 @@ def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
     assert abs(res.auc - dsroc.empirical_auc(s, y)) < 0.02
     tau = dsroc.analytic_gaussian_sigma(5, 0.01, 0.1)
     for p in res.privacy.values():
-        # exact lattice noise (issue 18): at most 0.2 % above the analytic Gaussian calibration
+        # exact lattice noise: at most 0.2 % above the analytic Gaussian calibration
         assert p.sensitivity == pytest.approx(0.1) and tau <= p.noise_sd < 1.002 * tau
         assert p.mu_remaining > 0
     assert res.auc_ci[0] < res.auc < res.auc_ci[1]

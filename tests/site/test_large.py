@@ -30,7 +30,7 @@ def test_a_million_rows_stream_both_ways(make_site_config, client_cls, tmp_path)
         assert len(chunks) > 1 and max(len(ch.scores) // 8 for ch in chunks) <= 65536
         assert neg.size == (y == 0).sum() and pos.size == (y == 1).sum() and neg.size + pos.size == N
         assert np.all(np.diff(neg) >= 0)
-        # Issue 9, item 7: the ledger does not keep 16 MB of values; issue 18: it keeps the noisy lattice points,
+        # The ledger does not keep 16 MB of values: it keeps the noisy lattice points,
         # delta-encoded, deflated and sealed with the noise key, well under 1 MB.
         import sqlite3
 

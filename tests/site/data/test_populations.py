@@ -1,5 +1,5 @@
-"""Populations: dataset entries over the same patients share one budget, history and caps (issue 9, item 4),
-and the budget is compared exactly, never with slack (item 9)."""
+"""Populations: dataset entries over the same patients share one budget, history and caps, and the budget is
+compared exactly, never with slack."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ TWO_ENTRIES = {"again": {"path": "data/test.csv", "outcomes": ["y"], "scores": [
 
 
 def test_two_entries_over_one_file_share_one_budget(make_site_config, client_cls):
-    # Attack (issue 9, item 4): each entry had its own full budget, so epsilon 2 + 2 was spent on the
+    # Attack: each entry had its own full budget, so epsilon 2 + 2 was spent on the
     # same patients against a budget of 2, and the two answers could be differenced.
     config = make_site_config(datasets=TWO_ENTRIES, policy={"max_epsilon": 2.0, "budget_epsilon": 2.0})
     assert config.datasets["test"].population == config.datasets["again"].population
@@ -127,7 +127,7 @@ def test_check_reports_entries_that_look_like_the_same_patients(tmp_path, capsys
 
 
 def test_composed_delta_never_exceeds_the_budget(make_site_config, client_cls):
-    # Attack (issue 9, item 9): with a relative slack of 1e-9 on mu, two releases whose composed mu is
+    # Attack: with a relative slack of 1e-9 on mu, two releases whose composed mu is
     # 5e-10 above the budget's were accepted, and the composed delta exceeded the configured total.
     eps_b, delta_b = 1.0, 1e-5
     config = make_site_config(policy={"max_epsilon": eps_b, "max_delta": delta_b, "budget_epsilon": eps_b,
@@ -195,7 +195,7 @@ def _look_alike(tmp_path, kind, declared):
 
 @pytest.mark.parametrize("kind", ["hard link", "copy", "SQL view", "differently spelled SQLite URL"])
 def test_serve_and_check_refuse_an_undeclared_look_alike_of_a_dataset(tmp_path, capsys, client_cls, kind):
-    # Attack (issue 18): each look-alike entry had a full budget of its own over the same patients;
+    # Attack: each look-alike entry had a full budget of its own over the same patients;
     # check only warned and serve started anyway.
     config = _look_alike(tmp_path, kind, declared=False)
     assert config.datasets["test"].population != config.datasets["other"].population

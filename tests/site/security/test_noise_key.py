@@ -25,7 +25,7 @@ def test_released_scores_lie_on_a_public_lattice_and_the_ledger_alone_holds_no_n
         info1, values1, _ = client.release(session, POS)
         data = server.site.sessions.get("alice", session).data
         client.close()
-    # Before (issue 18): floating-point Gaussian noise, whose low-order bits depend on the noiseless score (Mironov
+    # Before: floating-point Gaussian noise, whose low-order bits depend on the noiseless score (Mironov
     # 2012). Now every released value is a multiple of a power of two set by (epsilon, delta, sensitivity) alone.
     noise = lattice_gaussian(info0.epsilon, info0.delta, info0.sensitivity)
     for values in (values0, values1):
