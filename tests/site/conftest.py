@@ -182,8 +182,7 @@ def ledger_snapshot(path) -> tuple:
     """Everything in a ledger database (releases, stored values, query counters), for before/after checks."""
     with sqlite3.connect(path) as db:
         return tuple(tuple(db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall())
-                     for t in ("releases", "glm_evaluations", "survivor_uploads",
-                                                               "calibration_edges", "confusion_thresholds", "models"))
+                     for t in ("releases", "glm_evaluations", "survivor_uploads", "models"))
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ def test_after_the_warm_up_a_session_reads_nothing(make_site_config, frame):
         reads.append(dataset_config.name)
         return read_table(dataset_config)
 
-    ledger = SqliteLedger(config.ledger_path)
+    ledger = SqliteLedger.in_memory()
     site = Site(config, ledger, datasets=DatasetStore(config.datasets, reader=reader))
     try:
         assert site.warm_up() == 2  # the unreadable dataset is skipped (a request names it)

@@ -38,7 +38,7 @@ def _site(tmp_path, scores, labels):
         tmp_path, name="sim", frames={"test": pd.DataFrame({"pred": scores, "y": labels})}, data_format="parquet",
         policy={"protocols": ["paper"], "max_delta": 0.1, "budget_epsilon": 20.0, "budget_delta": 0.5},
         analysts={"alice": "t"}, peers={name: public_key_text(key) for name, key in PEER_KEYS.items()})
-    return Site(load_config(config), SqliteLedger(tmp_path / "ledger.sqlite"))
+    return Site(load_config(config), SqliteLedger.in_memory())
 
 
 def test_protocol_site_step_equals_site_node(tmp_path, protocol_reference):

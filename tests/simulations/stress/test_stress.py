@@ -183,7 +183,7 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
         policy={"protocols": ["histogram"], "max_delta": 0.01, "budget_epsilon": 50.0, "budget_delta": 0.5},
         analysts={"alice": "t"}))
     assert (POLICY_BINS, POLICY_LOGIT_RANGE) == (config.policy.histogram_bins, config.policy.histogram_logit_range)
-    site = Site(config, SqliteLedger(tmp_path / "ledger.sqlite"))
+    site = Site(config, SqliteLedger.in_memory())
     try:
         session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
         protocol = HistogramProtocol(site)
