@@ -96,7 +96,7 @@ def test_release_parameter_refusals(client, refused):
     rel = lambda **kw: client.release(session, kw.pop("cls", NEG), **kw)
     refused(lambda: rel(epsilon=11.0), C.PERMISSION_DENIED, "epsilon 11.0 is above")
     refused(lambda: rel(delta=0.02), C.PERMISSION_DENIED, "delta 0.02 is above")
-    refused(lambda: rel(epsilon=float("nan")), C.INVALID_ARGUMENT, "epsilon must be finite")
+    refused(lambda: rel(epsilon=float("nan")), C.INVALID_ARGUMENT, "epsilon must be a positive finite number, got nan")
     refused(lambda: rel(epsilon=-1.0), C.INVALID_ARGUMENT, "positive")
     refused(lambda: rel(delta=0.0), C.INVALID_ARGUMENT, "delta")
     refused(lambda: rel(sensitivity=0.5), C.INVALID_ARGUMENT, "only ask for a larger sensitivity")
