@@ -144,8 +144,13 @@ class Federation:
         ``hold``: have the sites also hold this release (a noisy-score release's ``PrepareRequest``) with the
         session, used by :meth:`PaperSession.release` of the same parameters.
         """
+        return self._open(PaperSession, dataset, outcome, score=score, model=model, progress=progress,
+                          with_sensitivity=with_sensitivity, hold=hold)
+
+    def _open(self, session_type: type[ValidationSession], dataset: str, outcome: str, *, score, model, progress,
+              with_sensitivity: bool, hold: pb.PrepareRequest | None):
         self._wait_closing()
-        return PaperSession(self.connections, dataset=dataset, outcome=outcome,
+        return session_type(self.connections, dataset=dataset, outcome=outcome,
                             source=score_source(score=score, model=model), progress=progress,
                             executor=self.executor, with_sensitivity=with_sensitivity, hold=hold)
 
@@ -210,8 +215,8 @@ class Federation:
         strategy.check(request, opts)
         started = time.perf_counter()
         timing: dict[str, float] = {}
-        with self.session(dataset, outcome, score=score, model=model, progress=progress,
-                          with_sensitivity=strategy.with_sensitivity, hold=strategy.hold_request(request, opts)) as s:
+        with self._open(strategy.session_type, dataset, outcome, score=score, model=model, progress=progress,
+                        with_sensitivity=strategy.with_sensitivity, hold=strategy.hold_request(request, opts)) as s:
             timing["open"] = time.perf_counter() - started
             result = strategy.run(s, request, opts, executor=self.executor, timing=timing)
             self.close_later(s)

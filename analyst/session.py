@@ -11,6 +11,7 @@ import grpc
 import numpy as np
 
 import dsroc
+from dsroc.privacy.request import check_privacy_request as privacy_request
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
@@ -76,12 +77,9 @@ def score_source(*, score: str | None = None, model=None) -> pb.ScoreSource:
 
 
 def check_privacy_request(*, epsilon: float, delta: float, sensitivity: float | None = None) -> None:
-    """Reject a malformed (epsilon, delta, sensitivity) before any site is asked (the sites check it too)."""
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    if delta >= 1:
-        raise ValueError(f"delta must be below 1, got {delta}")
+    """Reject a malformed (epsilon, delta, sensitivity) before any site is asked: (epsilon, delta) by the rule the
+    sites apply too (:func:`dsroc.privacy.request.check_privacy_request`, delta above 0), the sensitivity here."""
+    privacy_request(epsilon, delta, zero_delta=False)
     if sensitivity is not None and (isinstance(sensitivity, bool) or not isinstance(sensitivity, numbers.Real)
                                     or not (np.isfinite(sensitivity) and sensitivity > 0)):
         raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
