@@ -30,7 +30,8 @@ def pyplot():
 def plot_title(kind: str, result) -> str:
     """``kind`` with n, the events, epsilon, delta and the protocol, on two lines."""
     approx = "" if result.counts_exact else "~"
-    return (f"{kind}\nn = {approx}{result.n:.0f} ({approx}{result.n1:.0f} with outcome 1), "
+    ones = "with outcome 1" if getattr(result, "time", None) is None else f"events by {result.horizon:g}"
+    return (f"{kind}\nn = {approx}{result.n:.0f} ({approx}{result.n1:.0f} {ones}), "
             f"$\\varepsilon$ = {result.epsilon:g}, $\\delta$ = {result.delta:g}, {result.protocol} protocol")
 
 
