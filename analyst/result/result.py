@@ -189,7 +189,8 @@ class ValidationResult:
         """A pandas DataFrame: ``"roc"`` (the curve whose AUC is quoted and its band at ``points``
         false-positive fractions), ``"roc_points"`` (the empirical or binned points), ``"calibration"``
         (per bin, with intervals and status), ``"sites"`` (privacy and budget per site), ``"decision_curve"``,
-        ``"subgroups"`` or ``"comparison"``; see :func:`analyst.result.frames.result_frame`."""
+        ``"subgroups"``, ``"comparison"``, and for a survival validation ``"auc_time"`` and ``"kaplan_meier"``; see
+        :func:`analyst.result.frames.result_frame`."""
         from analyst.result.frames import result_frame
 
         return result_frame(self, kind, points=points)

@@ -159,8 +159,13 @@ def test_the_report_files_text_and_json(validated, tmp_path, helpers):
     for words in ("Harrell's C", "Uno's C", "Integrated Brier", "events by 720", "censored before it",
                   "grouped proportional-hazards"):
         assert words in text
-    assert "Harrell" in res._repr_html_() or "AUC" in res._repr_html_()
+    page = res._repr_html_()
+    assert "Harrell's C" in page and "Uno's C" in page and "cumulative/dynamic AUC(720)" in page
     assert set(res.to_frame("calibration").columns) >= {"observed", "mean_predicted"}
+    auc_t = res.to_frame("auc_time")
+    assert (auc_t["lower"] <= auc_t["auc"]).all() and (auc_t["auc"] <= auc_t["upper"]).all()
+    km = res.to_frame("kaplan_meier")
+    assert km["survival"].is_monotonic_decreasing and len(km) == len(GRID) + 1
     paths = write_report(res, tmp_path / "report")
     assert paths["survival"].stat().st_size > 20_000
     json.loads(paths["json"].read_text())
