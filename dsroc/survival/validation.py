@@ -24,7 +24,7 @@ from .kaplan_meier import censoring_survival, check_level, kaplan_meier
 from .recalibration import grouped_calibration
 from .pooling import SitePooled, SiteRelease, SiteSurvival, pool_sites, site_estimates
 
-__all__ = ["INCLUDES", "CurveBand", "RiskGroup", "SurvivalValidation", "SiteRelease", "SiteSurvival", "SitePooled",
+__all__ = ["INCLUDES", "CurveBand", "RiskGroup", "SurvivalValidation",
            "default_groups", "survival_validation"]
 
 INCLUDES = ("sampling and the privacy noise (one bootstrap of the released cells with fresh noise of the "

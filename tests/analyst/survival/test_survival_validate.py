@@ -192,3 +192,30 @@ def test_bad_requests_are_refused_before_any_charge(sites):
                      options=SurvivalOptions(horizon=720, time_edges=(100.0, 720.0)))
     after = fed.budget("surv")
     assert all(after[n]["epsilon_spent"] == before[n].get("epsilon_spent", 0.0) for n in fed.names)
+
+
+def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
+    from analyst.cli import main
+
+    _, fed = sites
+    (tmp_path / "analyst.token").write_text(TOKEN + "\n")
+    lines = []
+    for s in fed.sites:
+        lines += ["[[sites]]", f'name = "{s.name}"', f'address = "{s.address}"', 'token_file = "analyst.token"',
+                  f'ca_file = "{pki.ca_cert}"', ""]
+    (tmp_path / "federation.toml").write_text("\n".join(lines))
+    common = ["validate", "--federation", str(tmp_path / "federation.toml"), "--dataset", "surv", "--outcome",
+              "event", "--score", "risk", "--epsilon", "2", "--delta", "1e-6", "--quiet"]
+    assert main(common + ["--out", str(tmp_path / "a"), "--time", "time"]) == 2
+    assert "--horizon is required with --time" in capsys.readouterr().err
+    assert main(common + ["--out", str(tmp_path / "b"), "--horizon", "720"]) == 2
+    assert "--horizon applies to a survival validation only" in capsys.readouterr().err
+    assert main(common + ["--out", str(tmp_path / "c"), "--time", "time", "--horizon", "720", "--a0", "0.6"]) == 2
+    assert "--a0: not an option of a survival validation" in capsys.readouterr().err
+    out = tmp_path / "report"
+    assert main(common + ["--out", str(out), "--time", "time", "--horizon", "720", "--n-bins", "5",
+                          "--time-edges", "180,360,720,1080,1440"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["analysis"] == "survival" and report["horizon"] == 720
+    assert report["detail"]["time_edges"][1:-1] == [180, 360, 720, 1080, 1440] and len(report["detail"]["score_edges"]) == 6
+    assert (out / "survival.png").read_bytes()[:4] == b"\x89PNG"
