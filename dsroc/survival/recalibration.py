@@ -14,9 +14,12 @@ complementary log-log link, fitted here by Fisher scoring. Under it
 * the calibration intercept at ``t`` is ``a = log(sum_k exp(alpha_k))`` of the fit with ``b`` fixed at 1
   (``x`` as an offset): 0 ideal, positive when the observed cumulative hazard exceeds the predicted one.
 
-``x_j`` is the complementary log-log of the mean predicted risk in score bin ``j`` (from the released risk
-sums, else the bin's midpoint), risks clipped to ``[1e-6, 1 - 1e-6]``. Noisy cells are read as zero where
-negative. Time bins without events leave the fit (their ``alpha_k`` is minus infinity, adding nothing to ``H``).
+``j`` runs over score bins, or over risk groups of contiguous score bins (fewer, larger cells: less noise per
+cell); ``x_j`` is the complementary log-log of the mean predicted risk in it (from the released risk sums, else
+the bins' midpoints), risks clipped to ``[1e-6, 1 - 1e-6]``. Noisy releases: the events and the numbers at risk
+are the released sums as they are (unbiased), each then clipped into ``0 <= d <= n``; clipping every cell at zero
+first would add phantom patients at risk to the sparse cells and flatten the slope. Time bins without events
+leave the fit (their ``alpha_k`` is minus infinity, adding nothing to ``H``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .calibration import check_groups
 from .counts import SurvivalHistogram
 
 __all__ = ["GroupedCalibration", "grouped_calibration"]
@@ -42,13 +46,14 @@ class GroupedCalibration:
     time_bins: int
 
 
-def _score_cll(hist: SurvivalHistogram) -> tuple[np.ndarray, np.ndarray]:
-    n = np.maximum(hist.counts, 0.0).sum(axis=(0, 1))
+def _group_cll(hist: SurvivalHistogram, bounds: np.ndarray) -> np.ndarray:
+    n = np.add.reduceat(hist.counts.sum(axis=(0, 1)), bounds[:-1])
     sum_r, _ = hist.risk_sums()
-    mean = np.divide(sum_r.sum(axis=(0, 1)), n, out=hist.score_midpoints.copy(), where=n > 0.0)
-    mean = np.clip(mean, np.maximum(hist.score_edges[:-1], _RISK_FLOOR), np.minimum(hist.score_edges[1:],
-                                                                                    1.0 - _RISK_FLOOR))
-    return np.log(-np.log1p(-mean)), n
+    mid = np.array([hist.score_midpoints[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:])])
+    mean = np.divide(np.add.reduceat(sum_r.sum(axis=(0, 1)), bounds[:-1]), n, out=mid.copy(), where=n > 0.0)
+    mean = np.clip(mean, np.maximum(hist.score_edges[bounds[:-1]], _RISK_FLOOR),
+                   np.minimum(hist.score_edges[bounds[1:]], 1.0 - _RISK_FLOOR))
+    return np.log(-np.log1p(-mean))
 
 
 def _fit(events, at_risk, x, *, free_slope: bool, max_iter: int = 100, tol: float = 1e-10):
@@ -85,7 +90,7 @@ def _fit(events, at_risk, x, *, free_slope: bool, max_iter: int = 100, tol: floa
     return None
 
 
-def grouped_calibration(hist: SurvivalHistogram, horizon) -> GroupedCalibration:
+def grouped_calibration(hist: SurvivalHistogram, horizon, groups=None) -> GroupedCalibration:
     """Calibration intercept and slope at ``horizon`` by the grouped proportional-hazards fit (module docstring).
 
     Parameters
@@ -94,18 +99,21 @@ def grouped_calibration(hist: SurvivalHistogram, horizon) -> GroupedCalibration:
         Its risks are predictions of an event by ``horizon``.
     horizon : float
         In ``(0, last finite time edge]``.
+    groups : sequence of int, optional
+        Risk groups as score-bin boundaries ``0 = b_0 < ... < b_G = J``; default every score bin its own.
 
     Returns
     -------
     GroupedCalibration
-        NaN intercept and slope where the fit does not exist: no event before the horizon, a single score bin
-        with patients (no slope), or no convergence (e.g. every patient at risk has the event in some bin).
+        NaN intercept and slope where the fit does not exist: no event before the horizon, a single group with
+        patients (no slope), or no convergence (e.g. every patient at risk has the event in some bin).
     """
     kh = hist.horizon_index(horizon)
-    cells = np.maximum(hist.counts, 0.0)
-    x, n_j = _score_cll(hist)
-    events = cells[:kh, 1, :]
-    at_risk = np.cumsum(cells.sum(axis=1)[::-1], axis=0)[::-1][:kh]  # followed to bin k, per score bin
+    bounds = np.arange(hist.shape[2] + 1) if groups is None else check_groups(hist, groups)
+    cells = np.add.reduceat(hist.counts, bounds[:-1], axis=2)  # (K, 2, G)
+    x = _group_cll(hist, bounds)
+    at_risk = np.maximum(np.cumsum(cells.sum(axis=1)[::-1], axis=0)[::-1][:kh], 0.0)  # followed to bin k
+    events = np.clip(cells[:kh, 1, :], 0.0, at_risk)
     used = events.sum(axis=1) > 0.0
     nan = GroupedCalibration(float(horizon), float("nan"), float("nan"), int(used.sum()))
     if not used.any():

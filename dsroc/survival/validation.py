@@ -31,6 +31,8 @@ INCLUDES = ("sampling and the privacy noise (one bootstrap of the released cells
             "release's SD per cell)")
 #: a risk group holds at least this many (noisy) patients and ten times its summed noise SD
 MIN_GROUP = 20.0
+#: time points of the AUC(t) curve at most (evenly spread over the grid's; the horizon's AUC is always estimated)
+AUC_TIMES = 12
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,8 @@ class SurvivalValidation:
 
 
 CALIBRATION_METHOD = ("grouped proportional-hazards fit of the released cells up to the horizon (Prentice-Gloeckler "
-                      "binomial GLM, complementary log-log link, on x = log(-log(1 - mean predicted risk)) per score "
-                      "bin): slope b of x (1 ideal); intercept log(sum_k exp(alpha_k)) with b fixed at 1 (0 ideal)")
+                      "binomial GLM, complementary log-log link, on x = log(-log(1 - mean predicted risk)) per risk "
+                      "group): slope b of x (1 ideal); intercept log(sum_k exp(alpha_k)) with b fixed at 1 (0 ideal)")
 
 
 def default_groups(hist: SurvivalHistogram, count_sd: float) -> np.ndarray:
@@ -148,7 +150,10 @@ class _Plan:
     def __init__(self, hist, horizon, tau, groups):
         self.horizon, self.tau, self.groups = horizon, tau, groups
         last = hist.time_edges[-2] if np.isinf(hist.time_edges[-1]) else hist.time_edges[-1]
-        self.auc_times = hist.time_points[hist.time_points <= last]
+        points = hist.time_points[hist.time_points <= last]
+        # every AUC(t) costs a censoring curve per replicate: the band is drawn through at most AUC_TIMES of them
+        keep = np.unique(np.round(np.linspace(0, points.size - 1, min(points.size, AUC_TIMES))).astype(int))
+        self.auc_times = points[keep]
         k, m, g = hist.shape[0], self.auc_times.size, groups.size - 1
         sizes = {"survival": k, "censoring": k, "auc_curve": m, "scalars": 10, "observed": g, "expected": g,
                  "ratio": g}
@@ -173,7 +178,7 @@ class _Plan:
             overall = (cal.overall.ratio, cal.overall.expected, cal.overall.observed)
         except ValueError:
             by_group, overall = (), (np.nan,) * 3
-        fit = grouped_calibration(h, t)
+        fit = grouped_calibration(h, t, self.groups)
         out[self.slices["scalars"]] = [
             _safe(lambda: cumulative_dynamic_auc(h, t).value), _safe(lambda: harrell_c(h)),
             _safe(lambda: uno_c(h, self.tau)), _safe(lambda: brier_score(h, t)),
@@ -203,7 +208,7 @@ def _roc_at(hist: SurvivalHistogram, kh: int) -> tuple[np.ndarray, np.ndarray]:
 
 def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, sums_sd: float = 0.0,
                         sites: Mapping[str, SiteRelease] | None = None, tau=None, groups=None, level: float = 0.95,
-                        draws: int = 200, seed=0) -> SurvivalValidation:
+                        draws: int = 100, seed=0) -> SurvivalValidation:
     """Every survival estimate at ``horizon`` from the summed release ``hist``, with intervals and per-site pooling.
 
     Parameters

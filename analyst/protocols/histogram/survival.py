@@ -43,15 +43,17 @@ class SurvivalOptions(ProtocolOptions):
         lists), unless ``edges`` gives the interior score edges.
     edges : sequence of float, optional
         Interior score edges (from the grids the sites' policies allow).
-    risk_sums : bool, default True
+    risk_sums : bool, default False
         Also release each cell's noisy sums of the risks (a fifth of the epsilon): Brier and calibration at the
-        patients' own risks instead of the bin midpoints.
+        patients' own risks instead of the bin midpoints. Each score bin's sum then carries the noise of its
+        ``K x 2`` cells: with many time bins it costs more than the midpoints' bias (GBSG2 at epsilon 5, 22 time bins:
+        the mean predicted risk's SD 0.05 with the sums, 0.016 without).
     tau : float, optional
         Truncation time of Uno's C; default the horizon.
     by_site : bool, default True
         Also each site's estimates from its own release and their random-effects pooling (no further release).
-    draws : int, default 200
-        Bootstrap replicates of the intervals (sampling and privacy noise).
+    draws : int, default 100
+        Bootstrap replicates of the intervals (sampling and privacy noise); 100 give each SE within about 7 %.
     seed : int, default 0
         Seed of the bootstrap.
     """
@@ -60,10 +62,10 @@ class SurvivalOptions(ProtocolOptions):
     time_edges: tuple | None = None
     n_bins: int = 10
     edges: tuple | None = None
-    risk_sums: bool = True
+    risk_sums: bool = False
     tau: float | None = None
     by_site: bool = True
-    draws: int = 200
+    draws: int = 100
     seed: int = 0
 
     def __post_init__(self):
