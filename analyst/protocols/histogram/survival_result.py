@@ -21,9 +21,9 @@ __all__ = ["SURVIVAL_GUARANTEE", "SurvivalDetail", "SurvivalSite", "survival_res
 
 SURVIVAL_GUARANTEE = (
     "survival release (histogram protocol): each site's whole answer is epsilon-DP under add/remove-one-patient "
-    "adjacency (discrete Laplace noise on the counts of a (time bin x status x score bin) histogram and on its cells' "
-    "risk sums, pure epsilon-DP per site, charged once to the site's ledger; delta is checked by the policies but not "
-    "used); every number below is post-processing of those releases"
+    "adjacency (discrete Laplace noise on the counts of a (time bin x status x score bin) histogram, and on its cells' "
+    "risk sums when asked for, pure epsilon-DP per site, charged once to the site's ledger; delta is checked by the "
+    "policies but not used); every number below is post-processing of those releases"
 )
 
 
