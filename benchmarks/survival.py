@@ -6,7 +6,7 @@ epsilon (so new releases, not replays). Prints the release (network and sites) a
 post-processing) seconds of each. Run from the repository root:
 
     python -m benchmarks.survival                    # K = 5 sites, n = 100 000 patients
-    python -m benchmarks.survival --n 1000000 --repeat 2
+    python -m benchmarks.survival --n 1000000 --repeat 2 --draws 40
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sites", type=int, default=5, help="number of sites (default 5)")
     parser.add_argument("--n", type=int, default=100_000, help="patients in total (default 1e5)")
     parser.add_argument("--repeat", type=int, default=3, help="validations of each kind (new epsilon each)")
+    parser.add_argument("--draws", type=int, default=100, help="bootstrap replicates of the survival intervals")
     args = parser.parse_args(argv)
 
     from analyst import Federation
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
                 for i in range(args.repeat):
                     eps = 5.0 + 0.1 * i
                     for kind, extra, outcome in (("binary", {}, "y"),
-                                                 ("survival", {"time": "time", "horizon": HORIZON}, "event")):
+                                                 ("survival", {"time": "time", "horizon": HORIZON, "draws": args.draws}, "event")):
                         t = time.perf_counter()
                         res = fed.validate("bench", outcome, score="pred", epsilon=eps, delta=0.01, **extra)
                         wall = time.perf_counter() - t

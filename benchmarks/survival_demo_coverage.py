@@ -4,8 +4,8 @@ Five TLS site daemons hold the demo's test split (the Cox model's two-year risk,
 copies, each in its own file declared its own population (a site refuses byte-identical files with separate budgets
 unless told so): each copy has its own ledger, so each validation draws fresh noise (the same request on one
 population replays its release, for free). Only a measurement may do this: in use, copies share one budget. The
-pooled values are the demo's references on all test patients in one place (lifelines' concordance index; the unbinned IPCW AUC of ``analyst.demo.reference``). Run from the
-repository root:
+pooled values are the demo's references on all test patients in one place (lifelines' concordance index; the
+unbinned IPCW AUC of ``analyst.demo.reference``). Run from the repository root:
 
     python -m benchmarks.survival_demo_coverage                 # 10 runs at epsilon 5
     python -m benchmarks.survival_demo_coverage --runs 20 --epsilon 1

@@ -32,7 +32,7 @@ INCLUDES = ("sampling and the privacy noise (one bootstrap of the released cells
 #: a risk group holds at least this many (noisy) patients and ten times its summed noise SD
 MIN_GROUP = 20.0
 #: time points of the AUC(t) curve at most (evenly spread over the grid's; the horizon's AUC is always estimated)
-AUC_TIMES = 12
+AUC_TIMES = 8
 
 
 @dataclass(frozen=True)
