@@ -21,6 +21,7 @@ from ..protocols import BoydProtocol, HistogramProtocol, PaperProtocol, SecAggPr
 from ..protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from ..protocols.histogram.release import LAPLACE, PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION
 from ..protocols.histogram.secagg import Advertisement, Receipt
+from ..protocols.histogram.survival import KIND as SURVIVAL
 from ..site import Site
 from .budget_messages import budget_message, planned_releases
 from .paper_calls import PaperCalls
@@ -139,7 +140,7 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
                                     spacing=request.spacing, edges=list(request.edges), risk_sums=request.risk_sums,
                                     reservation=request.reservation_id)
         release, plan, values = out.release, out.plan, out.values
-        note(parameters={"release_id": release.release_id, "kind": "survival", "sigma": plan.sigma,
+        note(parameters={"release_id": release.release_id, "kind": SURVIVAL, "sigma": plan.sigma,
                          "mechanism": LAPLACE, "epsilon_charged": plan.epsilon if out.charged else 0.0})
         count_sd, sums_sd = plan.noise_sds
         sums = {}

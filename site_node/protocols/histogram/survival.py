@@ -35,8 +35,9 @@ __all__ = ["KIND", "SurvivalPlan", "SiteSurvivalRelease", "SurvivalProtocol", "s
            "draw_survival"]
 
 KIND = "survival"  # the ledger's kind of release
-# Two time edges closer than this (relative to the edge) are one edge: the analyst's copy of the policy's grid.
-_TIME_TOLERANCE = 1e-12
+# A requested time edge within this (relative to the edge) of a policy edge is that edge: an analyst's copy of the
+# grid may be rounded (say to 9 decimals); the release uses the policy's own value, so the copy changes nothing.
+_TIME_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,6 @@ class SurvivalPlan:
     time_column: str
     time_edges: np.ndarray
     score_edges: np.ndarray
-    spacing: str
     epsilon: float
     delta: float
     sigma: float
@@ -120,8 +120,11 @@ def survival_time_grid(policy: Policy, interior) -> np.ndarray:
     listed = at.any(axis=1)
     if not listed.all():
         raise PermissionDenied(f"policy: every time edge must be one of this site's survival_time_edges; "
-                               f"{e[~listed][0]!r} is not")
-    return np.concatenate([[0.0], grid[at.argmax(axis=1)], [np.inf]])
+                               f"{float(e[~listed][0])!r} is not")
+    chosen = grid[at.argmax(axis=1)]
+    if np.any(np.diff(chosen) <= 0.0):  # two edges within the tolerance of one policy edge
+        raise InvalidArgument("time_edges: two edges name the same edge of the policy's survival_time_edges")
+    return np.concatenate([[0.0], chosen, [np.inf]])
 
 
 def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: float, delta: float, time_edges,
@@ -138,7 +141,7 @@ def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: flo
         raise InvalidArgument(f"score: a survival release needs predicted risks in [0, 1]; this score source's range "
                               f"is [{lo}, {hi}]")
     full_time = survival_time_grid(policy, time_edges)
-    score_edges, spacing, _ = histogram_grid(policy, (lo, hi), n_bins=n_bins, spacing=spacing, interior=list(edges))
+    score_edges = histogram_grid(policy, (lo, hi), n_bins=n_bins, spacing=spacing, interior=list(edges))[0]
     score_edges = np.concatenate([[0.0], score_edges[1:-1], [1.0]])
     cells = (full_time.size - 1) * (score_edges.size - 1)
     if cells > policy.histogram_max_cells:
@@ -148,12 +151,12 @@ def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: flo
     risk_sums = bool(risk_sums)
     try:
         sigma, sums_sigma = survival_release_scales(epsilon, risk_sums=risk_sums, interval=interval)
-    except ValueError as exc:  # a part's epsilon below the ledger's grid (the policy allowed it): the caller's to change
+    except ValueError as exc:  # a part's epsilon below the ledger's grid (the policy allowed it): the caller's to raise
         raise InvalidArgument(f"epsilon: {exc}") from None
     if noise_sd(sigma, LAPLACE) > MAX_SIGMA:
         raise InvalidArgument(f"epsilon {epsilon} needs noise of SD above {MAX_SIGMA:g} per cell; this site makes "
                               "survival releases at larger epsilon only")
-    return SurvivalPlan(time_column, full_time, score_edges, spacing, epsilon, delta, sigma, risk_sums, sums_sigma)
+    return SurvivalPlan(time_column, full_time, score_edges, epsilon, delta, sigma, risk_sums, sums_sigma)
 
 
 def draw_survival(plan: SurvivalPlan, times: np.ndarray, events: np.ndarray, risks: np.ndarray,

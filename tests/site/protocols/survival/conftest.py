@@ -26,10 +26,10 @@ def survival_frame(n: int = 300, *, seed: int = 1) -> pd.DataFrame:
     return frame.assign(time=time)
 
 
-def survival_dataset(name: str = "test", *, time_columns=("time",)) -> dict:
-    """A dataset table for ``make_config(datasets=...)`` declaring the time column(s)."""
+def survival_dataset(name: str = "test", **fields) -> dict:
+    """A dataset table for ``make_config(datasets=...)`` declaring the time column ``time`` (``fields`` override)."""
     return {name: {"path": f"data/{name}.csv", "outcomes": ["y"], "scores": ["pred"],
-                   "model_columns": ["age", "size", "nodes", "grade"], "time_columns": list(time_columns)}}
+                   "model_columns": ["age", "size", "nodes", "grade"], "time_columns": ["time"], **fields}}
 
 
 def brute_force_cells(time, event, risk, time_edges, score_edges) -> np.ndarray:
@@ -44,15 +44,18 @@ def brute_force_cells(time, event, risk, time_edges, score_edges) -> np.ndarray:
     return out
 
 
-def laplace_epsilon_at(scale: float, delta: float) -> float:
-    """The smallest epsilon at which one count with discrete Laplace noise of ``scale`` is (epsilon, delta)-DP: the
-    hockey-stick divergence of the two neighbouring output distributions, summed over their support by brute force."""
+def laplace_epsilon_at(scale: float, delta: float, *, releases: int = 1) -> float:
+    """The smallest epsilon at which ``releases`` (1 or 2) counts, each with discrete Laplace noise of ``scale`` and
+    each moved by one patient, are together (epsilon, delta)-DP: the hockey-stick divergence of the two neighbouring
+    output distributions (products over the releases), summed over their support by brute force."""
     from scipy.optimize import brentq
 
-    x = np.arange(-int(60 * scale) - 60, int(60 * scale) + 61)
+    x = np.arange(-int(40 * scale) - 40, int(40 * scale) + 41)
     p, q = np.exp(-np.abs(x) / scale), np.exp(-np.abs(x - 1) / scale)
     p, q = p / p.sum(), q / q.sum()
-    return brentq(lambda e: np.maximum(0.0, p - np.exp(e) * q).sum() - delta, 0.0, 1.0 / scale)
+    if releases == 2:
+        p, q = np.outer(p, p), np.outer(q, q)
+    return brentq(lambda e: np.maximum(0.0, p - np.exp(e) * q).sum() - delta, 0.0, releases / scale)
 
 
 def counts_of(reply: pb.SurvivalResponse) -> np.ndarray:
@@ -62,12 +65,13 @@ def counts_of(reply: pb.SurvivalResponse) -> np.ndarray:
 
 @pytest.fixture
 def survival_site(tls_site):
-    """``make(name="site", frame=None, policy=None, **kw)``: a REAL mutual-TLS daemon whose ``test`` dataset has a time
-    column, with the survival policy; returns ``(server, client, frame)``."""
+    """``make(name="site", frame=None, policy=None, dataset=None, **kw)``: a REAL mutual-TLS daemon whose ``test``
+    dataset has a time column (``dataset``: its other fields), with the survival policy; returns ``(server, client,
+    frame)``."""
 
-    def make(name="site", *, frame=None, policy=None, **kw):
+    def make(name="site", *, frame=None, policy=None, dataset=None, **kw):
         frame = survival_frame() if frame is None else frame
-        server, client = tls_site(name, frames={"test": frame}, datasets=survival_dataset(),
+        server, client = tls_site(name, frames={"test": frame}, datasets=survival_dataset(**(dataset or {})),
                                   policy={**SURVIVAL_POLICY, **(policy or {})}, **kw)
         return server, client, frame
 
