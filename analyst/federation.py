@@ -16,7 +16,7 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
-from analyst.protocols.histogram.survival import survival_strategy
+from analyst.protocols.histogram.survival import SurvivalOptions, survival_strategy
 from analyst.protocols.paper import PaperSession
 from analyst.result import ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
@@ -217,8 +217,9 @@ class Federation:
         strategy = get_protocol(protocol)
         if time is not None:
             strategy, protocol_options = survival_strategy(protocol, time, horizon, options, protocol_options)
-        elif horizon is not None:
-            raise ValueError("horizon applies to a survival validation: give the time column too (time=...)")
+        elif horizon is not None or isinstance(options, SurvivalOptions):
+            raise ValueError("horizon and SurvivalOptions apply to a survival validation: give the time column too "
+                             "(time=...)")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
         check_privacy_request(epsilon=epsilon, delta=delta)

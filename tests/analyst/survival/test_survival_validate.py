@@ -181,8 +181,10 @@ def test_bad_requests_are_refused_before_any_charge(sites):
                      protocol="secagg")
     with pytest.raises(ValueError, match="horizon is required"):
         fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, time="time")
-    with pytest.raises(ValueError, match="horizon applies to a survival validation"):
+    with pytest.raises(ValueError, match="horizon and SurvivalOptions apply to a survival validation"):
         fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, horizon=720)
+    with pytest.raises(ValueError, match="give the time column too"):
+        fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, options=SurvivalOptions(horizon=720))
     from analyst.connection import SiteError
 
     with pytest.raises(SiteError, match="time"):
