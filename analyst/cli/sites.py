@@ -34,11 +34,15 @@ def cmd_describe(args) -> int:
         if p.get("strata"):  # --strata COLUMN: the columns and cut points this site releases subgroups of
             print("  strata (--strata): " + "; ".join(f"{s['column']} cut at {s['cuts']}" for s in p["strata"])
                   + f"; at most {p.get('histogram_max_cells')} cells per class")
+        if p.get("survival_time_edges"):  # --time: the public time edges a survival release may use
+            edges = ", ".join(f"{e:g}" for e in p["survival_time_edges"])
+            print(f"  survival (--time): time edges {edges}; at most {p.get('survival_max_time_bins')} time bins")
         for ds in d.get("datasets", []):
             b = ds.get("budget", {})
             cols = ", ".join(c["name"] for c in ds.get("columns", []))
             print(f"  dataset '{ds['name']}': outcome {ds.get('outcome_columns')}, scores {ds.get('score_columns')}, "
-                  f"rule '{ds.get('sensitivity_rule')}'")
+                  f"rule '{ds.get('sensitivity_rule')}'"
+                  + (f", time columns {ds['time_columns']}" if ds.get("time_columns") else ""))
             print(f"    columns: {cols}")
             print(f"    budget: spent epsilon {b.get('epsilon_spent', 0):.3g} of {b.get('budget_epsilon')} at delta "
                   f"{b.get('budget_delta')} ({b.get('releases', 0)} releases{held_text(b)}); validations left at "

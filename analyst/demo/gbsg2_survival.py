@@ -47,19 +47,26 @@ def _frame(raw: pd.DataFrame) -> pd.DataFrame:
         TIME: raw["time"].astype(float), EVENT: raw["cens"].astype(int)}).reset_index(drop=True)
 
 
-def prepare_gbsg2_survival(*, n_sites: int = 5, train_fraction: float = 0.6, seed: int = 2024) -> SurvivalDemoData:
+def prepare_gbsg2_survival(*, n_patients: int | None = None, n_sites: int = 5, train_fraction: float = 0.6,
+                           seed: int = 2024) -> SurvivalDemoData:
     """Load GBSG2 (lifelines), split it 60/40, fit a Cox model on the training split and predict each test patient's
     risk of recurrence or death within two years; cut the test split into ``n_sites`` sites.
 
-    Nobody is excluded: the censored patients stay, with their follow-up.
+    Nobody is excluded: the censored patients stay, with their follow-up. ``n_patients``: a random subset of the
+    686 patients (the same one :func:`analyst.demo.gbsg2.prepare_gbsg2` draws with this seed).
     """
     from lifelines import CoxPHFitter
     from lifelines.datasets import load_gbsg2
 
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must lie strictly between 0 and 1, got {train_fraction}")
-    data = _frame(load_gbsg2())
+    raw = load_gbsg2()
     rng = np.random.default_rng(seed)
+    if n_patients is not None:
+        if not 50 <= n_patients <= len(raw):
+            raise ValueError(f"n_patients must lie between 50 and {len(raw)}, got {n_patients}")
+        raw = raw.iloc[np.sort(rng.choice(len(raw), n_patients, replace=False))]
+    data = _frame(raw)
     perm = rng.permutation(len(data))
     n_train = int(round(train_fraction * len(data)))
     train = data.iloc[np.sort(perm[:n_train])].reset_index(drop=True)

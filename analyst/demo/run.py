@@ -84,13 +84,14 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     (out / _MARKER).write_text("made by dsroc demo\n")
 
     data = prepare_gbsg2(n_patients=n_patients, seed=seed)
-    survival = prepare_gbsg2_survival(seed=seed)
+    survival = prepare_gbsg2_survival(n_patients=n_patients, seed=seed)
     say(f"GBSG2: {len(data.train) + len(data.test) + data.n_excluded} patients, {data.n_excluded} censored before "
         f"{HORIZON_DAYS} days excluded; outcome '{OUTCOME}' = 1 when free of recurrence and death at "
         f"{HORIZON_DAYS} days.")
     say(f"Logistic model fitted on {len(data.train)} training patients; {len(data.test)} test patients over "
         f"{len(data.sites)} sites: {', '.join(str(len(s)) for s in data.sites)}.")
-    say(f"Survival: a Cox model of recurrence-free survival fitted on {len(survival.train)} of all 686 patients predicts "
+    say(f"Survival: a Cox model of recurrence-free survival fitted on {len(survival.train)} of all "
+        f"{len(survival.train) + len(survival.test)} patients predicts "
         f"the {HORIZON_DAYS}-day risk of its {len(survival.test)} test patients, censored ones included, over the same "
         "five sites.")
     for k, frame in enumerate(data.sites, start=1):

@@ -214,6 +214,9 @@ def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
     assert "--horizon applies to a survival validation only" in capsys.readouterr().err
     assert main(common + ["--out", str(tmp_path / "c"), "--time", "time", "--horizon", "720", "--a0", "0.6"]) == 2
     assert "--a0: not an option of a survival validation" in capsys.readouterr().err
+    assert main(["describe", "--federation", str(tmp_path / "federation.toml")]) == 0
+    described = capsys.readouterr().out
+    assert "survival (--time): time edges 90, 180," in described and "time columns ['time']" in described
     out = tmp_path / "report"
     assert main(common + ["--out", str(out), "--time", "time", "--horizon", "720", "--n-bins", "5",
                           "--time-edges", "180,360,720,1080,1440"]) == 0
