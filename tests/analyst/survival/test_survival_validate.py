@@ -224,3 +224,19 @@ def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
     assert report["analysis"] == "survival" and report["horizon"] == 720
     assert report["detail"]["time_edges"][1:-1] == [180, 360, 720, 1080, 1440] and len(report["detail"]["score_edges"]) == 6
     assert (out / "survival.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_survival_views_refuse_a_binary_result_and_draw_without_loading_matplotlib_early(helpers):
+    import subprocess
+    import sys
+
+    binary = helpers.results.histogram_result_of()
+    assert binary.analysis == "binary"
+    with pytest.raises(ValueError, match="not a survival validation"):
+        binary.survival_display()
+    with pytest.raises(ValueError, match="needs a survival validation"):
+        binary.to_frame("auc_time")
+    code = ("import sys, analyst, analyst.display.survival, analyst.protocols.histogram.survival; "
+            "print('matplotlib' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
+        == "False"
