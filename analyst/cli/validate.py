@@ -112,7 +112,8 @@ def add_validate(sub) -> None:
                                    f"{files} to --out, the same files for every protocol (calibration.png only when "
                                    "a calibration curve could be estimated; forest.png with --by-site, "
                                    "decision_curve.png with --decision-curve, subgroups.png with --strata, "
-                                   "comparison.png with --compare, survival.png with --time). The summary and report warn when "
+                                   "comparison.png with --compare, survival.png with --time). The summary and report "
+                                   "warn when "
                                    "(epsilon, delta) is not among the settings the simulation study recommends "
                                    "for the sites' Delta (see 'dsroc recommend'). Exit status 0 on success, 2 for "
                                    "bad input, 3 when a site refused or failed.")
@@ -188,7 +189,8 @@ def add_validate(sub) -> None:
                          "with --time")
     sv.add_argument("--time-edges", type=_float_list, default=None, metavar="E1,E2,...",
                     help="interior time edges of the release, each one of every site's survival_time_edges (default: "
-                         "the edges the sites share, thinned to the fewest survival_max_time_bins, keeping the horizon)")
+                         "the edges the sites share, thinned to the fewest survival_max_time_bins, keeping the "
+                         "horizon)")
     sv.add_argument("--tau", type=float, default=None, metavar="T",
                     help="truncation time of Uno's C (default: the horizon)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")

@@ -1,4 +1,4 @@
-"""The GBSG2 demo as a survival model: a Cox model of recurrence-free survival predicting two-year risk, every patient kept."""
+"""The GBSG2 demo as a survival model: a Cox model's two-year risk of recurrence or death, every patient kept."""
 
 from __future__ import annotations
 

@@ -160,8 +160,8 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
                               extra={"survival_pooled": surv_pooled, "survival_binary": surv_binary})
     protocols = protocols_side_by_side(res, hist, secagg, pooled)
     if json_path is not None:
-        res.to_json(json_path, extra={**extra, "histogram_protocol": hist.to_dict(), "secagg_protocol": secagg.to_dict(),
-                                      "survival_protocol": surv.to_dict(), "survival_pooled": surv_pooled,
+        res.to_json(json_path, extra={**extra, "histogram_protocol": hist.to_dict(),
+                                      "secagg_protocol": secagg.to_dict(), "survival_protocol": surv.to_dict(), "survival_pooled": surv_pooled,
                                       "survival_binary": surv_binary})
     timing["total_seconds"] = time.perf_counter() - t_start
     say("")
@@ -179,7 +179,8 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     say("")
     say(surv_text)
     say("")
-    say(f"Timing: validate {t_validate:.2f} s (survival {t_survival:.2f} s); daemons started in {timing['startup_seconds']:.2f} s "
+    say(f"Timing: validate {t_validate:.2f} s (survival {t_survival:.2f} s); daemons started in "
+        f"{timing['startup_seconds']:.2f} s "
         f"(including data preparation and certificates); whole demo {timing['total_seconds']:.2f} s.")
     if keep:
         say(f"Report (paper protocol): {', '.join(str(p) for p in paths.values())}; histogram protocol: "

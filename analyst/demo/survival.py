@@ -35,7 +35,8 @@ def survival_comparison(res: ValidationResult, pooled: dict, binary: dict) -> st
     v, h = res.detail.validation, HORIZON_DAYS
     rows = [
         ("Harrell's C", _ci(v.harrell_c), f"{pooled['harrell_c']:.3f} (lifelines concordance_index)", "-"),
-        (f"AUC({h})", _ci(v.auc), f"{pooled['auc']:.3f} (unbinned IPCW, numpy)", f"{binary['auc']:.3f} (empirical AUC)"),
+        (f"AUC({h})", _ci(v.auc), f"{pooled['auc']:.3f} (unbinned IPCW, numpy)",
+         f"{binary['auc']:.3f} (empirical AUC)"),
         (f"Brier({h})", _ci(v.brier), f"{pooled['brier']:.3f} (unbinned IPCW, numpy)",
          f"{binary['brier']:.3f} (plain Brier)"),
         (f"risk by {h}", _ci(v.observed), f"{pooled['observed_risk']:.3f} (1 - lifelines Kaplan-Meier)",
@@ -56,8 +57,8 @@ def survival_comparison(res: ValidationResult, pooled: dict, binary: dict) -> st
               f"  Uno's C (tau {v.tau:g}) {_ci(v.uno_c)}; integrated Brier {_ci(v.integrated_brier)}; scaled Brier "
               f"{_ci(v.scaled_brier)}; calibration intercept {_ci(v.calibration_intercept)}, slope "
               f"{_ci(v.calibration_slope)}.",
-              f"  Dropping the {binary['dropped']} patients censored before {h} days keeps those with early events: the "
-              f"binary analysis sees a risk of {binary['observed_risk']:.3f} where the Kaplan-Meier says "
+              f"  Dropping the {binary['dropped']} patients censored before {h} days keeps those with early events: "
+              f"the binary analysis sees a risk of {binary['observed_risk']:.3f} where the Kaplan-Meier says "
               f"{pooled['observed_risk']:.3f}, and misjudges the calibration (O/E {binary['oe']:.2f} against "
               f"{pooled['oe']:.2f})."]
     return "\n".join(lines)

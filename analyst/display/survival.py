@@ -1,4 +1,4 @@
-"""Plots of a survival validation: AUC(t) with its band, calibration at the horizon, observed Kaplan-Meier against prediction.
+"""Plots of a survival validation: AUC(t) with its band, calibration at the horizon, Kaplan-Meier against prediction.
 
 They draw what the result holds (:class:`analyst.protocols.histogram.survival_result.SurvivalDetail`), never compute
 an estimate; matplotlib is imported only when drawing.
@@ -45,7 +45,8 @@ class SurvivalDisplay:
                     fmt="D", color="black", capsize=4, ms=6, zorder=4,
                     label=f"AUC({v.horizon:g}) {v.auc.value:.3f} [{v.auc.lower:.3f}, {v.auc.upper:.3f}]")
         ax.axhline(v.harrell_c.value, color="tab:green", ls="--", lw=1, label=f"Harrell's C {v.harrell_c.value:.3f}")
-        ax.axhline(v.uno_c.value, color="tab:purple", ls="-.", lw=1, label=f"Uno's C (tau {v.tau:g}) {v.uno_c.value:.3f}")
+        ax.axhline(v.uno_c.value, color="tab:purple", ls="-.", lw=1,
+                   label=f"Uno's C (tau {v.tau:g}) {v.uno_c.value:.3f}")
         ax.axhline(0.5, color="grey", ls=":", lw=1)
         ax.set(xlabel=f"time ({self.result.time})", ylabel="AUC(t)", ylim=(0.4, 1.0), xlim=(0, c.times.max() * 1.02))
         ax.set_title(plot_title("Time-dependent AUC", self.result), fontsize="medium")

@@ -123,7 +123,8 @@ def survival_time_grid(policies: Mapping[str, pb.Policy], horizon: float, reques
     return tuple(float(v) for v in edges)
 
 
-def _request(session, conn, o: SurvivalOptions, request: ValidationRequest, time_edges, held: str) -> pb.SurvivalRequest:
+def _request(session, conn, o: SurvivalOptions, request: ValidationRequest, time_edges,
+             held: str) -> pb.SurvivalRequest:
     grid = dict(edges=list(o.edges)) if o.edges is not None else dict(n_bins=int(o.n_bins), spacing="equal")
     return pb.SurvivalRequest(session_id=session.session_ids[conn.name], epsilon=request.epsilon, delta=request.delta,
                               time_edges=list(time_edges), risk_sums=bool(o.risk_sums), reservation_id=held, **grid)
