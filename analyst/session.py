@@ -97,13 +97,15 @@ def raise_first_failure(failed: Sequence[SiteError], what: str):
 class ValidationSession:
     """One open session per site on (dataset, outcome, score source): open, hold and commit, budget, close.
 
+    ``time``: a declared time column, for a survival release (``outcome`` is then the event indicator).
+
     A protocol's steps run over it (the paper protocol's are methods of its subclass,
     :class:`analyst.protocols.paper.steps.PaperSession`); use it as a context manager so the sessions close.
     """
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
                  source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None,
-                 with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None):
+                 with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None, time: str | None = None):
         self.connections = list(connections)
         self.executor = executor
         self.dataset, self.outcome = dataset, outcome
@@ -119,7 +121,8 @@ class ValidationSession:
         def open_one(conn):
             # One round trip: the reply carries the policy (and, when asked, the sensitivity and the hold) too.
             r = conn.call("OpenSession", pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=source,
-                                                               with_sensitivity=with_sensitivity, prepare=hold))
+                                                               with_sensitivity=with_sensitivity, prepare=hold,
+                                                               time=time or ""))
             self.session_ids[conn.name] = r.session_id
             if r.HasField("prepared"):
                 self._held[conn.name] = r.prepared.reservation_id

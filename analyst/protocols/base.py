@@ -24,7 +24,8 @@ HISTOGRAM_ONLY = {
 
 @dataclass(frozen=True)
 class ValidationRequest:
-    """The arguments every protocol gets: what to validate, the privacy request and the confidence level."""
+    """The arguments every protocol gets: what to validate, the privacy request and the confidence level (and for a
+    survival validation the time column; ``outcome`` is then the event column)."""
 
     dataset: str
     outcome: str
@@ -34,6 +35,7 @@ class ValidationRequest:
     delta: float
     level: float
     progress: Callable | None = None
+    time: str | None = None
 
     def common(self, session, protocol: "Protocol") -> dict[str, Any]:
         """The :class:`analyst.ValidationResult` fields that do not depend on the protocol's answers."""
