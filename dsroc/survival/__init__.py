@@ -15,8 +15,9 @@ negative noisy cells as zero (see :mod:`dsroc.survival.counts`).
 Conventions. Within a time point, events precede censorings (standard Kaplan-Meier); the censoring
 survival ``G`` (reverse KM) therefore removes the events at ``t`` before the censorings at ``t``. Inverse
 probability of censoring weights are ``1 / G(T-)`` for a case at ``T`` (the left limit, as timeROC and
-riskRegression) and ``1 / G(t)`` for the controls at horizon ``t``. Patients in the same time bin are tied
-in time; pairs tied in score count one half. Competing risks are not handled.
+riskRegression) and ``1 / G(t)`` for the controls at horizon ``t``. Two patients in the same time bin
+are in either order with probability one half (a C-index counts such a pair half comparable); pairs tied in
+score count one half. Competing risks are not handled.
 """
 
 from .._lazy import export_lazily

@@ -88,9 +88,10 @@ def c_loop(time, event, risk, *, uno=False, tau=np.inf):
             continue
         w = 1.0 / g_loop(time, event, time[i], left=True) ** 2 if uno else 1.0
         for j in range(time.size):
-            if time[i] < time[j]:
-                num += w * ordered(risk[i], risk[j])
-                den += w
+            # one time bin: either order, so half a comparable pair
+            o = 1.0 if time[i] < time[j] else 0.5 if time[i] == time[j] and i != j else 0.0
+            num += o * w * ordered(risk[i], risk[j])
+            den += o * w
     return num / den
 
 
