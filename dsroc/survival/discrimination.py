@@ -8,7 +8,7 @@ pairs closest in time, the least concordant ones, and raised Harrell's and Uno's
 quantile time bins (the survival study); counting them half leaves less than 0.001. On a grid with one
 patient per time bin there are no such pairs: the per-patient estimates are unchanged. Every sum runs over the ``(time, score)`` grid with cumulative sums: ``O(K J)``, not
 ``O(n^2)``. Weights use the censoring survival ``G`` (:func:`censoring_survival`): ``1 / G(T-)`` for a
-case at ``T`` (timeROC / riskRegression), ``1 / G(t)`` for the controls at horizon ``t`` (constant, so it
+case at ``T`` (timeROC / riskRegression; within her bin, see :func:`case_weights`), ``1 / G(t)`` for the controls at horizon ``t`` (constant, so it
 cancels in the AUC).
 """
 
@@ -26,11 +26,16 @@ __all__ = ["TimeDependentAUC", "case_weights", "cumulative_dynamic_auc", "harrel
 
 
 def case_weights(hist: SurvivalHistogram) -> np.ndarray:
-    """Inverse probability of censoring weights ``1 / G(t_k-)`` of an event in each time bin, shape ``(K,)``.
+    """Inverse probability of censoring weights ``1 / G(T-)`` of an event in each time bin, shape ``(K,)``.
 
-    0 where ``G(t_k-) = 0`` (no patient can still be followed there).
+    An event's time lies somewhere in her bin, where ``G`` falls from ``G(t_{k-1})`` to ``G(t_k)``: her weight
+    is ``1 / sqrt(G(t_{k-1}) G(t_k))``, ``G`` at the bin's middle for a censoring hazard constant across it.
+    It is ``1 / G(t_k-)`` where the bin holds no censorings (one patient per bin, say); the left limit alone
+    under-weighted the cases and lowered Brier(t) by 0.001-0.002 on 20 time bins (the survival study). 0 where
+    ``G`` is 0 (no patient can still be followed there).
     """
-    g = censoring_survival(hist).left_limits
+    curve = censoring_survival(hist)
+    g = np.sqrt(curve.left_limits * curve.survival)
     return np.divide(1.0, g, out=np.zeros_like(g), where=g > 0.0)
 
 
