@@ -23,7 +23,8 @@ KEYS = ["cell", "model", "risk", "censoring", "calibration", "n", "sites", "epsi
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per cell and statistic: against the population (``*_pop``) and the pooled unbinned noise-free
     estimate (``*_pooled``), bias, MAE and interval coverage, with the Monte-Carlo SE of bias and coverage; the
-    noise-free binned estimate's bias (``binning_pop``), the mean SE, the SD of the estimates, failures."""
+    noise-free binned estimate's bias (``binning_pop``), the pooled estimates' SD and MAE (the sampling floor), the
+    mean SE, the SD of the estimates, failures."""
     f = frame.copy()
     f["epsilon"] = f["epsilon"].fillna(0.0)  # no noise: epsilon 0 in the tables (infinite budget)
     ok = f["estimate"].notna() & f["se"].notna()
@@ -43,6 +44,8 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
             row[f"coverage_{ref}_mcse"] = np.sqrt(covered.mean() * (1 - covered.mean()) / max(len(covered), 1))
         row["binning_pop"] = (g["binned"] - g["population"]).mean()
         row["pooled_pop"] = (g["pooled"] - g["population"]).mean()
+        row["sd_pooled"] = g["pooled"].std(ddof=1)  # the sampling spread alone: no binning, no noise
+        row["mae_pooled_pop"] = (g["pooled"] - g["population"]).abs().mean()
         row["mean_se"] = good["se"].mean()
         row["sd_estimate"] = good["estimate"].std(ddof=1)
         row["se_over_sd"] = row["mean_se"] / row["sd_estimate"]
@@ -60,8 +63,8 @@ def target_table(summary: pd.DataFrame) -> pd.DataFrame:
     rows["bias_ok"] = ~strict | (rows["bias_pop"].abs() <= 0.5 * rows["mean_se"])
     rows["mae_ok"] = ~strict | (rows["mae_pop"] <= MAE_TARGET)
     rows["met"] = rows["coverage_ok"] & rows["bias_ok"] & rows["mae_ok"]
-    return rows[["cell", "statistic", "reps", "population", "bias_pop", "mean_se", "mae_pop", "coverage_pop",
-                 "coverage_pop_mcse", "coverage_ok", "bias_ok", "mae_ok", "met"]]
+    return rows[["cell", "statistic", "reps", "population", "bias_pop", "mean_se", "mae_pop", "mae_pooled_pop",
+                 "coverage_pop", "coverage_pop_mcse", "coverage_ok", "bias_ok", "mae_ok", "met"]]
 
 
 def _markdown(table: pd.DataFrame, digits: int = 4) -> str:
@@ -84,36 +87,39 @@ def _figure(summary: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     cells = list(dict.fromkeys(summary["cell"]))[:40]  # a readable figure: the first 40 cells of the grid
-    fig, axes = plt.subplots(2, len(STATISTICS), figsize=(3.2 * len(STATISTICS), 2.2 + 0.24 * len(cells)),
+    fig, axes = plt.subplots(2, len(STATISTICS), figsize=(3.0 * len(STATISTICS), 2.0 + 0.5 * len(cells)),
                              sharey=True, squeeze=False)
     y = np.arange(len(cells))
     for col, stat in enumerate(STATISTICS):
         s = summary[summary["statistic"] == stat].set_index("cell").reindex(cells)
         top, bottom = axes[0, col], axes[1, col]
-        for ref, marker, colour in (("pop", "o", "C0"), ("pooled", "s", "C1")):
-            top.errorbar(s[f"coverage_{ref}"], y, xerr=1.96 * s[f"coverage_{ref}_mcse"], fmt=marker, color=colour,
-                         ms=3.5, lw=0.8, label="population" if ref == "pop" else "pooled (unbinned)")
+        for ref, marker, colour, shift in (("pop", "o", "C0", -0.12), ("pooled", "s", "C1", 0.12)):
+            top.errorbar(s[f"coverage_{ref}"], y + shift, xerr=1.96 * s[f"coverage_{ref}_mcse"], fmt=marker,
+                         color=colour, ms=3.5, lw=0.8,
+                         label="coverage of the population value" if ref == "pop" else
+                         "coverage of the pooled unbinned noise-free estimate")
         top.axvline(0.95, color="grey", lw=0.8)
-        top.axvline(COVERAGE_TARGET, color="red", lw=0.8, ls="--")
-        top.set_xlim(0.6, 1.0)
-        top.set_title(f"{LABELS[stat]}\ncoverage of the 95 % CI", fontsize=8)
-        half = 0.5 * s["mean_se"]
-        bottom.fill_betweenx(y, -half, half, color="0.85", step="mid", label="+- half the mean SE")
+        top.axvline(COVERAGE_TARGET, color="red", lw=0.8, ls="--", label=f"target {COVERAGE_TARGET:.0%}")
+        top.set_xlim(0.6, 1.005)
+        top.set_title(f"{LABELS[stat]}\ncoverage of the 95 % CI (+- 2 MC SE)", fontsize=8)
+        half = 0.5 * s["mean_se"].to_numpy()
+        bottom.barh(y, 2 * half, left=-half, height=0.6, color="0.88", label="+- half the mean SE")
         bottom.errorbar(s["bias_pop"], y, xerr=1.96 * s["bias_pop_mcse"], fmt="o", color="C0", ms=3.5, lw=0.8,
-                        label="DP estimate")
-        bottom.plot(s["binning_pop"], y, "x", color="C2", ms=4, label="noise-free binned")
+                        label="bias of the DP estimate (+- 2 MC SE)")
+        bottom.plot(s["binning_pop"], y, "x", color="C2", ms=5, label="bias of the noise-free binned estimate")
         bottom.axvline(0.0, color="grey", lw=0.8)
-        bottom.set_title("bias against the population", fontsize=8)
+        bottom.set_title("bias against the population value", fontsize=8)
         for ax in (top, bottom):
             ax.tick_params(labelsize=6)
             ax.set_yticks(y)
+            ax.set_ylim(len(cells) - 0.5, -0.5)
     for ax in axes[:, 0]:
-        ax.set_yticklabels([c.replace("_", " ") for c in cells], fontsize=5)
-        ax.invert_yaxis()
-    axes[0, -1].legend(fontsize=6, loc="lower left")
-    axes[1, -1].legend(fontsize=6, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+        ax.set_yticklabels([c.replace("_", " ") for c in cells], fontsize=6)
+    handles = [h for ax in (axes[0, 0], axes[1, 0]) for h in ax.get_legend_handles_labels()[0]]
+    labels = [lab for ax in (axes[0, 0], axes[1, 0]) for lab in ax.get_legend_handles_labels()[1]]
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.09 if len(cells) < 6 else 0.05, 1, 1))
+    fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -126,7 +132,7 @@ def write_survival_report(out) -> dict:
     targets = target_table(summary)
     config = json.loads((out / "config.json").read_text())
     shown = ["cell", "statistic", "reps", "population", "bias_pop", "mae_pop", "coverage_pop", "bias_pooled",
-             "mae_pooled", "coverage_pooled", "binning_pop", "mean_se", "se_over_sd", "failures"]
+             "mae_pooled", "coverage_pooled", "binning_pop", "mae_pooled_pop", "mean_se", "se_over_sd", "failures"]
     text = [f"# Survival study ({config['grid']} grid, {config['reps']} replications, seed {config['seed']}, "
             f"{config['time_bins']} time bins, {config['score_bins']} score bins, {config['draws']} bootstrap draws)",
             "", "Statistics: " + "; ".join(f"`{k}` {v}" for k, v in LABELS.items()) + ".", "",
