@@ -46,7 +46,7 @@ def _default_cells() -> list[Cell]:
 
 
 def grid_cells(grid: str) -> list[Cell]:
-    """The cells of a grid: ``smoke`` (2, seconds), ``targets`` (9), ``default`` (32) or ``full`` (the factorial:
+    """The cells of a grid: ``smoke`` (2, seconds), ``targets`` (9), ``default`` (27) or ``full`` (the factorial:
     2 models x 2 calibrations x 3 censorings x 4 risks x 3 n x 3 site counts x 4 epsilons = 1 728)."""
     if grid == "smoke":
         return [Cell(Design("weibull", 0.3, 0.5), 1_000, 3, 1.0),
