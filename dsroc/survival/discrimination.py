@@ -6,10 +6,12 @@ the release hides, so for the C-indices each order counts with probability one h
 patient of her bin form half a comparable pair). Counting such pairs as not comparable instead drops the
 pairs closest in time, the least concordant ones, and raised Harrell's and Uno's C by 0.006-0.008 on 20
 quantile time bins (the survival study); counting them half leaves less than 0.001. On a grid with one
-patient per time bin there are no such pairs: the per-patient estimates are unchanged. Every sum runs over the ``(time, score)`` grid with cumulative sums: ``O(K J)``, not
-``O(n^2)``. Weights use the censoring survival ``G`` (:func:`censoring_survival`): ``1 / G(T-)`` for a
-case at ``T`` (timeROC / riskRegression; within her bin, see :func:`case_weights`), ``1 / G(t)`` for the controls at horizon ``t`` (constant, so it
-cancels in the AUC).
+patient per time bin there are no such pairs: the per-patient estimates are unchanged.
+
+Every sum runs over the ``(time, score)`` grid with cumulative sums: ``O(K J)``, not ``O(n^2)``. Weights use
+the censoring survival ``G`` (:func:`censoring_survival`): ``1 / G(T-)`` for a case at ``T`` (timeROC /
+riskRegression; within her bin, see :func:`case_weights`), ``1 / G(t)`` for the controls at horizon ``t``
+(constant, so it cancels in the AUC).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ from dsroc.survival.release import SurvivalRelease, draw_survival_release, survi
 from .designs import HORIZON, SIGMA, Design, baseline, population, sample
 from .reference import pooled_estimates
 
-__all__ = ["TIME_BINS", "SCORE_BINS", "MAX_SCORE_WIDTH", "DRAWS", "STATISTICS", "Cell", "Grids", "grids", "site_of", "run_block"]
+__all__ = ["TIME_BINS", "SCORE_BINS", "MAX_SCORE_WIDTH", "DRAWS", "STATISTICS", "Cell", "Grids", "grids", "site_of",
+           "run_block"]
 
 TIME_BINS = 20
 SCORE_BINS = 20
