@@ -37,7 +37,9 @@ class Survivor:
 class ScoredData:
     """The site's true scores and labels for one (dataset, score source, outcome), shared by sessions.
 
-    Derived arrays and the site's sensitivity are computed once, on first use.
+    With ``time_column`` (a survival session's data) ``times`` holds each patient's follow-up time and ``labels``
+    the event indicator (1 event, 0 censored). Derived arrays and the site's sensitivity are computed once, on
+    first use.
     """
 
     dataset: str
@@ -49,6 +51,8 @@ class ScoredData:
     features: dict | None = None
     sensitivity: SiteSensitivity | None = None
     population: str = ""
+    time_column: str = ""
+    times: np.ndarray | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self):
@@ -73,13 +77,24 @@ class ScoredData:
         """True positive scores, ascending."""
         return np.sort(self.positives)
 
+    @property
+    def survival(self) -> bool:
+        """Whether this is a survival session's data (opened with a time column)."""
+        return bool(self.time_column)
+
     @cached_property
     def fingerprint(self) -> str:
-        """Hash of the sorted class scores: detects a dataset that changed since a persisted release."""
+        """Hash of the sorted class scores (with the follow-up times, each patient's (time, event, score) in one
+        canonical order): detects a dataset that changed since a persisted release."""
         h = hashlib.sha256()
         h.update(self.sorted_negatives.tobytes())
         h.update(b"|")
         h.update(self.sorted_positives.tobytes())
+        if self.times is not None:
+            order = np.lexsort((self.scores, self.labels, self.times))
+            for values in (self.times, self.labels, self.scores):
+                h.update(b"|")
+                h.update(np.ascontiguousarray(values[order], dtype=np.float64).tobytes())
         return h.hexdigest()
 
 

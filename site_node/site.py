@@ -15,7 +15,7 @@ from typing import Callable
 from dsroc.privacy.accounting import VALUE_DISCRETIZATION
 
 from .config import DatasetConfig, SiteConfig
-from .data.datasets import DatasetStore, feature_values, outcome_values
+from .data.datasets import DatasetStore, feature_values, outcome_values, time_values
 from .data.scores import ScoreSpec, compute_scores
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .protocols.budget import releases_left
@@ -131,10 +131,11 @@ class Site:
                                    store=plan.store, reservation=reservation)
 
     # ------------------------------------------------------------------ sessions
-    def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec, *,
+    def open_session(self, analyst: str, dataset: str, outcome: str, spec: ScoreSpec, *, time: str = "",
                      before: Callable[[Session], Callable[[], object] | None] | None = None) -> Session:
         """Open a session after checking permission, columns and data (problems are named per column).
 
+        ``time``: a declared time column (a survival session; the outcome is then the event indicator).
         ``before(session)``: run on the session-to-be (not stored yet, no id) before it opens, e.g. a release's
         hold; it returns what undoes it when the session then cannot open (or None).
         """
@@ -143,7 +144,10 @@ class Site:
             raise InvalidArgument(
                 f"dataset {dataset!r} has no declared outcome column {outcome!r} (declared: {list(config.outcomes)})"
             )
-        data = self._scored_data(dataset, outcome, spec, config)
+        if time and time not in config.time_columns:
+            raise InvalidArgument(f"time: dataset {dataset!r} has no declared time column {time!r} (declared: "
+                                  f"{list(config.time_columns)})")
+        data = self._scored_data(dataset, outcome, spec, config, time)
 
         def make(session_id: str) -> Session:
             # Recorded only once the session cap has passed, so a refused session records no model.
@@ -160,9 +164,11 @@ class Site:
                 undo()
             raise
 
-    def _scored_data(self, dataset: str, outcome: str, spec: ScoreSpec, config: DatasetConfig) -> ScoredData:
-        """The shared true scores for (dataset, source, outcome); the last few are kept for new sessions."""
-        key = (dataset, spec.key, outcome)
+    def _scored_data(self, dataset: str, outcome: str, spec: ScoreSpec, config: DatasetConfig,
+                     time: str = "") -> ScoredData:
+        """The shared true scores for (dataset, source, outcome[, time column]); the last few are kept for new
+        sessions."""
+        key = (dataset, spec.key, outcome, time)
         with self._scored_lock:
             data = self._scored.get(key)
             if data is not None:
@@ -170,11 +176,13 @@ class Site:
                 return data
         table = self.datasets.table(dataset)
         labels = outcome_values(table, dataset, outcome)
+        times = time_values(table, dataset, time) if time else None
         scores, score_range = compute_scores(spec, config, table)
         features = None
         if spec.model is not None:
             features = feature_values(table, dataset, spec.model.features)
-        data = ScoredData(dataset, outcome, spec, scores, labels, score_range, features, population=config.population)
+        data = ScoredData(dataset, outcome, spec, scores, labels, score_range, features, population=config.population,
+                          time_column=time, times=times)
         with self._scored_lock:
             data = self._scored.setdefault(key, data)
             while len(self._scored) > _SCORED_CACHE:
@@ -222,9 +230,24 @@ class Site:
                     prepared += 1
         return prepared
 
-    def session(self, analyst: str, session_id: str) -> Session:
-        """The analyst's open session."""
-        return self.sessions.get(analyst, session_id)
+    def session(self, analyst: str, session_id: str, *, survival: bool = False) -> Session:
+        """The analyst's open session, of the kind the call serves (:meth:`require_kind`)."""
+        session = self.sessions.get(analyst, session_id)
+        self.require_kind(session, survival=survival)
+        return session
+
+    @staticmethod
+    def require_kind(session: Session, *, survival: bool) -> None:
+        """Refuse (FailedPrecondition) a session of the other kind than the call serves: a survival session (opened
+        with a time column) for ``survival``, else a binary one. A survival session's outcome is an event indicator,
+        which no binary call may read as a label (it would ignore the censoring)."""
+        if session.data.survival and not survival:
+            raise FailedPrecondition(f"this session was opened with the time column {session.data.time_column!r} (a "
+                                     "survival session): only ReleaseSurvival serves it; open a session without a "
+                                     "time column for this call")
+        if survival and not session.data.survival:
+            raise FailedPrecondition("this session has no time column: ReleaseSurvival needs a session opened with "
+                                     "one (OpenSessionRequest.time)")
 
     def close_session(self, analyst: str, session_id: str) -> None:
         """Close a session."""

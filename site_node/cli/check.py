@@ -8,7 +8,8 @@ __all__ = ["cmd_check"]
 def _check_one(path) -> int:
     """Check one site config; print a line per item and return the number of problems."""
     from ..config import load_config
-    from ..data.datasets import DatasetStore, Table, feature_values, open_table, outcome_values, score_values
+    from ..data.datasets import (DatasetStore, Table, feature_values, open_table, outcome_values, score_values,
+                                 time_values)
     from ..errors import SiteError
     from ..server import crl_serials, server_credentials
 
@@ -44,6 +45,7 @@ def _check_one(path) -> int:
         checks = [(c, "outcome", lambda c=c: _class_sizes(outcome_values(table, name, c), q)) for c in ds.outcomes]
         checks += [(c, "score", lambda c=c: score_values(table, name, c, ds.score_range)) for c in ds.scores]
         checks += [(c, "model", lambda c=c: feature_values(table, name, [c])) for c in ds.model_columns or ()]
+        checks += [(c, "time", lambda c=c: time_values(table, name, c)) for c in ds.time_columns]
         for column, kind, check in checks:
             try:
                 check()

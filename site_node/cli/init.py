@@ -65,6 +65,8 @@ secagg_min_sites = 3            # secagg: the fewest sites of a round
 histogram_bins = [5, 8, 10, 12, 20, 50, 100, 200]  # bin counts a histogram release may use (public grid)
 histogram_spacings = ["equal", "logit"] # equal width on the score range, or on the logit scale
 histogram_logit_range = [0.0001, 0.9999]  # range of logit-spaced grids
+# survival_time_edges = [180.0, 365.0, 730.0, 1095.0]  # survival: the public time grid (empty: no survival release)
+# survival_max_time_bins = 24   # survival: most time bins of one release
 privacy_level = 5               # q (paper protocol): every released aggregate covers at least q patients
 max_epsilon = 10.0              # largest epsilon of one noisy release
 max_delta = 0.01                # largest delta of one noisy release
@@ -101,6 +103,7 @@ scores = ["pred"]               # score columns (predictions of a model already 
 score_range = [0.0, 1.0]        # declared range of the score columns
 model_columns = ["age", "size", "nodes", "grade"]   # columns an analyst's GLM may read
 # sensitivity = "model"         # per-dataset override of policy.sensitivity
+# time_columns = ["time"]       # survival: follow-up times (>= 0); a session with time reads the outcome as the event
 # population = "cohort-2024"    # entries over the same patients must share one; the default is the file or table
 
 # An SQL dataset (SQLite file or PostgreSQL through SQLAlchemy):

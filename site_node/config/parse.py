@@ -226,10 +226,14 @@ def _parse_policy(p: _Reader) -> Policy:
         secagg_min_sites=_count(p, "secagg_min_sites", d.secagg_min_sites, 2),
         strata=_strata(p),
         histogram_max_cells=p.positive("histogram_max_cells", int, d.histogram_max_cells),
+        survival_time_edges=_time_edges(p),
+        survival_max_time_bins=_count(p, "survival_max_time_bins", d.survival_max_time_bins, 2),
         **values,
     )
     if policy.secagg_min_sites < policy.secagg_colluders + 1:
         p.fail("secagg_min_sites", "must exceed policy.secagg_colluders (a round needs a site outside any coalition)")
+    if policy.survival_max_time_bins > 1000:  # K x 2 x J cells per release: keep a release a few megabytes
+        p.fail("survival_max_time_bins", f"must be at most 1000, got {policy.survival_max_time_bins}")
     if policy.model_sensitivity_bins < 2:
         p.fail("model_sensitivity_bins", "must be at least 2")
     if policy.max_thresholds < 2:
@@ -252,6 +256,16 @@ def _strata(p: _Reader) -> tuple[tuple[str, tuple[float, ...]], ...]:
             table.fail(column, f"must be a non-empty list of finite, strictly increasing cut points, got {cuts!r}")
         out.append((column, tuple(float(v) for v in cuts)))
     return tuple(sorted(out))
+
+
+def _time_edges(p: _Reader) -> tuple[float, ...]:
+    """``policy.survival_time_edges``: the public interior time grid, finite, > 0 and strictly increasing (empty:
+    no survival release)."""
+    edges = p.get("survival_time_edges", list, [], rule="a list of time edges")
+    if (not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in edges)
+            or any(b <= a for a, b in zip(edges, edges[1:]))):
+        p.fail("survival_time_edges", f"must be a list of finite, positive, strictly increasing times, got {edges!r}")
+    return tuple(float(v) for v in edges)
 
 
 def _count(p: _Reader, name: str, default: int, least: int) -> int:
@@ -326,12 +340,16 @@ def _parse_dataset(d: _Reader, name: str, base: Path) -> DatasetConfig:
         sensitivity=rule,
         description=d.get("description", str, ""),
         population=d.get("population", str, None),
+        time_columns=d.strings("time_columns", ()),
     )
     if cfg.population == "":
         d.fail("population", "must be a non-empty name (entries with the same population share one privacy budget)")
     overlap = set(cfg.outcomes) & (set(cfg.scores) | set(cfg.model_columns or ()))
     if overlap:
         d.fail("outcomes", f"an outcome column cannot also be a score or model column: {sorted(overlap)}")
+    overlap = set(cfg.time_columns) & (set(cfg.outcomes) | set(cfg.scores) | set(cfg.model_columns or ()))
+    if overlap:
+        d.fail("time_columns", f"a time column cannot also be an outcome, score or model column: {sorted(overlap)}")
     d.done()
     return cfg
 

@@ -71,6 +71,10 @@ class Policy:
     # strata, or bins x bins of a joint release of two models).
     strata: tuple[tuple[str, tuple[float, ...]], ...] = ()
     histogram_max_cells: int = 400
+    # Survival releases: the public interior time edges a release's time bins may use (empty: the site serves no
+    # survival release) and the most time bins of one release (its interior edges plus one).
+    survival_time_edges: tuple[float, ...] = ()
+    survival_max_time_bins: int = 24
 
     def strata_cuts(self, column: str) -> tuple[float, ...] | None:
         """The cut points of a stratifiable column (None when the policy does not list it)."""
@@ -110,6 +114,7 @@ class DatasetConfig:
     description: str = ""
     population: str | None = None
     strata_columns: tuple[str, ...] = ()  # the policy's stratifiable columns, kept in memory with the others
+    time_columns: tuple[str, ...] = ()  # follow-up times (survival outcomes: the outcome is then the event indicator)
 
     def __post_init__(self):
         if self.population is None:

@@ -29,6 +29,7 @@ __all__ = [
     "score_values",
     "feature_values",
     "strata_values",
+    "time_values",
     "column_dtype",
 ]
 
@@ -105,7 +106,7 @@ class Table:
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, config: DatasetConfig) -> "Table":
         """The columns of ``frame`` the dataset ``config`` lets the site read (numpy columns are not copied)."""
-        readable = set(config.outcomes) | set(config.scores) | set(config.strata_columns)
+        readable = set(config.outcomes) | set(config.scores) | set(config.strata_columns) | set(config.time_columns)
         readable |= set(config.model_columns) if config.model_columns is not None else {str(c) for c in frame.columns}
         kinds, values, missing = {}, {}, set()
         for column in frame.columns:
@@ -260,6 +261,16 @@ def score_values(table: Table, dataset: str, column: str, score_range: tuple[flo
 def strata_values(table: Table, dataset: str, column: str) -> np.ndarray:
     """A strata column as float64, checked for missing and non-numeric values."""
     return _numeric(table, dataset, column, "strata")
+
+
+def time_values(table: Table, dataset: str, column: str) -> np.ndarray:
+    """A follow-up time column as float64: numeric, finite and ``>= 0``, or :class:`InvalidArgument` naming the
+    column and the rule."""
+    values = _numeric(table, dataset, column, "time")
+    if values.size and values.min() < 0:
+        raise InvalidArgument(f"dataset {dataset!r}, time column {column!r}: has negative values (follow-up times "
+                              "must be >= 0)")
+    return values
 
 
 def feature_values(table: Table, dataset: str, columns) -> dict[str, np.ndarray]:

@@ -90,16 +90,17 @@ class ScoreSpec:
 
 
 def model_columns(config: DatasetConfig, table: Table) -> list[str]:
-    """Columns an analyst's model may read: the configured list, else every column but the outcomes."""
+    """Columns an analyst's model may read: the configured list, else every column but the outcomes and the
+    follow-up times (what a prediction is validated against is never its input)."""
     allowed = config.model_columns if config.model_columns is not None else list(table.columns)
-    return [c for c in allowed if c not in config.outcomes]
+    return [c for c in allowed if c not in config.outcomes and c not in config.time_columns]
 
 
 def compute_scores(spec: ScoreSpec, config: DatasetConfig, table: Table) -> tuple[np.ndarray, tuple[float, float]]:
     """The scores of every row and the range they are known to lie in.
 
     Raises :class:`InvalidArgument` for an undeclared score column, a model reading an unknown or
-    forbidden column (outcomes are never model inputs), or bad values in a column it reads.
+    forbidden column (outcomes and times are never model inputs), or bad values in a column it reads.
     """
     if spec.column is not None:
         if spec.column not in config.scores:

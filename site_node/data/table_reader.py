@@ -27,7 +27,8 @@ from .datasets import Table, read_table
 
 __all__ = ["read_table_in_helper", "read_tables_in_helper", "main"]
 
-_FIELDS = ("name", "format", "path", "url", "table", "query", "outcomes", "scores", "model_columns", "strata_columns")
+_FIELDS = ("name", "format", "path", "url", "table", "query", "outcomes", "scores", "model_columns", "strata_columns",
+           "time_columns")
 
 
 def _request(config: DatasetConfig) -> dict:

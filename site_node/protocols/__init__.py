@@ -3,7 +3,7 @@
 from .base import SiteProtocol, require_protocol
 from .boyd import BoydProtocol, BoydRelease
 from .budget import ReleaseQuery, releases_left
-from .histogram import HistogramProtocol, HistogramRelease, SecAggProtocol
+from .histogram import HistogramProtocol, HistogramRelease, SecAggProtocol, SiteSurvivalRelease, SurvivalProtocol
 from .paper import NEGATIVES, POSITIVES, PaperProtocol, PlacementMoments, ScoreRelease
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "HistogramProtocol", "HistogramRelease",
     "BoydProtocol", "BoydRelease",
     "SecAggProtocol",
+    "SurvivalProtocol", "SiteSurvivalRelease",
     "ReleaseQuery", "releases_left",
 ]

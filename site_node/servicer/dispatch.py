@@ -17,10 +17,11 @@ from ..data.scores import ScoreSpec
 from ..errors import InvalidArgument, SiteError
 from ..interceptors.audit import note, part
 from ..interceptors.auth import current_analyst, request_parameters
-from ..protocols import BoydProtocol, HistogramProtocol, PaperProtocol, SecAggProtocol
+from ..protocols import BoydProtocol, HistogramProtocol, PaperProtocol, SecAggProtocol, SurvivalProtocol
 from ..protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
-from ..protocols.histogram.release import PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION
+from ..protocols.histogram.release import LAPLACE, PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION
 from ..protocols.histogram.secagg import Advertisement, Receipt
+from ..protocols.histogram.survival import KIND as SURVIVAL
 from ..site import Site
 from .budget_messages import budget_message, planned_releases
 from .paper_calls import PaperCalls
@@ -37,11 +38,12 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
     def __init__(self, site: Site, *, calls_per_analyst: int = 0):
         self.site = site
         self.paper, self.histogram, self.boyd = PaperProtocol(site), HistogramProtocol(site), BoydProtocol(site)
-        self.secagg = SecAggProtocol(site)
+        self.secagg, self.survival = SecAggProtocol(site), SurvivalProtocol(site)
         self.calls_per_analyst = calls_per_analyst  # reported in the policy (0: no limit is known here)
 
-    def _session(self, session_id: str):
-        return self.site.session(current_analyst(), session_id)
+    def _session(self, session_id: str, *, survival: bool = False):
+        """The analyst's session of the kind the call serves (a survival session for ``survival``, else binary)."""
+        return self.site.session(current_analyst(), session_id, survival=survival)
 
     def _policy(self) -> pb.Policy:
         policy = self.site.policy
@@ -59,6 +61,7 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
             secagg_colluders=policy.secagg_colluders, secagg_min_sites=policy.secagg_min_sites,
             strata=[pb.StrataColumn(column=c, cuts=list(cuts)) for c, cuts in policy.strata],
             histogram_max_cells=policy.histogram_max_cells,
+            survival_time_edges=policy.survival_time_edges, survival_max_time_bins=policy.survival_max_time_bins,
         )
 
     def Describe(self, request, context):
@@ -68,7 +71,7 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
                 columns=[pb.Column(name=n, dtype=t) for n, t in d.columns],
                 outcome_columns=d.config.outcomes, score_columns=d.config.scores,
                 score_min=d.config.score_range[0], score_max=d.config.score_range[1],
-                sensitivity_rule=d.rule, budget=budget_message(d.budget),
+                sensitivity_rule=d.rule, budget=budget_message(d.budget), time_columns=d.config.time_columns,
             )
             for d in self.site.describe(current_analyst(), planned_releases(request.queries))
         ]
@@ -85,17 +88,18 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
                 if request.prepare.WhichOneof("release") != "scores":
                     raise InvalidArgument("prepare: OpenSession holds a paper-protocol release (scores) only; "
                                           "ask PrepareRelease for the others")
+                self.site.require_kind(session, survival=False)
                 prepared.CopyFrom(self._prepare(request.prepare, session))
             held = prepared.reservation_id
             return (lambda: self.site.cancel(analyst, held)) if held else None
 
-        session = self.site.open_session(analyst, request.dataset, request.outcome, spec,
+        session = self.site.open_session(analyst, request.dataset, request.outcome, spec, time=request.time,
                                          before=hold if request.HasField("prepare") else None)
         reply = pb.OpenSessionResponse(session_id=session.session_id, policy=self._policy(),
                                        idle_timeout_seconds=self.site.sessions.idle_seconds, score_source=spec.key)
         if request.HasField("prepare"):
             reply.prepared.CopyFrom(prepared)
-        if request.with_sensitivity:
+        if request.with_sensitivity and not session.data.survival:  # Sensitivity refuses a survival session
             try:
                 reply.sensitivity.CopyFrom(self._sensitivity(session))
             except (SiteError, ValueError):  # left unset: the session stands, and Sensitivity gives the reason
@@ -128,6 +132,26 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
             epsilon_spent=out.budget.epsilon_spent,
             scalars=[pb.NoisyScalar(name=name, value=value, noise_sd=scalar_sd, resolution=1.0 / SCALAR_RESOLUTION)
                      for name, value in out.scalars.items()], **sums, **_partition_fields(plan),
+        )
+
+    def ReleaseSurvival(self, request, context):
+        out = self.survival.release(self._session(request.session_id, survival=True), epsilon=request.epsilon,
+                                    delta=request.delta, time_edges=list(request.time_edges), n_bins=request.n_bins,
+                                    spacing=request.spacing, edges=list(request.edges), risk_sums=request.risk_sums,
+                                    reservation=request.reservation_id)
+        release, plan, values = out.release, out.plan, out.values
+        note(parameters={"release_id": release.release_id, "kind": SURVIVAL, "sigma": plan.sigma,
+                         "mechanism": LAPLACE, "epsilon_charged": plan.epsilon if out.charged else 0.0})
+        count_sd, sums_sd = plan.noise_sds
+        sums = {}
+        if plan.risk_sums:
+            sums = dict(offsets=values.offsets.ravel().tolist(), squares=values.squares.ravel().tolist(),
+                        sums_sigma=plan.sums_sigma, sums_noise_sd=sums_sd, sums_resolution=SUMS_RESOLUTION)
+        return pb.SurvivalResponse(
+            time_edges=plan.time_edges.tolist(), edges=plan.score_edges.tolist(), counts=values.counts.ravel().tolist(),
+            sigma=plan.sigma, noise_sd=count_sd, epsilon=plan.epsilon, delta=plan.delta, privacy_unit=PRIVACY_UNIT,
+            mechanism=LAPLACE, repeated=not out.charged, release_id=release.release_id,
+            epsilon_spent=out.budget.epsilon_spent, **sums,
         )
 
     def _partition(self, request) -> dict:
@@ -213,8 +237,13 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
             r = request.boyd
             plan = self.boyd.plan(self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,
                                   count_share=r.count_share)[0]
+        elif which == "survival":
+            r = request.survival
+            plan = self.survival.plan(self._session(r.session_id, survival=True), epsilon=r.epsilon, delta=r.delta,
+                                      time_edges=list(r.time_edges), n_bins=r.n_bins, spacing=r.spacing,
+                                      edges=list(r.edges), risk_sums=r.risk_sums)[0]
         else:
-            raise InvalidArgument("PrepareRequest must carry one release request (scores, histogram or boyd)")
+            raise InvalidArgument("PrepareRequest must carry one release request (scores, histogram, boyd or survival)")
         if request.hold_seconds < 0 or not np.isfinite(request.hold_seconds):
             raise InvalidArgument(f"hold_seconds must be a finite number >= 0, got {request.hold_seconds}")
         follow_up = None

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dsroc.v1 import site_pb2 as pb
+from site_node.cli.init import sample_dataset
 
 SERVICE = pb.DESCRIPTOR.services_by_name["SiteService"]
 METHODS = [m.name for m in SERVICE.methods]
@@ -55,7 +56,10 @@ def _strings(pool):
 
 
 # Names that reach deep code, preferred for the fields that take them.
-_PREFERRED = {"session_id": [LIVE], "dataset": ["test"], "outcome": ["y"], "score_column": ["pred"], "name": ["age"]}
+_PREFERRED = {"session_id": [LIVE], "dataset": ["test"], "outcome": ["y"], "score_column": ["pred"], "name": ["age"],
+              "time": ["time"]}
+# The fuzzed site's survival policy: its public time grid (the arrays the fuzzer sends include it and a part of it).
+TIME_GRID = [180.0, 365.0, 730.0, 1095.0]
 
 
 def _field(field, pool, depth):
@@ -90,9 +94,21 @@ def _message(descriptor, pool, depth=0):
     return st.fixed_dictionaries({}, optional={f.name: _field(f, pool, depth) for f in descriptor.fields})
 
 
+# Valid requests that reach a call's deepest code: the fuzzer sends them as they are and with one field replaced by a
+# generated value (so that the checks after the first one are reached too).
+SEEDS = {"ReleaseSurvival": {"session_id": LIVE, "epsilon": 1.0, "delta": 1e-6, "time_edges": TIME_GRID[1:3],
+                             "n_bins": 5, "spacing": "equal", "risk_sums": True}}
+
+
 def _requests(method, pool):
     """A request (a list of messages for a client-streaming call) and the token to send it with."""
     message = _message(method.input_type, pool)
+    seed = SEEDS.get(method.name)
+    if seed is not None:
+        fields = {f.name: f for f in method.input_type.fields}
+        mutated = st.sampled_from(sorted(fields)).flatmap(
+            lambda name: _field(fields[name], pool, 0).map(lambda value: {**seed, name: value}))
+        message = st.one_of(message, st.just(seed), mutated, mutated)
     body = st.lists(message, min_size=0, max_size=3) if method.client_streaming else message
     token = st.one_of(st.just(TOKENS["alice"]), st.sampled_from([TOKENS["bob"], "", "stolen", "x" * 5000]))
     return st.tuples(body, st.sampled_from([TOKENS["alice"]] * 9 + [None]).flatmap(
@@ -122,15 +138,21 @@ def state_snapshot(server) -> tuple:
 class Fuzzer:
     """Sends generated requests to one daemon and checks each against the audit log and the stores."""
 
-    def __init__(self, server, client):
+    def __init__(self, server, client, *, survival: bool = False):
+        """``survival``: the live session is a survival session (opened with the time column), else the binary one
+        whose noisy scores and survivor functions the paper calls use."""
         self.server, self.client = server, client
         self.session = client.open()
         noisy = [client.release(self.session, c)[1] for c in (NEG, POS)]
         for c, values in zip((NEG, POS), noisy):
             client.upload(self.session, c, values)
-        self.pool = {"strings": [LIVE, "test", "y", "pred", "age", "size", "nodes", "grade", ""],
+        if survival:
+            self.session = client.OpenSession(pb.OpenSessionRequest(
+                dataset="test", outcome="y", time="time", score=pb.ScoreSource(score_column="pred"))).session_id
+        self.pool = {"strings": [LIVE, "test", "y", "pred", "age", "size", "nodes", "grade", "time", ""],
                      "arrays": [noisy[0].tolist(), noisy[1].tolist(), [0.3, 0.5], [0.0, 0.5, 1.0],
-                                np.linspace(0, 1, 11).tolist(), np.linspace(0.01, 0.99, 99).tolist()]}
+                                np.linspace(0, 1, 11).tolist(), np.linspace(0.01, 0.99, 99).tolist(), TIME_GRID,
+                                TIME_GRID[1:3]]}
         # Packed doubles (score streams) and signatures: the real ones, and the real ones cut or shifted.
         packed = [np.asarray(a, dtype="<f8").tobytes() for a in self.pool["arrays"]]
         self.pool["bytes"] = packed + [b[:-3] for b in packed] + [b"\x00" * 64]
@@ -181,10 +203,20 @@ def _constructible(method, body) -> bool:
     return True
 
 
+def _site(tls_site):
+    """A daemon whose dataset also has a follow-up time column, with a survival time grid in its policy."""
+    frame = sample_dataset(300, seed=1)
+    frame["time"] = np.round(np.random.default_rng(5).exponential(600.0, len(frame)))
+    dataset = {"path": "data/test.csv", "outcomes": ["y"], "scores": ["pred"], "time_columns": ["time"],
+               "model_columns": ["age", "size", "nodes", "grade"]}
+    return tls_site(frames={"test": frame}, datasets={"test": dataset},
+                    policy={"budget_epsilon": 1e6, "max_epsilon": 10.0, "survival_time_edges": TIME_GRID})
+
+
 def _fuzz(method_name, tls_site, examples):
     method = SERVICE.methods_by_name[method_name]
-    server, client = tls_site(policy={"budget_epsilon": 1e6, "max_epsilon": 10.0})
-    fuzzer = Fuzzer(server, client)
+    server, client = _site(tls_site)
+    fuzzer = Fuzzer(server, client, survival=method_name == "ReleaseSurvival")
     pool = dict(fuzzer.pool)
     if method_name == "CloseSession":  # closing the live session would turn the rest into NOT_FOUND
         pool["strings"] = [s for s in pool["strings"] if s != LIVE]
@@ -220,7 +252,7 @@ def test_fuzz_every_rpc_slow(method, tls_site):
 def test_a_boyd_release_at_a_subnormal_delta_is_answered_not_an_internal_error(delta, tls_site):
     """Found by the fuzzer: at a subnormal delta ``2 / delta`` overflows, the smooth-sensitivity's beta became 0 and
     the daemon answered INTERNAL. ``ln(2 / delta)`` is finite for every delta > 0 (ln 2 - ln delta)."""
-    server, client = tls_site(policy={"budget_epsilon": 1e6, "max_epsilon": 10.0})
+    server, client = _site(tls_site)
     fuzzer = Fuzzer(server, client)
     method = SERVICE.methods_by_name["ReleaseBoydStatistics"]
     fuzzer.send(method, {"session_id": LIVE, "epsilon": 0.3, "delta": delta, "count_share": 0.3}, TOKENS["alice"])
