@@ -30,7 +30,8 @@ from scipy.optimize import brentq
 from scipy.special import ndtri
 
 __all__ = ["MODELS", "CALIBRATIONS", "HORIZON", "SIGMA", "WEIBULL_SHAPE", "PIECEWISE_KNOTS", "PIECEWISE_HAZARDS",
-           "MISCALIBRATION", "NODES", "TIME_PANELS", "Design", "Population", "population", "sample"]
+           "MISCALIBRATION", "NODES", "TIME_PANELS", "TAU_QUANTILE", "baseline", "baseline_hazard", "baseline_inverse",
+           "Design", "Population", "population", "sample"]
 
 MODELS = ("weibull", "piecewise")
 CALIBRATIONS = ("calibrated", "miscalibrated")
