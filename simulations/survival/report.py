@@ -27,10 +27,9 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     mean SE, the SD of the estimates, failures."""
     f = frame.copy()
     f["epsilon"] = f["epsilon"].fillna(0.0)  # no noise: epsilon 0 in the tables (infinite budget)
-    ok = f["estimate"].notna() & f["se"].notna()
     rows = []
     for key, g in f.groupby(KEYS, sort=False):
-        good = g[ok.loc[g.index]]
+        good = g[g["estimate"].notna() & g["se"].notna()]
         row = dict(zip(KEYS, key))
         row.update(reps=len(g), failures=int(len(g) - len(good)), population=float(g["population"].iloc[0]))
         for ref in ("pop", "pooled"):
