@@ -132,18 +132,24 @@ def test_the_smoke_run_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["survival", "--smoke", "--reps", "4", "--quiet", "--out", str(out)]) == 2  # another run
 
 
+def _missed_targets(out):
+    """The target rows a run misses: coverage more than two Monte-Carlo SEs below 93 % (200 replications measure a
+    coverage to +-0.015), |bias| above half the mean SE, MAE above 0.01 (AUC(t) and Uno's C). At 70 % censoring
+    the MAE is the privacy noise's (docs/simulations.md): not counted there."""
+    from simulations.survival.report import summarise, target_table
+    from simulations.survival.run import load_survival
+
+    targets = target_table(summarise(load_survival(out)))
+    covered = targets["coverage_pop"] + 2 * targets["coverage_pop_mcse"] >= 0.93
+    heavy = targets["cell"].str.contains("cens=0.7")
+    return targets[~(covered & targets["bias_ok"] & (targets["mae_ok"] | heavy))]
+
+
 @pytest.mark.slow
 def test_the_target_cells(tmp_path):
-    """epsilon 1, n 10 000, 5 sites: coverage >= 93 %, and for AUC(t) and Uno's C |bias| <= SE / 2 and MAE <= 0.01.
-
-    At 70 % censoring the MAE of AUC(t) and Uno's C is the noise's (docs/simulations.md): not asserted there."""
-    from simulations.survival.report import summarise, target_table
-    from simulations.survival.run import load_survival, run_survival
+    """epsilon 1, n 10 000, 5 sites: the targets' 9 cells, as ``python -m simulations survival --targets``."""
+    from simulations.survival.run import run_survival
 
     run_survival(tmp_path, grid="targets", reps=200, workers=2, progress=None)
-    targets = target_table(summarise(load_survival(tmp_path)))
-    heavy = targets["cell"].str.contains("cens=0.7")
-    missed = targets[~targets["met"] & ~heavy]
-    assert missed.empty, missed.to_string()
-    missed = targets[heavy & ~(targets["coverage_ok"] & targets["bias_ok"])]
+    missed = _missed_targets(tmp_path)
     assert missed.empty, missed.to_string()
