@@ -38,7 +38,7 @@ from .designs import HORIZON, SIGMA, Design, baseline, population, sample
 from .reference import pooled_estimates
 
 __all__ = ["TIME_BINS", "SCORE_BINS", "MAX_SCORE_WIDTH", "DRAWS", "STATISTICS", "Cell", "Grids", "grids", "site_of",
-           "run_block"]
+           "cohort", "run_block"]
 
 TIME_BINS = 20
 SCORE_BINS = 20
@@ -99,6 +99,14 @@ def site_of(n: int, sites: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(sites, size=n, p=shares / shares.sum())
 
 
+def cohort(cell: Cell, rep: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Replication ``rep``'s patients from its own stream ``[seed, cell, rep]``: follow-up time, event indicator,
+    predicted risk and site (:func:`site_of`)."""
+    rng = np.random.default_rng([seed, cell.stream, rep])
+    time, event, risk = sample(cell.design, cell.n, rng)
+    return time, event, risk, site_of(cell.n, cell.sites, rng)
+
+
 def _statistics(g: Grids) -> dict:
     return {"auc": lambda h: cumulative_dynamic_auc(h, g.auc_time).value, "uno": lambda h: uno_c(h, g.tau),
             "harrell": harrell_c, "brier": lambda h: brier_score(h, HORIZON),
@@ -121,9 +129,8 @@ def run_block(cell: Cell, reps, seed: int, *, draws: int = DRAWS, time_bins: int
     stats = _statistics(g)
     cohorts, pooled, binned = [], [], []
     for rep in reps:
-        rng = np.random.default_rng([seed, cell.stream, rep])
-        time, event, risk = sample(cell.design, cell.n, rng)
-        cohorts.append((time, event, risk, site_of(cell.n, cell.sites, rng)))
+        cohorts.append(cohort(cell, rep, seed))
+        time, event, risk, _ = cohorts[-1]
         pooled.append(pooled_estimates(time, event, risk, auc_time=g.auc_time, tau=g.tau, horizon=HORIZON))
         exact = SurvivalHistogram.from_patients(time, event, risk, time_edges=g.time_edges, score_edges=g.score_edges)
         binned.append({name: _safe(stat, exact) for name, stat in stats.items()})
