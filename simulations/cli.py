@@ -37,7 +37,8 @@ by the analytic Gaussian mechanism) plus the noise-free one.
             generator: 4 score shapes x prevalence x AUC x n x sites x epsilon; bias, MAE, RMSE and CI
             coverage of AUC, Brier, O/E and calibration slope (python -m simulations stress).
   daemons   the stress study's target cells through five real site daemons (TLS), beside the in-process study
-            on the same patients (python -m simulations daemons).
+            on the same patients (python -m simulations daemons); with --survival, the survival study's target
+            cell through them (python -m simulations daemons --survival).
   survival  time-to-event validation: Weibull and piecewise-exponential cohorts with a prognostic score,
             independent censoring, 2-20 sites, epsilon 0.5-5; bias, MAE and CI coverage of AUC(t), Uno's and
             Harrell's C, Brier(t) and O/E(t) against the pooled and the population values
@@ -59,6 +60,7 @@ examples:
   python -m simulations coverage runs/cov-1e3 runs/cov-1e4 runs/cov-1e5 --out runs/coverage
   python -m simulations stress --workers 2 --out runs/stress
   python -m simulations daemons --reps 100 --out runs/daemons
+  python -m simulations daemons --survival --reps 30 --out runs/survival-daemons
   python -m simulations survival --targets --workers 2 --out runs/survival-targets
   python -m simulations paper-coverage --settings sens=0.1_eps=5_delta=0.01 --out runs/paper-coverage \
       --recommended analyst/data/recommended_protocol.csv
@@ -208,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--seed", type=int, default=1, help="the stress study's data seed (default: 1)")
     dm.add_argument("--protocols", nargs="+", choices=("histogram", "secagg"), default=["histogram", "secagg"],
                     help="protocols to run (default: both)")
+    dm.add_argument("--survival", action="store_true",
+                    help="instead, the survival study's target cell (epsilon 1, n 10 000, 5 sites, 50 %% censoring, "
+                         "Weibull): its cohorts at five daemons whose policy lists the study's time grid, validated "
+                         "by fed.validate(..., time=, horizon=) beside the in-process survival study on the same "
+                         "cohorts; writes survival_daemons.csv and survival_daemons.md (seed: the survival study's)")
     dm.add_argument("--out", required=True, help="output folder (created; its federation/ folder is rewritten)")
     rep = sub.add_parser("report", help="write tables and figures of a finished run",
                          description="Write table1.csv/.md, settings.csv, recommended.csv and the figures.")
@@ -319,6 +326,12 @@ def main(argv=None) -> int:
             return 0
         if args.command == "paper-coverage":
             print(_paper_coverage(args))
+            return 0
+        if args.command == "daemons" and args.survival:
+            from .daemons.survival import run_survival_daemon_check, survival_daemon_table  # starts daemons
+
+            rows = run_survival_daemon_check(args.out, reps=args.reps, seed=args.seed)
+            print(survival_daemon_table(rows).to_string(index=False))
             return 0
         if args.command == "daemons":
             from .daemons.check import daemon_table, run_daemon_check, TARGET_CELLS  # starts daemons: only this command

@@ -1,3 +1,3 @@
-"""The stress study's target cells through real site daemons, beside the in-process study on the same patients."""
+"""The stress and survival studies' target cells through real site daemons, beside the in-process studies."""
 
 __all__: list[str] = []
