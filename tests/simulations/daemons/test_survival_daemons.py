@@ -7,7 +7,7 @@ import pytest
 
 from dsroc.survival import SurvivalHistogram, brier_score, calibration_at, cumulative_dynamic_auc, harrell_c, uno_c
 from simulations.daemons.survival import (SURVIVAL_CELLS, run_survival_daemon_check, serve_cohorts, site_score_edges,
-                                          survival_daemon_rows)
+                                          survival_daemon_rows, survival_daemon_table)
 from simulations.survival.designs import HORIZON, Design
 from simulations.survival.study import Cell, cohort, grids
 
@@ -37,7 +37,7 @@ def test_noise_free_the_daemons_release_the_cohorts_histogram_and_estimate_as_in
     g = grids(CELL.design)
     time, event, risk, site = cohort(CELL, 0, 1)
     local = serve_cohorts(tmp_path, {"c": (time, event, risk, site)}, CELL, g, max_epsilon=NOISE_FREE,
-                          budget_epsilon=NOISE_FREE)
+                          budget_epsilon=NOISE_FREE + 1.0)
     union = pd.concat([pd.read_csv(tmp_path / f"site{k}" / "data" / "c.csv", float_precision="round_trip")
                        for k in range(1, 6)])
     assert len(union) == CELL.n and np.array_equal(np.sort(union["time"]), np.sort(time))
@@ -49,6 +49,9 @@ def test_noise_free_the_daemons_release_the_cohorts_histogram_and_estimate_as_in
         res = fed.validate("c", "event", score="risk", time="time", horizon=HORIZON, epsilon=NOISE_FREE, delta=1e-5,
                            time_edges=tuple(g.time_edges[1:-1]), edges=tuple(site_score_edges(g)), tau=g.tau,
                            by_site=False, draws=20)  # the same request: a free replay of the same release
+        noisy = fed.validate("c", "event", score="risk", time="time", horizon=HORIZON, epsilon=1.0, delta=1e-5,
+                             time_edges=tuple(g.time_edges[1:-1]), edges=tuple(site_score_edges(g)), tau=g.tau,
+                             risk_sums=True, by_site=False, draws=20)
     counts = brute_counts(union, g.time_edges, score_edges)
     released = sum(s.release.counts[0] for s in res.detail.releases.values())
     assert np.array_equal(released, counts)
@@ -60,23 +63,35 @@ def test_noise_free_the_daemons_release_the_cohorts_histogram_and_estimate_as_in
     for name, value in expected.items():
         assert got[name] == pytest.approx(value, rel=0, abs=1e-12), name
     assert ((rows["lower"] <= rows["estimate"]) & (rows["estimate"] <= rows["upper"])).all()
+    # at epsilon 1 each site's counts carry the discrete Laplace noise of the SD it states (5 x 1 058 cells: the
+    # sample SD within 6 % of it; mean within 4 SE of 0)
+    frames = [pd.read_csv(tmp_path / f"site{k}" / "data" / "c.csv", float_precision="round_trip") for k in range(1, 6)]
+    sites = list(noisy.detail.releases.values())
+    noise = np.concatenate([(s.release.counts[0] - brute_counts(f, g.time_edges, score_edges)).ravel()
+                            for s, f in zip(sites, frames)])
+    stated = sites[0].noise_sd
+    assert all(s.noise_sd == stated and s.epsilon == 1.0 and not s.repeated for s in sites)
+    assert noise.std() == pytest.approx(stated, rel=0.06)
+    assert abs(noise.mean()) <= 4 * stated / np.sqrt(noise.size)
 
 
 @pytest.mark.slow
-def test_the_target_cell_through_the_daemons_covers_as_the_study(tmp_path):
-    """The target cell (epsilon 1, n 10 000, 5 sites, 50 % censoring, Weibull), 30 cohorts through the daemons:
-    AUC(t), Uno's C, Brier(t) and O/E(t) cover the population value in at least 24 of 30 (93 % less 2.5 Monte Carlo
-    SE), AUC(t) and Uno's C with MAE <= 0.01 (the targets), and no statistic's daemon bias is further than 4 Monte
-    Carlo SE from the in-process study's on the same cohorts."""
-    rows = run_survival_daemon_check(tmp_path, reps=30, cells=SURVIVAL_CELLS, stream=None)
-    table = pd.read_csv(tmp_path / "survival_daemons.csv")
-    assert len(table) == len(rows) == 2 * 30 * 5
-    from simulations.daemons.survival import survival_daemon_table
-
+def test_the_target_cell_through_the_daemons_meets_the_targets_as_the_study(tmp_path):
+    """The target cell (epsilon 1, n 10 000, 5 sites, 50 % censoring, Weibull), 100 cohorts through the daemons:
+    AUC(t), Uno's C, Brier(t) and O/E(t) cover the population value in at least 93 % less two Monte Carlo SEs,
+    AUC(t) and Uno's C with MAE at most 0.01 plus two Monte Carlo SEs (the targets, as the study's slow test allows
+    for its error), and no statistic's daemon bias is further than 4 Monte Carlo SEs from the in-process study's on
+    the same cohorts."""
+    reps = 100
+    rows = run_survival_daemon_check(tmp_path, reps=reps, cells=SURVIVAL_CELLS, stream=None)
+    assert len(pd.read_csv(tmp_path / "survival_daemons.csv")) == len(rows) == 2 * reps * 5
     s = survival_daemon_table(rows).set_index("statistic")
+    floor = 0.93 - 2 * np.sqrt(0.95 * 0.05 / reps)
     for name in ("auc", "uno", "brier", "oe"):
-        assert s.loc[name, "coverage_pop_daemons"] >= 24 / 30, name
+        assert s.loc[name, "coverage_pop_daemons"] >= floor, name
         gap = s.loc[name, "bias_pop_daemons"] - s.loc[name, "bias_pop_study"]
         assert abs(gap) <= 4 * np.hypot(s.loc[name, "bias_pop_mcse_daemons"], s.loc[name, "bias_pop_mcse_study"]), name
+    daemons = rows[rows["source"] == "daemons"]
     for name in ("auc", "uno"):
-        assert s.loc[name, "mae_pop_daemons"] <= 0.01, name
+        err = (daemons.loc[daemons["statistic"] == name, "estimate"] - s.loc[name, "population"]).abs()
+        assert err.mean() <= 0.01 + 2 * err.std(ddof=1) / np.sqrt(reps), name
