@@ -29,6 +29,7 @@ import tomli_w
 
 from ..survival.designs import HORIZON, Design
 from ..survival.report import summarise
+from ..survival.run import plan_tasks
 from ..survival.study import DRAWS, STATISTICS, Cell, Grids, cohort, grids, run_block
 
 __all__ = ["SURVIVAL_CELLS", "FINEST_SCORE_GRID", "site_score_edges", "serve_cohorts", "survival_daemon_rows",
@@ -113,9 +114,9 @@ def survival_daemon_rows(fed, cell: Cell, g: Grids, names: dict, *, epsilon: flo
 
 def run_survival_daemon_check(out, *, reps: int = 30, seed: int = 1, cells=SURVIVAL_CELLS, draws: int = DRAWS,
                               stream=sys.stderr) -> pd.DataFrame:
-    """Run each cell's replications through five real daemons and in process (:func:`run_block`, the same cohorts);
-    write ``survival_daemons.csv`` (the study's rows, ``source`` ``"daemons"`` or ``"study"``) and
-    ``survival_daemons.md`` (:func:`survival_daemon_table`) into ``out``; return the rows."""
+    """Run each cell's replications through five real daemons and in process (:func:`run_block` on the study's
+    blocks, the same cohorts); write ``survival_daemons.csv`` (the study's rows, ``source`` ``"daemons"`` or
+    ``"study"``) and ``survival_daemons.md`` (:func:`survival_daemon_table`) into ``out``; return the rows."""
     from analyst import Federation
     from analyst.demo import running_daemons
 
@@ -128,7 +129,9 @@ def run_survival_daemon_check(out, *, reps: int = 30, seed: int = 1, cells=SURVI
     frames = []
     for c, cell in enumerate(cells):
         g = grids(cell.design)
-        study = run_block(cell, range(reps), seed, draws=draws)
+        # the study's own blocks of replications (they seed its noise): its rows are those of `survival --targets`
+        study = pd.concat([run_block(cell, t.reps, seed, draws=draws) for t in plan_tasks([cell], reps)],
+                          ignore_index=True).sort_values(["rep"], kind="stable", ignore_index=True)
         names = {rep: f"s{c}r{rep}" for rep in range(reps)}
         local = serve_cohorts(out / "survival-federation" / f"c{c}",
                               {names[rep]: cohort(cell, rep, seed) for rep in range(reps)}, cell, g)
