@@ -1,4 +1,4 @@
-"""Assemble and run the site's gRPC server: TLS, interceptor, servicer, health service, message limits."""
+"""Assemble and run the site's gRPC server: TLS, interceptor, servicer, health service, message limits, channels."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from .site import Site
 from .store.ledger import SqliteLedger
 from .store.state import mark_served, open_state
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "site_channel", "server_credentials", "crl_serials",
+           "is_loopback"]
 
 log = logging.getLogger("dsroc.site")
 
@@ -41,6 +42,20 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     """Explicit message-size limits, for servers and clients alike."""
     return [("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes)]
+
+
+def site_channel(address: str, *, ca_cert=None, client_cert=None, client_key=None,
+                 max_message_bytes: int = 16 * 1024 * 1024) -> grpc.Channel:
+    """A channel to a site: TLS when ``ca_cert`` is given (mutual TLS with a client cert/key), else plain text."""
+    options = channel_options(max_message_bytes)
+    if ca_cert is None:
+        return grpc.insecure_channel(address, options=options)
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=Path(ca_cert).read_bytes(),
+        private_key=Path(client_key).read_bytes() if client_key else None,
+        certificate_chain=Path(client_cert).read_bytes() if client_cert else None,
+    )
+    return grpc.secure_channel(address, creds, options=options)
 
 
 def server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
