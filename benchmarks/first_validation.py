@@ -1,4 +1,4 @@
-"""Benchmark: the default protocol's first validation after "datasets ready" against a warm one; a daemon's memory."""
+"""Benchmark: the default protocol's first validation after "datasets ready" against a warm one; a daemon's memory.
 
 K TLS site daemons on loopback (``python -m site_node serve``, each with n/K patients) are started and waited for
 until each logged that its datasets are ready; a further daemon serves only to warm the analyst's own code (its
