@@ -11,7 +11,7 @@ from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteError
 from analyst.display import CalibrationPlot, RocPlot
 from analyst.federation import Federation
-from analyst.protocols import HistogramOptions, PaperOptions, SecAggOptions
+from analyst.protocols import HistogramOptions, PaperOptions, SecAggOptions, SurvivalOptions
 from analyst.recommend import RecommendedSetting, recommend_settings
 from analyst.result import ValidationResult
 from analyst.result.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult
@@ -26,6 +26,7 @@ __all__ = [
     "HistogramOptions",
     "PaperOptions",
     "SecAggOptions",
+    "SurvivalOptions",
     "RecommendedSetting",
     "RocCurve",
     "RocPlot",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from time import perf_counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -16,6 +16,7 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
+from analyst.protocols.histogram.survival import SurvivalOptions, survival_strategy
 from analyst.protocols.paper import PaperSession
 from analyst.result import ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
@@ -137,17 +138,24 @@ class Federation:
     # -- analysis -------------------------------------------------------------------------------
     def session(self, dataset: str, outcome: str, *, score: str | None = None, model=None,
                 progress: Progress | None = None, with_sensitivity: bool = False,
-                hold: pb.PrepareRequest | None = None) -> PaperSession:
+                hold: pb.PrepareRequest | None = None, time: str | None = None) -> ValidationSession:
         """Open a session at every site; its methods are the single steps of the procedure (the paper protocol's).
 
         ``with_sensitivity``: have the sites send their sensitivity with the session (paper protocol).
         ``hold``: have the sites also hold this release (a noisy-score release's ``PrepareRequest``) with the
-        session, used by :meth:`PaperSession.release` of the same parameters.
+        session, used by :meth:`PaperSession.release` of the same parameters. ``time``: a survival session on this
+        time column (``outcome`` the event indicator), a plain :class:`ValidationSession`; else a
+        :class:`PaperSession`.
         """
+        return self._open(PaperSession if time is None else ValidationSession, dataset, outcome, score=score,
+                          model=model, progress=progress, with_sensitivity=with_sensitivity, hold=hold, time=time)
+
+    def _open(self, session_type: type[ValidationSession], dataset: str, outcome: str, *, score, model, progress,
+              with_sensitivity: bool, hold: pb.PrepareRequest | None, time: str | None):
         self._wait_closing()
-        return PaperSession(self.connections, dataset=dataset, outcome=outcome,
+        return session_type(self.connections, dataset=dataset, outcome=outcome,
                             source=score_source(score=score, model=model), progress=progress,
-                            executor=self.executor, with_sensitivity=with_sensitivity, hold=hold)
+                            executor=self.executor, with_sensitivity=with_sensitivity, hold=hold, time=time)
 
     def close_later(self, session: ValidationSession) -> None:
         """Close ``session`` in the background (off the end of a validation); the next session waits for it,
@@ -162,13 +170,15 @@ class Federation:
 
     def validate(self, dataset: str, outcome: str, *, score: str | None = None, model=None, epsilon: float,
                  delta: float, protocol: str = "histogram", options: ProtocolOptions | None = None,
-                 alpha: float = 0.05, progress: Progress | None = None, **protocol_options) -> ValidationResult:
+                 alpha: float = 0.05, progress: Progress | None = None, time: str | None = None,
+                 horizon: float | None = None, **protocol_options) -> ValidationResult:
         """Validate a model on the union of the sites' data without any record leaving its site.
 
         Parameters
         ----------
         dataset, outcome : str
-            Dataset name and outcome column (labels 0/1) as the sites declare them.
+            Dataset name and outcome column (labels 0/1) as the sites declare them; with ``time``, the event
+            column (1 event, 0 censored).
         score : str, optional
             A score column of the dataset. Give this or ``model``.
         model : dsroc.GlmModel or mapping, optional
@@ -191,6 +201,15 @@ class Federation:
             1 - confidence level of every interval.
         progress : callable, optional
             ``progress(step, site, message)`` called as steps and sites finish.
+        time : str, optional
+            A survival validation: the sites' declared follow-up time column. The scores are then predicted risks
+            of an event by ``horizon``, and every patient counts, censored or not: one (time bin x status x score
+            bin) release per site (histogram protocol) gives AUC(t), Harrell's and Uno's C, Brier(t), the
+            integrated and scaled Brier, calibration at the horizon and per-site pooling
+            (:class:`analyst.protocols.histogram.survival.SurvivalOptions` for its options, e.g. ``time_edges``,
+            ``n_bins``). Competing risks are not handled.
+        horizon : float, optional
+            With ``time``: the horizon of the predicted risks (e.g. 730 days); also ``SurvivalOptions.horizon``.
 
         Returns
         -------
@@ -201,21 +220,28 @@ class Federation:
             decide what they release.
         """
         strategy = get_protocol(protocol)
+        if time is not None:
+            strategy, protocol_options = survival_strategy(protocol, time, horizon, options, protocol_options)
+        elif horizon is not None or isinstance(options, SurvivalOptions):
+            raise ValueError("horizon and SurvivalOptions apply to a survival validation: give the time column too "
+                             "(time=...)")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
         check_privacy_request(epsilon=epsilon, delta=delta)
         score_source(score=score, model=model)  # a malformed model fails here, before any site is asked
         opts = strategy.options(options, protocol_options)
-        request = ValidationRequest(dataset, outcome, score, model, float(epsilon), float(delta), 1 - alpha, progress)
+        request = ValidationRequest(dataset, outcome, score, model, float(epsilon), float(delta), 1 - alpha, progress,
+                                    time)
         strategy.check(request, opts)
-        started = time.perf_counter()
+        started = perf_counter()
         timing: dict[str, float] = {}
-        with self.session(dataset, outcome, score=score, model=model, progress=progress,
-                          with_sensitivity=strategy.with_sensitivity, hold=strategy.hold_request(request, opts)) as s:
-            timing["open"] = time.perf_counter() - started
+        with self._open(strategy.session_type, dataset, outcome, score=score, model=model, progress=progress,
+                        with_sensitivity=strategy.with_sensitivity, hold=strategy.hold_request(request, opts),
+                        time=time) as s:
+            timing["open"] = perf_counter() - started
             result = strategy.run(s, request, opts, executor=self.executor, timing=timing)
             self.close_later(s)
-        timing["total"] = time.perf_counter() - started
+        timing["total"] = perf_counter() - started
         return result
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ import grpc
 import numpy as np
 
 import dsroc
+from dsroc.privacy.request import check_privacy_request as privacy_request
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
@@ -76,12 +77,9 @@ def score_source(*, score: str | None = None, model=None) -> pb.ScoreSource:
 
 
 def check_privacy_request(*, epsilon: float, delta: float, sensitivity: float | None = None) -> None:
-    """Reject a malformed (epsilon, delta, sensitivity) before any site is asked (the sites check it too)."""
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    if delta >= 1:
-        raise ValueError(f"delta must be below 1, got {delta}")
+    """Reject a malformed (epsilon, delta, sensitivity) before any site is asked: (epsilon, delta) by the rule the
+    sites apply too (:func:`dsroc.privacy.request.check_privacy_request`, delta above 0), the sensitivity here."""
+    privacy_request(epsilon, delta, zero_delta=False)
     if sensitivity is not None and (isinstance(sensitivity, bool) or not isinstance(sensitivity, numbers.Real)
                                     or not (np.isfinite(sensitivity) and sensitivity > 0)):
         raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
@@ -99,13 +97,15 @@ def raise_first_failure(failed: Sequence[SiteError], what: str):
 class ValidationSession:
     """One open session per site on (dataset, outcome, score source): open, hold and commit, budget, close.
 
+    ``time``: a declared time column, for a survival release (``outcome`` is then the event indicator).
+
     A protocol's steps run over it (the paper protocol's are methods of its subclass,
     :class:`analyst.protocols.paper.steps.PaperSession`); use it as a context manager so the sessions close.
     """
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
                  source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None,
-                 with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None):
+                 with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None, time: str | None = None):
         self.connections = list(connections)
         self.executor = executor
         self.dataset, self.outcome = dataset, outcome
@@ -121,7 +121,8 @@ class ValidationSession:
         def open_one(conn):
             # One round trip: the reply carries the policy (and, when asked, the sensitivity and the hold) too.
             r = conn.call("OpenSession", pb.OpenSessionRequest(dataset=dataset, outcome=outcome, score=source,
-                                                               with_sensitivity=with_sensitivity, prepare=hold))
+                                                               with_sensitivity=with_sensitivity, prepare=hold,
+                                                               time=time or ""))
             self.session_ids[conn.name] = r.session_id
             if r.HasField("prepared"):
                 self._held[conn.name] = r.prepared.reservation_id

@@ -1,4 +1,4 @@
-"""Benchmark of the audit log's bounds under a flood of calls without a valid token (issue 18's review finding).
+"""Benchmark of the audit log's bounds under a flood of calls without a valid token.
 
 Starts ``python -m site_node serve`` on a site from ``dsroc-site init`` (plain text on loopback) with a small
 audit bound (``site.audit_max_bytes``, ``site.audit_max_total_bytes``) and, by default, every refusal
@@ -15,8 +15,6 @@ deleted. Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import threading
@@ -46,7 +44,7 @@ def main(argv=None) -> int:
     from dsroc.v1 import site_pb2 as pb
     from site_node.interceptors.audit import read_audit
     from site_node.cli.init import init_site
-    from site_node.testing import site_channel, site_stub
+    from site_node.testing import Daemon, site_channel, site_stub
 
     with tempfile.TemporaryDirectory(prefix="dsroc-audit-bench-") as tmp:
         result = init_site(Path(tmp) / "site", listen="127.0.0.1:0")
@@ -55,8 +53,8 @@ def main(argv=None) -> int:
                      f"audit_unauthenticated_per_minute = {args.rate}\n\n[tls]", 1)
         result.config.write_text(text)
         state = result.config.parent / "state"
-        proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--insecure", "--config",
-                                 str(result.config)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        daemon = Daemon(result.config)
+        tls = dict(ca_cert=result.pki.ca_cert, client_cert=result.pki.client_cert, client_key=result.pki.client_key)
         largest, done = [0], threading.Event()
 
         def watch():
@@ -65,12 +63,12 @@ def main(argv=None) -> int:
 
         watcher = threading.Thread(target=watch, daemon=True)
         try:
-            address = json.loads(proc.stdout.readline())["address"]
+            address = daemon.wait_serving().address
             watcher.start()
             per_thread = args.calls // args.threads
 
             def flood(_):
-                channel = site_channel(address)
+                channel = site_channel(address, **tls)
                 stub, metadata, refused = site_stub(channel), [("authorization", "Bearer wrong")], 0
                 for _ in range(per_thread):
                     try:
@@ -85,8 +83,7 @@ def main(argv=None) -> int:
                 refused = sum(pool.map(flood, range(args.threads)))
             wall = time.perf_counter() - start
         finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+            daemon.stop(timeout=60)
             done.set()
         final = _audit_bytes(state)
         records = read_audit(state / "audit.jsonl")

@@ -1,4 +1,4 @@
-"""The paper protocol's lattice noise (issue 18): its cost at a million scores and its effect on the estimates.
+"""The paper protocol's lattice noise: its cost at a million scores and its effect on the estimates.
 
 Cost: the exact lattice sampler (``dsroc.privacy.lattice``) against numpy's floating-point Gaussian and
 OpenDP's exact sampler (one draw at a time, timed on 10^5 and scaled), and the sealed ledger payload

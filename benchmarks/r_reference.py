@@ -39,8 +39,8 @@ R_SCRIPT = Path(__file__).with_name("r_reference.R")
 R_COLUMNS = ("auc_emp", "var_true", "ci_lower", "ci_upper", "gamma1", "gamma2", "auc_integrate", "converged",
              "var_dist", "ci_lower_dist", "ci_upper_dist", "gamma1_mle", "gamma2_mle")
 N_BINS = 10
-# Issue 21's target for the batched study against R like for like (issue 12 had asked for 200x, not met: see
-# docs/simulations.md, "Against the R reference").
+# The target for the batched study against R like for like (once 200x, not met: see docs/simulations.md,
+# "Against the R reference").
 TARGET = 25.0
 # Tolerances, each with its reason. The same arithmetic on the same doubles: rounding only (1e-12). The ROC-GLM
 # at the MLE on both sides: dsroc's fit promises its estimate within xtol = 1e-10 of the MLE relative to

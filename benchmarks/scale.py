@@ -10,7 +10,7 @@ in-process run: on a shared machine they move less with the load than wall-clock
 peak memory (VmHWM of its process during one validation), the daemons' CPU per validation, the calls one
 daemon served per validation (from its audit log) and their memory. Then the simulation study's batched paper-mode replication against
 a minimal numpy implementation of the same replication (and R's, when Rscript and pROC are installed),
-and at the end every target of issue 21 with the anchor it is measured against, all from this run.
+and at the end every scale target with the anchor it is measured against, all from this run.
 
 Every measurement runs in a worker process with the tree under test first on PYTHONPATH (its daemons
 too), so ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base COMMIT``) runs the same
@@ -213,7 +213,7 @@ def _run_worker(job: dict):
 
 # ---------------------------------------------------------------------------------------------- report
 def targets(results: dict) -> list[tuple[str, float, str, str, str]]:
-    """(name, value, unit, target, anchor) of every target of issue 21 that ``results`` (one tree) has."""
+    """(name, value, unit, target, anchor) of every scale target that ``results`` (one tree) has."""
     rows = {(r["sites"], r["n"]): r for r in results.get("sites", [])}
     out = []
     if (5, 10_000_000) in rows:
@@ -277,7 +277,7 @@ def print_targets(results: dict, baseline: dict | None, out) -> None:
     after = targets(results)
     before = {name: (value, anchor) for name, value, _, _, anchor in targets(baseline)} if baseline else {}
     load = "%.2f %.2f %.2f" % os.getloadavg()
-    print(f"\ntargets (issue 21), this run (load average now {load} on {os.cpu_count()} CPUs):", file=out)
+    print(f"\ntargets, this run (load average now {load} on {os.cpu_count()} CPUs):", file=out)
     for name, value, unit, target, anchor in after:
         old = before.get(name)
         was = f"before {old[0]:8.2f} {unit:<2} ({old[1]}); " if old else ""

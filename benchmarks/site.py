@@ -8,10 +8,6 @@ Run from the repository root: ``python benchmarks/site.py [--rows N]``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from dsroc.v1 import site_pb2 as pb  # noqa: E402
 from site_node.cli.init import init_site  # noqa: E402
 from benchmarks._harness import memory_and_peak_mb  # noqa: E402
-from site_node.testing import site_channel, site_stub  # noqa: E402
+from site_node.testing import Daemon, site_channel, site_stub  # noqa: E402
 
 
 def main() -> None:
@@ -46,11 +42,8 @@ def main() -> None:
         site.config.write_text(site.config.read_text().replace('datasets = ["sample"]', 'datasets = ["*"]')
                                .replace('protocols = ["histogram"]', 'protocols = ["histogram", "paper"]'))
 
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        daemon = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-        try:
-            address = json.loads(daemon.stdout.readline())["address"]
+        with Daemon(site.config) as daemon:
+            address = daemon.wait_serving().address
             idle_rss, _ = memory_and_peak_mb(daemon.pid)
             channel = site_channel(address, ca_cert=site.pki.ca_cert, client_cert=site.pki.client_cert,
                                    client_key=site.pki.client_key)
@@ -95,9 +88,6 @@ def main() -> None:
                 rtts.append(time.perf_counter() - t)
             rss, peak = memory_and_peak_mb(daemon.pid)
             channel.close()
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            daemon.wait(timeout=30)
 
     rows = [
         (f"OpenSession (column checks on {args.rows:,} rows)", f"{t_open * 1e3:.1f} ms"),

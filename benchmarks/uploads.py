@@ -1,4 +1,4 @@
-"""Benchmark of a daemon's memory under oversized survivor uploads with forged releases (issue 18's review finding).
+"""Benchmark of a daemon's memory under oversized survivor uploads with forged releases.
 
 Starts ``python -m site_node serve`` on a site from ``dsroc-site init`` (paper protocol on, plain text on
 loopback), opens a session, then sends ``--uploads`` concurrent UploadSurvivor streams, each announcing
@@ -13,9 +13,7 @@ after, with the scores each stream got to send before the refusal. Run from the 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,32 +61,27 @@ def main(argv=None) -> int:
 
     from dsroc.v1 import site_pb2 as pb
     from site_node.cli.init import init_site
-    from site_node.testing import site_channel, site_stub
+    from site_node.testing import Daemon, site_channel, site_stub
 
     with tempfile.TemporaryDirectory(prefix="dsroc-upload-bench-") as tmp:
         result = init_site(Path(tmp) / "site", listen="127.0.0.1:0")
         text = result.config.read_text().replace('protocols = ["histogram"]', 'protocols = ["histogram", "paper"]')
         result.config.write_text(text)
-        proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--insecure", "--workers",
-                                 str(2 * args.uploads), "--config", str(result.config)],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            address = json.loads(proc.stdout.readline())["address"]
-            channel = site_channel(address)
+        with Daemon(result.config, args=["--workers", str(2 * args.uploads)]) as daemon:
+            address = daemon.wait_serving().address
+            channel = site_channel(address, ca_cert=result.pki.ca_cert, client_cert=result.pki.client_cert,
+                                   client_key=result.pki.client_key)
             stub, metadata = site_stub(channel), [("authorization", f"Bearer {result.token}")]
             session = stub.OpenSession(pb.OpenSessionRequest(dataset="sample", outcome="y",
                                                              score=pb.ScoreSource(score_column="pred")),
                                        metadata=metadata).session_id
-            before = memory_and_peak_mb(proc.pid)[0]
+            before = memory_and_peak_mb(daemon.pid)[0]
             start = time.perf_counter()
             with ThreadPoolExecutor(args.uploads) as pool:
                 outcomes = list(pool.map(lambda _: _upload(stub, metadata, session, args.scores), range(args.uploads)))
             wall = time.perf_counter() - start
-            rss, peak = memory_and_peak_mb(proc.pid)
+            rss, peak = memory_and_peak_mb(daemon.pid)
             channel.close()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
     codes = sorted({code for code, _ in outcomes})
     print(f"{args.uploads} concurrent uploads announcing {args.scores:,} scores each ({args.scores * 8 / 1e6:.0f} MB), "
           f"forged release signatures: {', '.join(codes)} in {wall:.2f} s")

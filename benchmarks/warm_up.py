@@ -10,13 +10,8 @@ anchor). Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from site_node.cli.init import init_site  # noqa: E402
+from site_node.testing import Daemon  # noqa: E402
 
-READY = re.compile(r"datasets ready: \d+ score columns prepared in ([0-9.]+) s")
+READY = r"datasets ready: \d+ score columns prepared in ([0-9.]+) s"
 
 
 def warm_up_seconds(folder: Path, datasets: int, rows: int, *, timeout: float = 900.0) -> float:
@@ -42,24 +38,8 @@ def warm_up_seconds(folder: Path, datasets: int, rows: int, *, timeout: float = 
         tables.append(f'\n[datasets.d{k}]\npath = "data/d{k}.csv"\noutcomes = ["y"]\nscores = ["pred"]\n')
     with open(site.config, "a", encoding="utf-8") as f:
         f.write("".join(tables))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    log = folder / "daemon.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
-                                stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = READY.search(log.read_text(errors="replace"))
-            if found:
-                return float(found.group(1))
-            if proc.poll() is not None:
-                raise RuntimeError(f"the daemon exited with status {proc.returncode}:\n{log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        raise RuntimeError(f"no warm-up within {timeout:g} s")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+    with Daemon(site.config) as daemon:
+        return float(daemon.wait_log(READY, timeout).group(1))
 
 
 def main() -> None:

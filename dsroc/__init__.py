@@ -41,7 +41,7 @@ _EXPORTS = {
     "CalibrationHierarchy": "calibration", "calibration_hierarchy": "calibration",
     "calibration_intercept": "calibration",
     # .histogram.validation
-    "HistogramValidation": "histogram", "histogram_validation": "histogram",
+    "HistogramValidation": "histogram", "histogram_validation": "histogram", "histogram_citl": "histogram",
     # .roc.moments
     "MeanParts": "roc", "mean_parts": "roc", "pooled_mean": "roc", "pooled_variance": "roc",
     "sq_dev_parts": "roc", "pooled_sq_dev": "roc",
@@ -91,6 +91,7 @@ __all__ = [
     "require_privacy_level",
     "roc", "calibration", "privacy", "histogram", "pr", "mechanisms", "multicentre", "secagg", "survival",
     "histogram_edges", "bin_scores", "bin_index", "consistent_counts", "HistogramValidation", "histogram_validation",
+    "histogram_citl",
 ]
 
 export_lazily(__name__, _EXPORTS, _SUBPACKAGES)

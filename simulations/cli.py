@@ -36,7 +36,7 @@ by the analytic Gaussian mechanism) plus the noise-free one.
             paper protocol) on an independent
             generator: 4 score shapes x prevalence x AUC x n x sites x epsilon; bias, MAE, RMSE and CI
             coverage of AUC, Brier, O/E and calibration slope (python -m simulations stress).
-  daemons   issue 16's target cells through five real site daemons (TLS), beside the in-process study
+  daemons   the stress study's target cells through five real site daemons (TLS), beside the in-process study
             on the same patients (python -m simulations daemons).
   multicentre  heterogeneity across sites (prediction interval, tau^2), subgroups, decision curves and
             two models compared, each from simulated DP releases against the pooled truth.
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "                prevalence x n, sites x epsilon; paper protocol on binormal and skewed\n"
                     "                scores, n 10^3..10^6, 3 recommended settings (~15 min on 2 workers)\n"
                     "       --full   the full factorial (2 304 cells; all 45 recommended settings): many hours\n"
-                    "       --targets  the 8 histogram cells issue 16 sets targets in (minutes)\n"
+                    "       --targets  the 8 histogram cells the stress study sets targets in (minutes)\n"
                     "       --smoke  6 cells, seconds (what the test suite runs)\n\n"
                     "Writes into --out: parts/ (per unit of work, resumable), stress.csv (every cell),\n"
                     "stress.md (targets, headline cells, FedCurve beside ours, paper protocol, cells that miss the\n"
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--full", action="store_true", help="the full factorial instead of the default fractional grid")
     size.add_argument("--smoke", action="store_true", help="a seconds-long grid of 6 cells")
     size.add_argument("--targets", action="store_true",
-                      help="only the 8 histogram cells issue 16 sets targets in (minutes)")
+                      help="only the 8 histogram cells the stress study sets targets in (minutes)")
     st.add_argument("--reps", type=int, default=200,
                     help="replications per cell (default: 200; paper cells at n 10^5 and 10^6 run 1/4 and 1/10 of them)")
     st.add_argument("--no-score-sums", action="store_true",
@@ -154,8 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     multi.add_argument("--reps", type=int, default=200, help="replications per analysis (default: 200)")
     multi.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
     multi.add_argument("--out", required=True, help="output folder (created)")
-    dm = sub.add_parser("daemons", help="run issue 16's target cells through five real site daemons",
-                        description="Issue 16's AUC target cells (5 sites, epsilon 1) with the stress study's data, "
+    dm = sub.add_parser("daemons", help="run the stress study's target cells through five real site daemons",
+                        description="The stress study's AUC target cells (5 sites, epsilon 1) with the stress study's data, "
                                     "served by five `python -m site_node serve` daemons (default site policy, mutual "
                                     "TLS) and validated through analyst.Federation as a user does, beside the "
                                     "in-process study on the same patients. Writes daemons.csv, daemons.md and "

@@ -125,7 +125,7 @@ def test_the_graph_sees_the_packages_and_their_imports():
     assert find_cycle({"a": {"b"}, "b": {"c"}}) is None
 
 
-@pytest.mark.parametrize("top", ["dsroc", "site_node", "analyst", "simulations"])
+@pytest.mark.parametrize("top", PACKAGES)
 def test_no_import_cycle_between_the_units_of_a_package(top):
     cycle = find_cycle(unit_graph(top))
     assert cycle is None, f"import cycle in {top}: {' -> '.join(cycle)}"
@@ -148,10 +148,25 @@ def test_imports_point_downwards_only():
         "\n".join(wrong)
 
 
-def test_no_core_module_above_the_size_limit():
-    long = sorted(f"{name}: {n} lines" for name, path in GRAPH_FILES.items() if name.split(".")[0] == "dsroc"
-                  and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
-    assert not long, f"dsroc modules above {MAX_LINES} lines (split them by idea):\n" + "\n".join(long)
+# TEMPORARY: this one is being split on other branches right now; the lead removes this set at their merge.
+SPLIT_ELSEWHERE = {"site_node.protocols.histogram.secagg"}
+
+
+def oversized_modules() -> list[str]:
+    """Every module of the product tree (generated code aside) above ``MAX_LINES`` lines."""
+    return sorted(f"{name}: {n} lines" for name, path in GRAPH_FILES.items()
+                  if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
+
+
+def test_no_module_above_the_size_limit():
+    long = [entry for entry in oversized_modules() if entry.split(":")[0] not in SPLIT_ELSEWHERE]
+    assert not long, f"modules above {MAX_LINES} lines (split them by idea):\n" + "\n".join(long)
+
+
+def test_the_size_exemption_names_only_modules_that_need_it():
+    # an exempted module that shrank or vanished must leave the set, so the exemption cannot outlive its reason
+    needing = {entry.split(":")[0] for entry in oversized_modules()}
+    assert SPLIT_ELSEWHERE <= needing, f"exempted but within the limit (drop them): {sorted(SPLIT_ELSEWHERE - needing)}"
 
 
 PACKAGE_MODULES = {name for name, path in GRAPH_FILES.items() if path.name == "__init__.py"}
@@ -170,7 +185,7 @@ def test_the_module_graph_sees_a_cycle_inside_a_package():
     assert "dsroc.histogram.grid" in module_graph("dsroc")["dsroc.histogram.estimates"]
 
 
-@pytest.mark.parametrize("top", ["dsroc", "site_node", "analyst", "simulations"])
+@pytest.mark.parametrize("top", PACKAGES)
 def test_no_import_cycle_between_the_modules_of_a_package(top):
     cycle = find_cycle(module_graph(top))
     assert cycle is None, f"import cycle between modules of {top}: {' -> '.join(cycle)}"

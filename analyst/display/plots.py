@@ -30,7 +30,8 @@ def pyplot():
 def plot_title(kind: str, result) -> str:
     """``kind`` with n, the events, epsilon, delta and the protocol, on two lines."""
     approx = "" if result.counts_exact else "~"
-    return (f"{kind}\nn = {approx}{result.n:.0f} ({approx}{result.n1:.0f} with outcome 1), "
+    ones = "with outcome 1" if getattr(result, "time", None) is None else f"events by {result.horizon:g}"
+    return (f"{kind}\nn = {approx}{result.n:.0f} ({approx}{result.n1:.0f} {ones}), "
             f"$\\varepsilon$ = {result.epsilon:g}, $\\delta$ = {result.delta:g}, {result.protocol} protocol")
 
 
@@ -175,7 +176,8 @@ class CalibrationPlot:
         err = np.vstack([c.observed[ok] - c.observed_lower[ok], c.observed_upper[ok] - c.observed[ok]])
         ax.errorbar(c.predicted[ok], c.observed[ok], yerr=np.where(np.isfinite(err), err, 0), fmt="o-", color="black",
                     ms=4, capsize=3, lw=1.2, zorder=3,
-                    label=textwrap.fill(f"all sites: observed fraction at the mean score ({c.predicted_from}); "
+                    label=textwrap.fill(f"all sites: observed {'risk' if r.time is not None else 'fraction'} at the "
+                                        f"mean score ({c.predicted_from}); "
                                         f"{pct}% interval: {c.interval}", 80))
         merged = [k for k, s in enumerate(c.status) if s in ("merged", "too few patients")]
         if merged:
@@ -184,10 +186,12 @@ class CalibrationPlot:
         self._withheld(ax, c)
         ax.text(0.03, 0.97, statistics_text(r), transform=ax.transAxes, va="top", ha="left", fontsize="small",
                 family="monospace", bbox=dict(boxstyle="round", facecolor="white", alpha=0.9, edgecolor="lightgrey"))
-        ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="observed fraction with outcome 1")
+        surv = getattr(r, "time", None) is not None
+        ax.set(xlim=(0, 1), ylim=(0, 1), ylabel=f"observed risk by {r.horizon:g} (1 - Kaplan-Meier)" if surv
+               else "observed fraction with outcome 1")
         ax.set_title(plot_title("Calibration", r), fontsize="medium")
         ax.tick_params(labelbottom=False)
-        self._risk_histogram(hist_ax, c)
+        self._risk_histogram(hist_ax, c, None if getattr(r, "time", None) is None else r.horizon)
         legend = hist_ax.legend(*_merged_handles(ax, hist_ax), loc="upper center", bbox_to_anchor=(0.5, -0.45),
                                 fontsize="small", frameon=False, ncol=1)
         if own:
@@ -208,21 +212,25 @@ class CalibrationPlot:
                     clip_on=False, zorder=4, label="bin withheld by some sites (their patients are left out)")
 
     @staticmethod
-    def _risk_histogram(ax, c) -> None:
-        """Patients per bin by outcome: outcome 1 upwards, outcome 0 downwards; withheld bins hatched."""
+    def _risk_histogram(ax, c, horizon=None) -> None:
+        """Patients per bin by outcome: outcome 1 upwards, outcome 0 downwards; withheld bins hatched. A survival
+        result (``horizon``): events by the horizon up, patients followed beyond it down."""
         e = c.risk_edges
         width, pos, neg = np.diff(e), np.nan_to_num(c.risk_positives), np.nan_to_num(c.risk_negatives)
+        ones, zeros = (("patients with outcome 1", "patients with outcome 0") if horizon is None else
+                       (f"events by {horizon:g}", f"followed beyond {horizon:g}"))
         ax.bar(e[:-1], pos, width=width, align="edge", color="tab:red", alpha=0.6, edgecolor="white",
-               label="patients with outcome 1 (up)")
+               label=f"{ones} (up)")
         ax.bar(e[:-1], -neg, width=width, align="edge", color="tab:blue", alpha=0.6, edgecolor="white",
-               label="patients with outcome 0 (down)")
+               label=f"{zeros} (down)")
         gone = ~np.isfinite(c.risk_positives)
         if gone.any():
             top = max(1.0, float(pos.max(initial=0)))
             ax.bar(e[:-1][gone], np.full(gone.sum(), 0.3 * top), width=width[gone], align="edge", fill=False,
                    hatch="///", edgecolor="tab:red", lw=0, label="withheld bin (count not released)")
         ax.axhline(0, color="black", lw=0.6)
-        ax.set(xlim=(0, 1), xlabel="predicted probability", ylabel="patients")
+        ax.set(xlim=(0, 1), xlabel="predicted probability" if horizon is None else f"predicted risk by {horizon:g}",
+               ylabel="patients")
         from matplotlib.ticker import FuncFormatter
 
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{abs(v):g}"))

@@ -1,11 +1,12 @@
 """Validation protocols at the analyst, a package each (secagg in histogram/): session and options in, a result out."""
 
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest
-from analyst.protocols.histogram import HistogramOptions, HistogramProtocol, SecAggOptions, SecAggProtocol
+from analyst.protocols.histogram import (HistogramOptions, HistogramProtocol, SecAggOptions, SecAggProtocol,
+                                         SurvivalOptions)
 from analyst.protocols.paper import PaperOptions, PaperProtocol
 
 __all__ = ["PROTOCOLS", "HistogramOptions", "PaperOptions", "Protocol", "ProtocolOptions", "SecAggOptions",
-           "ValidationRequest", "get_protocol"]
+           "SurvivalOptions", "ValidationRequest", "get_protocol"]
 
 #: The protocols ``Federation.validate(protocol=...)`` dispatches to; a new protocol adds one entry.
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (HistogramProtocol(), PaperProtocol(), SecAggProtocol())}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
 from analyst.result.parts import SitePrivacy, TestResult
+from analyst.session import ValidationSession
 
 __all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "check_a0", "site_privacy_from_budget",
            "HISTOGRAM_ONLY"]
@@ -23,7 +24,8 @@ HISTOGRAM_ONLY = {
 
 @dataclass(frozen=True)
 class ValidationRequest:
-    """The arguments every protocol gets: what to validate, the privacy request and the confidence level."""
+    """The arguments every protocol gets: what to validate, the privacy request and the confidence level (and for a
+    survival validation the time column; ``outcome`` is then the event column)."""
 
     dataset: str
     outcome: str
@@ -33,6 +35,7 @@ class ValidationRequest:
     delta: float
     level: float
     progress: Callable | None = None
+    time: str | None = None
 
     def common(self, session, protocol: "Protocol") -> dict[str, Any]:
         """The :class:`analyst.ValidationResult` fields that do not depend on the protocol's answers."""
@@ -88,6 +91,8 @@ class Protocol:
     options_type: ClassVar[type[ProtocolOptions]]
     #: open the sessions with each site's sensitivity (the paper protocol needs it)
     with_sensitivity: ClassVar[bool] = False
+    #: the session :meth:`run` is given: the generic one, or a subclass with the protocol's steps
+    session_type: ClassVar[type[ValidationSession]] = ValidationSession
 
     def hold_request(self, request: "ValidationRequest", options: ProtocolOptions):
         """The release (``dsroc.v1.PrepareRequest``) the sites hold with their sessions, or None (held later)."""

@@ -9,7 +9,8 @@ import numpy as np
 
 __all__ = ["FRAME_KINDS", "result_frame", "result_html", "result_repr"]
 
-FRAME_KINDS = ("roc", "roc_points", "calibration", "sites", "decision_curve", "subgroups", "comparison")
+FRAME_KINDS = ("roc", "roc_points", "calibration", "sites", "decision_curve", "subgroups", "comparison", "auc_time",
+               "kaplan_meier")
 
 
 def _roc_frame(result, points: int):
@@ -82,6 +83,23 @@ def _comparison_frame(result):
                          ("A minus B", c.difference, c.lower, c.upper, c.p_value)], columns=columns)
 
 
+def _survival_frame(result, kind: str):
+    import pandas as pd
+
+    detail = result.detail
+    if getattr(detail, "analysis", None) != "survival":
+        raise ValueError(f"kind {kind!r} needs a survival validation (validate with time=COLUMN, horizon=T)")
+    v = detail.validation
+    if kind == "auc_time":
+        c = v.auc_curve
+        return pd.DataFrame({"time": c.times, "auc": c.values, "se": c.se, "lower": c.lower, "upper": c.upper})
+    frame = pd.DataFrame({"time": v.survival.times, "survival": v.survival.values, "se": v.survival.se,
+                          "lower": v.survival.lower, "upper": v.survival.upper, "censoring": v.censoring.values})
+    for g in v.groups:
+        frame[f"survival_risk_{g.lower_score:g}_{g.upper_score:g}"] = g.survival
+    return frame
+
+
 def result_frame(result, kind: str = "roc", *, points: int = 101):
     """A pandas DataFrame of ``result``: ``"roc"`` (the curve whose AUC is quoted and its band at ``points``
     false-positive fractions), ``"roc_points"`` (the empirical or binned points), ``"calibration"`` (per
@@ -89,7 +107,9 @@ def result_frame(result, kind: str = "roc", *, points: int = 101):
     guarantee, noise, sensitivity, patients, budget, and with ``by_site`` its own AUC and O/E),
     ``"decision_curve"`` (net benefit per threshold, empty without ``decision_curve``), ``"subgroups"`` (per
     stratum, empty without ``strata``) or ``"comparison"`` (each model's AUC and the difference, empty without
-    ``compare``)."""
+    ``compare``); for a survival validation also ``"auc_time"`` (AUC(t) with its pointwise interval) and
+    ``"kaplan_meier"`` (the pooled Kaplan-Meier with its interval, the censoring survival and each risk group's
+    curve)."""
     import pandas as pd
 
     if kind not in FRAME_KINDS:
@@ -106,6 +126,8 @@ def result_frame(result, kind: str = "roc", *, points: int = 101):
         return _subgroups_frame(result)
     if kind == "comparison":
         return _comparison_frame(result)
+    if kind in ("auc_time", "kaplan_meier"):
+        return _survival_frame(result, kind)
     return _calibration_frame(result) if kind == "calibration" else _sites_frame(result)
 
 
@@ -135,6 +157,11 @@ def result_html(result) -> str:
              f"({html.escape(result.ci_method)}; includes {html.escape(result.auc_ci_includes)})")]
     if result.brier is not None:
         rows.append(("Brier score", f"{_ci(result.brier)} ({html.escape(result.brier.includes)})"))
+    if getattr(result.detail, "analysis", None) == "survival":
+        v = result.detail.validation
+        rows += [("Harrell's C", _ci(v.harrell_c)), (f"Uno's C (tau {v.tau:g})", _ci(v.uno_c)),
+                 ("integrated Brier score", _ci(v.integrated_brier)), ("scaled Brier score", _ci(v.scaled_brier)),
+                 (f"observed risk by {v.horizon:g} (1 - KM)", _ci(v.observed))]
     c = result.calibration
     if c is not None:
         rows += [("O/E", _ci(c.oe)), ("calibration-in-the-large", _ci(c.citl)), ("calibration slope", _ci(c.slope)),

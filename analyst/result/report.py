@@ -17,9 +17,9 @@ __all__ = ["OPTIONAL_REPORT_FILES", "REPORT_FILES", "atomic_folder", "write_repo
 REPORT_FILES = {"json": "report.json", "summary": "summary.txt", "figure": "validation.png", "roc": "roc.png",
                 "calibration": "calibration.png"}
 #: kind -> file name of the figures written only when the result holds them (``by_site``, ``decision_curve``,
-#: ``strata``, ``compare``)
+#: ``strata``, ``compare``, a survival validation)
 OPTIONAL_REPORT_FILES = {"forest": "forest.png", "decision_curve": "decision_curve.png", "subgroups": "subgroups.png",
-                         "comparison": "comparison.png"}
+                         "comparison": "comparison.png", "survival": "survival.png"}
 
 
 def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None = None, summary_extra: str = "",
@@ -65,6 +65,8 @@ def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None
         figures["subgroups"] = result.plot_subgroups()
     if result.comparison is not None:
         figures["comparison"] = result.plot_comparison()
+    if result.analysis == "survival":
+        figures["survival"] = result.survival_display().figure()
     paths.update({kind: out / OPTIONAL_REPORT_FILES[kind] for kind in figures if kind in OPTIONAL_REPORT_FILES})
     for kind, fig in figures.items():
         fig.savefig(paths[kind], dpi=120)

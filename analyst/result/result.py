@@ -12,8 +12,10 @@ from analyst.result.parts import Calibration, ConfusionResult, Estimate, RocCurv
 
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "ValidationResult", "schema_path"]
 
-#: Version of the JSON report (``to_dict``); raised when a key changes meaning or disappears.
-SCHEMA_VERSION = 1
+#: Version of the JSON report (``to_dict``); raised when a key changes meaning or disappears. Version 2: survival
+#: validations (``analysis``, ``time`` and ``horizon``; for them ``n`` splits into events by the horizon and patients
+#: followed beyond it, and ``auc`` is AUC(horizon)); a version 1 report is a binary one and still valid.
+SCHEMA_VERSION = 2
 SCHEMA_ID = "https://dsroc.example/schema/validation-result/v1.json"
 
 
@@ -79,6 +81,10 @@ class ValidationResult:
     comparison : analyst.protocols.histogram.compare.Comparison or None
         The validated model against a second one on the same patients: each AUC, the paired difference and its
         test, from one joint release per site (``compare``).
+    time, horizon : str and float, or None
+        A survival validation's time column and horizon (``outcome`` is then the event column, ``n1`` the events
+        by the horizon, ``n0`` the patients followed beyond it, ``auc`` the AUC at the horizon, ``brier`` and
+        ``calibration`` at it; ``detail`` a :class:`analyst.protocols.histogram.survival_result.SurvivalDetail`).
     detail : object
         What only this protocol has: :class:`analyst.protocols.paper.PaperDetail` (ROC-GLM fit, grid,
         noise-corrected AUC) or :class:`analyst.protocols.histogram.HistogramDetail` (grid, releases,
@@ -119,8 +125,15 @@ class ValidationResult:
     decision_curve: Any = None
     subgroups: Any = None
     comparison: Any = None
+    time: str | None = None
+    horizon: float | None = None
 
     __test__ = False
+
+    @property
+    def analysis(self) -> str:
+        """``"survival"`` (a time column and a horizon) or ``"binary"``."""
+        return "binary" if self.time is None else "survival"
 
     @property
     def score_description(self) -> str:
@@ -132,7 +145,8 @@ class ValidationResult:
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dictionary, valid against :func:`schema_path` (version ``SCHEMA_VERSION``)."""
         return {
-            "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION,
+            "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, "analysis": self.analysis, "time": self.time,
+            "horizon": num(self.horizon),
             "protocol": self.protocol, "guarantee": self.guarantee, "privacy_unit": self.privacy_unit,
             "dataset": self.dataset, "outcome": self.outcome, "score_source": self.score_source,
             "score_description": self.score_description, "sites": list(self.sites),
@@ -175,7 +189,8 @@ class ValidationResult:
         """A pandas DataFrame: ``"roc"`` (the curve whose AUC is quoted and its band at ``points``
         false-positive fractions), ``"roc_points"`` (the empirical or binned points), ``"calibration"``
         (per bin, with intervals and status), ``"sites"`` (privacy and budget per site), ``"decision_curve"``,
-        ``"subgroups"`` or ``"comparison"``; see :func:`analyst.result.frames.result_frame`."""
+        ``"subgroups"``, ``"comparison"``, and for a survival validation ``"auc_time"`` and ``"kaplan_meier"``; see
+        :func:`analyst.result.frames.result_frame`."""
         from analyst.result.frames import result_frame
 
         return result_frame(self, kind, points=points)
@@ -203,6 +218,13 @@ class ValidationResult:
         from analyst.display.multicentre import comparison_figure
 
         return comparison_figure(self, figure=figure)
+
+    def survival_display(self):
+        """The survival plots (AUC(t) with its band, calibration at the horizon, observed Kaplan-Meier against the
+        mean predicted risk): an :class:`analyst.display.survival.SurvivalDisplay` (needs ``time=``)."""
+        from analyst.display.survival import SurvivalDisplay
+
+        return SurvivalDisplay(self)
 
     def _repr_html_(self) -> str:
         from analyst.result.frames import result_html

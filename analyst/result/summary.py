@@ -69,8 +69,13 @@ def _spent_at(p, delta: float) -> str:
 def _head(r) -> list[str]:
     counts = (f"n = {r.n:.0f} (negatives {r.n0:.0f}, positives {r.n1:.0f})" if r.counts_exact else
               f"n = {r.n:.0f} (negatives {r.n0:.0f}, positives {r.n1:.0f}; estimated from the noisy counts)")
+    what = f"outcome '{r.outcome}'"
+    if r.time is not None:
+        counts = (f"n = {r.n:.0f} (events by {r.horizon:g}: {r.n1:.0f}, followed beyond it: {r.n0:.0f}, censored "
+                  f"before it: {r.n - r.n0 - r.n1:.0f}; estimated from the noisy counts)")
+        what = f"time '{r.time}', event '{r.outcome}', risks by the horizon {r.horizon:g}"
     return [
-        f"Distributed validation of {r.score_description} on dataset '{r.dataset}', outcome '{r.outcome}'",
+        f"Distributed validation of {r.score_description} on dataset '{r.dataset}', {what}",
         f"  {plural(len(r.sites), 'site')}: {', '.join(r.sites)}   {counts}",
         f"  protocol: {r.protocol}   privacy unit: {r.privacy_unit}   epsilon = {r.epsilon:g}, delta = {r.delta:g} "
         "per site",

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -56,42 +50,17 @@ def site_configs(addresses, pki, token: str = TOKEN) -> list:
 def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str, data_dir: Path | None = None) -> list[Path]:
     """One folder per site: its config (TLS, generous budget, one dataset per n) and Parquet files (written
     under ``data_dir`` once and shared, or under each site's folder)."""
+    from site_node.testing import write_site_config
+
     data_dir = Path(data_dir) if data_dir is not None else root / "data"
     write_data(data_dir, k_sites, sizes)
-    configs = []
-    for k in range(k_sites):
-        d = root / f"site{k}"
-        d.mkdir(parents=True)
-        datasets = [f'[datasets.n{n}]\npath = "{data_dir / f"site{k}" / f"n{n}.parquet"}"\noutcomes = ["y"]\n'
-                    f'scores = ["pred"]\nscore_range = [0.0, 1.0]\n' for n in sizes]
-        (d / "site.toml").write_text(f"""
-[site]
-name = "site{k}"
-state_dir = "state"
-listen = "127.0.0.1:0"
-
-[tls]
-cert = "{pki.server_cert}"
-key = "{pki.server_key}"
-client_ca = "{pki.ca_cert}"
-
-[policy]
-protocols = ["histogram", "paper"]
-sensitivity = "value"
-sensitivity_value = 0.1
-max_epsilon = 10.0
-max_delta = 0.05
-budget_epsilon = 1000.0
-budget_delta = 0.5
-max_survivor_scores = 20000000
-
-[analysts.bench]
-token_sha256 = "{token_hash}"
-datasets = ["*"]
-
-""" + "\n".join(datasets))
-        configs.append(d / "site.toml")
-    return configs
+    policy = {"protocols": ["histogram", "paper"], "sensitivity": "value", "sensitivity_value": 0.1,
+              "budget_epsilon": 1000.0, "budget_delta": 0.5, "max_survivor_scores": 20_000_000}
+    return [write_site_config(root / f"site{k}", site={"state_dir": "state"}, tls=pki, policy=policy,
+                              analysts={"bench": {"token_sha256": token_hash, "datasets": ["*"]}},
+                              datasets={f"n{n}": {"path": str(data_dir / f"site{k}" / f"n{n}.parquet"), "outcomes": ["y"],
+                                                  "scores": ["pred"], "score_range": [0.0, 1.0]} for n in sizes})
+            for k in range(k_sites)]
 
 
 def write_dev_sites(root: Path, k_sites: int, sizes, *, token: str = TOKEN, data_dir: Path | None = None):
@@ -105,52 +74,35 @@ def write_dev_sites(root: Path, k_sites: int, sizes, *, token: str = TOKEN, data
 
 
 def start_daemons(configs, *, tree: Path = ROOT, wait_ready: bool = False, ready_timeout: float = 900.0):
-    """Start the daemons one after another; returns (processes, addresses, seconds to SERVING).
+    """Start the daemons one after another; returns (daemons, addresses, seconds to SERVING of each).
 
     ``wait_ready``: then wait until every daemon logged that its datasets are read (a tree whose daemon
     does not warm up never logs it: pass False); the seconds from the first start to that moment are
-    the processes' attribute ``ready_s``.
+    the daemons' attribute ``ready_s``.
     """
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    procs, addresses, startup = [], [], []
+    from site_node.testing import Daemon
+
+    daemons, startup = [], []
     began = time.perf_counter()
-    for config in configs:
-        t = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(config)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-        p.ready = threading.Event()
-        threading.Thread(target=_drain, args=(p,), daemon=True).start()
-        line = p.stdout.readline()
-        startup.append(time.perf_counter() - t)
-        procs.append(p)
-        try:
-            addresses.append(json.loads(line)["address"])
-        except (ValueError, KeyError):
-            stop(procs)
-            raise RuntimeError(f"daemon for {config} did not start: {line!r}") from None
-    if wait_ready:
-        for p in procs:
-            if not p.ready.wait(ready_timeout):
-                stop(procs)
-                raise RuntimeError(f"a daemon did not report '{READY}' within {ready_timeout:g} s")
-    for p in procs:
-        p.ready_s = time.perf_counter() - began
-    return procs, addresses, startup
+    try:
+        for config in configs:
+            t = time.perf_counter()
+            daemons.append(Daemon(config, tree=tree))
+            daemons[-1].wait_serving()
+            startup.append(time.perf_counter() - t)
+        if wait_ready:
+            for daemon in daemons:
+                daemon.wait_log(READY, ready_timeout)
+    except BaseException:
+        stop(daemons)
+        raise
+    for daemon in daemons:
+        daemon.ready_s = time.perf_counter() - began
+    return daemons, [d.address for d in daemons], startup
 
 
-def _drain(proc) -> None:
-    """Read a daemon's log (so its pipe never fills) and note when its datasets are ready."""
-    for line in proc.stderr:
-        if READY in line:
-            proc.ready.set()
+def stop(daemons) -> None:
+    """Stop the daemons (SIGTERM to all, then wait for each)."""
+    from site_node.testing import stop_all
 
-
-def stop(procs) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    stop_all(daemons)

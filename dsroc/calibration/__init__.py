@@ -10,7 +10,7 @@ _EXPORTS = {
     "SiteCalibration": "curve", "CalibrationCurve": "curve", "aggregate_calibration": "curve",
     # .hierarchy
     "CalibrationHierarchy": "hierarchy", "calibration_hierarchy": "hierarchy",
-    "calibration_intercept": "hierarchy",
+    "calibration_intercept": "hierarchy",  # defined in dsroc.histogram.intercept, beside the histograms' CITL
 }
 
 __all__ = [

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit, ndtri
+from scipy.special import ndtri
 
 from .curve import CalibrationCurve
 from ..histogram.calibration import Estimate, Recalibration, calibration_in_the_large, histogram_recalibration
+from ..histogram.intercept import calibration_intercept
 
-__all__ = ["CalibrationHierarchy", "calibration_hierarchy", "calibration_intercept"]
+__all__ = ["CalibrationHierarchy", "calibration_hierarchy"]
 
 
 @dataclass(frozen=True)
@@ -62,26 +63,6 @@ def _cells(curve: CalibrationCurve) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         raise ValueError("the calibration curve holds no released cells")
     return (np.concatenate(k).astype(np.float64), np.concatenate(m).astype(np.float64),
             np.concatenate(r).astype(np.float64))
-
-
-def calibration_intercept(events, counts, mean_predictions, *, level: float = 0.95, max_iter: int = 50,
-                          tol: float = 1e-10) -> Estimate:
-    """Calibration-in-the-large: the intercept ``a`` of ``logit P(y=1) = a + logit(r)`` (offset, slope 1),
-    fitted by Fisher scoring on grouped cells (``events`` of ``counts`` patients at mean prediction ``r``)."""
-    k, m, r = (np.asarray(v, dtype=np.float64) for v in (events, counts, mean_predictions))
-    if r.min() <= 0.0 or r.max() >= 1.0:
-        raise ValueError("mean predictions must lie strictly inside (0, 1) for the logit")
-    offset, a = logit(r), 0.0
-    for _ in range(max_iter):
-        mu = expit(a + offset)
-        step = np.sum(k - m * mu) / np.sum(m * mu * (1.0 - mu))
-        a += step
-        if abs(step) < tol:
-            break
-    else:
-        raise ValueError(f"the calibration intercept did not converge in {max_iter} Fisher-scoring steps")
-    mu = expit(a + offset)
-    return Estimate.normal(a, 1.0 / np.sum(m * mu * (1.0 - mu)), level=level)
 
 
 def _wilson(events: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

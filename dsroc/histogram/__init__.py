@@ -16,6 +16,8 @@ _EXPORTS = {
     "histogram_brier": "calibration", "scalar_brier": "calibration",
     "histogram_calibration_curve": "calibration", "calibration_in_the_large": "calibration",
     "histogram_recalibration": "calibration",
+    # .intercept
+    "calibration_intercept": "intercept", "histogram_citl": "intercept",
     # .estimates
     "PLAUSIBLE_SDS": "estimates", "AGREEMENT_SHARE": "estimates", "AGREEMENT_Z": "estimates", "RESOLUTION_SHARE": "estimates", "FIT_LEVEL": "estimates", "SHAPE_FIT_LEVEL": "estimates", "ESTIMATORS": "estimates", "DEFAULT_ESTIMATOR": "estimates",
     "DEFAULT_TAIL_SIGMAS": "estimates", "AucEstimates": "estimates", "histogram_point_auc": "estimates",
@@ -41,7 +43,7 @@ __all__ = [
     "concordance_placements",
     "Estimate", "HistogramCalibrationCurve", "Recalibration", "histogram_brier", "scalar_brier",
     "histogram_calibration_curve", "calibration_in_the_large", "histogram_recalibration",
-    "PLAUSIBLE_SDS", "AGREEMENT_SHARE", "AGREEMENT_Z", "RESOLUTION_SHARE", "FIT_LEVEL", "SHAPE_FIT_LEVEL", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
+    "calibration_intercept", "histogram_citl", "PLAUSIBLE_SDS", "AGREEMENT_SHARE", "AGREEMENT_Z", "RESOLUTION_SHARE", "FIT_LEVEL", "SHAPE_FIT_LEVEL", "ESTIMATORS", "DEFAULT_ESTIMATOR", "DEFAULT_TAIL_SIGMAS", "AucEstimates",
     "histogram_point_auc", "histogram_auc_estimates",
     "rocglm_fit_pvalue", "SPACINGS", "recommended_n_bins", "histogram_edges", "check_edges", "bin_index", "bin_scores",
     "bin_representatives", "consistent_counts", "check_counts", "survivor_at_edges", "histogram_roc",

@@ -13,15 +13,16 @@ import numpy as np
 from .grid import check_counts, check_edges
 from .resolved import concordance_auc, tilt_concordance
 
-__all__ = ["within_offsets", "bin_means", "within_variance", "resolved_auc"]
+__all__ = ["within_offsets", "bin_means", "within_variance", "logit_mean_variance", "resolved_auc"]
 
 
-def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5) -> np.ndarray:
+def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5, clip: bool = True) -> np.ndarray:
     """Mean offset within each bin, ``(T + k prior) / (h + k)`` clipped to [0, 1], from consistent counts ``h``.
 
     ``k = sums_sigma`` pseudo-patients at offset ``prior`` (default the bin's middle; per bin, e.g. the mean offset
     of a finer histogram's shape, :func:`dsroc.histogram.resolved.shape_offsets`) keep a bin whose count is small
     against the sums' noise near it (``k = 0`` without noise: the exact mean; an empty bin gives ``prior``).
+    ``clip=False``: not clipped, linear in ``T`` (a mean over several bins then keeps no bias from the clipping).
     """
     h = check_counts(counts, name="counts")
     t = check_counts(sums, name="sums", n_bins=h.shape[-1])
@@ -34,7 +35,7 @@ def within_offsets(counts, sums, *, sums_sigma: float, prior=0.5) -> np.ndarray:
     num, den = t + k * centre, h + k
     with np.errstate(invalid="ignore", divide="ignore"):
         u = np.where(den > 0, num / np.where(den > 0, den, 1.0), centre)
-    return np.clip(u, 0.0, 1.0)
+    return np.clip(u, 0.0, 1.0) if clip else u
 
 
 def bin_means(edges, offsets) -> np.ndarray:
@@ -52,6 +53,15 @@ def within_variance(edges, offsets) -> np.ndarray:
     e = check_edges(edges)
     u = np.asarray(offsets, dtype=np.float64)
     return np.diff(e) ** 2 * u * (1.0 - u) / 3.0
+
+
+def logit_mean_variance(counts, means, edges, *, sums_sigma: float) -> np.ndarray:
+    """Noise variance of ``logit r_b`` for the bins' mean scores ``r_b = e_b + w_b u_b`` from the summed score sums
+    (``u = (T + k p) / (h + k)``, ``T`` the two classes' sums of noise SD ``k = sqrt(2) sums_sigma``; delta method)."""
+    k = sums_sigma * np.sqrt(2.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_u = 2.0 * sums_sigma**2 / (counts + k) ** 2
+        return np.where(counts + k > 0, np.diff(edges) ** 2 * var_u / (means * (1 - means)) ** 2, 0.0)
 
 
 def resolved_auc(h0, h1, u0, u1) -> np.ndarray | float:

@@ -17,9 +17,10 @@ from .calibration import (
     histogram_recalibration,
     scalar_brier,
 )
+from .intercept import histogram_citl
 from .resolved import shape_offsets
 from .slope import recalibration_with_sums, with_range
-from .sums import bin_means, within_offsets, within_variance
+from .sums import bin_means, logit_mean_variance, within_offsets, within_variance
 from .estimates import DEFAULT_ESTIMATOR, DEFAULT_TAIL_SIGMAS, histogram_auc_estimates
 from .grid import (
     bin_representatives,
@@ -78,6 +79,9 @@ class HistogramValidation:
     calibration : HistogramCalibrationCurve
     oe : Estimate
         Calibration-in-the-large O/E (from the scalar releases when given, else binned).
+    citl : Estimate or None
+        Calibration-in-the-large ``a`` of ``logit P(y=1) = a + logit(r)`` on the calibration curve's merged bins, its
+        variance with the noise of the counts and of the score sums (:func:`dsroc.histogram.intercept.histogram_citl`).
     recalibration : Recalibration or None
         Calibration intercept and slope (None when the representatives are not probabilities): with the score sums
         and a finer histogram the unbinned fit's reconstruction and the range the binning leaves open
@@ -96,7 +100,7 @@ class HistogramValidation:
     notes : list of str
     unavailable : dict of str to str
         What could not be estimated from this release and why (keys ``"auc"``, ``"roc"``, ``"brier"``,
-        ``"calibration"``, ``"oe"``, ``"recalibration"``); those fields are NaN or None. A valid release never
+        ``"calibration"``, ``"oe"``, ``"citl"``, ``"recalibration"``); those fields are NaN or None. A valid release never
         raises: a single occupied bin, one class, or no patients left after the noise give a result that says so.
     """
 
@@ -133,6 +137,7 @@ class HistogramValidation:
     auc_widening: float = 0.0
     auc_monotone: float = float("nan")
     auc_shape: float = float("nan")
+    citl: Estimate | None = None
 
     def confusion(self, edge: int) -> dict:
         """Confusion matrix at threshold ``edges[edge]`` with rates and each cell's noise SD.
@@ -156,7 +161,7 @@ class HistogramValidation:
 
 
 _NAMES = {"auc": "AUC", "roc": "ROC or PR curve", "brier": "Brier score", "calibration": "calibration curve",
-          "oe": "O/E", "recalibration": "calibration intercept and slope"}
+          "oe": "O/E", "citl": "calibration-in-the-large", "recalibration": "calibration intercept and slope"}
 
 
 _RECALIBRATION = {True: "the grouped logistic fit on the bins' mean scores, its interval extended over the range of "
@@ -180,7 +185,7 @@ def _curves(c0, c1):
 def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives, prior=0.5):
     """Within-bin mean scores from the score sums (None without them): overall ``r``, per class ``by_class``
     (2, B), the within-bin variance and the class offsets ``u`` (2, B), each shrunk towards ``prior``
-    (:func:`dsroc.histogram.sums.within_offsets`)."""
+    (:func:`dsroc.histogram.sums.within_offsets`); ``linear``: ``r`` not clipped to its bin (the CITL's)."""
     if sums0 is None and sums1 is None:
         return None
     if sums0 is None or sums1 is None or sums_sigma is None:
@@ -194,18 +199,9 @@ def _score_means(e, c0, c1, sums0, sums1, sums_sigma, representatives, prior=0.5
     k = check_sigma(sums_sigma, name="sums_sigma")
     u = np.stack([within_offsets(c0, t0, sums_sigma=k, prior=prior), within_offsets(c1, t1, sums_sigma=k, prior=prior)])
     both = within_offsets(c0 + c1, t0 + t1, sums_sigma=k * np.sqrt(2.0), prior=prior)
+    linear = within_offsets(c0 + c1, t0 + t1, sums_sigma=k * np.sqrt(2.0), prior=prior, clip=False)
     return {"r": bin_means(e, both), "by_class": bin_means(e, u), "within": within_variance(e, both), "u": u,
-            "sigma": k, "edges": e}
-
-
-def _logit_mean_variance(counts, means):
-    """Noise variance of ``logit r_b`` for the bins' mean scores ``r_b = e_b + w_b u_b`` from the summed score sums
-    (``u = (T + k/2) / (h + k)``, ``T`` the two classes' sums, noise variance ``2 sigma^2``; delta method)."""
-    k = means["sigma"] * np.sqrt(2.0)
-    r = means["r"]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        var_u = 2.0 * means["sigma"] ** 2 / (counts + k) ** 2
-        return np.where(counts + k > 0, np.diff(means["edges"]) ** 2 * var_u / (r * (1 - r)) ** 2, 0.0)
+            "linear": bin_means(e, linear), "sigma": k, "edges": e}
 
 
 def _brier_with_sums(c0, c1, means, *, sigma, level):
@@ -329,11 +325,11 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         notes.append(f"the logit CI is undefined at AUC = {auc:g}")
     if means is not None:
         r = means["r"]
-    brier = brier_s = calibration = oe = recal = None
+    brier = brier_s = calibration = oe = recal = citl = None
     if r.min() < 0.0 or r.max() > 1.0:
         notes.append("scores are not probabilities (grid outside [0, 1]): no Brier score or calibration")
     elif n0 + n1 < 2:
-        for name in ("brier", "calibration", "oe", "recalibration"):
+        for name in ("brier", "calibration", "oe", "citl", "recalibration"):
             missing[name] = f"fewer than two patients in the histograms after the noise (estimated n = {n0 + n1:.1f})"
     else:
         if means is None:
@@ -341,15 +337,20 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         else:
             brier = _brier_with_sums(c0, c1, means, sigma=sigma, level=level)
         calibration = histogram_calibration_curve(c0, c1, r, sigma=sigma, level=level)
+        citl = histogram_citl(c0, c1, e, calibration.groups, r if means is None else means["linear"], sigma=sigma,
+                              level=level, sums_sd=None if means is None else means["sigma"] * np.sqrt(2.0))
+        if citl is None:
+            missing["citl"] = "no events or no non-events in the merged bins with a mean score inside (0, 1)"
         held = r[c0 + c1 > 0]
         if held.size and (held.min() <= 0.0 or held.max() >= 1.0):
-            missing["recalibration"] = "an occupied bin's representative score is 0 or 1 (no logit)"
+            missing["recalibration"] = ("an occupied bin's representative score is 0 or 1 (no logit): with the score "
+                                        "sums, the sums' noise pushed the mean of a bin at the grid's end to that end")
         elif np.unique(held).size < 2:  # one occupied bin, or two whose noisy means meet at their common edge
             missing["recalibration"] = ("every patient falls in one bin after the noise, or the occupied bins' mean "
                                         "scores coincide: a slope needs patients at two distinct scores")
         else:
             recal = histogram_recalibration(c0, c1, r, sigma=sigma, regressor_variance=(
-                None if means is None else _logit_mean_variance(c0 + c1, means)))
+                None if means is None else logit_mean_variance(c0 + c1, means["r"], means["edges"], sums_sigma=means["sigma"])))
             if means is not None and "grid" in with_sums:  # the unbinned fit's reconstruction and range
                 recal = with_range(recal, recalibration_with_sums(c0, c1, *means["u"], e, with_sums["grid"],
                                                                   sigma=sigma, sums_sigma=means["sigma"],
@@ -389,6 +390,6 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
         recalibration=recal, notes=notes, unavailable=missing,
         auc_resolved=float(est.auc_resolved[0]), auc_resolved_variance=float(est.variance_resolved[0]),
         auc_widening=float(est.widening[0]), auc_monotone=float(est.auc_monotone[0]),
-        auc_shape=float(est.auc_shape[0]),
+        auc_shape=float(est.auc_shape[0]), citl=citl,
     )
 

@@ -34,6 +34,13 @@ _EXPORTS = {
     "brier_score": "brier", "integrated_brier_score": "brier", "scaled_brier": "brier",
     # .calibration
     "ObservedExpected": "calibration", "SurvivalCalibration": "calibration", "calibration_at": "calibration",
+    # .recalibration
+    "GroupedCalibration": "recalibration", "grouped_calibration": "recalibration",
+    # .pooling
+    "SiteRelease": "pooling", "SiteSurvival": "pooling", "SitePooled": "pooling",
+    # .validation
+    "CurveBand": "validation", "RiskGroup": "validation", "SurvivalValidation": "validation",
+    "survival_validation": "validation",
 }
 
 __all__ = [
@@ -42,6 +49,9 @@ __all__ = [
     "TimeDependentAUC", "case_weights", "cumulative_dynamic_auc", "harrell_c", "uno_c",
     "brier_score", "integrated_brier_score", "scaled_brier",
     "ObservedExpected", "SurvivalCalibration", "calibration_at",
+    "GroupedCalibration", "grouped_calibration",
+    "SiteRelease", "SiteSurvival", "SitePooled",
+    "CurveBand", "RiskGroup", "SurvivalValidation", "survival_validation",
 ]
 
 export_lazily(__name__, _EXPORTS)

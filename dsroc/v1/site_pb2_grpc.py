@@ -203,7 +203,7 @@ class SiteServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Sensitivity(self, request, context):
-        """======== The paper protocol (site_node/protocols/paper.py): noisy scores, then exact answers
+        """======== The paper protocol (site_node/protocols/paper/): noisy scores, then exact answers
         on their pooled survivor functions, each guarded by the privacy level q.
         The l2-sensitivity the site will use for noisy releases in this session, and the rule behind it.
         """
@@ -300,7 +300,7 @@ class SiteServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseHistogram(self, request, context):
-        """======== The histogram protocol (site_node/protocols/histogram.py), the default.
+        """======== The histogram protocol (site_node/protocols/histogram/), the default.
         Per-class counts of the session's scores on a public
         grid (site policy: score range, allowed bin counts, spacing; scores outside the range count in its
         end bins) plus integer discrete-Gaussian noise, and optionally noisy scalars. One release, charged
@@ -336,7 +336,7 @@ class SiteServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SecAggAdvertise(self, request, context):
-        """======== The secagg protocol (site_node/protocols/secagg.py; docs/privacy.md, "Secure aggregation").
+        """======== The secagg protocol (site_node/protocols/histogram/secagg.py; docs/privacy.md, "Secure aggregation").
         The histogram protocol's counts, summed over the sites under pairwise masks (Bonawitz et al. 2017)
         so that the analyst learns only the sum, each site adding its share of a distributed discrete
         Gaussian noise. Three calls per

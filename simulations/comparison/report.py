@@ -43,7 +43,7 @@ def _compare_figure(table: pd.DataFrame, path: Path) -> None:
         targets = {1000: [(1.0, 0.015), (5.0, 0.004)], 10000: [(1.0, 0.003)]}.get(n, [])
         for eps, value in targets:
             top.plot([eps], [value], marker="*", markersize=12, color="#238b45", linestyle="none",
-                     label="issue 8 target" if eps == targets[0][0] else None)
+                     label="target" if eps == targets[0][0] else None)
         top.set_ylabel("AUC MAE vs pooled empirical AUC")
         bottom.axhline(0.95, color="grey", linewidth=0.8)
         bottom.axhline(0.93, color="#238b45", linewidth=0.8, linestyle="--")

@@ -1,6 +1,6 @@
 """Protocol comparison: AUC accuracy and CI coverage of every protocol at its stated guarantee, against epsilon.
 
-Design (issue 8): binormal scores (:mod:`simulations.common.binormal`), prevalence 0.3, five sites,
+Design: binormal scores (:mod:`simulations.common.binormal`), prevalence 0.3, five sites,
 n in {250, 1 000, 10 000}. Protocols, each at the (epsilon, delta) it states:
 
 - ``histogram``: the histogram protocol as shipped -- the recommended grid for the noise

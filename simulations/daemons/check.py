@@ -28,7 +28,7 @@ from ..stress.report import summarise
 __all__ = ["TARGET_CELLS", "DAEMON_PROTOCOLS", "daemon_rows", "run_daemon_check", "daemon_table"]
 
 SITES = 5
-#: issue 16's AUC targets (5 sites, epsilon 1, delta 1e-5) and the MAE bound of each
+#: the stress study's AUC targets (5 sites, epsilon 1, delta 1e-5) and the MAE bound of each
 TARGET_CELLS = (
     (StressCell(Design("binormal", 0.02, 0.76), 10_000, SITES, 1.0), 0.02),
     (StressCell(Design("binormal", 0.3, 0.76), 1_000, SITES, 1.0), 0.013),
@@ -112,7 +112,7 @@ def run_daemon_check(out, *, reps: int = 50, seed: int = 1, cells=TARGET_CELLS, 
 
 def daemon_table(rows: pd.DataFrame, bounds: dict) -> pd.DataFrame:
     """Per cell and protocol: the daemons' and the in-process study's AUC MAE, bias and coverage (pooled and
-    population) with the MAE's Monte Carlo SE, and issue 16's MAE bound."""
+    population) with the MAE's Monte Carlo SE, and the stress study's MAE bound."""
     s = summarise(rows)
     s["source"] = np.where(s["protocol"].str.endswith("(daemons)"), "daemons", "study")
     s["protocol"] = s["protocol"].str.replace(" (daemons)", "", regex=False)

@@ -1,4 +1,4 @@
-"""Multicentre study: heterogeneity across sites, subgroups, decision curves and two models compared (issue 19).
+"""Multicentre study: heterogeneity across sites, subgroups, decision curves and two models compared.
 
 Each analysis is simulated as the histogram protocol computes it: every site counts its patients on a
 public grid and adds discrete Laplace noise of the per-site scale for epsilon to every cell, as the site
@@ -243,7 +243,7 @@ def _delong_paired_p(sa, sb, y):
 
 
 def run_multicentre(reps: int = 200, *, seed: int = 0) -> pd.DataFrame:
-    """Every analysis at the issue's settings: one row each (heterogeneity at epsilon 1 and 5)."""
+    """Every analysis at the study's settings: one row each (heterogeneity at epsilon 1 and 5)."""
     rows = [heterogeneity(reps, epsilon=1.0, seed=seed), heterogeneity(reps, epsilon=5.0, seed=seed + 10),
             subgroups(reps, seed=seed + 1), subgroups(reps, grid="equal12", seed=seed + 1),
             decision_curves(reps, seed=seed + 2), paired_comparison(reps, seed=seed + 3),

@@ -15,8 +15,8 @@ from .run import load_stress
 __all__ = ["FEDCURVE", "TARGET_COVERAGE", "TARGETS", "summarise", "headline", "targets_table", "fedcurve_table", "target_misses",
            "write_stress_report"]
 
-# FedCurve's published AUC MAE (issue 16; secure aggregation assumed, 5 sites, epsilon = 1): design, n -> MAE.
-# Its skewed design is the issue's, not this generator's (same name, other family).
+# FedCurve's published AUC MAE (secure aggregation assumed, 5 sites, epsilon = 1): design, n -> MAE.
+# Its skewed design is FedCurve's, not this generator's (same name, other family).
 FEDCURVE = {("binormal", 1_000): 0.0107, ("binormal", 10_000): 0.0014, ("skewed", 10_000): 0.0015}
 TARGET_COVERAGE = 0.93
 KEYS = ["cell", "protocol", "estimand"]
@@ -89,7 +89,7 @@ def _pick(summary, protocol="histogram", estimand="auc", **factors) -> pd.DataFr
 
 
 def headline(summary: pd.DataFrame) -> pd.DataFrame:
-    """The cells issue 16 names: low prevalence, the tuned binormal design, the skewed design, calibration."""
+    """The cells the targets name: low prevalence, the tuned binormal design, the skewed design, calibration."""
     wanted = [("prevalence 0.02, n 10 000", {"prevalence": 0.02}, "auc"),
               ("binormal, n 1 000", {"n": 1_000}, "auc"),
               ("binormal, n 10 000 (centre)", {}, "auc"),
@@ -108,7 +108,7 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# Issue 16's targets at 5 sites, epsilon 1: (label, factors, estimand, metric, bound, "max" or "min").
+# The stress study's targets at 5 sites, epsilon 1: (label, factors, estimand, metric, bound, "max" or "min").
 TARGETS = (
     ("prevalence 0.02, n 10 000: AUC MAE", {"prevalence": 0.02}, "auc", "mae", 0.02, "max"),
     ("binormal, n 1 000: AUC MAE", {"n": 1_000}, "auc", "mae", 0.013, "max"),
@@ -122,7 +122,7 @@ TARGETS = (
 
 
 def targets_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Issue 16's targets beside the histogram protocol's values, and the one-release equal grid's
+    """The stress study's targets beside the histogram protocol's values, and the one-release equal grid's
     (``histogram_equal``, the default before the quantile grid); cells absent from the run are left out."""
     rows = []
     for label, factors, estimand, metric, bound, kind in TARGETS:
@@ -151,13 +151,13 @@ def fedcurve_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _target_cells(summary: pd.DataFrame, protocol: str) -> pd.DataFrame:
-    """AUC cells issue 16's coverage and bias target applies to: n >= 1 000 and >= 50 events on average."""
+    """AUC cells the coverage and bias target applies to: n >= 1 000 and >= 50 events on average."""
     return summary[(summary["protocol"] == protocol) & (summary["estimand"] == "auc") & (summary["n"] >= 1_000)
                    & (summary["mean_events"] >= 50)]
 
 
 def target_misses(summary: pd.DataFrame, protocol: str = "histogram") -> pd.DataFrame:
-    """AUC cells with n >= 1 000 and >= 50 events that miss issue 16's target: CI coverage of the pooled or the
+    """AUC cells with n >= 1 000 and >= 50 events that miss the coverage and bias target: CI coverage of the pooled or the
     population AUC below 0.93, or |bias| (against the pooled AUC) above half the mean reported SE; ``misses``
     names which, worst pooled coverage first."""
     s = _target_cells(summary, protocol).copy()
@@ -197,7 +197,7 @@ def write_stress_report(out) -> dict:
     targets = targets_table(summary)
     misses = {p: len(target_misses(summary, p)) for p in ("histogram", "histogram_equal", "secagg")}
     text = ["# Stress study", "", f"Run: {json.loads((out / 'config.json').read_text())}", "",
-            "## Issue 16's targets (histogram protocol; equal_grid: the one-release equal grid before it)", "",
+            "## The stress study's targets (histogram protocol; equal_grid: the one-release equal grid before it)", "",
             _md(targets, list(targets.columns)),
             "## Headline cells (5 sites, epsilon 1, delta 1e-5 unless stated)", "", _md(head, cols),
             "## FedCurve beside ours (AUC MAE against the pooled empirical AUC)", "",

@@ -27,7 +27,7 @@ GRIDS = ("default", "full", "targets", "smoke")
 PAPER_SCALE = {1_000: 1.0, 10_000: 1.0, 100_000: 0.25, 1_000_000: 0.1}
 MAX_ELEMENTS = 2_000_000  # patients per unit of work (memory)
 MAX_REPS = 50  # replications per unit of work (load balance)
-# Issue 16's target cells: every shape at the centre, the centre at n = 1 000, prevalence 0.02, AUC 0.99.
+# The target cells: every shape at the centre, the centre at n = 1 000, prevalence 0.02, AUC 0.99.
 TARGET_CELLS = frozenset(
     [StressCell(Design(s, 0.3, 0.76), 10_000, 5, 1.0) for s in SHAPES]
     + [StressCell(Design("binormal", 0.3, 0.76), 1_000, 5, 1.0), StressCell(Design("binormal", 0.02, 0.76), 10_000, 5, 1.0),
@@ -49,7 +49,7 @@ def recommended_paper_settings(full: bool = False) -> list[Setting]:
 
 def grid_cells(grid: str) -> tuple[list[StressCell], list[PaperCell]]:
     """The histogram and paper cells of a grid: ``default`` (57 + 24), ``full`` (2 304 + 360), ``targets`` (the
-    8 histogram cells issue 16 sets targets in, no paper cells) or ``smoke`` (4 + 2)."""
+    8 histogram cells the study sets targets in, no paper cells) or ``smoke`` (4 + 2)."""
     if grid == "default":
         return default_cells(), paper_cells(recommended_paper_settings())
     if grid == "full":

@@ -66,7 +66,7 @@ from .designs import Design, population_truth, sample_design
 __all__ = ["LEVEL", "PROTOCOLS", "ESTIMANDS",
            "RESULT_COLUMNS", "HISTOGRAM_PROTOCOLS", "SCORE_SUMS", "POLICY_BINS", "POLICY_LOGIT_RANGE",
            "DataSet", "generate_data", "default_grid", "Release", "site_sigmas", "QuantilePlan",
-           "quantile_plan", "histogram_release", "quantile_release", "histogram_rows", "paper_rows"]
+           "quantile_plan", "histogram_release", "quantile_release", "release_validation", "histogram_rows", "paper_rows"]
 
 LEVEL = 0.95  # the analyst's default confidence level
 PROTOCOLS = ("histogram", "histogram_equal", "flat20", "secagg", "paper")
@@ -237,7 +237,7 @@ def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protoco
 
 
 def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: bool = True,
-                     protocol: str = "histogram") -> Release:
+                     protocol: str = "histogram", site=None) -> Release:
     """The default two-stage release, summed: every site's noisy counts of its negatives and positives on the fine
     grid (the analyst sums them over sites); the analyst's second-stage bin count from their estimated class sizes
     and edges at the quantiles of their class-balanced mixture (:func:`dsroc.histogram.stages.second_stage_grid`;
@@ -245,12 +245,13 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     ``protocol="secagg"``: the secagg protocol's two rounds, the same grid choice (each site's noise a share).
 
     Per replication one stream ``[seed, cell, rep]`` draws the first stage's noise ``(sites, 2, B1)``, then the
-    second stage's as :func:`histogram_release`.
+    second stage's as :func:`histogram_release`. ``site``: each patient's site within a replication, shape ``(n,)``
+    (default patient ``i`` at site ``i mod sites``: equal sites).
     """
     b, k, n = data.batch, cell.sites, cell.n
     plan = quantile_plan(cell.epsilon, cell.delta, score_sums, shares=k if protocol == "secagg" else 0, sites=k)
     fine = plan.fine_edges.size - 1
-    site = np.arange(n) % k
+    site = np.arange(n) % k if site is None else np.asarray(site, dtype=np.int64)
     salt = _salt(f"{cell.name}/{protocol}")
     rngs = [np.random.default_rng([seed, salt, rep]) for rep in b.reps.tolist()]
     draw = NOISE[plan.noise][0]
@@ -259,7 +260,7 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         return np.concatenate([draw(scale, (k, *shape[1:]), rng) for rng in rngs])
 
     first = draw_release(b.scores, b.labels, plan.fine_edges, noise=first_noise, rng=rngs[0], sigma=plan.sigma1,
-                         groups=b.groups * k + np.arange(b.scores.size) % n % k, n_groups=b.size * k)
+                         groups=b.groups * k + np.tile(site, b.size), n_groups=b.size * k)
     first = first.counts.reshape(b.size, k, 2, fine).sum(axis=1).astype(np.float64)
     candidates = policy_candidates([POLICY_BINS], plan.fine_edges, "logit", lo=POLICY_LOGIT_RANGE[0],
                                    hi=POLICY_LOGIT_RANGE[1])  # the edges the default policy allows
@@ -281,6 +282,20 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
     stage1 = {"edges": plan.fine_edges, "counts": totals, "sd": _sds(2 * k, plan.sigma1, 0.0, plan.noise)[0]}
     return Release(grids, counts, sums if score_sums else None, plan.sigma2,
                    *_sds(k, plan.sigma2, plan.sums_sigma, plan.noise), stage1)
+
+
+def release_validation(release: Release, i: int, *, estimator: str = DEFAULT_ESTIMATOR, seed=0,
+                       noise_draws: int = 100):
+    """The analyst's :func:`dsroc.histogram_validation` of replication ``i`` of ``release``, with the arguments
+    ``analyst.protocols.histogram.protocol`` (and ``.secagg``) passes: the score sums and the first stage when
+    released (``noise_draws``: its bootstrap's, 100 as the analyst's)."""
+    extra = {} if release.sums is None else {"sums0": release.sums[i][0], "sums1": release.sums[i][1],
+                                             "sums_sigma": release.sums_sd}
+    if extra and release.first is not None:
+        extra.update(grid_edges=release.first["edges"], grid_counts=release.first["counts"][i],
+                     grid_sigma=release.first["sd"])
+    return histogram_validation(release.counts[i][0], release.counts[i][1], release.edges[i], sigma=release.total_sd,
+                                estimator=estimator, level=LEVEL, seed=seed, noise_draws=noise_draws, **extra)
 
 
 def _estimates(v) -> dict:
@@ -320,13 +335,7 @@ def histogram_rows(data: DataSet, cell: StressCell, seed: int, protocol: str, *,
     reported = np.full(data.batch.size, "", dtype=object)  # the AUC estimator the result says it reports
     for i in range(data.batch.size):
         try:
-            extra = {} if release.sums is None else {"sums0": release.sums[i][0], "sums1": release.sums[i][1],
-                                                     "sums_sigma": release.sums_sd}
-            if extra and release.first is not None:  # as analyst.protocols.histogram.protocol and .secagg
-                extra.update(grid_edges=release.first["edges"], grid_counts=release.first["counts"][i],
-                             grid_sigma=release.first["sd"])
-            v = histogram_validation(release.counts[i][0], release.counts[i][1], release.edges[i],
-                                     sigma=release.total_sd, estimator=estimator, level=LEVEL, **extra)
+            v = release_validation(release, i, estimator=estimator)
         except ValueError as exc:  # a valid, charged release without an answer: counted, not hidden
             for e in ESTIMANDS:
                 failure[e][i] = f"raised: {exc}"

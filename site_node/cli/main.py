@@ -172,25 +172,20 @@ def _cmd_budget(args) -> int:
     from ..config import load_config
     from dsroc.privacy.accounting import discretization_for
 
-    import tempfile
-
     from ..store.ledger import SqliteLedger
     from ..store.state import check_state
 
     config = load_config(args.config)
     check_state(config)
-    # A read-only command: a site that has not served yet shows an empty ledger, made outside its folder.
-    scratch = None if config.ledger_path.exists() else tempfile.TemporaryDirectory()
-    path = config.ledger_path if scratch is None else f"{scratch.name}/ledger.sqlite"
-    ledger = SqliteLedger(path, interval=discretization_for(config.policy.budget_epsilon))
+    # A read-only command: a site that has not served yet shows an empty ledger, kept in memory.
+    interval = discretization_for(config.policy.budget_epsilon)
+    ledger = SqliteLedger(config.ledger_path if config.ledger_path.exists() else None, interval=interval)
     try:
         statuses = [replace(ledger.budget(ds.population, config.policy), dataset=name)
                     for name, ds in config.datasets.items()]
         history = ledger.history()
     finally:
         ledger.close()
-        if scratch is not None:
-            scratch.cleanup()
     if args.json:
         print(json.dumps({"budgets": [dict(vars(b), mu_remaining=b.mu_remaining, epsilon_remaining=b.epsilon_remaining)
                                       for b in statuses], "releases": history}, indent=2))

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from ..errors import status_for
 
-__all__ = ["AuditRecord", "AuditLog", "bounded", "current_record", "note", "part", "read_audit", "audit_files",
+__all__ = ["AuditRecord", "AuditLog", "bounded", "note", "part", "read_audit", "audit_files",
            "MAX_LOGGED_CHARS", "MAX_MESSAGE_CHARS", "DEFAULT_MAX_BYTES"]
 
 # Every string an analyst can put in the log (dataset names, session ids, messages quoting them) is
@@ -79,11 +79,6 @@ class AuditRecord:
 
 
 _current: contextvars.ContextVar[AuditRecord | None] = contextvars.ContextVar("dsroc_audit_record", default=None)
-
-
-def current_record() -> AuditRecord | None:
-    """The audit record of the request being served in this thread (set by the interceptor)."""
-    return _current.get()
 
 
 @contextmanager

@@ -15,6 +15,7 @@ import numpy as np
 
 import dsroc  # rocglm_grid is looked up at first use: dsroc.roc.rocglm imports scipy.special
 from dsroc import calibration_edges, model_sensitivity, require_privacy_level
+from dsroc.privacy.request import check_privacy_request
 
 from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -54,12 +55,10 @@ def _finite(name: str, value: float) -> float:
 
 
 def check_release_parameters(policy: Policy, epsilon: float, delta: float) -> tuple[float, float]:
-    """Validate the (epsilon, delta) an analyst asks for and apply the per-release caps."""
-    epsilon, delta = _finite("epsilon", epsilon), _finite("delta", delta)
-    if epsilon <= 0:
-        raise InvalidArgument(f"epsilon must be positive, got {epsilon}")
-    if not 0 < delta < 1:
-        raise InvalidArgument(f"delta must lie strictly between 0 and 1, got {delta}")
+    """Validate the (epsilon, delta) an analyst asks for (the rule the analyst applies too,
+    :func:`dsroc.privacy.request.check_privacy_request`, delta above 0) and apply the per-release caps."""
+    with analyst_input("privacy request"):
+        epsilon, delta = check_privacy_request(epsilon, delta, zero_delta=False)
     if epsilon > policy.max_epsilon:
         raise PermissionDenied(f"policy: epsilon {epsilon} is above this site's limit per release ({policy.max_epsilon})")
     if delta > policy.max_delta:

@@ -2,7 +2,7 @@
 as unions of releases signed by itself or a peer listed in its config.
 
 Without this an analyst could upload any S~0 (a single value c, say) and read class counts at c from the
-placement moments, bisecting a patient's score far below the threshold lattice (issue 9, finding 2).
+placement moments, bisecting a patient's score far below the threshold lattice.
 With it every cut point the paper protocol evaluates is a noisy score some federation site released
 under its ledger.
 """
@@ -23,8 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = ["PAIR_FIELDS", "SIGNED_FIELDS", "ReleaseSigner", "ensure_signing_key", "load_signing_key", "public_key_text",
-           "parse_public_key", "values_digest", "release_message", "pair_message", "sign_release",
-           "verify_release"]
+           "parse_public_key", "values_digest", "release_message", "pair_message", "sign_release"]
 
 # The ReleaseInfo fields a signature covers, in this order.
 SIGNED_FIELDS = ("site", "population", "dataset", "source", "outcome", "release_id", "score_class", "epsilon",
@@ -123,15 +122,6 @@ def sign_release(key: Ed25519PrivateKey, fields: dict) -> bytes:
     return key.sign(release_message(fields))
 
 
-def verify_release(public: Ed25519PublicKey, fields: dict, signature: bytes) -> bool:
-    """Whether ``signature`` is ``public``'s signature of the release's fields."""
-    try:
-        public.verify(bytes(signature), release_message(fields))
-        return True
-    except InvalidSignature:
-        return False
-
-
 class ReleaseSigner:
     """A site's signing key and its peers' public keys: signs its releases, verifies survivor segments.
 
@@ -158,7 +148,7 @@ class ReleaseSigner:
 
     def _valid(self, segment) -> bool:
         """Whether a ``ReleaseInfo`` carries its site's signature: its pair signature when it has one (over both
-        classes, :func:`pair_message`), else its own (:func:`verify_release`). Valid signatures are remembered by
+        classes, :func:`pair_message`), else its own (:func:`release_message`). Valid signatures are remembered by
         what they cover and the signature (the message is a function of it, so a hit is the very message verified
         before): a pair-signed release's two segments cost one verification, and neither is serialized."""
         if segment.pair_signature:

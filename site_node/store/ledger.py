@@ -30,7 +30,7 @@ from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
                          Reservation, budget_mu)
-from .ledger_file import open_ledger_file
+from .ledger_file import open_ledger_file, open_memory_ledger
 from .query_caps import SqliteQueryCaps
 
 # The records and the interface live in ledger_api; they are exported here too, beside the SQLite ledger.
@@ -71,14 +71,22 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
     The composed accountant of each population is cached in memory and extended by one release at
     a time (the daemon is the ledger's only writer; a count mismatch rebuilds it from the file).
     ``interval`` is its privacy-loss grid (the server passes ``discretization_for(budget_epsilon)``).
+
+    ``path=None`` keeps the same tables in memory (:meth:`in_memory`): the same code without a file or its
+    fsyncs, for a read-only look at an empty ledger and for fast tests of the protocols above it.
     """
 
     def __init__(self, path, *, interval: float = VALUE_DISCRETIZATION):
         self.interval = float(interval)
-        self.path = Path(path)
+        self.path = None if path is None else Path(path)
         self._lock = threading.Lock()
-        self._db = open_ledger_file(self.path)
+        self._db = open_memory_ledger() if path is None else open_ledger_file(self.path)
         self._accountants: dict[str, tuple[int, Accountant]] = {}
+
+    @classmethod
+    def in_memory(cls, *, interval: float = VALUE_DISCRETIZATION) -> "SqliteLedger":
+        """A ledger whose tables live in memory: nothing is written to disk, and it is gone when closed."""
+        return cls(None, interval=interval)
 
     def close(self) -> None:
         """Close the database."""

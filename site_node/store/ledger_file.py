@@ -1,4 +1,4 @@
-"""The privacy ledger's SQLite file: its tables, and the refusal of a file kept by an earlier dsroc version."""
+"""The privacy ledger's SQLite tables: in its file (refusing one kept by an earlier dsroc version) or in memory."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import FailedPrecondition
 from .sqlite_files import open_private_db
 
-__all__ = ["open_ledger_file"]
+__all__ = ["open_ledger_file", "open_memory_ledger"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS releases (
@@ -59,20 +59,6 @@ CREATE TABLE IF NOT EXISTS models (
     source TEXT NOT NULL,
     PRIMARY KEY (population, source)
 );
-CREATE TABLE IF NOT EXISTS calibration_edges (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    edges BLOB NOT NULL,
-    PRIMARY KEY (population, source, outcome)
-);
-CREATE TABLE IF NOT EXISTS confusion_thresholds (
-    population TEXT NOT NULL,
-    source TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    threshold REAL NOT NULL,
-    PRIMARY KEY (population, source, outcome, threshold)
-);
 CREATE TABLE IF NOT EXISTS glm_evaluations (
     population TEXT NOT NULL,
     source TEXT NOT NULL,
@@ -117,5 +103,12 @@ def open_ledger_file(path: Path) -> sqlite3.Connection:
             f"{path} is a ledger of an earlier dsroc version (budgets per dataset, stored values); "
             "keep it as the record of those releases and point site.state_dir at a new folder"
         )
+    db.executescript(SCHEMA)
+    return db
+
+
+def open_memory_ledger() -> sqlite3.Connection:
+    """A ledger's tables in an in-memory database: nothing written to disk, gone when closed."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     db.executescript(SCHEMA)
     return db

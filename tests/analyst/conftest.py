@@ -12,10 +12,9 @@ from scipy.special import expit
 
 from analyst import Federation, SiteConfig
 from site_node.rules.approvals import approve_model
-from site_node.interceptors.auth import hash_token
 from site_node.security.pki import generate_dev_pki
 from site_node.cli.init import link_peers
-from site_node.testing import running_server
+from site_node.testing import running_server, tls_section, write_site_config
 
 TOKEN = "analyst-test-token"
 N_SITES, N_PER_SITE = 5, 400
@@ -43,41 +42,12 @@ def site_frames(seed: int = 11) -> list[pd.DataFrame]:
 
 
 def write_site(directory: Path, name: str, frame: pd.DataFrame, pki, *, sensitivity_value: float = 1e-9,
-               q: int = 5) -> Path:
-    """A site config with TLS, rule 'value' and a generous budget."""
-    directory.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(directory / "data.csv", index=False)
-    path = directory / "site.toml"
-    path.write_text(f"""
-[site]
-name = "{name}"
-state_dir = "state"
-
-[tls]
-cert = "{pki.server_cert}"
-key = "{pki.server_key}"
-
-[policy]
-protocols = ["histogram", "paper", "boyd", "secagg"]
-privacy_level = {q}
-sensitivity = "value"
-sensitivity_value = {sensitivity_value!r}
-max_epsilon = 10.0
-max_delta = 0.05
-budget_epsilon = 200.0
-budget_delta = 0.05
-
-[analysts.tester]
-token_sha256 = "{hash_token(TOKEN)}"
-datasets = ["*"]
-
-[datasets.test]
-path = "data.csv"
-outcomes = ["y"]
-scores = ["pred"]
-model_columns = ["x"]
-""")
-    return path
+               q: int = 5, policy: dict | None = None, site: dict | None = None) -> Path:
+    """A site config with TLS, rule 'value' and a generous budget (``policy``, ``site``: what differs)."""
+    return write_site_config(
+        directory, name=name, frames={"test": frame}, analysts={"tester": TOKEN}, tls=tls_section(pki, mutual=False),
+        dataset={"outcomes": ["y"], "scores": ["pred"], "model_columns": ["x"]}, site={"state_dir": "state", **(site or {})},
+        policy={"privacy_level": q, "sensitivity": "value", "sensitivity_value": sensitivity_value, **(policy or {})})
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""All or nothing across sites (issue 18): no site is charged unless every site will answer, and no
+"""All or nothing across sites: no site is charged unless every site will answer, and no
 charge without a delivered release; holds expire, survive a restart and are returned on refusal.
 
 Real TLS site servers on loopback (in-process, or ``dsroc-site serve`` subprocesses where they are
@@ -24,18 +24,16 @@ import pytest
 
 from analyst.connection import SiteError
 from dsroc.v1 import site_pb2 as pb
-from site_node.testing import running_server
+from site_node.testing import Daemon, running_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 C = grpc.StatusCode
 
 
-def _site(root, name, frame, pki, helpers, *, budget=200.0, max_epsilon=10.0):
-    path = helpers.write_site(root / name, name, frame, pki)
-    path.write_text(path.read_text().replace("budget_epsilon = 200.0", f"budget_epsilon = {budget!r}")
-                    .replace("max_epsilon = 10.0", f"max_epsilon = {max_epsilon!r}"))
-    return path
+def _site(root, name, frame, pki, helpers, *, budget=200.0, max_epsilon=10.0, site=None):
+    return helpers.write_site(root / name, name, frame, pki, site=site,
+                              policy={"budget_epsilon": budget, "max_epsilon": max_epsilon})
 
 
 def _ledger(config: Path) -> tuple[int, int]:
@@ -61,7 +59,7 @@ def two_sites(tmp_path, pki, helpers):
 
 @pytest.mark.parametrize("protocol", ["histogram", "paper"])
 def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol):
-    """The review's finding: s1 out of budget, the validation failed, but the healthy s0 was charged."""
+    """Before: s1 out of budget, the validation failed, but the healthy s0 was charged."""
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(running_server(p)) for p in two_sites]
         with helpers.federation([servers[1].bound_address], pki) as fed:  # spend s1's budget alone
@@ -78,7 +76,7 @@ def test_a_site_out_of_budget_charges_no_site(two_sites, pki, helpers, protocol)
 
 
 def test_a_budget_that_fits_the_first_stage_only_charges_no_site(two_sites, pki, helpers):
-    """Issue 20, gap 2: the quantile grid's two stages were held one after the other, so s1 was charged the first
+    """Before: the quantile grid's two stages were held one after the other, so s1 was charged the first
     stage and then refused the second (and s0 was charged for a grid nobody used). The first stage holds both.
     After a release at epsilon 2.5, s1's budget of epsilon 3 fits the first stage at epsilon 3 (composed: about
     1.8 at delta 0.05) but not both (about 3.3)."""
@@ -96,7 +94,7 @@ def test_a_budget_that_fits_the_first_stage_only_charges_no_site(two_sites, pki,
 
 @pytest.mark.parametrize("labels", ["one class", "three patients"])
 def test_a_dataset_no_histogram_can_use_is_refused_before_any_charge(tmp_path, pki, helpers, labels):
-    """The review's finding: a one-class or 3-patient dataset was charged (epsilon 4.62), then the CLI failed."""
+    """Before: a one-class or 3-patient dataset was charged (epsilon 4.62), then the CLI failed."""
     frames = helpers.site_frames(seed=22)[:2]
     bad = frames[1].assign(y=0) if labels == "one class" else frames[1].iloc[:3]
     paths = [_site(tmp_path, "s0", frames[0], pki, helpers), _site(tmp_path, "s1", bad, pki, helpers)]
@@ -271,20 +269,9 @@ _RUN = textwrap.dedent("""
 HOLD = 15.0
 
 
-class _Daemon:
+def _daemon(config: Path) -> Daemon:
     """``dsroc-site serve`` of one config in a subprocess on a free loopback port."""
-
-    def __init__(self, config: Path):
-        self.config = config
-        self.proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(config), "--listen",
-                                      "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                     env=ENV)
-        self.address = json.loads(self.proc.stdout.readline())["address"]
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
+    return Daemon(config, args=["--listen", "127.0.0.1:0"]).wait_serving()
 
 
 def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
@@ -296,14 +283,12 @@ def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
     """
     rng = random.Random(seed)
     frames = helpers.site_frames(seed=23)[:3]
-    configs = [_site(tmp_path, f"s{k}", f, pki, helpers, max_epsilon=1.0 if k == 1 else 10.0)
-               for k, f in enumerate(frames)]
-    for config in configs:  # sessions of killed analysts stay open until they expire
-        config.write_text(config.read_text().replace('state_dir = "state"', 'state_dir = "state"\nmax_sessions = 128\n'
-                                                     'max_sessions_per_analyst = 128', 1))
+    # sessions of killed analysts stay open until they expire
+    configs = [_site(tmp_path, f"s{k}", f, pki, helpers, max_epsilon=1.0 if k == 1 else 10.0,
+                     site={"max_sessions": 128, "max_sessions_per_analyst": 128}) for k, f in enumerate(frames)]
     script = tmp_path / "run.py"
     script.write_text(_RUN)
-    daemons = [_Daemon(c) for c in configs]
+    daemons = [_daemon(c) for c in configs]
     log = []
     try:
         for run in range(runs):
@@ -335,7 +320,7 @@ def _failure_runs(tmp_path, pki, helpers, runs: int, seed: int) -> dict:
             assert injected != "refusal" or (["FAILED", "s1", "PERMISSION_DENIED"] in lines and not log[-1]["held"])
             for k, d in enumerate(daemons):
                 if d.proc.poll() is not None:
-                    daemons[k] = _Daemon(configs[k])  # restarted on the same folder
+                    daemons[k] = _daemon(configs[k])  # restarted on the same folder
         time.sleep(HOLD + 0.5)
         charged = {}
         for k, config in enumerate(configs):

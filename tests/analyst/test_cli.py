@@ -97,7 +97,15 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     assert report["n"]["total"] == report["pooled"]["n"] == 249  # 686 - 63 censored early, 40 % test split
     assert report["brier"]["value"] == pytest.approx(report["pooled"]["brier"], abs=1e-12)  # Brier carries no noise
     assert abs(report["auc"]["value"] - report["pooled"]["auc_empirical"]) < 0.15
-    assert set(report["histogram_protocol"]) == set(report) - {"pooled", "demo", "histogram_protocol", "secagg_protocol"}
+    assert set(report["histogram_protocol"]) == set(report) - {"pooled", "demo", "histogram_protocol", "secagg_protocol",
+                                                               "survival_protocol", "survival_pooled", "survival_binary"}
+    # the Cox model as a survival model on every test patient: the same report shape, censored patients kept
+    surv, surv_pooled, surv_binary = report["survival_protocol"], report["survival_pooled"], report["survival_binary"]
+    assert surv["analysis"] == "survival" and surv["horizon"] == 730 and set(surv) == set(report["histogram_protocol"])
+    assert surv_pooled["n"] == 274 and surv_binary["n"] == 274 - surv_binary["dropped"] and surv_binary["dropped"] > 0
+    assert abs(surv["n"]["total"] - 274) < 25 and abs(surv["auc"]["value"] - surv_pooled["auc"]) < 0.1
+    assert abs(surv["detail"]["harrell_c"]["value"] - surv_pooled["harrell_c"]) < 0.06
+    assert "pooled reference (all test data)" in proc.stdout and "binary analysis (drops" in proc.stdout
     # secure aggregation at the same epsilon: the same report shape, summed noise well below the histogram's
     secagg, hist = report["secagg_protocol"], report["histogram_protocol"]
     assert set(secagg) == set(hist) and secagg["protocol"] == "secagg"
@@ -110,7 +118,8 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     assert sum(b["n"] or 0 for b in pooled_h["bins"]) == 249
     assert pooled_h["oe"]["lower"] < pooled_h["oe"]["value"] < pooled_h["oe"]["upper"]
     assert "  O/E  " in proc.stdout and "  cal. slope  " in proc.stdout
-    for folder in ("report", "report-histogram"):  # one report shape for both protocols
+    assert (out / "report-survival" / "survival.png").read_bytes()[:4] == b"\x89PNG"
+    for folder in ("report", "report-histogram", "report-survival"):  # one report shape for every protocol
         assert set(REPORT_FILES.values()) <= {p.name for p in (out / folder).iterdir()}
     # the histogram validation of the demo also reports per site and a decision curve, and nothing else
     assert sorted(p.name for p in (out / "report-histogram").iterdir()) == sorted(

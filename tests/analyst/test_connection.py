@@ -6,8 +6,6 @@ import contextlib
 import json
 import math
 import socket
-import subprocess
-import sys
 import threading
 import time
 from concurrent import futures
@@ -46,10 +44,12 @@ class FlakyService(site_pb2_grpc.SiteServiceServicer):
 
 
 @contextlib.contextmanager
-def flaky_server(service):
+def flaky_server(service, pki):
+    """``service`` on a real gRPC server with the test PKI's server certificate (TLS, as a site serves)."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     site_pb2_grpc.add_SiteServiceServicer_to_server(service, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    credentials = grpc.ssl_server_credentials([(pki.server_key.read_bytes(), pki.server_cert.read_bytes())])
+    port = server.add_secure_port("127.0.0.1:0", credentials)
     server.start()
     try:
         yield f"127.0.0.1:{port}"
@@ -58,10 +58,10 @@ def flaky_server(service):
 
 
 @pytest.mark.parametrize("failures, retries, ok, calls", [(2, 2, True, 3), (2, 1, False, 2), (0, 3, True, 1)])
-def test_unavailable_is_retried_by_the_grpc_retry_policy(failures, retries, ok, calls):
+def test_unavailable_is_retried_by_the_grpc_retry_policy(failures, retries, ok, calls, pki):
     service = FlakyService(failures)
-    with flaky_server(service) as address:
-        with Federation([SiteConfig(name="f", address=address, token="t", insecure=True)], retries=retries) as fed:
+    with flaky_server(service, pki) as address:
+        with Federation([SiteConfig(name="f", address=address, token="t", ca_file=pki.ca_cert)], retries=retries) as fed:
             if ok:
                 assert fed.describe()["f"]["site_name"] == "flaky"
             else:
@@ -71,18 +71,18 @@ def test_unavailable_is_retried_by_the_grpc_retry_policy(failures, retries, ok, 
     assert service.calls == calls
 
 
-def test_other_statuses_are_not_retried():
+def test_other_statuses_are_not_retried(pki):
     service = FlakyService(5, code=grpc.StatusCode.PERMISSION_DENIED)
-    with flaky_server(service) as address:
-        with Federation([SiteConfig(name="f", address=address, token="t", insecure=True)], retries=4) as fed:
+    with flaky_server(service, pki) as address:
+        with Federation([SiteConfig(name="f", address=address, token="t", ca_file=pki.ca_cert)], retries=4) as fed:
             with pytest.raises(SiteError):
                 fed.describe()
     assert service.calls == 1
 
 
-def test_retries_are_bounded_by_grpc():
+def test_retries_are_bounded_by_grpc(pki):
     with pytest.raises(ValueError, match="from 0 to 4"):
-        Federation([SiteConfig(name="f", address="127.0.0.1:1", token="t", insecure=True)], retries=5)
+        Federation([SiteConfig(name="f", address="127.0.0.1:1", token="t", ca_file=pki.ca_cert)], retries=5)
 
 
 @pytest.fixture(scope="module")
@@ -184,11 +184,10 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
 
 
 def test_after_histogram_releases_budget_and_describe_count_what_the_site_accepts(tmp_path, pki, helpers, capsys):
-    """Issue 18: after three histogram releases `dsroc budget` said "0 spent, validations left 3" (from the
+    """Before: after three histogram releases `dsroc budget` said "0 spent, validations left 3" (from the
     Gaussian-DP mu fields alone) while the site refused every further validation."""
-    path = helpers.write_site(tmp_path / "h", "h", helpers.site_frames(seed=4)[0], pki)
-    path.write_text(path.read_text().replace("budget_epsilon = 200.0", "budget_epsilon = 6.0")
-                    .replace("max_epsilon = 10.0", "max_epsilon = 6.0"))
+    path = helpers.write_site(tmp_path / "h", "h", helpers.site_frames(seed=4)[0], pki,
+                              policy={"budget_epsilon": 6.0, "max_epsilon": 6.0})
     (tmp_path / "t").write_text(helpers.TOKEN)
     with running_server(path) as server:
         (tmp_path / "f.toml").write_text(f'[[sites]]\nname = "s0"\naddress = "{server.bound_address}"\n'

@@ -122,7 +122,7 @@ def test_real_noise_keeps_the_auc_close(five_sites, pki, pooled, helpers):
     assert abs(res.auc - dsroc.empirical_auc(s, y)) < 0.02
     tau = dsroc.analytic_gaussian_sigma(5, 0.01, 0.1)
     for p in res.privacy.values():
-        # exact lattice noise (issue 18): at most 0.2 % above the analytic Gaussian calibration
+        # exact lattice noise: at most 0.2 % above the analytic Gaussian calibration
         assert p.sensitivity == pytest.approx(0.1) and tau <= p.noise_sd < 1.002 * tau
         assert p.mu_remaining > 0
     assert res.auc_ci[0] < res.auc < res.auc_ci[1]
@@ -263,8 +263,8 @@ def test_plain_text_only_when_explicit(tmp_path, pki, helpers):
 def test_a_repeated_validation_is_identical_and_free_of_query_cost(tmp_path, pki, helpers):
     from site_node.testing import running_server
 
-    path = helpers.write_site(tmp_path / "c", "c", helpers.site_frames(seed=4)[2], pki)
-    path.write_text(path.read_text().replace("max_delta = 0.05", "max_delta = 0.05\nmax_glm_evaluations = 7"))
+    path = helpers.write_site(tmp_path / "c", "c", helpers.site_frames(seed=4)[2], pki,
+                              policy={"max_glm_evaluations": 7})
     messages = []
     with running_server(path) as server:
         with helpers.federation([server.bound_address], pki) as fed:

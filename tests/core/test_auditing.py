@@ -96,7 +96,7 @@ def test_atoms_count_patients_per_label_and_interval():
 
 
 def test_a_cell_below_q_recovered_from_calibration_and_confusion_is_found():
-    """Finding 3 in miniature: a withheld bin is the difference of a confusion row and released bins."""
+    """The suppressed-cell attack in miniature: a withheld bin is the difference of a confusion row and released bins."""
     rng = np.random.default_rng(3)
     scores = {"s": np.concatenate([rng.uniform(0.0, 0.3, 20), [0.35, 0.36], rng.uniform(0.4, 1.0, 30)])}
     labels = {"y": (rng.random(52) < 0.4).astype(int)}

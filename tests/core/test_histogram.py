@@ -183,7 +183,7 @@ def test_a_valid_release_never_raises_and_says_what_is_missing():
     assert any(n.startswith("no AUC: too few patients") for n in v.notes)
     # Nobody left: nothing but the counts.
     v = histogram_validation([-2, -1, 0, -4], [0, -3, -1, 0], edges, sigma=3.0)
-    assert set(v.unavailable) == {"auc", "roc", "brier", "calibration", "oe", "recalibration"}
+    assert set(v.unavailable) == {"auc", "roc", "brier", "calibration", "oe", "citl", "recalibration"}
     assert v.brier is None and v.calibration is None and v.oe is None and v.recalibration is None
     # One positive: a ROC curve (its rates have denominators) but no AUC with a variance.
     v = histogram_validation([10, 20, 30, 5], [0, 0, 1, 0], edges, sigma=0.0)

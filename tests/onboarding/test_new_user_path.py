@@ -4,7 +4,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import stat
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 
 from analyst.config import load_federation_file
 from site_node.cli.init import init_site, name_seed, sample_dataset
+from site_node.testing import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -28,24 +28,13 @@ def readme_block(heading: str) -> list[str]:
     return [line.split("  #")[0].strip() for line in block.strip().splitlines()]
 
 
-def start_daemons(command: str, cwd: Path, n: int) -> tuple[subprocess.Popen, list[str]]:
-    """Start a background ``dsroc-site serve`` (the README's trailing '&') and wait for its n 'serving' lines."""
+def start_daemon(command: str, cwd: Path) -> Daemon:
+    """Start a background ``dsroc-site serve`` as the README writes it (with its trailing '&') and wait until it
+    serves every site it names."""
     assert command.endswith("&")
-    proc = subprocess.Popen(shlex.split(command[:-1]), cwd=cwd, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    addresses = [json.loads(proc.stdout.readline())["address"] for _ in range(n)]
-    return proc, addresses
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            assert proc.wait(timeout=20) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    words = shlex.split(command[:-1])
+    assert words[:2] == ["dsroc-site", "serve"] and words[2::2] == ["--config"] * len(words[3::2]), command
+    return Daemon(words[3::2], program=["dsroc-site"], env=ENV, cwd=cwd).wait_serving()
 
 
 def test_four_readme_commands_validate_two_local_sites(tmp_path):
@@ -56,11 +45,11 @@ def test_four_readme_commands_validate_two_local_sites(tmp_path):
     assert r.returncode == 0, r.stderr
     r = run(check)
     assert r.returncode == 0 and "no problems found" in r.stdout and "grade: ok (model column)" in r.stdout, r.stdout
-    proc, addresses = start_daemons(serve, tmp_path, 2)
+    daemon = start_daemon(serve, tmp_path)
     try:
         r = run(validate)
     finally:
-        stop(proc)
+        assert daemon.stop(timeout=20) == 0
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     # The histogram protocol (init's default): 400 patients per site, none shared, estimated from noisy counts.
@@ -76,7 +65,7 @@ def test_four_readme_commands_validate_two_local_sites(tmp_path):
     assert [n for n in ("roc.png", "calibration.png", "validation.png", "report.json", "summary.txt")
             if n not in written] == []
     sites, _ = load_federation_file(tmp_path / "fed" / "federation.toml")
-    assert sorted(s.address for s in sites) == sorted(addresses)
+    assert sorted(s.address for s in sites) == sorted(daemon.addresses)
 
 
 def test_init_writes_an_analyst_snippet_accepted_as_is(tmp_path):
@@ -92,12 +81,12 @@ def test_init_writes_an_analyst_snippet_accepted_as_is(tmp_path):
     # the analyst's folder holds no CA key or server key
     assert sorted(p.name for p in result.snippet.parent.iterdir()) == [
         "analyst1.token", "ca.crt", "client.crt", "client.key", "federation.toml"]
-    proc, _ = start_daemons(f"dsroc-site serve --config {result.config} &", tmp_path, 1)
+    daemon = start_daemon(f"dsroc-site serve --config {result.config} &", tmp_path)
     try:
         r = subprocess.run(["dsroc", "budget", "--federation", str(result.snippet), "--dataset", "sample"],
                            env=ENV, capture_output=True, text=True, timeout=60)
     finally:
-        stop(proc)
+        assert daemon.stop(timeout=20) == 0
     assert r.returncode == 0 and "hospital-a" in r.stdout, r.stderr
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import secrets
+import shutil
 import sqlite3
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,11 +19,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.rules.approvals import approve_model
-from site_node.config import parse_config
+from site_node.config import load_config
 from site_node.cli.init import sample_dataset
 from site_node.security.pki import generate_dev_pki
 from site_node.security.signing import public_key_text, sign_release, values_digest
-from site_node.testing import running_server, site_channel, site_stub
+from site_node.server import SiteServer
+from site_node.testing import running_server, site_channel, site_stub, write_site_config
 
 TOKENS = {"alice": "token-of-alice", "bob": "token-of-bob"}
 # A federation peer the tests play: its releases (any values) are signed with this key, which every
@@ -27,32 +32,49 @@ TOKENS = {"alice": "token-of-alice", "bob": "token-of-bob"}
 PEER_KEY = Ed25519PrivateKey.generate()
 
 
+def test_pki():
+    """The development PKI every default test site serves with (mutual TLS), made once per test run."""
+    global _PKI
+    if _PKI is None:
+        folder = Path(tempfile.mkdtemp(prefix="dsroc-test-pki-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _PKI = generate_dev_pki(folder)
+    return _PKI
+
+
+_PKI = None
+
+
+def client_tls(server: SiteServer) -> dict:
+    """The :func:`site_channel` keywords of a client of ``server``: mutual TLS with :func:`test_pki`'s client
+    certificate, or none for an insecure server."""
+    if server.insecure:
+        return {}
+    pki = test_pki()
+    return {"ca_cert": pki.ca_cert, "client_cert": pki.client_cert, "client_key": pki.client_key}
+
+
+def channel_to(server: SiteServer, **options):
+    """A raw gRPC channel to a running ``server`` (:func:`client_tls`), for calls beside the site API."""
+    return site_channel(server.bound_address, **client_tls(server), **options)
+
+
 def make_config(directory, *, frames=None, policy=None, site=None, analysts=None, tls=None, datasets=None, peers=None):
-    """A SiteConfig in ``directory`` with CSV datasets written from ``frames`` (name -> DataFrame)."""
+    """A SiteConfig in ``directory`` with CSV datasets written from ``frames`` (name -> DataFrame), serving mutual TLS
+    with :func:`test_pki` unless ``tls`` says otherwise (``tls=False``: no TLS files)."""
     frames = {"test": sample_dataset(300, seed=1)} if frames is None else frames
-    (directory / "data").mkdir(parents=True, exist_ok=True)
-    ds = {}
-    for name, frame in frames.items():
-        frame.to_csv(directory / "data" / f"{name}.csv", index=False)
-        ds[name] = {"path": f"data/{name}.csv", "outcomes": ["y"], "scores": ["pred"],
-                    "model_columns": ["age", "size", "nodes", "grade"]}
-    ds.update(datasets or {})
-    data = {
-        "site": {"name": directory.name, "listen": "127.0.0.1:0", **(site or {})},
-        "policy": {"protocols": ["histogram", "paper", "boyd"], "privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.01,
-                   "budget_epsilon": 20.0,
-                   "budget_delta": 0.05, **(policy or {})},
-        "analysts": analysts if analysts is not None else {
-            "alice": {"token_sha256": hashlib.sha256(TOKENS["alice"].encode()).hexdigest(), "datasets": ["*"]},
+    path = write_site_config(
+        directory, frames=frames, dataset={"outcomes": ["y"], "scores": ["pred"],
+                                           "model_columns": ["age", "size", "nodes", "grade"]},
+        datasets=datasets, site=site, tls=test_pki() if tls is None else tls,
+        policy={"protocols": ["histogram", "paper", "boyd"], "max_delta": 0.01, "budget_epsilon": 20.0,
+                **(policy or {})},
+        analysts=analysts if analysts is not None else {
+            "alice": TOKENS["alice"],
             "bob": {"token_sha256": hashlib.sha256(TOKENS["bob"].encode()).hexdigest(), "datasets": []},
         },
-        "datasets": ds,
-        "peers": {"testpeer": {"public_key": public_key_text(PEER_KEY)},
-                  **{name: {"public_key": key} for name, key in (peers or {}).items()}},
-    }
-    if tls:
-        data["tls"] = tls
-    return parse_config(data, source=directory / "site.toml")
+        peers={"testpeer": public_key_text(PEER_KEY), **(peers or {})})
+    return load_config(path)
 
 
 def peer_release(score_class, values, *, key=PEER_KEY, site="testpeer") -> pb.ReleaseInfo:
@@ -65,9 +87,15 @@ def peer_release(score_class, values, *, key=PEER_KEY, site="testpeer") -> pb.Re
 
 
 class Client:
-    """The raw generated stub with a bearer token on every call, plus streaming helpers."""
+    """The raw generated stub with a bearer token on every call, plus streaming helpers.
+
+    ``address`` is a ``host:port`` (plain text unless TLS files are given) or a running :class:`SiteServer`, whose
+    client it then is: mutual TLS with :func:`test_pki`'s client certificate unless the server is insecure.
+    """
 
     def __init__(self, address, token=TOKENS["alice"], **tls):
+        if isinstance(address, SiteServer):
+            address, tls = address.bound_address, {**client_tls(address), **tls}
         self.channel = site_channel(address, **tls)
         self.stub = site_stub(self.channel)
         self.metadata = [("authorization", f"Bearer {token}")] if token else []
@@ -126,13 +154,13 @@ def site_config(tmp_path):
 
 @pytest.fixture
 def server(site_config):
-    with running_server(site_config, insecure=True) as srv:
+    with running_server(site_config) as srv:
         yield srv
 
 
 @pytest.fixture
 def client(server):
-    c = Client(server.bound_address)
+    c = Client(server)
     yield c
     c.close()
 
@@ -154,8 +182,7 @@ def ledger_snapshot(path) -> tuple:
     """Everything in a ledger database (releases, stored values, query counters), for before/after checks."""
     with sqlite3.connect(path) as db:
         return tuple(tuple(db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall())
-                     for t in ("releases", "glm_evaluations", "survivor_uploads",
-                                                               "calibration_edges", "confusion_thresholds", "models"))
+                     for t in ("releases", "glm_evaluations", "survivor_uploads", "models"))
 
 
 @pytest.fixture

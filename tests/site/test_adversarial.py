@@ -3,7 +3,6 @@ analysts' sessions, concurrency against the caps and the budget, and the audit l
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import resource
@@ -24,9 +23,9 @@ from site_node.cli import build_parser
 from site_node.config import ConfigError
 from site_node.store.ledger import budget_mu
 from site_node.server import SiteServer, is_loopback
-from site_node.testing import running_server
+from site_node.testing import running_server, site_stub
 
-from .conftest import peer_release
+from .conftest import channel_to, peer_release
 
 NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
 C = grpc.StatusCode
@@ -39,8 +38,8 @@ def _f64(values) -> bytes:
     """Scores as the wire carries them: little-endian float64 bytes."""
     return np.asarray(values, dtype="<f8").tobytes()
 
-def _healthy(address: str) -> bool:
-    with grpc.insecure_channel(address) as ch:
+def _healthy(server) -> bool:
+    with channel_to(server) as ch:
         reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
     return reply.status == health_pb2.HealthCheckResponse.SERVING
 
@@ -71,7 +70,7 @@ def test_huge_grid_and_bin_counts_are_refused_before_any_allocation(server, clie
     # The server runs in this process: its peak memory grew by far less than one such array (KiB).
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 200 * 1024
     assert snapshot(server.config.ledger_path) == before
-    assert _healthy(server.bound_address)
+    assert _healthy(server)
 
 
 def test_undecodable_requests_are_refused_as_invalid_and_audited(server, client):
@@ -85,7 +84,7 @@ def test_undecodable_requests_are_refused_as_invalid_and_audited(server, client)
     assert [(e["call"], e["decision"], e["analyst"]) for e in entries] == [
         ("OpenSession", "INVALID_ARGUMENT", "alice"), ("UploadSurvivor", "INVALID_ARGUMENT", "alice")]
     assert entries[0]["message"] == details
-    assert client.Describe(pb.DescribeRequest()).datasets and _healthy(server.bound_address)
+    assert client.Describe(pb.DescribeRequest()).datasets and _healthy(server)
 
 
 def test_malformed_survivor_streams(server, client, snapshot):
@@ -117,7 +116,7 @@ def test_malformed_survivor_streams(server, client, snapshot):
     assert snapshot(server.config.ledger_path) == before
     # Nothing was stored in the session either: the next call is still out of order.
     _refused(lambda: client.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1])), C.FAILED_PRECONDITION)
-    assert _healthy(server.bound_address)
+    assert _healthy(server)
 
 
 def test_a_negative_chunk_size_on_the_wire_is_capped(server, client):
@@ -135,19 +134,17 @@ def test_a_negative_chunk_size_on_the_wire_is_capped(server, client):
 
 @pytest.fixture
 def two_analysts_config(make_site_config):
-    analysts = {name: {"token_sha256": hashlib.sha256(token.encode()).hexdigest(), "datasets": ["*"]}
-                for name, token in (("alice", ALICE), ("carol", CAROL))}
-    return make_site_config(analysts=analysts)
+    return make_site_config(analysts={"alice": ALICE, "carol": CAROL})  # each allowed every dataset
 
 
 @pytest.fixture
 def two_analysts(two_analysts_config):
-    with running_server(two_analysts_config, insecure=True) as srv:
+    with running_server(two_analysts_config) as srv:
         yield srv
 
 
 def test_another_analysts_session_is_not_found(two_analysts, client_factory, snapshot):
-    alice, carol = client_factory(two_analysts.bound_address), client_factory(two_analysts.bound_address, CAROL)
+    alice, carol = client_factory(two_analysts), client_factory(two_analysts, CAROL)
     s = alice.open()
     alice.release(s, NEG)
     before = snapshot(two_analysts.config.ledger_path)
@@ -172,8 +169,8 @@ def test_another_analysts_session_is_not_found(two_analysts, client_factory, sna
 
 def test_the_theta_cap_holds_under_concurrency(make_site_config, client_factory, snapshot):
     cap = 5
-    with running_server(make_site_config(policy={"max_glm_evaluations": cap}), insecure=True, max_workers=16) as srv:
-        c = client_factory(srv.bound_address)
+    with running_server(make_site_config(policy={"max_glm_evaluations": cap}), max_workers=16) as srv:
+        c = client_factory(srv)
         s = c.open()
         c.upload(s, NEG, np.linspace(0.01, 0.99, 120))
 
@@ -190,19 +187,19 @@ def test_the_theta_cap_holds_under_concurrency(make_site_config, client_factory,
         assert results.count(C.RESOURCE_EXHAUSTED) == 48 - cap
         used = snapshot(srv.config.ledger_path)[1]
         assert [row[-1] for row in used] == [cap]
-        assert _healthy(srv.bound_address)
+        assert _healthy(srv)
 
 
 def test_concurrent_first_releases_cannot_overspend_the_budget(make_site_config, client_factory, snapshot):
     policy = {"max_epsilon": 2.0, "max_delta": 0.01, "budget_epsilon": 2.0, "budget_delta": 0.01}
-    with running_server(make_site_config(policy=policy), insecure=True, max_workers=16) as srv:
+    with running_server(make_site_config(policy=policy), max_workers=16) as srv:
         # Each release alone fits the budget; any two together exceed it (independent check with dsroc).
         epsilons = [2.0 - 1e-3 * i for i in range(8)]
         mus = [1.0 / analytic_gaussian_sigma(e, 0.01, 1.0) for e in epsilons]
         assert max(mus) <= budget_mu(2.0, 0.01) * (1 + 1e-9) < gdp_mu(sorted(mus)[:2])
 
         def release(eps):
-            c = client_factory(srv.bound_address)
+            c = client_factory(srv)
             try:
                 return c.release(c.open(), NEG, epsilon=eps)[0].mu_charged
             except grpc.RpcError as exc:
@@ -236,8 +233,8 @@ def test_models_are_capped_per_dataset_also_after_a_restart(make_site_config, cl
     def model(intercept):
         return pb.GlmModel(link=pb.LINK_LOGIT, intercept=intercept, coefficients=[pb.Coefficient(name="age", value=0.05)])
 
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         c.open(model=model(-3))
         c.open(model=model(-2))
         c.open(model=model(-3))  # the same model again is free
@@ -248,8 +245,8 @@ def test_models_are_capped_per_dataset_also_after_a_restart(make_site_config, cl
         assert c.open()  # the administrator's score columns are not models
         assert c.Describe(pb.DescribeRequest()).policy.max_models == 2
         c.close()
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         _refused(lambda: c.open(model=model(-1)), C.RESOURCE_EXHAUSTED)
         assert c.open(model=model(-2))
         c.close()
@@ -258,8 +255,8 @@ def test_models_are_capped_per_dataset_also_after_a_restart(make_site_config, cl
 def test_a_refused_session_records_no_model(make_site_config, client_cls, snapshot):
     config = make_site_config(site={"max_sessions": 1})
     model = pb.GlmModel(link=pb.LINK_PROBIT, coefficients=[pb.Coefficient(name="nodes", value=0.1)])
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         c.open()
         before = snapshot(config.ledger_path)
         _refused(lambda: c.open(model=model), C.RESOURCE_EXHAUSTED, "open sessions")
@@ -274,9 +271,9 @@ def test_the_audit_log_records_every_request_and_only_grows(server, client, clie
     client.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 1]))  # 4
     _refused(lambda: client.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0])), C.INVALID_ARGUMENT)  # 5
     _refused(lambda: client.release(s, NEG, epsilon=99), C.PERMISSION_DENIED)  # 6
-    stranger = client_factory(server.bound_address, token="stolen?")
+    stranger = client_factory(server, token="stolen?")
     _refused(lambda: stranger.upload(s, NEG, noisy), C.UNAUTHENTICATED)  # 7
-    _refused(lambda: client_factory(server.bound_address, token=None).BrierParts(
+    _refused(lambda: client_factory(server, token=None).BrierParts(
         pb.BrierPartsRequest(session_id=s)), C.UNAUTHENTICATED)  # 8
     first = server.config.audit_path.read_text()
     entries = _audit(server)
@@ -363,8 +360,8 @@ def test_other_outcomes_cannot_difference_thresholds_or_edges(make_site_config, 
     s = np.sort(frame["pred"].to_numpy())
     base, close = 0.31, 0.32  # neighbours on the lattice; tp + fp at the two differ by 3 patients
     assert ((s >= base) & (s < close)).sum() == 3
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         first, second = c.open(dataset="two", outcome="y"), c.open(dataset="two", outcome="y2")
         cells = c.ConfusionParts(pb.ConfusionPartsRequest(session_id=first, threshold=base))
         before = snapshot(config.ledger_path)
@@ -389,8 +386,8 @@ def test_calibration_edges_and_confusion_thresholds_cannot_be_differenced(make_s
     base, near, far = 0.31, 0.32, 0.6  # on the lattice; 3 patients in [base, near)
     assert ((s >= base) & (s < near)).sum() == 3
     assert ((s >= base) & (s < far)).sum() >= 5 and ((s >= near) & (s < far)).sum() >= 5
-    with running_server(make_site_config(), insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(make_site_config()) as srv:
+        c = client_cls(srv)
         session = c.open()
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=base))
         before = snapshot(srv.config.ledger_path)
@@ -404,8 +401,8 @@ def test_calibration_edges_and_confusion_thresholds_cannot_be_differenced(make_s
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, base, far, 1])))
         c.close()
     # The other way round, on a fresh site: a threshold next to an answered edge is refused.
-    with running_server(make_site_config("fresh"), insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(make_site_config("fresh")) as srv:
+        c = client_cls(srv)
         session = c.open()
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=session, edges=pb.Values(values=[0, base, far, 1])))
         before = snapshot(srv.config.ledger_path)
@@ -450,9 +447,9 @@ def test_a_model_cannot_overflow_to_count_patients(server, client, frame, snapsh
 
 
 def test_the_model_cap_holds_under_concurrency(make_site_config, client_factory, snapshot):
-    with running_server(make_site_config(policy={"max_models": 2}), insecure=True, max_workers=16) as srv:
+    with running_server(make_site_config(policy={"max_models": 2}), max_workers=16) as srv:
         def open_model(i):
-            c = client_factory(srv.bound_address)
+            c = client_factory(srv)
             model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-i, coefficients=[pb.Coefficient(name="grade", value=1)])
             try:
                 return c.open(model=model)
@@ -462,15 +459,14 @@ def test_the_model_cap_holds_under_concurrency(make_site_config, client_factory,
         with ThreadPoolExecutor(8) as pool:
             results = list(pool.map(open_model, range(8)))
         assert sum(isinstance(r, str) for r in results) == 2 and results.count(C.RESOURCE_EXHAUSTED) == 6
-        assert len(snapshot(srv.config.ledger_path)[5]) == 2
+        assert len(snapshot(srv.config.ledger_path)[3]) == 2
 
 
 def test_one_analyst_cannot_take_every_session(make_site_config, client_factory):
-    analysts = {name: {"token_sha256": hashlib.sha256(token.encode()).hexdigest(), "datasets": ["*"]}
-                for name, token in (("alice", ALICE), ("carol", CAROL))}
-    config = make_site_config(analysts=analysts, site={"max_sessions": 4, "max_sessions_per_analyst": 2})
-    with running_server(config, insecure=True) as srv:
-        alice, carol = client_factory(srv.bound_address), client_factory(srv.bound_address, CAROL)
+    config = make_site_config(analysts={"alice": ALICE, "carol": CAROL},
+                              site={"max_sessions": 4, "max_sessions_per_analyst": 2})
+    with running_server(config) as srv:
+        alice, carol = client_factory(srv), client_factory(srv, CAROL)
         first = alice.open()
         alice.open()
         _refused(alice.open, C.RESOURCE_EXHAUSTED, "limit per analyst")
@@ -482,8 +478,8 @@ def test_one_analyst_cannot_take_every_session(make_site_config, client_factory)
 def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_factory, peer_release):
     import threading
 
-    with running_server(two_analysts_config, insecure=True, max_workers=4) as srv:  # 2 calls at once per analyst
-        alice, carol = client_factory(srv.bound_address), client_factory(srv.bound_address, CAROL)
+    with running_server(two_analysts_config, max_workers=4) as srv:  # 2 calls at once per analyst
+        alice, carol = client_factory(srv), client_factory(srv, CAROL)
         s = alice.open()
         stall = threading.Event()
 
@@ -508,7 +504,7 @@ def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_fact
         else:
             raise AssertionError("the per-analyst call limit never applied within 30 s")
         # The others and the health probe are still served while alice's streams hang.
-        assert carol.Describe(pb.DescribeRequest()).site_name and _healthy(srv.bound_address)
+        assert carol.Describe(pb.DescribeRequest()).site_name and _healthy(srv)
         stall.set()
         for call in calls:
             assert call.result().n_received == 1
@@ -545,8 +541,8 @@ def test_one_analyst_cannot_occupy_every_worker(two_analysts_config, client_fact
 def test_query_records_survive_a_restart(make_site_config, client_cls):
     config = make_site_config(policy={"max_glm_evaluations": 2, "max_survivor_uploads": 1})
     s0 = np.linspace(0.05, 0.95, 60)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         c.upload(s, NEG, s0)
         for i in range(2):
@@ -554,8 +550,8 @@ def test_query_records_survive_a_restart(make_site_config, client_cls):
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=s, threshold=0.31))
         c.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=2))
         c.close()
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         assert c.upload(s, NEG, s0).evaluations_left == 0
         _refused(lambda: c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0, 3])), C.RESOURCE_EXHAUSTED)
@@ -567,12 +563,10 @@ def test_query_records_survive_a_restart(make_site_config, client_cls):
 
 def test_messages_above_the_size_limit(make_site_config, client_factory):
     config = make_site_config(site={"max_message_bytes": 1024 * 1024})
-    with running_server(config, insecure=True) as srv:
-        c = client_factory(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_factory(srv)
         c.channel.close()
-        c.channel = grpc.insecure_channel(srv.bound_address, options=[("grpc.max_send_message_length", 64 << 20)])
-        from site_node.testing import site_stub
-
+        c.channel = channel_to(srv, max_message_bytes=64 << 20)
         c.stub = site_stub(c.channel)
         _refused(lambda: c.OpenSession(pb.OpenSessionRequest(dataset="x" * (2 << 20))), C.RESOURCE_EXHAUSTED)
         s = c.open()
@@ -583,7 +577,7 @@ def test_messages_above_the_size_limit(make_site_config, client_factory):
         last = _audit(srv)[-1]
         assert last["call"] == "UploadSurvivor" and last["decision"] in ("CANCELLED", "INVALID_ARGUMENT")
         assert srv.ledger.budget(srv.config.datasets["test"].population, srv.config.policy).releases == 0
-        assert c.Describe(pb.DescribeRequest()).datasets and _healthy(srv.bound_address)
+        assert c.Describe(pb.DescribeRequest()).datasets and _healthy(srv)
 
 
 def test_thresholds_snap_to_the_lattice(server, client, frame):
@@ -633,8 +627,8 @@ def test_a_model_reproducing_a_score_column_cannot_difference_it(make_site_confi
     model = pb.GlmModel(link=pb.LINK_LOGIT, intercept=-3.0, coefficients=[
         pb.Coefficient(name="age", value=0.03), pb.Coefficient(name="nodes", value=0.2)])
     approve(config, model)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         column, same_scores = c.open(column="risk"), c.open(model=model)
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=column, threshold=base))
         before = snapshot(config.ledger_path)
@@ -659,15 +653,15 @@ def test_cuts_of_a_removed_score_column_still_bind(make_site_config, client_cls,
     frame = frame.assign(pred2=frame["pred"])
     two = make_site_config(frames={"test": frame}, datasets={"test": {
         "path": "data/test.csv", "outcomes": ["y"], "scores": ["pred", "pred2"]}})
-    with running_server(two, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(two) as srv:
+        c = client_cls(srv)
         c.ConfusionParts(pb.ConfusionPartsRequest(session_id=c.open(column="pred2"), threshold=0.5))
         c.close()
     one = make_site_config(frames={"test": frame}, datasets={"test": {
         "path": "data/test.csv", "outcomes": ["y"], "scores": ["pred"]}})
     assert one.ledger_path == two.ledger_path
-    with running_server(one, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(one) as srv:
+        c = client_cls(srv)
         before = snapshot(one.ledger_path)
         _refused(lambda: c.ConfusionParts(pb.ConfusionPartsRequest(session_id=c.open(), threshold=0.4)),
                  C.FAILED_PRECONDITION, "can no longer be evaluated")

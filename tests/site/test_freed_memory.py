@@ -88,14 +88,14 @@ def test_trimming_gives_the_freed_heap_back_to_the_system():
 
 def test_a_daemon_trims_after_its_calls_and_answers_the_same(site_config):
     assert trim_freed_memory()  # glibc
-    server = SiteServer(site_config, insecure=True, address="127.0.0.1:0", trim_memory=True)
+    server = SiteServer(site_config, address="127.0.0.1:0", trim_memory=True)
     trims = []
     real = server.freed_memory._trim
     server.freed_memory._trim = lambda: (trims.append(1), real())
     growth, server.freed_memory.growth = server.freed_memory.growth, 0  # every last call trims
     server.start()
     try:
-        client = Client(server.bound_address)
+        client = Client(server)
         session = client.open()
         assert trims == [1]  # a unary call gives its slot back before its answer leaves
         info, values, _ = client.release(session, pb.SCORE_CLASS_NEGATIVES)

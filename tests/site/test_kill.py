@@ -20,6 +20,7 @@ import grpc
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.cli.init import init_site
+from site_node.testing import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
 NEG = pb.SCORE_CLASS_NEGATIVES
@@ -27,21 +28,13 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 CLI = [sys.executable, "-m", "site_node"]
 
 
-class Daemon:
-    """``dsroc-site serve`` in a subprocess, with a TLS client."""
-
-    def __init__(self, site, client_factory):
-        self.site, self.client_factory = site, client_factory
-        self.proc = subprocess.Popen(CLI + ["serve", "--config", str(site.config)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, env=ENV)
-        self.address = json.loads(self.proc.stdout.readline())["address"]
-        pki = site.pki
-        self.client = client_factory(self.address, site.token, ca_cert=pki.ca_cert, client_cert=pki.client_cert,
-                                     client_key=pki.client_key)
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
+def _daemon(site, client_factory):
+    """``dsroc-site serve`` of an init'ed site in a subprocess, and a mutual-TLS client of it."""
+    daemon = Daemon(site.config).wait_serving()
+    pki = site.pki
+    daemon.client = client_factory(daemon.address, site.token, ca_cert=pki.ca_cert, client_cert=pki.client_cert,
+                                   client_key=pki.client_key)
+    return daemon
 
 
 def _hammer(client, session, answered, stop):
@@ -106,7 +99,7 @@ def test_kill_9_during_releases_caps_approvals_and_cuts_loses_nothing_and_charge
     approved, killed_approvals = [], 0
     first = None
     for cycle, delay in enumerate((0.5, 1.2)):
-        daemon = Daemon(site, client_factory)
+        daemon = _daemon(site, client_factory)
         c = daemon.client
         session = c.open(dataset="sample")
         info, noisy, _ = c.release(session, NEG, epsilon=1.0, delta=1e-3)
@@ -138,7 +131,7 @@ def test_kill_9_during_releases_caps_approvals_and_cuts_loses_nothing_and_charge
             t.join(timeout=60)
 
         # Restart on the same folder: everything answered is recorded.
-        daemon = Daemon(site, client_factory)
+        daemon = _daemon(site, client_factory)
         c = daemon.client
         s = c.open(dataset="sample")
         for eps, (release_id, values) in answered["releases"].items():

@@ -21,8 +21,8 @@ def test_a_million_rows_stream_both_ways(make_site_config, client_cls, tmp_path)
     pd.DataFrame({"pred": pred, "y": y}).to_parquet(folder / "data" / "big.parquet")
     config = make_site_config("big", frames={}, site={"max_message_bytes": 4 * 1024 * 1024}, datasets={
         "big": {"path": "data/big.parquet", "outcomes": ["y"], "scores": ["pred"]}})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address, max_message_bytes=4 * 1024 * 1024)
+    with running_server(config) as srv:
+        c = client_cls(srv, max_message_bytes=4 * 1024 * 1024)
         s = c.open(dataset="big")
         info0, neg, chunks = c.release(s, pb.SCORE_CLASS_NEGATIVES, epsilon=5.0)
         _, pos, _ = c.release(s, pb.SCORE_CLASS_POSITIVES, epsilon=5.0)
@@ -30,7 +30,7 @@ def test_a_million_rows_stream_both_ways(make_site_config, client_cls, tmp_path)
         assert len(chunks) > 1 and max(len(ch.scores) // 8 for ch in chunks) <= 65536
         assert neg.size == (y == 0).sum() and pos.size == (y == 1).sum() and neg.size + pos.size == N
         assert np.all(np.diff(neg) >= 0)
-        # Issue 9, item 7: the ledger does not keep 16 MB of values; issue 18: it keeps the noisy lattice points,
+        # The ledger does not keep 16 MB of values: it keeps the noisy lattice points,
         # delta-encoded, deflated and sealed with the noise key, well under 1 MB.
         import sqlite3
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -20,6 +19,7 @@ from dsroc.v1 import site_pb2 as pb
 from site_node.interceptors.audit import AuditLog, AuditRecord, read_audit
 from site_node.cli import main
 from site_node.cli.init import init_site
+from site_node.testing import Daemon
 
 from .conftest import wait_until
 
@@ -50,15 +50,13 @@ def test_analysts_are_added_and_revoked_live_each_with_a_certificate_of_their_ow
     # Before: SIGHUP ended the daemon without a log line, a new analyst needed a hand-pasted token hash and a
     # restart, and every analyst shared one client key.
     site = init_site(tmp_path / "site")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    daemon = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    daemon = Daemon(site.config)
     try:
-        address = json.loads(daemon.stdout.readline())["address"]
+        address = daemon.wait_serving().address
         first = site.snippet.parent
-        daemon.send_signal(signal.SIGHUP)  # a plain reload changes nothing and ends nothing
+        daemon.signal(signal.SIGHUP)  # a plain reload changes nothing and ends nothing
         time.sleep(0.5)
-        assert daemon.poll() is None and _describe(client_cls, address, first, "analyst1") is grpc.StatusCode.OK
+        assert daemon.proc.poll() is None and _describe(client_cls, address, first, "analyst1") is grpc.StatusCode.OK
 
         code, out, _ = _cli(capsys, "analyst", "add", "bob", "--config", str(site.config))
         assert code == 0 and "was told to reload" in out, out
@@ -78,11 +76,11 @@ def test_analysts_are_added_and_revoked_live_each_with_a_certificate_of_their_ow
         assert code == 0, out
         assert wait_until(lambda: _describe(client_cls, address, bob, "bob") is grpc.StatusCode.UNAUTHENTICATED)
         assert _describe(client_cls, address, first, "analyst1") is grpc.StatusCode.OK
-        assert daemon.poll() is None  # the same daemon all along
+        assert daemon.proc.poll() is None  # the same daemon all along
     finally:
-        daemon.terminate()
-        _, err = daemon.communicate(timeout=60)
-    assert daemon.returncode == 0
+        code = daemon.stop(timeout=60)
+    err = daemon.log()
+    assert code == 0
     assert err.count("reloaded its analysts") == 3 and "added ['bob']" in err and "removed ['bob']" in err
     calls = [r["call"] for r in read_audit(site.config.parent / "state" / "audit.jsonl")]
     assert [c for c in calls if c in ("AnalystAdd", "AnalystRevoke", "Reload")] == \

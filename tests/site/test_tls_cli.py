@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.interceptors.auth import hash_token, new_token
@@ -20,7 +17,7 @@ from site_node.config import ConfigError, load_config
 from site_node.cli.init import init_site
 from site_node.security.pki import generate_dev_pki
 from site_node.server import SiteServer
-from site_node.testing import running_server, running_site
+from site_node.testing import Daemon, running_server, running_site
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,24 +58,11 @@ def test_mutual_tls_with_the_dev_pki(tmp_path, client_factory):
 
 
 def test_tls_is_required_unless_insecure(make_site_config):
-    config = make_site_config()
+    config = make_site_config(tls=False)
     with pytest.raises(ConfigError, match="tls: TLS is on by default"):
         SiteServer(config, address="127.0.0.1:0")
     with running_server(config, insecure=True) as srv:
         assert srv.port > 0
-
-
-def _wait_serving(address, timeout=20.0, **creds):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with grpc.secure_channel(address, grpc.ssl_channel_credentials(**creds)) as ch:
-                r = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
-                if r.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-        except grpc.RpcError:
-            time.sleep(0.2)
-    raise AssertionError("the daemon did not become SERVING")
 
 
 def test_cli_init_serve_budget_audit(tmp_path):
@@ -90,15 +74,12 @@ def test_cli_init_serve_budget_audit(tmp_path):
     config_text = (tmp_path / "s" / "site.toml").read_text()
     assert hash_token(token) in config_text and token not in config_text
 
-    proc = subprocess.Popen(cli + ["serve", "--config", str(tmp_path / "s" / "site.toml")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        line = json.loads(proc.stdout.readline())
-        address = line["address"]
+    with Daemon(tmp_path / "s" / "site.toml") as daemon:
+        address = daemon.wait_serving().address
         adir = tmp_path / "s-analyst1"  # the analyst's folder lies beside the site folder
+        daemon.wait_healthy(ca_cert=adir / "ca.crt", client_cert=adir / "client.crt", client_key=adir / "client.key")
         creds = dict(root_certificates=(adir / "ca.crt").read_bytes(), private_key=(adir / "client.key").read_bytes(),
                      certificate_chain=(adir / "client.crt").read_bytes())
-        _wait_serving(address, **creds)
         with grpc.secure_channel(address, grpc.ssl_channel_credentials(**creds)) as ch:
             from dsroc.v1 import site_pb2_grpc
 
@@ -110,14 +91,9 @@ def test_cli_init_serve_budget_audit(tmp_path):
             r = stub.ReleaseHistogram(pb.HistogramRequest(session_id=s.session_id, epsilon=3, delta=0.001, n_bins=20),
                                       metadata=md)
             assert not r.repeated and len(r.negatives) == 20
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
-        logs = [json.loads(x) for x in proc.stderr.read().splitlines() if x.startswith("{")]
+        assert daemon.stop(timeout=20) == 0
+        logs = [json.loads(x) for x in daemon.log().splitlines() if x.startswith("{")]
         assert any("received SIGTERM" in e["message"] for e in logs) and logs[-1]["message"].endswith("stopped")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
     config = str(tmp_path / "s" / "site.toml")
     budget = json.loads(subprocess.run(cli + ["budget", "--config", config, "--json"], capture_output=True, text=True,

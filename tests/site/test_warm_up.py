@@ -20,7 +20,7 @@ def test_after_the_warm_up_a_session_reads_nothing(make_site_config, frame):
         reads.append(dataset_config.name)
         return read_table(dataset_config)
 
-    ledger = SqliteLedger(config.ledger_path)
+    ledger = SqliteLedger.in_memory()
     site = Site(config, ledger, datasets=DatasetStore(config.datasets, reader=reader))
     try:
         assert site.warm_up() == 2  # the unreadable dataset is skipped (a request names it)
@@ -43,14 +43,13 @@ def test_health_reports_serving_only_once_the_warm_up_is_done(site_config):
     """SERVING means warm: NOT_SERVING while the datasets are read, SERVING after, NOT_SERVING once stopping."""
     import threading
 
-    import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     from site_node.server import SiteServer
 
-    from .conftest import wait_until
+    from .conftest import channel_to, wait_until
 
-    server = SiteServer(site_config, insecure=True, address="127.0.0.1:0", warm_up=True)
+    server = SiteServer(site_config, address="127.0.0.1:0", warm_up=True)
     reading, done = threading.Event(), threading.Event()
     warm_up = server.site.warm_up
 
@@ -62,7 +61,7 @@ def test_health_reports_serving_only_once_the_warm_up_is_done(site_config):
     server.site.warm_up = slow_warm_up
     server.start()
     try:
-        with grpc.insecure_channel(server.bound_address) as channel:
+        with channel_to(server) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
 
             def status():

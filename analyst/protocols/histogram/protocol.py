@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
-from scipy.stats import norm
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
 from dsroc.histogram.stages import MODE_Z, first_stage_bins, laplace_count_sd, laplace_two_stage_plan, second_mode
@@ -24,8 +23,8 @@ from analyst.result.parts import Calibration, Estimate, RocCurve, num
 from analyst.result.pr import pr_from_counts
 from analyst.result.summary import fmt, plural
 
-__all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "citl_with_noise",
-           "histogram_result", "summed_result", "two_modes_lines"]
+__all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "histogram_result",
+           "summed_result", "two_modes_lines"]
 
 HISTOGRAM_GUARANTEE = (
     "histogram protocol: each site's whole answer is epsilon-DP under add/remove-one-patient adjacency (discrete "
@@ -214,33 +213,6 @@ def _slope(recal, level: float) -> Estimate | None:
     return Estimate(recal.slope, lo, hi, float(recal.cov[1, 1]), recal.includes)
 
 
-def citl_with_noise(events, counts, mean_predictions, merged, *, sigma: float, level: float) -> Estimate | None:
-    """Calibration-in-the-large ``a`` of ``logit P(y=1) = a + logit(r)`` from noisy binned counts.
-
-    The grouped fit of :func:`dsroc.calibration_intercept` (each bin's patients at its mean prediction
-    ``r``); its variance is the fit's plus the noise's by the delta method,
-    ``sigma^2 sum_g k_g ((1 - mu_g)^2 + mu_g^2) / I^2`` with ``k_g`` grid cells merged into bin ``g`` (each
-    class's count carries ``k_g`` cells' noise) and ``I = sum_g m_g mu_g (1 - mu_g)``. None where no
-    finite estimate exists (no events, no non-events, predictions at 0 or 1).
-    """
-    import dsroc
-    from scipy.special import expit, logit
-
-    k, m, r, merged = (np.asarray(a, dtype=np.float64) for a in (events, counts, mean_predictions, merged))
-    use = (m > 0) & np.isfinite(r) & (r > 0) & (r < 1) & np.isfinite(k)
-    if not use.any() or not 0 < k[use].sum() < m[use].sum():
-        return None
-    try:
-        fit = dsroc.calibration_intercept(k[use], m[use], r[use], level=level)
-    except ValueError:
-        return None
-    mu = expit(fit.value + logit(r[use]))
-    info = float(np.sum(m[use] * mu * (1 - mu)))
-    noise = sigma**2 * float(np.sum(merged[use] * ((1 - mu) ** 2 + mu**2))) / info**2
-    lo, hi = norm.interval(level, loc=fit.value, scale=math.sqrt(fit.variance + noise))
-    return Estimate(fit.value, float(lo), float(hi), fit.variance + noise, _NOISE)
-
-
 def histogram_calibration(v, level: float, with_sums: bool = False) -> Calibration | None:
     """The merged-bin calibration curve and hierarchy of a histogram validation."""
     c = v.calibration
@@ -258,8 +230,8 @@ def histogram_calibration(v, level: float, with_sums: bool = False) -> Calibrati
                         "mean prediction within a bin may differ)"),
         interval="Wald per merged bin and for the hierarchy; " + _NOISE,
         oe=Estimate.of(v.oe, _NOISE), slope=_slope(v.recalibration, level),
-        citl=citl_with_noise(c.observed * c.count, c.count, c.predicted, groups[:, 1] - groups[:, 0] + 1,
-                             sigma=v.sigma, level=level),
+        citl=Estimate.of(v.citl, _NOISE + (" (of the counts and of the score sums in the mean predictions)"
+                                           if with_sums else " (of the counts)")),
         recalibration_intercept=v.recalibration.intercept if v.recalibration is not None else math.nan,
         risk_edges=e, risk_negatives=np.asarray(v.counts0, dtype=float), risk_positives=np.asarray(v.counts1, dtype=float),
         notes=("bins are merged upwards until each holds enough patients that the noise is at most 10% of its count",))

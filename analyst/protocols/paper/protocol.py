@@ -16,6 +16,7 @@ from dsroc.v1 import site_pb2 as pb
 
 from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0
+from analyst.protocols.paper.steps import PaperSession
 from analyst.protocols.paper.wire import PaperAnswers
 from analyst.recommend import recommendation_warning
 from analyst.result import ValidationResult
@@ -185,6 +186,7 @@ class PaperProtocol(Protocol):
     privacy_unit = "one patient's score in the noisy releases (the sites' sensitivity rule); other answers: q"
     options_type = PaperOptions
     with_sensitivity = True
+    session_type = PaperSession
 
     def check(self, request: ValidationRequest, options: PaperOptions) -> None:
         check_privacy_request(epsilon=request.epsilon, delta=request.delta, sensitivity=options.sensitivity)

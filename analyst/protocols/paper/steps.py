@@ -292,16 +292,6 @@ class PaperSession(ValidationSession):
         variance = dsroc.delong_variance_from_moments(var_pv0=var0, n1=n1, var_pv1=var1, n0=n0)
         return PlacementSummary(mean0, mean1, variance, n0, n1)
 
-    def placement_variance(self) -> tuple[float, int, int]:
-        """Distributed DeLong variance from two passes over the sites' placement values.
-
-        Returns
-        -------
-        variance, n0, n1
-        """
-        m = self.placement_moments()
-        return m.variance, m.n0, m.n1
-
     @staticmethod
     def release_summary(releases: Mapping[str, SiteRelease], *,
                         pooled: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:

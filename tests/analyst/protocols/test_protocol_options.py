@@ -8,8 +8,8 @@ from analyst.protocols import PROTOCOLS, get_protocol
 
 
 @pytest.fixture
-def nowhere():
-    with Federation([SiteConfig(name="a", address="127.0.0.1:9", token="t", insecure=True)], retries=0) as fed:
+def nowhere(pki):
+    with Federation([SiteConfig(name="a", address="127.0.0.1:9", token="t", ca_file=pki.ca_cert)], retries=0) as fed:
         yield fed
 
 

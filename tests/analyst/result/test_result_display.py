@@ -25,7 +25,8 @@ def test_to_dict_has_the_same_keys_for_both_protocols_and_round_trips_json(both,
     d = json.loads(res.to_json(tmp_path / "r.json"))
     assert json.loads((tmp_path / "r.json").read_text()) == d
     assert set(d) == set(json.loads(both["paper"].to_json()))  # one shape for every protocol
-    assert d["protocol"] == protocol and d["detail"]["protocol"] == protocol and d["schema_version"] == 1
+    assert d["protocol"] == protocol and d["detail"]["protocol"] == protocol and d["schema_version"] == 2
+    assert d["analysis"] == "binary" and d["time"] is None and d["horizon"] is None
     assert d["auc"]["value"] == pytest.approx(res.auc) and d["auc"]["includes"] == res.auc_ci_includes
     assert set(d["calibration"]["bins"][0]) >= {"lower", "upper", "n", "predicted", "observed", "status"}
     assert set(d["privacy"]["a"]) >= {"sensitivity", "noise_sd", "epsilon", "delta", "mu_remaining", "epsilon_spent"}
@@ -41,7 +42,12 @@ def test_both_protocols_json_validates_against_the_packaged_schema(both, protoco
     with pytest.raises(jsonschema.ValidationError, match="includes"):
         helpers.check_schema(broken)
     with pytest.raises(jsonschema.ValidationError):
-        helpers.check_schema(dict(report, schema_version=2))
+        helpers.check_schema(dict(report, schema_version=3))
+    # a version 1 report (binary, before survival validations) stays valid; version 2 requires the analysis keys
+    old = {k: v for k, v in report.items() if k not in ("analysis", "time", "horizon")}
+    helpers.check_schema(dict(old, schema_version=1))
+    with pytest.raises(jsonschema.ValidationError, match="analysis"):
+        helpers.check_schema(old)
 
 
 def test_withheld_cells_carry_no_numbers_in_the_paper_report(both):

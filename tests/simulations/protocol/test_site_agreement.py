@@ -1,7 +1,5 @@
 """Protocol mode computes, per site, exactly what the site daemon's ``Site`` returns for the same uploads."""
 
-import hashlib
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,12 +9,13 @@ from dsroc import RocGlmParts, SurvivorFunction, mean_parts, rocglm_grid, sq_dev
 from dsroc.v1 import site_pb2 as pb
 from simulations.common.dgp import generate_replication
 from simulations.common.settings import select_settings
-from site_node.config import parse_config
+from site_node.config import load_config
 from site_node.store.ledger import SqliteLedger
 from site_node.data.scores import ScoreSpec
 from site_node.security.signing import public_key_text, sign_release, values_digest
 from site_node.protocols.paper.protocol import NEGATIVES, POSITIVES, PaperProtocol
 from site_node.site import Site
+from site_node.testing import write_site_config
 
 
 PEER_KEYS = {f"p{k}": Ed25519PrivateKey.generate() for k in range(5)}  # the five sites whose releases are pooled
@@ -35,20 +34,11 @@ def _segments(released, score_class):
 
 
 def _site(tmp_path, scores, labels):
-    pd.DataFrame({"pred": scores, "y": labels}).to_parquet(tmp_path / "data.parquet")
-    config = parse_config(
-        {
-            "site": {"name": "sim", "listen": "127.0.0.1:0"},
-            "policy": {"protocols": ["paper"], "privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.1,
-                       "budget_epsilon": 20.0,
-                       "budget_delta": 0.5},
-            "analysts": {"alice": {"token_sha256": hashlib.sha256(b"t").hexdigest(), "datasets": ["*"]}},
-            "datasets": {"test": {"path": "data.parquet", "outcomes": ["y"], "scores": ["pred"]}},
-            "peers": {name: {"public_key": public_key_text(key)} for name, key in PEER_KEYS.items()},
-        },
-        source=tmp_path / "site.toml",
-    )
-    return Site(config, SqliteLedger(tmp_path / "ledger.sqlite"))
+    config = write_site_config(
+        tmp_path, name="sim", frames={"test": pd.DataFrame({"pred": scores, "y": labels})}, data_format="parquet",
+        policy={"protocols": ["paper"], "max_delta": 0.1, "budget_epsilon": 20.0, "budget_delta": 0.5},
+        analysts={"alice": "t"}, peers={name: public_key_text(key) for name, key in PEER_KEYS.items()})
+    return Site(load_config(config), SqliteLedger.in_memory())
 
 
 def test_protocol_site_step_equals_site_node(tmp_path, protocol_reference):

@@ -170,25 +170,20 @@ def test_the_studys_two_stages_are_what_a_real_site_plans_for_the_analysts_reque
     (laplace_two_stage_plan's epsilon and delta per stage): the same fine grid, second grid and discrete Laplace
     noise as the study's, and that noise is the closed form's: stage 1 a tenth of epsilon on the counts, stage 2
     eight tenths on the counts and a tenth on the score sums (sensitivity 2), each within a grid step (5e-4)."""
-    import hashlib
-
-    from site_node.config import parse_config
+    from site_node.config import load_config
     from site_node.store.ledger import SqliteLedger
     from site_node.protocols.histogram.protocol import HistogramProtocol
     from site_node.data.scores import ScoreSpec
     from site_node.site import Site
+    from site_node.testing import write_site_config
 
     p, y, _ = sample_design(Design("skewed", 0.3, 0.8), 400, np.random.default_rng(1))
-    pd.DataFrame({"pred": p, "y": y}).to_parquet(tmp_path / "data.parquet")
-    config = parse_config({
-        "site": {"name": "sim", "listen": "127.0.0.1:0"},
-        "policy": {"protocols": ["histogram"], "privacy_level": 5, "max_epsilon": 10.0, "max_delta": 0.01,
-                   "budget_epsilon": 50.0, "budget_delta": 0.5},
-        "analysts": {"alice": {"token_sha256": hashlib.sha256(b"t").hexdigest(), "datasets": ["*"]}},
-        "datasets": {"test": {"path": "data.parquet", "outcomes": ["y"], "scores": ["pred"]}},
-    }, source=tmp_path / "site.toml")
+    config = load_config(write_site_config(
+        tmp_path, name="sim", frames={"test": pd.DataFrame({"pred": p, "y": y})}, data_format="parquet",
+        policy={"protocols": ["histogram"], "max_delta": 0.01, "budget_epsilon": 50.0, "budget_delta": 0.5},
+        analysts={"alice": "t"}))
     assert (POLICY_BINS, POLICY_LOGIT_RANGE) == (config.policy.histogram_bins, config.policy.histogram_logit_range)
-    site = Site(config, SqliteLedger(tmp_path / "ledger.sqlite"))
+    site = Site(config, SqliteLedger.in_memory())
     try:
         session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
         protocol = HistogramProtocol(site)

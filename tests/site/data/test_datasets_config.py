@@ -65,8 +65,8 @@ def test_token_hash_must_be_sha256(tmp_path):
 
 
 def _check_session(config, dataset, frame, client_cls):
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open(dataset=dataset)
         b = c.BrierParts(pb.BrierPartsRequest(session_id=s))
         y, p = frame["y"].to_numpy(), frame["pred"].to_numpy()
@@ -100,8 +100,8 @@ def test_parquet_and_sqlite_datasets(make_site_config, client_cls, tmp_path):
 
 def test_unreadable_dataset_is_reported_without_details(make_site_config, client_cls):
     config = make_site_config(frames={}, datasets={"gone": {"path": "data/missing.csv", "outcomes": ["y"]}})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         import grpc
 
         with pytest.raises(grpc.RpcError) as info:
@@ -177,8 +177,8 @@ def test_chunks_must_fit_the_message_limit(tmp_path):
 
 def test_describe_survives_an_unreadable_dataset(make_site_config, client_cls):
     config = make_site_config(datasets={"gone": {"path": "data/missing.csv", "outcomes": ["y"]}})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         described = {d.name: len(d.columns) for d in c.Describe(pb.DescribeRequest()).datasets}
         assert described == {"test": 6, "gone": 0}
         c.close()

@@ -1,5 +1,5 @@
-"""Populations: dataset entries over the same patients share one budget, history and caps (issue 9, item 4),
-and the budget is compared exactly, never with slack (item 9)."""
+"""Populations: dataset entries over the same patients share one budget, history and caps, and the budget is
+compared exactly, never with slack."""
 
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ TWO_ENTRIES = {"again": {"path": "data/test.csv", "outcomes": ["y"], "scores": [
 
 
 def test_two_entries_over_one_file_share_one_budget(make_site_config, client_cls):
-    # Attack (issue 9, item 4): each entry had its own full budget, so epsilon 2 + 2 was spent on the
+    # Attack: each entry had its own full budget, so epsilon 2 + 2 was spent on the
     # same patients against a budget of 2, and the two answers could be differenced.
     config = make_site_config(datasets=TWO_ENTRIES, policy={"max_epsilon": 2.0, "budget_epsilon": 2.0})
     assert config.datasets["test"].population == config.datasets["again"].population
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         first, values, _ = c.release(c.open(dataset="test"), NEG, epsilon=2.0)
         assert first.mu_charged > 0
         with pytest.raises(grpc.RpcError) as refused:
@@ -50,8 +50,8 @@ def test_caps_are_per_population(make_site_config, client_cls):
     config = make_site_config(datasets={"again": {"path": "data/test.csv", "outcomes": ["y"],
                                                   "model_columns": ["age", "size"]}})
     model = lambda b: pb.GlmModel(link=pb.LINK_LOGIT, coefficients=[pb.Coefficient(name="age", value=b)])  # noqa: E731
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         c.open(dataset="test", model=model(0.01))
         with pytest.raises(grpc.RpcError) as refused:
             c.open(dataset="again", model=model(0.02))
@@ -76,8 +76,8 @@ def test_explicit_population_joins_separate_files(tmp_path, client_cls):
     assert joined.datasets["test"].population == joined.datasets["copy"].population == "cohort"
     assert separate.datasets["test"].population != separate.datasets["copy"].population
     for config, expected in ((joined, C.RESOURCE_EXHAUSTED), (separate, None)):
-        with running_server(config, insecure=True) as srv:
-            c = client_cls(srv.bound_address)
+        with running_server(config) as srv:
+            c = client_cls(srv)
             c.release(c.open(dataset="test"), NEG, epsilon=2.0)
             try:
                 c.release(c.open(dataset="copy"), NEG, epsilon=1.0)
@@ -127,7 +127,7 @@ def test_check_reports_entries_that_look_like_the_same_patients(tmp_path, capsys
 
 
 def test_composed_delta_never_exceeds_the_budget(make_site_config, client_cls):
-    # Attack (issue 9, item 9): with a relative slack of 1e-9 on mu, two releases whose composed mu is
+    # Attack: with a relative slack of 1e-9 on mu, two releases whose composed mu is
     # 5e-10 above the budget's were accepted, and the composed delta exceeded the configured total.
     eps_b, delta_b = 1.0, 1e-5
     config = make_site_config(policy={"max_epsilon": eps_b, "max_delta": delta_b, "budget_epsilon": eps_b,
@@ -137,8 +137,8 @@ def test_composed_delta_never_exceeds_the_budget(make_site_config, client_cls):
     eps2 = gdp_epsilon(np.sqrt((mu_b * (1 + 5e-10)) ** 2 - mu1**2), delta_b)
     mu2 = 1.0 / analytic_gaussian_sigma(eps2, delta_b, 1.0)
     assert gdp_delta(gdp_mu([mu1, mu2]), eps_b) > delta_b  # together they exceed the budget
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         c.release(s, NEG, epsilon=0.6, delta=delta_b)
         try:
@@ -152,9 +152,9 @@ def test_composed_delta_never_exceeds_the_budget(make_site_config, client_cls):
 
 def test_concurrent_releases_over_two_entries_never_exceed_the_budget(make_site_config, client_factory):
     config = make_site_config(datasets=TWO_ENTRIES, policy={"max_epsilon": 2.0, "budget_epsilon": 2.0})
-    with running_server(config, insecure=True, max_workers=16) as srv:
+    with running_server(config, max_workers=16) as srv:
         def release(i):
-            c = client_factory(srv.bound_address)
+            c = client_factory(srv)
             try:
                 return c.release(c.open(dataset=("test", "again")[i % 2]), NEG, epsilon=2.0 - 1e-3 * i)[0].mu_charged
             except grpc.RpcError as exc:
@@ -195,12 +195,12 @@ def _look_alike(tmp_path, kind, declared):
 
 @pytest.mark.parametrize("kind", ["hard link", "copy", "SQL view", "differently spelled SQLite URL"])
 def test_serve_and_check_refuse_an_undeclared_look_alike_of_a_dataset(tmp_path, capsys, client_cls, kind):
-    # Attack (issue 18): each look-alike entry had a full budget of its own over the same patients;
+    # Attack: each look-alike entry had a full budget of its own over the same patients;
     # check only warned and serve started anyway.
     config = _look_alike(tmp_path, kind, declared=False)
     assert config.datasets["test"].population != config.datasets["other"].population
     with pytest.raises(ConfigError, match="datasets 'test' and 'other' may hold the same patients"):
-        with running_server(config, insecure=True):
+        with running_server(config):
             pass
     toml = __import__("tomli_w").dumps
     assert not config.ledger_path.exists()  # refused before any state was made
@@ -212,7 +212,7 @@ def test_serve_and_check_refuse_an_undeclared_look_alike_of_a_dataset(tmp_path, 
     assert main(["check", "--config", str(path)]) == 1
     assert "may hold the same patients" in capsys.readouterr().out
     declared = _look_alike(tmp_path / "declared", kind, declared=True)  # the administrator said: two cohorts
-    with running_server(declared, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(declared) as srv:
+        c = client_cls(srv)
         assert {d.name for d in c.Describe(pb.DescribeRequest()).datasets} == {"test", "other"}
         c.close()

@@ -3,20 +3,14 @@ never loads pandas, pyarrow or scipy to start or to read its data."""
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.config import DatasetConfig
@@ -24,9 +18,7 @@ from site_node.data.datasets import DatasetStore, outcome_values, read_table, sc
 from site_node.errors import InvalidArgument
 from site_node.cli.init import init_site
 from site_node.data.table_reader import read_table_in_helper, read_tables_in_helper
-from site_node.testing import site_channel, site_stub
-
-ROOT = Path(__file__).resolve().parents[3]
+from site_node.testing import Daemon, site_channel, site_stub
 
 
 def _frame(n=50):
@@ -181,29 +173,19 @@ def test_the_daemon_serves_and_reads_its_data_without_pandas(tmp_path):
     # costs what the next ones do); the table readers (pandas, pyarrow, SQLAlchemy) and the analyst's libraries
     # never load in the daemon, before, during or after the warm-up and a session.
     site = init_site(tmp_path / "s", listen="127.0.0.1:0")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     never = {"pandas", "pyarrow", "sqlalchemy", "matplotlib", "statsmodels"}
-    try:
-        address = json.loads(proc.stdout.readline())["address"]
-        loaded = _mapped_libraries(proc.pid)
+    with Daemon(site.config) as daemon:
+        address = daemon.wait_serving().address
+        loaded = _mapped_libraries(daemon.pid)
         assert "grpc" in loaded and "numpy" in loaded and not loaded & never
-        channel = site_channel(address, ca_cert=site.pki.ca_cert, client_cert=site.pki.client_cert,
-                               client_key=site.pki.client_key)
-        health = health_pb2_grpc.HealthStub(channel)
-        deadline = time.monotonic() + 60
-        while health.Check(health_pb2.HealthCheckRequest(), timeout=10).status != health_pb2.HealthCheckResponse.SERVING:
-            assert time.monotonic() < deadline, "the daemon never finished its warm-up"
-            time.sleep(0.1)
-        assert not _mapped_libraries(proc.pid) & never  # the warm-up read the datasets without them
+        tls = dict(ca_cert=site.pki.ca_cert, client_cert=site.pki.client_cert, client_key=site.pki.client_key)
+        daemon.wait_healthy(**tls)  # SERVING once the warm-up has read the datasets
+        assert not _mapped_libraries(daemon.pid) & never  # the warm-up read the datasets without them
+        channel = site_channel(address, **tls)
         stub, md = site_stub(channel), [("authorization", f"Bearer {site.token}")]
         described = stub.Describe(pb.DescribeRequest(), metadata=md, timeout=60).datasets[0]
         assert [c.name for c in described.columns] == list(pd.read_csv(site.dataset).columns)
         stub.OpenSession(pb.OpenSessionRequest(dataset="sample", outcome="y", score=pb.ScoreSource(score_column="pred")),
                          metadata=md, timeout=60)
         channel.close()
-        assert not _mapped_libraries(proc.pid) & never
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        assert not _mapped_libraries(daemon.pid) & never

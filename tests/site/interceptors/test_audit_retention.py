@@ -14,8 +14,8 @@ from site_node.interceptors.audit import AuditLog, AuditRecord, audit_files, rea
 from site_node.testing import running_server
 
 
-def _flood(client_cls, address, calls):
-    client = client_cls(address, "not-a-token")
+def _flood(client_cls, server, calls):
+    client = client_cls(server, "not-a-token")
     try:
         for _ in range(calls):
             with pytest.raises(grpc.RpcError) as err:
@@ -29,8 +29,8 @@ def test_a_flood_of_unauthenticated_calls_keeps_the_audit_files_within_their_tot
                                                                                          client_cls):
     config = make_site_config(site={"audit_max_bytes": 4096, "audit_max_total_bytes": 16384,
                                     "audit_unauthenticated_per_minute": 10_000})
-    with running_server(config, insecure=True) as server:
-        _flood(client_cls, server.bound_address, 400)  # ~270 bytes each: ~108 KB unbounded
+    with running_server(config) as server:
+        _flood(client_cls, server, 400)  # ~270 bytes each: ~108 KB unbounded
     files = audit_files(config.audit_path)
     assert sum(f.stat().st_size for f in files) <= 16384
     records = read_audit(config.audit_path)
@@ -44,8 +44,8 @@ def test_a_flood_of_unauthenticated_calls_keeps_the_audit_files_within_their_tot
 def test_unauthenticated_refusals_beyond_the_rate_are_counted_in_one_summary_record(make_site_config, client_cls):
     config = make_site_config(site={"audit_unauthenticated_per_minute": 25})
     start = time.time()
-    with running_server(config, insecure=True) as server:
-        _flood(client_cls, server.bound_address, 300)
+    with running_server(config) as server:
+        _flood(client_cls, server, 300)
     records = [r for r in read_audit(config.audit_path) if r["decision"] == "UNAUTHENTICATED"]
     single = [r for r in records if r["call"] == "Describe"]
     summaries = [r for r in records if r["call"] == "Unauthenticated"]

@@ -1,4 +1,5 @@
-"""The paper protocol's disclosure attacks of issue 9 (findings 1-3) as regression tests over real mutual-TLS daemons."""
+"""The paper protocol's disclosure attacks (a sharp model, a crafted survivor function, a suppressed cell recovered
+from a confusion matrix) as regression tests over real mutual-TLS daemons."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _approve(server, model: dict, tmp_path, capsys) -> str:
     return capsys.readouterr().out.split()[1]
 
 
-def test_finding1_a_sharp_model_is_refused_until_the_site_approves_it(tls_site, frame, snapshot, tmp_path, capsys):
+def test_a_sharp_model_is_refused_until_the_site_approves_it(tls_site, frame, snapshot, tmp_path, capsys):
     server, client = tls_site()
     ages = np.sort(frame["age"].to_numpy())
     assert ages[-1] > ages[-2]  # one oldest patient
@@ -69,7 +70,7 @@ def test_finding1_a_sharp_model_is_refused_until_the_site_approves_it(tls_site, 
     assert [r["decision"] for r in read_audit(server.config.audit_path)][-len(calls):] == \
         ["PERMISSION_DENIED"] * len(calls)
 
-    # The administrator approves it (audited); now the attack of finding 1 goes through, on purpose:
+    # The administrator approves it (audited); now the attack goes through, on purpose:
     # approving a model is the administrator's judgement that its answers are fine to give.
     digest = _approve(server, model, tmp_path, capsys)
     assert read_audit(server.config.audit_path)[-1]["call"] == "ModelApprove"
@@ -87,7 +88,7 @@ def test_finding1_a_sharp_model_is_refused_until_the_site_approves_it(tls_site, 
     assert [r["call"] for r in read_audit(server.config.audit_path)][-2:] == ["ModelRevoke", "BrierParts"]
 
 
-def _finding3_frame():
+def _suppressed_cell_frame():
     """168 patients; calibration bin [0.3, 0.4) holds 2 (1 positive), bin [0.7, 0.8) (10) is the smallest of the others."""
     from site_node.cli.init import sample_dataset
 
@@ -101,8 +102,8 @@ def _finding3_frame():
     return frame
 
 
-def test_finding3_a_suppressed_calibration_cell_cannot_be_recovered_with_a_confusion_matrix(tls_site, snapshot):
-    frame = _finding3_frame()
+def test_a_suppressed_calibration_cell_cannot_be_recovered_with_a_confusion_matrix(tls_site, snapshot):
+    frame = _suppressed_cell_frame()
     server, client = tls_site(frames={"test": frame})
     s = client.open()
     calibration = client.CalibrationParts(pb.CalibrationPartsRequest(session_id=s, n_bins=10))
@@ -145,7 +146,7 @@ def _answered_counts(server) -> list:
         return sorted(db.execute("SELECT * FROM answered_counts").fetchall())
 
 
-def test_finding2_a_crafted_survivor_function_is_refused_only_signed_releases_are_cut_points(
+def test_a_crafted_survivor_function_is_refused_only_signed_releases_are_cut_points(
         tls_site, snapshot, peer_release):
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 

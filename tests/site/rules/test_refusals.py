@@ -48,12 +48,12 @@ def released(client):
 
 def test_authentication_refusals_are_audited(server, client_factory, refused):
     for token in (None, "not-a-token"):
-        c = client_factory(server.bound_address, token=token)
+        c = client_factory(server, token=token)
         refused(lambda: c.Describe(pb.DescribeRequest()), C.UNAUTHENTICATED, "bearer token")
-    c = client_factory(server.bound_address)
+    c = client_factory(server)
     unknown = c.channel.unary_unary("/dsroc.v1.SiteService/DumpEverything")
     refused(lambda: unknown(b"", metadata=c.metadata, timeout=10), C.UNAUTHENTICATED, "not served")
-    streaming = client_factory(server.bound_address, token="wrong")
+    streaming = client_factory(server, token="wrong")
     refused(lambda: list(streaming.ReleaseNoisyScores(pb.ReleaseRequest())), C.UNAUTHENTICATED)
     entries = [json.loads(line) for line in server.config.audit_path.read_text().splitlines()]
     assert [e["decision"] for e in entries] == ["UNAUTHENTICATED"] * 4
@@ -61,7 +61,7 @@ def test_authentication_refusals_are_audited(server, client_factory, refused):
 
 
 def test_dataset_permission_and_unknown_names(server, client, client_factory, refused):
-    bob = client_factory(server.bound_address, token="token-of-bob")
+    bob = client_factory(server, token="token-of-bob")
     assert list(bob.Describe(pb.DescribeRequest()).datasets) == []
     refused(lambda: bob.open(), C.PERMISSION_DENIED, "may not use dataset 'test'")
     refused(lambda: bob.Budget(pb.BudgetRequest(dataset="test")), C.PERMISSION_DENIED)
@@ -96,7 +96,7 @@ def test_release_parameter_refusals(client, refused):
     rel = lambda **kw: client.release(session, kw.pop("cls", NEG), **kw)
     refused(lambda: rel(epsilon=11.0), C.PERMISSION_DENIED, "epsilon 11.0 is above")
     refused(lambda: rel(delta=0.02), C.PERMISSION_DENIED, "delta 0.02 is above")
-    refused(lambda: rel(epsilon=float("nan")), C.INVALID_ARGUMENT, "epsilon must be finite")
+    refused(lambda: rel(epsilon=float("nan")), C.INVALID_ARGUMENT, "epsilon must be a positive finite number, got nan")
     refused(lambda: rel(epsilon=-1.0), C.INVALID_ARGUMENT, "positive")
     refused(lambda: rel(delta=0.0), C.INVALID_ARGUMENT, "delta")
     refused(lambda: rel(sensitivity=0.5), C.INVALID_ARGUMENT, "only ask for a larger sensitivity")
@@ -108,8 +108,8 @@ def test_release_parameter_refusals(client, refused):
 
 def test_budget_exhausted_releases_nothing(make_site_config, client_cls, snapshot):
     config = make_site_config(policy={"budget_epsilon": 6.0, "max_epsilon": 5.0, "budget_delta": 0.01})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         session = c.open()
         first, _, _ = c.release(session, NEG, epsilon=5.0)
         before = snapshot(config.ledger_path)
@@ -130,8 +130,8 @@ def test_privacy_level_refusals_do_not_reveal_counts(make_site_config, client_cl
     frame["y"] = 0
     frame.loc[:2, "y"] = 1  # three positives: below q = 5
     config = make_site_config(frames={"test": frame})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         session = c.open()
         c.upload(session, NEG, np.linspace(0, 1, 50))
         before = snapshot(config.ledger_path)
@@ -189,8 +189,8 @@ def test_malformed_uploads(client, refused):
 
 def test_query_cap_survives_new_sessions(make_site_config, client_cls, snapshot):
     config = make_site_config(policy={"max_glm_evaluations": 3})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s0 = np.linspace(0.05, 0.95, 200)
         s = c.open()
         assert c.upload(s, NEG, s0).evaluations_left == 3
@@ -210,8 +210,8 @@ def test_a_repeated_theta_is_answered_identically_and_not_counted(make_site_conf
     # Repeating a validation (same release, same S~0, same Fisher-scoring path) asks the same questions:
     # the answers are identical, reveal nothing new and must not use up the query cap.
     config = make_site_config(policy={"max_glm_evaluations": 2})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         c.upload(s, NEG, np.linspace(0.05, 0.95, 200))
         first = c.RocGlmParts(pb.RocGlmPartsRequest(session_id=s, theta=[0.3, 1.1]))
@@ -230,8 +230,8 @@ def test_a_repeated_theta_is_answered_identically_and_not_counted(make_site_conf
 
 def test_expired_session(make_site_config, client_cls):
     config = make_site_config(site={"session_idle_seconds": 0.3})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         c.BrierParts(pb.BrierPartsRequest(session_id=s))
         time.sleep(0.5)
@@ -258,8 +258,8 @@ def test_bad_data_is_named_per_column_without_counts(make_site_config, client_cl
     frames = {"nan": with_nan, "label": bad_label, "range": out_of_range, "missing": missing_label,
               "feature": bad_feature}
     config = make_site_config(frames=frames)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         for dataset, match in [("nan", "score column 'pred': has missing"), ("label", "outcome column 'y': labels must be 0 or 1"),
                                ("range", "outside the declared range"), ("missing", "outcome column 'y': has missing")]:
             with pytest.raises(grpc.RpcError) as info:
@@ -285,8 +285,8 @@ def test_a_failing_request_never_takes_the_daemon_down(client, server):
 
 def test_distinct_survivor_functions_are_capped(make_site_config, client_cls, snapshot):
     config = make_site_config(policy={"max_survivor_uploads": 2})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         c.upload(s, NEG, [0.1, 0.2, 0.3])
         c.upload(s, NEG, [0.4, 0.5])
@@ -303,8 +303,8 @@ def test_distinct_survivor_functions_are_capped(make_site_config, client_cls, sn
 
 def test_open_sessions_are_capped(make_site_config, client_cls):
     config = make_site_config(site={"max_sessions": 2})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         first, _ = c.open(), c.open()
         with pytest.raises(grpc.RpcError) as info:
             c.open()

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import grpc
@@ -21,12 +16,11 @@ from site_node.cli import main
 from site_node.config import ConfigError, load_config
 from site_node.security.crl import revoke_certificate, revoked_serials
 from site_node.cli.init import init_site
+from site_node.testing import Daemon
 from site_node.security.pki import generate_dev_pki
 from site_node.server import SiteServer
 
 from ..conftest import wait_until
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _cli(capsys, *argv):
@@ -57,11 +51,9 @@ def test_a_revoked_certificate_is_refused_even_with_another_analyst_s_token(tmp_
     bob = tmp_path / "site-bob"
     serial = x509.load_pem_x509_certificate((bob / "client.crt").read_bytes()).serial_number
     config_text = site.config.read_text()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    daemon = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--config", str(site.config)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    daemon = Daemon(site.config)
     try:
-        address = json.loads(daemon.stdout.readline())["address"]
+        address = daemon.wait_serving().address
         # Bob learned analyst1's token (a shared notebook); with his own certificate it works, like his own token.
         assert _describe(client_cls, address, bob, site.token)[0] is grpc.StatusCode.OK
         assert _describe(client_cls, address, bob, (bob / "bob.token").read_text().strip())[0] is grpc.StatusCode.OK
@@ -72,11 +64,10 @@ def test_a_revoked_certificate_is_refused_even_with_another_analyst_s_token(tmp_
         status, details = _describe(client_cls, address, bob, site.token)
         assert f"serial {serial:x}" in details and "revoked" in details
         assert _describe(client_cls, address, first, site.token)[0] is grpc.StatusCode.OK  # analyst1 unaffected
-        assert daemon.poll() is None
+        assert daemon.proc.poll() is None
     finally:
-        daemon.terminate()
-        _, err = daemon.communicate(timeout=60)
-    assert daemon.returncode == 0, err
+        code = daemon.stop(timeout=60)
+    assert code == 0, daemon.log()
     assert f'client_cert_serial = "{serial:x}"' in config_text  # recorded by analyst add
     config = load_config(site.config)
     assert revoked_serials(config.crl_path, config.tls.client_ca) == {serial}

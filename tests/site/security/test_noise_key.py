@@ -18,14 +18,14 @@ NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
 
 
 def test_released_scores_lie_on_a_public_lattice_and_the_ledger_alone_holds_no_noise(site_config, client_cls):
-    with running_server(site_config, insecure=True) as server:
-        client = client_cls(server.bound_address)
+    with running_server(site_config) as server:
+        client = client_cls(server)
         session = client.open()
         info0, values0, _ = client.release(session, NEG)
         info1, values1, _ = client.release(session, POS)
         data = server.site.sessions.get("alice", session).data
         client.close()
-    # Before (issue 18): floating-point Gaussian noise, whose low-order bits depend on the noiseless score (Mironov
+    # Before: floating-point Gaussian noise, whose low-order bits depend on the noiseless score (Mironov
     # 2012). Now every released value is a multiple of a power of two set by (epsilon, delta, sensitivity) alone.
     noise = lattice_gaussian(info0.epsilon, info0.delta, info0.sensitivity)
     for values in (values0, values1):
@@ -50,15 +50,15 @@ def test_released_scores_lie_on_a_public_lattice_and_the_ledger_alone_holds_no_n
 
 def test_a_copy_of_state_without_the_key_replays_nothing_and_with_the_key_the_same_values(site_config, client_cls,
                                                                                         snapshot, tmp_path):
-    with running_server(site_config, insecure=True) as server:
-        client = client_cls(server.bound_address)
+    with running_server(site_config) as server:
+        client = client_cls(server)
         info, values, _ = client.release(client.open(), NEG)
         client.close()
     key = site_config.noise_key_path
     assert key.exists() and not key.is_relative_to(site_config.state_dir)
     assert oct(key.stat().st_mode & 0o777) == "0o600"
-    with running_server(site_config, insecure=True) as server:  # restarted, with the key: the identical release, free
-        client = client_cls(server.bound_address)
+    with running_server(site_config) as server:  # restarted, with the key: the identical release, free
+        client = client_cls(server)
         again, replayed, _ = client.release(client.open(), NEG)
         client.close()
     assert np.array_equal(replayed, values) and again.release_id == info.release_id and again.mu_charged == 0
@@ -66,8 +66,8 @@ def test_a_copy_of_state_without_the_key_replays_nothing_and_with_the_key_the_sa
     saved = tmp_path / "saved.key"
     shutil.copy(key, saved)
     key.unlink()  # lost with the config folder (or a copy of state/ elsewhere): a new key does not open the release
-    with running_server(site_config, insecure=True) as server:
-        client = client_cls(server.bound_address)
+    with running_server(site_config) as server:
+        client = client_cls(server)
         with pytest.raises(grpc.RpcError) as refused:
             client.release(client.open(), NEG)
         client.close()

@@ -18,6 +18,8 @@ from dsroc.v1 import site_pb2 as pb
 from site_node.cli.init import sample_dataset
 from site_node.testing import running_server
 
+from ..conftest import channel_to
+
 NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
 GRID = np.linspace(0, 1, 30)[1:-1]
 
@@ -156,8 +158,8 @@ def test_glm_score_source_and_model_sensitivity(make_site_config, client_cls, fr
     model = pb.GlmModel(link=pb.LINK_PROBIT, intercept=-2.0, coefficients=[
         pb.Coefficient(name="age", value=0.01), pb.Coefficient(name="nodes", value=0.1)])
     approve(config, model)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         session = c.open(model=model)
         sens = c.Sensitivity(pb.SensitivityRequest(session_id=session))
         assert sens.rule == "model" and not sens.formal_bound and "not a formal bound" in sens.note
@@ -192,9 +194,9 @@ def test_three_sites_distributed_fit_equals_pooled(make_site_config, client_cls)
     pooled = sample_dataset(900, seed=7)
     parts = [pooled.iloc[i::3] for i in range(3)]
     configs = [make_site_config(f"site{i}", frames={"test": p.reset_index(drop=True)}) for i, p in enumerate(parts)]
-    servers = [running_server(c, insecure=True) for c in configs]
+    servers = [running_server(c) for c in configs]
     try:
-        clients = [client_cls(s.__enter__().bound_address) for s in servers]
+        clients = [client_cls(s.__enter__()) for s in servers]
         sessions = [c.open() for c in clients]
         released = [(c.release(s, NEG, epsilon=10)[1], c.release(s, POS, epsilon=10)[1]) for c, s in zip(clients, sessions)]
         S0 = np.concatenate([r[0] for r in released])
@@ -240,7 +242,7 @@ def test_health_service_reports_serving(server):
     from grpc_health.v1 import health_pb2, health_pb2_grpc
     import grpc
 
-    with grpc.insecure_channel(server.bound_address) as ch:
+    with channel_to(server) as ch:
         stub = health_pb2_grpc.HealthStub(ch)
         for service in ("", "dsroc.v1.SiteService"):
             r = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
@@ -254,8 +256,8 @@ def test_calibration_secondary_suppression(make_site_config, client_cls):
     pred = np.concatenate([rng.uniform(b / 10 + 0.001, (b + 1) / 10 - 0.001, k) for b, k in enumerate(sizes)])
     frame = sample_dataset(200, seed=9).assign(pred=pred.round(6))
     config = make_site_config(frames={"test": frame})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         r = c.CalibrationParts(pb.CalibrationPartsRequest(session_id=c.open()))
         # Bin 9 alone would be recoverable as 200 - 197 = 3: bin 5 (the smallest released) is withheld too,
         # and more while the positives or negatives of the withheld bins (n1 or n0 minus the released

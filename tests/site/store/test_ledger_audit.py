@@ -16,6 +16,8 @@ from dsroc.privacy.accounting import Gaussian
 from site_node.store.ledger import ReleaseKey, SqliteLedger, budget_mu
 from site_node.testing import running_server
 
+from ..conftest import channel_to
+
 NEG, POS = pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES
 
 
@@ -61,15 +63,15 @@ def test_composition_and_refusal_in_the_ledger(tmp_path):
 
 
 def test_release_once_across_a_daemon_restart(site_config, client_cls, snapshot):
-    with running_server(site_config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(site_config) as srv:
+        c = client_cls(srv)
         s = c.open()
         info0, neg, _ = c.release(s, NEG, epsilon=2.0)
         _, pos, _ = c.release(s, POS, epsilon=2.0)
         c.close()
     before = snapshot(site_config.ledger_path)
-    with running_server(site_config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(site_config) as srv:
+        c = client_cls(srv)
         s = c.open()
         again, neg2, _ = c.release(s, NEG, epsilon=2.0)
         _, pos2, _ = c.release(s, POS, epsilon=2.0)
@@ -91,8 +93,8 @@ def test_negatives_and_positives_get_independent_noise(make_site_config, client_
     frame["pred"] = 0.5  # identical true scores: the noisy values are the noise itself
     frame["y"] = np.arange(400) % 2
     config = make_site_config(frames={"test": frame})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         info, neg, _ = c.release(s, NEG, epsilon=1.0)
         _, pos, _ = c.release(s, POS, epsilon=1.0)
@@ -128,8 +130,8 @@ def test_audit_log_records_requests_without_patient_data(server, client):
 def test_a_changed_dataset_does_not_get_a_stale_release(site_config, client_cls, snapshot):
     import pandas as pd
 
-    with running_server(site_config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(site_config) as srv:
+        c = client_cls(srv)
         c.release(c.open(), NEG, epsilon=2.0)
         c.close()
     path = site_config.datasets["test"].path
@@ -137,8 +139,8 @@ def test_a_changed_dataset_does_not_get_a_stale_release(site_config, client_cls,
     frame.loc[0, "pred"] = 1 - frame.loc[0, "pred"]
     frame.to_csv(path, index=False)
     before = snapshot(site_config.ledger_path)
-    with running_server(site_config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(site_config) as srv:
+        c = client_cls(srv)
         s = c.open()
         import grpc
 
@@ -154,8 +156,8 @@ def test_a_sealed_release_that_was_altered_is_refused(site_config, client_cls, s
 
     import grpc
 
-    with running_server(site_config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(site_config) as srv:
+        c = client_cls(srv)
         c.release(c.open(), NEG, epsilon=2.0)
         c.close()
     with sqlite3.connect(site_config.ledger_path) as db:  # one bit of the sealed points flipped on disk
@@ -164,8 +166,8 @@ def test_a_sealed_release_that_was_altered_is_refused(site_config, client_cls, s
         altered[-1] ^= 1
         db.execute("UPDATE releases SET payload = ?", (bytes(altered),))
     before = snapshot(site_config.ledger_path)
-    with running_server(site_config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(site_config) as srv:
+        c = client_cls(srv)
         with pytest.raises(grpc.RpcError) as info:
             c.release(c.open(), NEG, epsilon=2.0)
         assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "cannot be replayed" in info.value.details()
@@ -174,7 +176,7 @@ def test_a_sealed_release_that_was_altered_is_refused(site_config, client_cls, s
 
 
 def test_concurrent_requests_for_one_release_charge_once(site_config, client_factory):
-    with running_server(site_config, insecure=True, max_workers=16) as server:  # 8 calls at once per analyst
+    with running_server(site_config, max_workers=16) as server:  # 8 calls at once per analyst
         _concurrent_release(server, client_factory)
 
 
@@ -182,7 +184,7 @@ def _concurrent_release(server, client_factory):
     from concurrent.futures import ThreadPoolExecutor
 
     def request(_):
-        c = client_factory(server.bound_address)
+        c = client_factory(server)
         info, values, _ = c.release(c.open(), NEG, epsilon=3.0)
         return info.release_id, info.mu_charged, values
 
@@ -201,8 +203,8 @@ def test_health_turns_not_serving_on_shutdown(site_config):
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     seen = []
-    with running_server(site_config, insecure=True) as srv:
-        channel = grpc.insecure_channel(srv.bound_address)
+    with running_server(site_config) as srv:
+        channel = channel_to(srv)
         stream = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service="dsroc.v1.SiteService"))
         first = threading.Event()
 

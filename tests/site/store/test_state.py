@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,15 +17,19 @@ from site_node.config import load_config
 from site_node.cli.init import init_site
 from site_node.server import SiteServer
 from site_node.store.state import StateError
-from site_node.testing import running_server
-
-ROOT = Path(__file__).resolve().parents[3]
+from site_node.testing import Daemon, DaemonFailed, running_server
 
 
-def _release(config, client_cls, token):
-    """One histogram release (a charge in the ledger) from a real in-process daemon."""
-    with running_server(config, insecure=True) as server:
-        client = client_cls(server.bound_address, token)
+def _client(client_cls, server, site):
+    """A mutual-TLS client of ``server`` with the certificate ``init`` gave the analyst of ``site``."""
+    return client_cls(server, site.token, ca_cert=site.pki.ca_cert, client_cert=site.pki.client_cert,
+                      client_key=site.pki.client_key)
+
+
+def _release(site, client_cls):
+    """One histogram release (a charge in the ledger) from a real in-process daemon of an ``init`` site."""
+    with running_server(load_config(site.config)) as server:
+        client = _client(client_cls, server, site)
         try:
             session = client.open(dataset="sample")
             client.ReleaseHistogram(pb.HistogramRequest(session_id=session, epsilon=1.0, delta=1e-5, n_bins=10))
@@ -37,10 +39,10 @@ def _release(config, client_cls, token):
 
 @pytest.fixture
 def served(tmp_path, client_cls):
-    """A site folder from ``init`` whose daemon served and charged one release; returns (config path, token)."""
+    """A site folder from ``init`` whose daemon served and charged one release; returns init's result."""
     result = init_site(tmp_path / "site", listen="127.0.0.1:0")
-    _release(load_config(result.config), client_cls, result.token)
-    return result.config, result.token
+    _release(result, client_cls)
+    return result
 
 
 def _cli(capsys, *argv):
@@ -52,18 +54,15 @@ def _cli(capsys, *argv):
 
 def _serve(config, *extra):
     """``dsroc-site serve`` as a real process; it either refuses at once or is stopped after it served."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "site_node", "serve", "--insecure", "--config", str(config), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    line = proc.stdout.readline()
-    if line:
-        proc.terminate()
-    out, err = proc.communicate(timeout=60)
-    return proc.returncode, line + out, err
+    daemon = Daemon(config, args=extra)
+    with contextlib.suppress(DaemonFailed):
+        daemon.wait_serving()
+    code = daemon.stop()
+    return code, daemon.output(), daemon.log()
 
 
 def test_a_deleted_state_is_refused_by_serve_check_and_budget_and_no_command_recreates_it(served, capsys):
-    config_path, _ = served
+    config_path = served.config
     state = config_path.parent / "state"
     assert json.loads(_cli(capsys, "budget", "--config", str(config_path), "--json")[1])["releases"]
     shutil.rmtree(state)
@@ -83,7 +82,7 @@ def test_a_deleted_state_is_refused_by_serve_check_and_budget_and_no_command_rec
 @pytest.mark.parametrize("damage", ["garbage", "empty", "fresh", "foreign"])
 def test_a_damaged_empty_or_replaced_ledger_is_refused_with_a_clear_message(served, capsys, tmp_path, client_cls,
                                                                            damage):
-    config_path, _ = served
+    config_path = served.config
     ledger = config_path.parent / "state" / "ledger.sqlite"
     for suffix in ("-wal", "-shm"):
         Path(str(ledger) + suffix).unlink(missing_ok=True)
@@ -98,14 +97,14 @@ def test_a_damaged_empty_or_replaced_ledger_is_refused_with_a_clear_message(serv
         sqlite3.connect(ledger).execute("CREATE TABLE releases (x)").connection.close()
     else:  # the ledger of another site that served too
         other = init_site(tmp_path / "other", listen="127.0.0.1:0")
-        _release(load_config(other.config), client_cls, other.token)
+        _release(other, client_cls)
         shutil.copyfile(other.config.parent / "state" / "ledger.sqlite", ledger)
     expected = {"garbage": "is damaged", "empty": "is empty", "fresh": "carries no state id",
                 "foreign": "is of another state"}[damage]
     code, _, err = _cli(capsys, "budget", "--config", str(config_path))
     assert code == 2 and expected in err and "Traceback" not in err, err
     with pytest.raises(StateError, match=expected):
-        SiteServer(load_config(config_path), insecure=True, address="127.0.0.1:0")
+        SiteServer(load_config(config_path), address="127.0.0.1:0")
 
 
 def test_read_only_commands_on_a_site_that_never_served_create_no_state(tmp_path, capsys):
@@ -122,14 +121,14 @@ def test_read_only_commands_on_a_site_that_never_served_create_no_state(tmp_path
 
 
 def test_backup_while_serving_then_restore_after_loss_brings_the_budget_back(served, capsys, tmp_path, client_cls):
-    config_path, token = served
+    config_path = served.config
     config = load_config(config_path)
-    with running_server(config, insecure=True) as server:
+    with running_server(config) as server:
         # consistent copy while the daemon holds the ledger open; restore is refused while it serves
         assert _cli(capsys, "backup", str(tmp_path / "bk"), "--config", str(config_path))[0] == 0
         code, _, err = _cli(capsys, "restore", str(tmp_path / "bk"), "--config", str(config_path))
         assert code == 2 and "another dsroc-site process is using this state" in err
-        client = client_cls(server.bound_address, token)
+        client = _client(client_cls, server, served)
         session = client.open(dataset="sample")
         client.ReleaseHistogram(pb.HistogramRequest(session_id=session, epsilon=2.0, delta=1e-5, n_bins=10))
         client.close()
@@ -143,7 +142,7 @@ def test_backup_while_serving_then_restore_after_loss_brings_the_budget_back(ser
     calls = [(r["call"], r["parameters"].get("epsilon")) for r in read_audit(config.audit_path)]
     assert calls[-4:] == [("BackupState", None), ("OpenSession", None), ("ReleaseHistogram", 2.0),
                           ("RestoreState", None)]  # the replaced state's newer audit log is kept
-    with running_server(config, insecure=True):  # the restored state serves
+    with running_server(config):  # the restored state serves
         pass
     # a damaged backup is refused before anything is moved
     (tmp_path / "bk" / "ledger.sqlite").write_bytes(b"x")
@@ -152,10 +151,10 @@ def test_backup_while_serving_then_restore_after_loss_brings_the_budget_back(ser
 
 
 def test_reset_state_is_explicit_audited_and_refused_while_the_state_is_intact(served, capsys):
-    config_path, _ = served
+    config_path = served.config
     config = load_config(config_path)
     with pytest.raises(StateError, match="the state is intact"):
-        SiteServer(config, insecure=True, address="127.0.0.1:0", reset_state=True)
+        SiteServer(config, address="127.0.0.1:0", reset_state=True)
     (config_path.parent / "state" / "ledger.sqlite").write_bytes(b"")
     code, out, err = _serve(config_path, "--reset-state")
     assert code == 0 and json.loads(out.splitlines()[0])["event"] == "serving", err

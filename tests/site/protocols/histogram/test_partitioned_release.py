@@ -57,8 +57,8 @@ def _audit(config) -> list[dict]:
 def test_a_stratified_release_equals_brute_force_per_stratum(make_site_config, client_cls):
     config = make_site_config(policy={**HUGE, **STRATA})
     frame = read_frame(config)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         r = c.ReleaseHistogram(_request(c.open(), epsilon=4000.0, delta=0.01, strata_column="age", score_sums=True))
         edges = np.asarray(r.edges)
         assert r.parts == 3 and list(r.strata_cuts) == [50.0, 60.0] and not r.compare_edges
@@ -85,15 +85,15 @@ def test_a_stratified_release_is_charged_once_like_a_plain_release(make_site_con
     """Same epsilon spent as a plain release at the same (epsilon, delta) and the same noise; a repeat is free;
     a PrepareRelease hold of it becomes its charge."""
     config = make_site_config(policy=STRATA)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         plain = c.ReleaseHistogram(_request(s))
         spent_plain = c.Budget(pb.BudgetRequest(dataset="test")).budget.epsilon_spent
         c.close()
     other = make_site_config("other", policy=STRATA)
-    with running_server(other, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(other) as srv:
+        c = client_cls(srv)
         s = c.open()
         held = c.PrepareRelease(pb.PrepareRequest(histogram=_request(s, strata_column="grade")))
         assert held.reservation_id and held.budget.reservations == 1
@@ -111,8 +111,8 @@ def test_a_stratified_release_is_charged_once_like_a_plain_release(make_site_con
 
 def test_a_column_the_policy_does_not_list_is_refused_and_nothing_is_charged(make_site_config, client_cls, snapshot):
     config = make_site_config(policy=STRATA)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         before = snapshot(config.ledger_path)
         for column in ("size", "no_such_column"):  # an existing column and an unknown one: the same refusal
@@ -135,8 +135,8 @@ def test_a_column_the_policy_does_not_list_is_refused_and_nothing_is_charged(mak
 def test_more_cells_than_the_policy_allows_is_invalid_argument_naming_the_limit(make_site_config, client_cls,
                                                                                 snapshot):
     config = make_site_config(policy={**STRATA, "histogram_max_cells": 50})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         before = snapshot(config.ledger_path)
         with pytest.raises(grpc.RpcError) as refused:  # 20 bins x 3 strata = 60 > 50
@@ -156,8 +156,8 @@ def test_strata_data_and_request_problems_are_named(make_site_config, client_cls
     frame = sample_dataset(300, seed=1)
     frame.loc[3, "size"] = np.nan
     config = make_site_config(frames={"test": frame}, policy={"strata": {"size": [20.0], "bmi": [25.0]}})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         before = snapshot(config.ledger_path)
         for column, words in (("size", "strata column 'size': has missing or non-finite values"),
@@ -194,8 +194,8 @@ def test_a_joint_release_equals_the_brute_force_2d_histogram(make_site_config, c
     config = make_site_config(frames={"test": frame}, policy=HUGE,
                               datasets={"test": {"path": "data/test.csv", "outcomes": ["y"], "scores": ["pred", "pred2"],
                                                  "model_columns": ["age", "size", "nodes", "grade"]}})
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s, s2 = c.open(), c.open(column="pred2")
         r = c.ReleaseHistogram(_request(s, epsilon=4000.0, delta=0.01, n_bins=8, compare_session_id=s2))
         edges, edges2 = np.asarray(r.edges), np.asarray(r.compare_edges)
@@ -227,8 +227,8 @@ def test_a_joint_release_needs_the_analysts_own_comparable_session(make_site_con
                               datasets={"test": {"path": "data/test.csv", "outcomes": ["y", "y2"],
                                                  "scores": ["pred", "pred2"]}},
                               analysts=None)
-    with running_server(config, insecure=True) as srv:
-        c = client_cls(srv.bound_address)
+    with running_server(config) as srv:
+        c = client_cls(srv)
         s = c.open()
         before = snapshot(config.ledger_path)
         with pytest.raises(grpc.RpcError) as refused:

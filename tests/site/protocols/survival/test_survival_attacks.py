@@ -181,9 +181,9 @@ def test_binary_calls_refuse_a_survival_session_and_survival_refuses_a_binary_on
 
 @pytest.mark.parametrize("fields, code, words", [
     ({"epsilon": 11.0}, C.PERMISSION_DENIED, "epsilon 11.0 is above"),
-    ({"epsilon": float("nan")}, C.INVALID_ARGUMENT, "epsilon must be finite"),
+    ({"epsilon": float("nan")}, C.INVALID_ARGUMENT, "epsilon must be a positive finite number, got nan"),
     ({"epsilon": 1e-9}, C.INVALID_ARGUMENT, "epsilon"),
-    ({"delta": 0.0}, C.INVALID_ARGUMENT, "delta must lie strictly between"),
+    ({"delta": 0.0}, C.INVALID_ARGUMENT, "delta must be a number strictly between 0 and 1"),
     ({"delta": 0.5}, C.PERMISSION_DENIED, "delta 0.5 is above"),
     ({"n_bins": 7}, C.PERMISSION_DENIED, "n_bins 7 is not one this site allows"),
     ({"spacing": "sqrt"}, C.INVALID_ARGUMENT, "spacing must be"),

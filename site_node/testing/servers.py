@@ -1,4 +1,4 @@
-"""Helpers for tests and demos: a real site server in-process on a free loopback port, and client channels."""
+"""A real site server in-process on a free loopback port, and client channels to it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import grpc
 
 from dsroc.v1 import site_pb2_grpc
 
-from .config import SiteConfig, load_config
-from .server import SiteServer, channel_options
+from ..config import SiteConfig, load_config
+from ..server import SiteServer, channel_options
 
 __all__ = ["running_site", "running_server", "site_channel", "site_stub"]
 

@@ -1,18 +1,12 @@
-"""Regression tests of the attack review's findings (issue 9), each over real mutual-TLS daemons.
-
-Findings 1-3 (paper-protocol disclosure) are in ``test_disclosure.py``; these are the robustness ones:
-5 (INTERNAL errors), 6 (unbounded, unrotated audit log, decision differing from the status sent) and
-8 (a second daemon on a port in use).
+"""Robustness attacks on a daemon as regression tests, each over real mutual-TLS daemons: inputs that made it answer
+INTERNAL, an unbounded and unrotated audit log (and a decision differing from the status sent), a second daemon
+on a port in use. The paper protocol's disclosure attacks are in ``rules/test_disclosure.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import grpc
 import pytest
@@ -22,8 +16,8 @@ from dsroc.v1 import site_pb2 as pb
 from site_node.interceptors.audit import AuditLog, AuditRecord, audit_files, read_audit
 from site_node.cli import main
 from site_node.cli.init import free_port, init_site
+from site_node.testing import Daemon, DaemonFailed
 
-ROOT = Path(__file__).resolve().parents[2]
 NEG = pb.SCORE_CLASS_NEGATIVES
 
 
@@ -38,7 +32,7 @@ def _records(server) -> list[dict]:
     return read_audit(server.config.audit_path)
 
 
-def test_finding5_overflowing_threshold_and_sensitivity_are_invalid_not_internal(tls_site, snapshot):
+def test_overflowing_threshold_and_sensitivity_are_invalid_not_internal(tls_site, snapshot):
     server, client = tls_site()
     s = client.open()
     before = snapshot(server.config.ledger_path)
@@ -59,7 +53,7 @@ def test_finding5_overflowing_threshold_and_sensitivity_are_invalid_not_internal
         analytic_gaussian_sigma(0.48, 5e-324, 1e308)
 
 
-def test_finding6_a_huge_string_is_bounded_and_the_audit_says_what_was_sent(tls_site):
+def test_a_huge_string_is_bounded_and_the_audit_says_what_was_sent(tls_site):
     server, client = tls_site()
     name = "x" * 100_000
     details = _refused(lambda: client.Budget(pb.BudgetRequest(dataset=name)), grpc.StatusCode.NOT_FOUND)
@@ -74,7 +68,7 @@ def test_finding6_a_huge_string_is_bounded_and_the_audit_says_what_was_sent(tls_
     assert server.config.audit_path.stat().st_size < 3000  # was 200 kB: the name twice
 
 
-def test_finding6_the_audit_log_rotates_and_the_cli_reads_every_file(tls_site, capsys):
+def test_the_audit_log_rotates_and_the_cli_reads_every_file(tls_site, capsys):
     server, client = tls_site(site={"audit_max_bytes": 2000})
     for k in range(40):
         _refused(lambda: client.Budget(pb.BudgetRequest(dataset=f"missing-{k}")), grpc.StatusCode.NOT_FOUND)
@@ -93,7 +87,7 @@ def test_finding6_the_audit_log_rotates_and_the_cli_reads_every_file(tls_site, c
     assert [r["parameters"]["dataset"] for r in printed] == [f"missing-{k}" for k in range(40)]
 
 
-def test_finding6_rotation_keeps_one_line_per_record_and_rejects_a_bad_size(tmp_path):
+def test_rotation_keeps_one_line_per_record_and_rejects_a_bad_size(tmp_path):
     log = AuditLog(tmp_path / "audit.jsonl", max_bytes=1)  # every record in its own file: never split
     for k in range(3):
         log.write(AuditRecord("a", f"Call{k}"))
@@ -103,29 +97,25 @@ def test_finding6_rotation_keeps_one_line_per_record_and_rejects_a_bad_size(tmp_
         AuditLog(tmp_path / "other.jsonl", max_bytes=0)
 
 
-def test_finding8_a_second_daemon_on_a_port_in_use_refuses_to_start(tmp_path):
+def test_a_second_daemon_on_a_port_in_use_refuses_to_start(tmp_path):
     port = free_port()
     result = init_site(tmp_path / "s", listen=f"127.0.0.1:{port}")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    serve = [sys.executable, "-m", "site_node", "serve", "--config", str(result.config)]
-    first = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert json.loads(first.stdout.readline())["address"] == f"127.0.0.1:{port}"
+    with Daemon(result.config) as first:
+        assert first.wait_serving().address == f"127.0.0.1:{port}"
         other = init_site(tmp_path / "t", name="other", listen=f"127.0.0.1:{port}")
-        second = subprocess.run(serve[:-1] + [str(other.config)], capture_output=True, text=True, env=env, timeout=60)
-        assert second.returncode == 2, second.stderr
-        assert f"cannot listen on 127.0.0.1:{port}: the address is in use" in second.stderr
+        with Daemon(other.config) as second, pytest.raises(DaemonFailed) as refused:
+            second.wait_serving()
+        assert refused.value.returncode == 2, refused.value.log
+        assert f"cannot listen on 127.0.0.1:{port}: the address is in use" in refused.value.log
         # the same site twice is refused before the port: two daemons must never write one ledger
-        same = subprocess.run(serve, capture_output=True, text=True, env=env, timeout=60)
-        assert same.returncode == 2, same.stderr
-        assert "another dsroc-site process is using this state" in same.stderr
-        assert first.poll() is None  # the first one still serves
-    finally:
-        first.terminate()
-        first.wait(timeout=30)
+        with Daemon(result.config) as same, pytest.raises(DaemonFailed) as refused:
+            same.wait_serving()
+        assert refused.value.returncode == 2, refused.value.log
+        assert "another dsroc-site process is using this state" in refused.value.log
+        assert first.proc.poll() is None  # the first one still serves
 
 
-def test_the_slow_fuzzer_finding_an_underflowing_boyd_count_scale_is_invalid_not_internal(tls_site, snapshot):
+def test_an_underflowing_boyd_count_scale_is_invalid_not_internal(tls_site, snapshot):
     server, client = tls_site(policy={"protocols": ["histogram", "paper", "boyd"]})
     s = client.open()
     before = snapshot(server.config.ledger_path)

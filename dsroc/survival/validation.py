@@ -1,0 +1,287 @@
+"""Survival validation of a release: every estimate at a horizon with an interval of sampling and privacy noise.
+
+One bootstrap (:func:`dsroc.survival.intervals.survival_replicates`: the released cells resampled, fresh noise of
+the release's SD added) gives every interval at once, so the intervals of all estimates come from the same
+replicates and include both the sampling error and the privacy noise. Each site's own release gives that site's
+estimates (its own noise), pooled across sites by the random-effects meta-analysis of the binary validation
+(:func:`dsroc.multicentre.random_effects`; AUC(t) and C-indices on the logit scale, O/E on the log scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from .brier import brier_score, integrated_brier_score, scaled_brier
+from .calibration import calibration_at
+from .counts import SurvivalHistogram, check_number
+from .discrimination import case_weights, cumulative_dynamic_auc, harrell_c, uno_c
+from .bootstrap import bootstrap, interval_from
+from .intervals import SurvivalInterval
+from .kaplan_meier import censoring_survival, check_level, kaplan_meier
+from .recalibration import grouped_calibration
+from .pooling import SitePooled, SiteRelease, SiteSurvival, pool_sites, site_estimates
+
+__all__ = ["INCLUDES", "CurveBand", "RiskGroup", "SurvivalValidation",
+           "default_groups", "survival_validation"]
+
+INCLUDES = ("sampling and the privacy noise (one bootstrap of the released cells with fresh noise of the "
+            "release's SD per cell)")
+#: a risk group holds at least this many (noisy) patients and ten times its summed noise SD
+MIN_GROUP = 20.0
+#: time points of the AUC(t) curve at most (evenly spread over the grid's; the horizon's AUC is always estimated)
+AUC_TIMES = 8
+
+
+@dataclass(frozen=True)
+class CurveBand:
+    """A statistic over time with pointwise intervals (sampling and privacy noise)."""
+
+    times: np.ndarray
+    values: np.ndarray
+    se: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+@dataclass(frozen=True)
+class RiskGroup:
+    """Observed (1 - Kaplan-Meier at the horizon) against mean predicted risk for score bins ``score_bins``.
+
+    ``survival`` is the group's Kaplan-Meier curve at the grid's time points (for the plot of observed survival
+    against the mean predicted survival at the horizon, ``1 - expected``).
+    """
+
+    score_bins: tuple[int, int]
+    lower_score: float
+    upper_score: float
+    patients: float
+    observed: SurvivalInterval
+    expected: SurvivalInterval
+    ratio: SurvivalInterval
+    survival: np.ndarray
+
+
+@dataclass(frozen=True)
+class SurvivalValidation:
+    """Every estimate of a survival validation at ``horizon`` from the summed release, with per-site pooling.
+
+    Intervals (``SurvivalInterval``: value, se, lower, upper, draws) include :data:`INCLUDES`. Counts are the
+    noisy released sums: ``patients``, ``events`` (events by the horizon), ``event_free`` (followed beyond it),
+    ``censored`` (censored by it). ``roc`` is the IPCW ROC at the horizon at the score edges (``(fpr, tpr)``,
+    from (0, 0) to (1, 1)). ``calibration_intercept`` and ``calibration_slope`` come from the grouped
+    proportional-hazards fit of :mod:`dsroc.survival.recalibration`. ``risk_events``, ``risk_event_free`` and
+    ``risk_censored`` split the score bins by the status at the horizon (the risk histogram by outcome).
+    """
+
+    horizon: float
+    tau: float
+    level: float
+    includes: str
+    count_sd: float
+    sums_sd: float
+    patients: float
+    events: float
+    event_free: float
+    censored: float
+    survival: CurveBand
+    censoring: CurveBand
+    auc: SurvivalInterval
+    auc_curve: CurveBand
+    roc: tuple[np.ndarray, np.ndarray]
+    harrell_c: SurvivalInterval
+    uno_c: SurvivalInterval
+    brier: SurvivalInterval
+    integrated_brier: SurvivalInterval
+    scaled_brier: SurvivalInterval
+    oe: SurvivalInterval
+    expected: SurvivalInterval
+    observed: SurvivalInterval
+    groups: tuple[RiskGroup, ...]
+    calibration_intercept: SurvivalInterval
+    calibration_slope: SurvivalInterval
+    calibration_method: str
+    score_edges: np.ndarray
+    risk_events: np.ndarray
+    risk_event_free: np.ndarray
+    risk_censored: np.ndarray
+    sites: tuple[SiteSurvival, ...]
+    pooled: Mapping[str, SitePooled]
+    notes: tuple[str, ...]
+
+
+CALIBRATION_METHOD = ("grouped proportional-hazards fit of the released cells up to the horizon (Prentice-Gloeckler "
+                      "binomial GLM, complementary log-log link, on x = log(-log(1 - mean predicted risk)) per risk "
+                      "group): slope b of x (1 ideal); intercept log(sum_k exp(alpha_k)) with b fixed at 1 (0 ideal)")
+
+
+def default_groups(hist: SurvivalHistogram, count_sd: float) -> np.ndarray:
+    """Risk groups from the score bins merged upwards until each holds at least ``MIN_GROUP`` patients and ten
+    times the noise SD of its count (``count_sd`` per cell, over its ``K x 2`` cells per score bin); the last group
+    joins its neighbour when it falls short. Boundaries ``0 = b_0 < ... < b_G = J``."""
+    per_bin = hist.counts.sum(axis=(0, 1))
+    cells = hist.shape[0] * 2
+    bounds, held, merged = [0], 0.0, 0
+    for j, n in enumerate(per_bin):
+        held, merged = held + n, merged + 1
+        if held >= max(MIN_GROUP, 10.0 * count_sd * np.sqrt(cells * merged)):
+            bounds.append(j + 1)
+            held, merged = 0.0, 0
+    if bounds[-1] != per_bin.size:
+        if len(bounds) > 1:
+            bounds[-1] = per_bin.size
+        else:
+            bounds.append(per_bin.size)
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def _safe(fn: Callable[[], float]) -> float:
+    try:
+        return float(fn())
+    except ValueError:
+        return float("nan")
+
+
+class _Plan:
+    """What to estimate on every replicate, laid out as one vector (one bootstrap for all)."""
+
+    def __init__(self, hist, horizon, tau, groups):
+        self.horizon, self.tau, self.groups = horizon, tau, groups
+        last = hist.time_edges[-2] if np.isinf(hist.time_edges[-1]) else hist.time_edges[-1]
+        points = hist.time_points[hist.time_points <= last]
+        # every AUC(t) costs a censoring curve per replicate: the band is drawn through at most AUC_TIMES of them
+        keep = np.unique(np.round(np.linspace(0, points.size - 1, min(points.size, AUC_TIMES))).astype(int))
+        self.auc_times = points[keep]
+        k, m, g = hist.shape[0], self.auc_times.size, groups.size - 1
+        sizes = {"survival": k, "censoring": k, "auc_curve": m, "scalars": 10, "observed": g, "expected": g,
+                 "ratio": g}
+        self.slices, start = {}, 0
+        for name, size in sizes.items():
+            self.slices[name] = slice(start, start + size)
+            start += size
+        self.size = start
+
+    SCALARS = ("auc", "harrell_c", "uno_c", "brier", "integrated_brier", "scaled_brier", "oe", "expected",
+               "observed", "intercept")
+
+    def estimates(self, h: SurvivalHistogram) -> np.ndarray:
+        out = np.full(self.size + 1, np.nan)  # the last entry: the calibration slope
+        out[self.slices["survival"]] = kaplan_meier(h).survival
+        out[self.slices["censoring"]] = censoring_survival(h).survival
+        out[self.slices["auc_curve"]] = [_safe(lambda t=t: cumulative_dynamic_auc(h, t).value) for t in self.auc_times]
+        t = self.horizon
+        try:
+            cal = calibration_at(h, t, self.groups)
+            by_group = cal.groups
+            overall = (cal.overall.ratio, cal.overall.expected, cal.overall.observed)
+        except ValueError:
+            by_group, overall = (), (np.nan,) * 3
+        fit = grouped_calibration(h, t, self.groups)
+        out[self.slices["scalars"]] = [
+            _safe(lambda: cumulative_dynamic_auc(h, t).value), _safe(lambda: harrell_c(h)),
+            _safe(lambda: uno_c(h, self.tau)), _safe(lambda: brier_score(h, t)),
+            _safe(lambda: integrated_brier_score(h, t)), _safe(lambda: scaled_brier(h, t)), *overall, fit.intercept]
+        if by_group:
+            out[self.slices["observed"]] = [g.observed for g in by_group]
+            out[self.slices["expected"]] = [g.expected for g in by_group]
+            out[self.slices["ratio"]] = [g.ratio for g in by_group]
+        out[-1] = fit.slope
+        return out
+
+
+def _curve(times, values, reps, level, bounds=(0.0, 1.0)) -> CurveBand:
+    parts = [interval_from(v, reps[:, i], level, bounds=bounds) for i, v in enumerate(values)]
+    return CurveBand(np.asarray(times, dtype=np.float64), np.asarray(values, dtype=np.float64),
+                     np.array([p.se for p in parts]), np.array([p.lower for p in parts]),
+                     np.array([p.upper for p in parts]))
+
+
+def _roc_at(hist: SurvivalHistogram, kh: int) -> tuple[np.ndarray, np.ndarray]:
+    c = np.maximum(hist.counts, 0.0)
+    cases = (case_weights(hist)[:kh, None] * c[:kh, 1, :]).sum(axis=0)
+    controls = c[kh:].sum(axis=(0, 1))
+    above = lambda v: np.concatenate([np.cumsum(v[::-1])[::-1], [0.0]]) / max(v.sum(), 1e-300)  # noqa: E731
+    return above(controls)[::-1], above(cases)[::-1]
+
+
+def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, sums_sd: float = 0.0,
+                        sites: Mapping[str, SiteRelease] | None = None, tau=None, groups=None, level: float = 0.95,
+                        draws: int = 100, seed=0) -> SurvivalValidation:
+    """Every survival estimate at ``horizon`` from the summed release ``hist``, with intervals and per-site pooling.
+
+    Parameters
+    ----------
+    hist : SurvivalHistogram
+        The release summed over the sites; its risks are predictions of an event by ``horizon``.
+    horizon : float
+        In ``(0, last finite time edge]``.
+    count_sd, sums_sd : float
+        SD of the summed noise of each count and of each offset sum (in score-bin widths, as
+        :func:`~dsroc.survival.intervals.survival_replicates` takes them).
+    sites : mapping of str to SiteRelease, optional
+        Each site's own release and noise: per-site estimates and their random-effects pooling (two sites or more).
+    tau : float, optional
+        Truncation time of Uno's C; default the horizon.
+    groups : sequence of int, optional
+        Risk-group boundaries on the score bins (``0 = b_0 < ... < b_G = J``); default :func:`default_groups`.
+    level : float
+        Confidence level of every interval.
+    draws : int
+        Bootstrap replicates (each site's: half as many, at least 20).
+    seed
+        Seed of the bootstrap.
+    """
+    level = check_level(level)
+    kh = hist.horizon_index(horizon)
+    horizon = float(horizon)
+    tau = horizon if tau is None else check_number(tau, name="tau")
+    bounds = default_groups(hist, count_sd) if groups is None else np.asarray(groups, dtype=np.int64)
+    plan = _Plan(hist, horizon, tau, bounds)
+    value, reps = bootstrap(hist, plan.estimates, count_sd=count_sd, sums_sd=sums_sd, draws=draws, seed=seed)
+    sl = plan.slices
+    scalars = dict(zip(_Plan.SCALARS, range(sl["scalars"].start, sl["scalars"].stop)))
+
+    def one(name, bounds_=(0.0, 1.0)):
+        i = scalars[name]
+        return interval_from(value[i], reps[:, i], level, bounds=bounds_)
+
+    positive = (0.0, np.inf)
+    group_list = []
+    for g, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        i = [sl[k].start + g for k in ("observed", "expected", "ratio")]
+        group_list.append(RiskGroup(
+            (int(a), int(b)), float(hist.score_edges[a]), float(hist.score_edges[b]),
+            float(hist.counts[:, :, a:b].sum()),
+            *(interval_from(value[j], reps[:, j], level, bounds=bd)
+              for j, bd in zip(i, ((0.0, 1.0), (0.0, 1.0), positive))),
+            kaplan_meier(hist, score_bins=(int(a), int(b))).survival))
+    c = hist.counts
+    auc_ok = np.isfinite(value[sl["auc_curve"]])
+    auc_curve = _curve(plan.auc_times[auc_ok], value[sl["auc_curve"]][auc_ok], reps[:, sl["auc_curve"]][:, auc_ok],
+                       level)
+    # a site's SE only weighs it in the pooling: half the replicates (SE within about 10 % at 50) are enough
+    site_rows = () if not sites else tuple(site_estimates(name, s, horizon, tau, level=level, draws=max(20, draws // 2),
+                                                          seed=seed) for name, s in sites.items())
+    notes = [f"Uno's C truncated at tau = {tau:g}; the integrated Brier score over the grid's time points up to the "
+             f"horizon {horizon:g}",
+             "patients in the same time bin are tied in time (not comparable); within a bin events precede "
+             "censorings; competing risks are not handled"]
+    if not np.isfinite(value[scalars["intercept"]]) or not np.isfinite(value[-1]):
+        notes.append("the calibration intercept or slope could not be estimated (no event before the horizon, one "
+                     "score bin with patients, or no convergence of the grouped fit)")
+    return SurvivalValidation(
+        horizon=horizon, tau=float(tau), level=level, includes=INCLUDES, count_sd=float(count_sd),
+        sums_sd=float(sums_sd), patients=float(c.sum()), events=float(c[:kh, 1].sum()), event_free=float(c[kh:].sum()),
+        censored=float(c[:kh, 0].sum()),
+        survival=_curve(hist.time_points, value[sl["survival"]], reps[:, sl["survival"]], level),
+        censoring=_curve(hist.time_points, value[sl["censoring"]], reps[:, sl["censoring"]], level),
+        auc=one("auc"), auc_curve=auc_curve, roc=_roc_at(hist, kh), harrell_c=one("harrell_c"), uno_c=one("uno_c"),
+        brier=one("brier"), integrated_brier=one("integrated_brier"), scaled_brier=one("scaled_brier", (-np.inf, 1.0)),
+        oe=one("oe", positive), expected=one("expected"), observed=one("observed"), groups=tuple(group_list),
+        calibration_intercept=one("intercept", (-np.inf, np.inf)),
+        calibration_slope=interval_from(value[-1], reps[:, -1], level),
+        calibration_method=CALIBRATION_METHOD, score_edges=hist.score_edges,
+        risk_events=c[:kh, 1].sum(axis=0), risk_event_free=c[kh:].sum(axis=(0, 1)), risk_censored=c[:kh, 0].sum(axis=0),
+        sites=site_rows, pooled=pool_sites(site_rows, level=level), notes=tuple(notes))
