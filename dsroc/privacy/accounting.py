@@ -68,8 +68,8 @@ class Accountant:
     closed form (:func:`dsroc.gdp_delta`). A history of pure epsilon-DP releases only (discrete
     Laplace, :class:`PureEpsilon`) is ``sum epsilon_i``-DP by basic composition, each epsilon rounded
     up to the grid as the privacy-loss distribution rounds it, and reported in closed form
-    (:func:`dsroc.privacy.pure.pure_delta`): never below that distribution's answer, equal to it for
-    one count release, above it where many releases would compose to less at delta > 0. Any other
+    (:func:`dsroc.privacy.pure.pure_delta`): never below that distribution's answer, equal to it from
+    the sum on (delta 0), above it where many releases would compose to less at delta > 0. Any other
     history by ``dp-accounting``'s privacy-loss distribution (connect-the-dots, pessimistic: never
     below the exact value), composed incrementally: adding a release convolves one new distribution
     with the cached one.
