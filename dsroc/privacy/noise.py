@@ -220,17 +220,20 @@ def sample_discrete_gaussian(sigma: float, size: int) -> np.ndarray:
 def opendp_integer_noise(mechanism: str, scale: float, size: int) -> np.ndarray:
     """``size`` draws of OpenDP's exact integer noise: ``"gaussian"`` (``make_gaussian``, l2) or ``"laplace"``
     (``make_laplace``, l1) of parameter ``scale`` on an integer vector domain."""
-    import opendp.prelude as dp
+    # OpenDP's own modules, not its prelude: the prelude imports its scikit-learn, polars and pandas extras (2 CPU-s).
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_gaussian, make_laplace
+    from opendp.metrics import l1_distance, l2_distance
+    from opendp.mod import enable_features
 
     size = int(size)
     if size < 0:
         raise ValueError(f"size must be non-negative, got {size}")
     if size == 0:
         return np.zeros(0, dtype=np.int64)
-    dp.enable_features("contrib")
-    make, distance = {"gaussian": (dp.m.make_gaussian, dp.l2_distance),
-                      "laplace": (dp.m.make_laplace, dp.l1_distance)}[mechanism]
-    measurement = make(dp.vector_domain(dp.atom_domain(T="i64")), distance(T="i64"), scale=float(scale))
+    enable_features("contrib")
+    make, distance = {"gaussian": (make_gaussian, l2_distance), "laplace": (make_laplace, l1_distance)}[mechanism]
+    measurement = make(vector_domain(atom_domain(T="i64")), distance(T="i64"), scale=float(scale))
     return np.asarray(measurement([0] * size), dtype=np.int64)
 
 

@@ -357,4 +357,5 @@ def _status(population: str, policy: Policy, accountant: Accountant, count: int,
         mu_budget=budget_mu(policy.budget_epsilon, policy.budget_delta), mu_spent=accountant.gaussian_mu,
         releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta),
         delta_spent=accountant.delta(policy.budget_epsilon), exact=accountant.exact, reservations=holds,
+        pure=accountant.pure,
     )

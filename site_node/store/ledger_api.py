@@ -93,7 +93,9 @@ class BudgetStatus:
     ``epsilon_spent`` is the composed history's epsilon at the budget's delta (the accountant's,
     never below the exact value); ``delta_spent`` its delta at the budget's epsilon; a new release
     fits when, composed onto the history, ``delta_spent`` stays at most ``budget_delta``. The mu
-    fields describe the continuous Gaussian releases alone (Gaussian DP, exact).
+    fields describe the continuous Gaussian releases alone (Gaussian DP, exact). ``exact``: the
+    history is Gaussian only; ``pure``: pure epsilon-DP only (basic composition); neither: the
+    privacy-loss distribution accounts it.
     """
 
     dataset: str
@@ -107,6 +109,7 @@ class BudgetStatus:
     delta_spent: float = 0.0
     exact: bool = True
     reservations: int = 0
+    pure: bool = False
     left: tuple = ()  # site_node.protocols.budget.ReleasesLeft per asked-for release
 
     @property
