@@ -26,15 +26,20 @@ def discrete_laplace_variance(scale: float) -> float:
 
     0 for ``scale`` 0 (no noise).
     """
-    if float(scale) == 0.0:
-        return 0.0
-    a = math.exp(-1.0 / _check_scale(scale))
-    return 2.0 * a / (-math.expm1(-1.0 / scale)) ** 2
+    sd = discrete_laplace_sd(scale)
+    return sd * sd  # inf, not OverflowError, beyond the floating-point range
 
 
 def discrete_laplace_sd(scale: float) -> float:
-    """Standard deviation ``sqrt(2 a) / (1 - a)`` of the discrete Laplace of scale ``scale`` (0 for scale 0)."""
-    return math.sqrt(discrete_laplace_variance(scale))
+    """Standard deviation ``sqrt(2 a) / (1 - a)`` of the discrete Laplace of scale ``scale`` (0 for scale 0).
+
+    Finite for every finite scale: ``1 - a`` is about ``1 / scale``, whose square underflows to 0 above a scale of
+    about 1e154 (so the variance is computed from the SD, never the SD from the variance).
+    """
+    if float(scale) == 0.0:
+        return 0.0
+    a = math.exp(-1.0 / _check_scale(scale))
+    return math.sqrt(2.0 * a) / -math.expm1(-1.0 / scale)
 
 
 def discrete_laplace_scale(epsilon: float, parts) -> float:
@@ -46,7 +51,10 @@ def discrete_laplace_scale(epsilon: float, parts) -> float:
     parts = [(int(k), float(r)) for k, r in parts]
     if not parts or any(k < 1 or not (math.isfinite(r) and r > 0.0) for k, r in parts):
         raise ValueError(f"parts must be a non-empty list of (sensitivity >= 1, ratio > 0), got {parts!r}")
-    return sum(1.0 / r for _, r in parts) / epsilon
+    scale = sum(1.0 / r for _, r in parts) / epsilon
+    if not math.isfinite(scale * max(k * r for k, r in parts)):  # every part's scale, not only the shared one
+        raise ValueError(f"epsilon {epsilon:g} is too small: its noise scale is beyond the floating-point range")
+    return scale
 
 
 def discrete_laplace_scales(epsilon: float, parts, *, interval: float | None = None) -> tuple[float, ...]:
