@@ -30,6 +30,7 @@ from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
                          Reservation, budget_mu)
+from .hold_limits import check_new_holds, end_cancelled, end_expired
 from .ledger_file import open_ledger_file, open_memory_ledger
 from .query_caps import SqliteQueryCaps
 
@@ -154,19 +155,20 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         ).fetchone()
 
     def reserve(self, key, *, dataset, analyst, events, epsilon, delta, fingerprint, policy, hold_seconds=HOLD_SECONDS,
-                follow_up=(), takes_over=""):
+                follow_up=(), takes_over="", follow_up_epsilon=0.0):
         events, follow_up = tuple(events), tuple(follow_up)
         hold = min(float(hold_seconds), HOLD_SECONDS) if hold_seconds and hold_seconds > 0 else HOLD_SECONDS
         out = []
 
-        def insert(db, reservation_id, request, held_events, now):
-            db.execute("INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        def insert(db, reservation_id, request, held_events, held_epsilon, now):
+            db.execute("INSERT INTO reservations (reservation_id, created, expires, analyst, population, dataset, "
+                       "source, outcome, kind, request, events, epsilon, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        (reservation_id, _now(), now + hold, analyst, key.population, dataset, key.source,
-                        key.outcome, key.kind, request, _events_json(held_events)))
+                        key.outcome, key.kind, request, _events_json(held_events), float(held_epsilon), now))
 
         def body(db):
             now = time.time()
-            db.execute("DELETE FROM reservations WHERE expires <= ?", (now,))  # returned to the budget
+            end_expired(db, now)  # returned to the budget (their lifetime spent from their analyst's allowance)
             took = bool(takes_over) and self._take_over(takes_over, analyst, key, events, now)
             main, needed = None, follow_up
             row = self._existing(key)
@@ -185,12 +187,17 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
             if needed:
                 also = " with the release that follows it (held together)" if follow_up else ""
                 self._fit(key.population, dataset, needed, policy, epsilon, delta, also=also)
+            new = (main is None) + bool(follow_up)
+            if new:
+                check_new_holds(db, policy, analyst=analyst, population=key.population, dataset=dataset, holds=new,
+                                epsilon=(main is None) * float(epsilon) + bool(follow_up) * float(follow_up_epsilon),
+                                seconds=hold, now=now)
             if main is None:
                 main = Reservation(secrets.token_hex(16), hold, False)
-                insert(db, main.reservation_id, key.request, events, now)
+                insert(db, main.reservation_id, key.request, events, epsilon, now)
             if follow_up:
                 follow_id = secrets.token_hex(16)
-                insert(db, follow_id, _FOLLOW_UP + follow_id, follow_up, now)
+                insert(db, follow_id, _FOLLOW_UP + follow_id, follow_up, follow_up_epsilon, now)
                 main = Reservation(main.reservation_id, main.expires_in, main.repeated, follow_id)
             out.append(main)
 
@@ -218,8 +225,7 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         out = []
 
         def body(db):
-            out.append(db.execute("DELETE FROM reservations WHERE reservation_id=? AND analyst=? AND expires > ?",
-                                  (reservation_id, analyst, time.time())).rowcount > 0)
+            out.append(end_cancelled(db, reservation_id, analyst, time.time()))
 
         self._transaction(body)
         return out[0]
