@@ -71,15 +71,18 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
 
     The composed accountant of each population is cached in memory and extended by one release at
     a time (the daemon is the ledger's only writer; a count mismatch rebuilds it from the file).
-    ``interval`` is its privacy-loss grid (the server passes ``discretization_for(budget_epsilon)``).
+    ``interval`` is its privacy-loss grid (the server passes ``discretization_for(budget_epsilon)``); ``head``,
+    when given, is told the number of releases and the new release's id after each release's commit (the
+    server's :class:`site_node.store.ledger_head.HeadWriter`, which a rolled-back ledger cannot get behind).
 
     ``path=None`` keeps the same tables in memory (:meth:`in_memory`): the same code without a file or its
     fsyncs, for a read-only look at an empty ledger and for fast tests of the protocols above it.
     """
 
-    def __init__(self, path, *, interval: float = VALUE_DISCRETIZATION):
+    def __init__(self, path, *, interval: float = VALUE_DISCRETIZATION, head: Callable[[int, str], None] | None = None):
         self.interval = float(interval)
         self.path = None if path is None else Path(path)
+        self._head = head  # called after each release's commit (site_node.store.ledger_head.HeadWriter)
         self._lock = threading.Lock()
         self._db = open_memory_ledger() if path is None else open_ledger_file(self.path)
         self._accountants: dict[str, tuple[int, Accountant]] = {}
@@ -271,6 +274,8 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
             for event in events:
                 after = after.add(event)
             self._accountants[key.population] = (count + 1, after)
+            if self._head is not None:
+                self._head(db.execute("SELECT COUNT(*) FROM releases").fetchone()[0], release_id)
         return Release(release_id, key, dataset, events, float(epsilon), float(delta), rule, created, analyst,
                        payload, int(n0), int(n1)), True
 
