@@ -117,8 +117,7 @@ class Site:
         return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
                                    epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
                                    policy=self.policy, hold_seconds=hold_seconds,
-                                   follow_up=() if follow_up is None else follow_up.events, takes_over=takes_over,
-                                   follow_up_epsilon=0.0 if follow_up is None else follow_up.epsilon)
+                                   follow_up=() if follow_up is None else follow_up.events, takes_over=takes_over)
 
     def cancel(self, analyst: str, reservation_id: str) -> bool:
         """Return the analyst's hold to the budget (False when unknown, used or expired)."""

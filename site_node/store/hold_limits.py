@@ -3,8 +3,9 @@
 A hold counts as spent for every analyst of the population until it is used, cancelled or expires, so one
 analyst's holds must not keep the budget from the others for long or for free. Within one ledger transaction:
 an analyst's unexpired holds on a population number at most ``policy.max_holds_per_analyst`` and hold at most
-``policy.held_epsilon_cap`` (the sum of their requests' epsilon, a bound on what they keep from the others by
-basic composition); and the hold time of holds that ended unused (cancelled: the time they were held; expired:
+``policy.held_epsilon_cap`` (the epsilon of their events composed by the ledger's accountant at the budget's delta:
+what they keep from the others), except that an analyst holding nothing may always hold one validation (a release
+and the one that follows it); and the hold time of holds that ended unused (cancelled: the time they were held; expired:
 their whole lifetime) over the last hour, plus the whole lifetime of the unexpired ones and of the new hold,
 stays within ``policy.hold_seconds_per_hour``. A hold used by its release costs no hold time: the release is
 charged. So an analyst who keeps renewing holds it never uses keeps them at most that many seconds an hour.
@@ -12,7 +13,10 @@ charged. So an analyst who keeps renewing holds it never uses keeps them at most
 
 from __future__ import annotations
 
+import json
 import sqlite3
+
+from dsroc.privacy.accounting import Accountant, decode_event
 
 from ..config import Policy
 from ..errors import ResourceExhausted
@@ -41,13 +45,13 @@ def end_cancelled(db: sqlite3.Connection, reservation_id: str, analyst: str, now
 
 
 def check_new_holds(db: sqlite3.Connection, policy: Policy, *, analyst: str, population: str, dataset: str,
-                    holds: int, epsilon: float, seconds: float, now: float) -> None:
-    """Refuse (ResourceExhausted, naming the policy's limit) ``holds`` new holds of ``epsilon`` in all, each held
+                    holds: int, events: tuple, seconds: float, now: float, interval: float) -> None:
+    """Refuse (ResourceExhausted, naming the policy's limit) ``holds`` new holds of ``events`` in all, each held
     ``seconds``, unless the analyst's holds on the population stay within the policy's limits (call in a
-    transaction, after :func:`end_expired`)."""
-    count, held, lifetime = db.execute(
-        "SELECT COUNT(*), COALESCE(SUM(epsilon), 0), COALESCE(SUM(MAX(expires - started, 0)), 0) FROM reservations "
-        "WHERE analyst=? AND population=? AND expires > ?", (analyst, population, now)).fetchone()
+    transaction, after :func:`end_expired`; ``interval``: the ledger's privacy-loss grid)."""
+    rows = db.execute("SELECT events, MAX(expires - started, 0) FROM reservations WHERE analyst=? AND population=? "
+                      "AND expires > ?", (analyst, population, now)).fetchall()
+    count, lifetime = len(rows), sum(seconds_held for _, seconds_held in rows)
     (unused,) = db.execute("SELECT COALESCE(SUM(seconds), 0) FROM hold_usage WHERE analyst=? AND population=? AND "
                            "ended > ?", (analyst, population, now - WINDOW_SECONDS)).fetchone()
     who = f"analyst {analyst!r}"
@@ -57,11 +61,15 @@ def check_new_holds(db: sqlite3.Connection, policy: Policy, *, analyst: str, pop
             f"policy: {who} already holds {count} releases of {where} (policy.max_holds_per_analyst = "
             f"{policy.max_holds_per_analyst}); use or cancel one (CancelReservation) first; nothing was held")
     cap = policy.held_epsilon_cap
-    if held + epsilon > cap * (1 + 1e-12):
+    held = [decode_event(e) for text, _ in rows for e in json.loads(text)]
+    # an analyst that holds nothing may always hold one validation (a release and the one that follows it)
+    before = _epsilon(held, policy, interval)
+    after = _epsilon(held + list(events), policy, interval) if held else 0.0
+    if after > cap * (1 + 1e-9) + interval:  # the accountant's pessimistic rounding: up to a grid step
         raise ResourceExhausted(
-            f"policy: {who} holds epsilon {held:g} of {where}; holding epsilon {epsilon:g} more would exceed "
-            f"policy.max_held_epsilon = {cap:g} (what one analyst's holds may keep from the others); use or cancel "
-            "a hold first; nothing was held")
+            f"policy: {who} holds epsilon {before:.4g} of {where}; with this hold its holds would keep epsilon "
+            f"{after:.4g} from the others, above policy.max_held_epsilon = {cap:g}; use or cancel a hold first; "
+            "nothing was held")
     allowance = policy.hold_seconds_per_hour
     if unused + lifetime + holds * seconds > allowance * (1 + 1e-12):
         raise ResourceExhausted(
@@ -69,3 +77,8 @@ def check_new_holds(db: sqlite3.Connection, policy: Policy, *, analyst: str, pop
             f"{lifetime:.3g} s more now; a hold of {seconds:g} s would exceed policy.hold_seconds_per_hour = "
             f"{allowance:g} (a hold used by its release costs nothing: cancel the holds you will not use); "
             "nothing was held")
+
+
+def _epsilon(events: list, policy: Policy, interval: float) -> float:
+    """The epsilon of ``events`` composed by the ledger's accountant at the budget's delta (0 for none)."""
+    return Accountant(events, value_discretization_interval=interval).epsilon(policy.budget_delta) if events else 0.0

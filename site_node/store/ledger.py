@@ -158,16 +158,16 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         ).fetchone()
 
     def reserve(self, key, *, dataset, analyst, events, epsilon, delta, fingerprint, policy, hold_seconds=HOLD_SECONDS,
-                follow_up=(), takes_over="", follow_up_epsilon=0.0):
+                follow_up=(), takes_over=""):
         events, follow_up = tuple(events), tuple(follow_up)
         hold = min(float(hold_seconds), HOLD_SECONDS) if hold_seconds and hold_seconds > 0 else HOLD_SECONDS
         out = []
 
-        def insert(db, reservation_id, request, held_events, held_epsilon, now):
+        def insert(db, reservation_id, request, held_events, now):
             db.execute("INSERT INTO reservations (reservation_id, created, expires, analyst, population, dataset, "
-                       "source, outcome, kind, request, events, epsilon, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       "source, outcome, kind, request, events, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                        (reservation_id, _now(), now + hold, analyst, key.population, dataset, key.source,
-                        key.outcome, key.kind, request, _events_json(held_events), float(held_epsilon), now))
+                        key.outcome, key.kind, request, _events_json(held_events), now))
 
         def body(db):
             now = time.time()
@@ -193,14 +193,14 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
             new = (main is None) + bool(follow_up)
             if new:
                 check_new_holds(db, policy, analyst=analyst, population=key.population, dataset=dataset, holds=new,
-                                epsilon=(main is None) * float(epsilon) + bool(follow_up) * float(follow_up_epsilon),
-                                seconds=hold, now=now)
+                                events=(events if main is None else ()) + follow_up, seconds=hold, now=now,
+                                interval=self.interval)
             if main is None:
                 main = Reservation(secrets.token_hex(16), hold, False)
-                insert(db, main.reservation_id, key.request, events, epsilon, now)
+                insert(db, main.reservation_id, key.request, events, now)
             if follow_up:
                 follow_id = secrets.token_hex(16)
-                insert(db, follow_id, _FOLLOW_UP + follow_id, follow_up, follow_up_epsilon, now)
+                insert(db, follow_id, _FOLLOW_UP + follow_id, follow_up, now)
                 main = Reservation(main.reservation_id, main.expires_in, main.repeated, follow_id)
             out.append(main)
 

@@ -155,13 +155,13 @@ class Ledger(ABC):
     @abstractmethod
     def reserve(self, key: ReleaseKey, *, dataset: str, analyst: str, events: tuple, epsilon: float, delta: float,
                 fingerprint: str, policy: Policy, hold_seconds: float = HOLD_SECONDS, follow_up: tuple = (),
-                takes_over: str = "", follow_up_epsilon: float = 0.0) -> Reservation:
+                takes_over: str = "") -> Reservation:
         """Hold the budget of a release for ``hold_seconds`` (at most HOLD_SECONDS) without releasing anything.
 
         Refused (ResourceExhausted, nothing held) when the release would not fit the budget with the
         history and the other holds, or when the analyst's holds on the population would exceed the policy's
-        limits (:mod:`site_node.store.hold_limits`: their number, their epsilon with ``epsilon`` and
-        ``follow_up_epsilon``, and the hourly allowance of unused hold time). A release made before holds nothing (its replay is free); an
+        limits (:mod:`site_node.store.hold_limits`: their number, their composed epsilon, and the hourly
+        allowance of unused hold time). A release made before holds nothing (its replay is free); an
         unexpired hold of the same release by the same analyst is returned, not doubled.
 
         ``follow_up``: the events of a release that will follow this one and whose request is not known yet

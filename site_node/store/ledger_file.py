@@ -45,7 +45,6 @@ CREATE TABLE IF NOT EXISTS reservations (
     kind TEXT NOT NULL,
     request TEXT NOT NULL,
     events TEXT NOT NULL,
-    epsilon REAL NOT NULL DEFAULT 0,
     started REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS hold_usage (
@@ -114,10 +113,8 @@ def open_ledger_file(path: Path) -> sqlite3.Connection:
         )
     held = [row[1] for row in db.execute("PRAGMA table_info(reservations)")]
     if held and "started" not in held:
-        # Holds of an earlier version (at most a minute old): their epsilon is unknown (0) and they are taken to
-        # have started a full hold before they expire.
-        db.executescript("ALTER TABLE reservations ADD COLUMN epsilon REAL NOT NULL DEFAULT 0;"
-                         "ALTER TABLE reservations ADD COLUMN started REAL NOT NULL DEFAULT 0;"
+        # Holds of an earlier version (at most a minute old) are taken to have started a full hold before they expire.
+        db.executescript("ALTER TABLE reservations ADD COLUMN started REAL NOT NULL DEFAULT 0;"
                          "UPDATE reservations SET started = expires - 60;")
     db.executescript(SCHEMA)
     return db

@@ -25,6 +25,7 @@ from scipy.stats import norm
 from dsroc.v1 import site_pb2 as pb
 from site_node.interceptors.audit import read_audit
 
+from .conftest import ledger_snapshot
 from .protocols.histogram.test_secagg import HUGE, NAMES, federation  # noqa: F401 (the fixture)
 
 C = grpc.StatusCode
@@ -40,8 +41,6 @@ def _refused(call, code=C.INVALID_ARGUMENT):
 
 def _state(server, client):
     """What a refused call must leave as it was: the ledger's tables, the budget, the audit's granted calls."""
-    from .conftest import ledger_snapshot
-
     budget = client.Budget(pb.BudgetRequest(dataset="test")).budget
     granted = [r for r in read_audit(server.config.audit_path) if r["decision"] == "OK" and r["call"] != "Budget"]
     return ledger_snapshot(server.config.ledger_path), budget.epsilon_spent, budget.reservations, len(granted)

@@ -185,8 +185,7 @@ class SecAggProtocol(SiteProtocol):
             held = site.ledger.reserve(r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
                                        epsilon=r.request["epsilon"], delta=r.request["delta"],
                                        fingerprint=data.fingerprint, policy=site.policy, follow_up=r.follow_up,
-                                       takes_over=str(follow_up),
-                                       follow_up_epsilon=r.request.get("next_round", {}).get("epsilon", 0.0))
+                                       takes_over=str(follow_up))
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
             if payload is None:

@@ -17,7 +17,7 @@ import pytest
 
 from dsroc.v1 import site_pb2 as pb
 
-from ..conftest import TOKENS
+from ..conftest import TOKENS, tls_client
 
 C = grpc.StatusCode
 MALLORY = "token-of-mallory"
@@ -44,8 +44,6 @@ def _code(call):
 
 
 def _three(tls_site, client_factory, tls_pki, **policy):
-    from ..conftest import tls_client
-
     server, alice = tls_site(analysts=ANALYSTS, policy={"protocols": ["histogram"], **policy})
     bob = tls_client(client_factory, server.bound_address, tls_pki, TOKENS["bob"])
     mallory = tls_client(client_factory, server.bound_address, tls_pki, MALLORY)
@@ -54,14 +52,15 @@ def _three(tls_site, client_factory, tls_pki, **policy):
 
 def test_one_analyst_cannot_hold_the_whole_budget_with_default_limits(tls_site, client_factory, tls_pki):
     """Budget epsilon 20: five holds at epsilon 4 held all of it; the default limits (4 holds, epsilon 10 held per
-    analyst: half the budget, at least one release at the per-release cap) leave the others room."""
+    analyst beyond its first validation, composed: half the budget) leave the others room."""
     server, alice, bob, mallory = _three(tls_site, client_factory, tls_pki)
     m = mallory.open()
     granted = [_code(lambda: _hold(mallory, m, 4.0, n_bins=b))[0] for b in BINS[:5]]
     assert granted[:2] == [C.OK, C.OK] and set(granted[2:]) == {C.RESOURCE_EXHAUSTED}
     code, details = _code(lambda: _hold(mallory, m, 4.0, n_bins=BINS[5]))
     assert code == C.RESOURCE_EXHAUSTED and "policy.max_held_epsilon" in details and "'mallory'" in details
-    assert "holds epsilon 8" in details and "nothing was held" in details
+    assert "holds epsilon 7.9" in details and "would keep epsilon 11.9" in details  # composed, above 10
+    assert "nothing was held" in details
     # a count limit too: many small holds are refused past four
     counts = [_code(lambda: _hold(mallory, m, 0.3, n_bins=b))[0] for b in BINS[2:5]]
     assert counts == [C.OK, C.OK, C.RESOURCE_EXHAUSTED]
