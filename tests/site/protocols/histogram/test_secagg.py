@@ -30,7 +30,7 @@ HUGE = {"max_epsilon": 5000.0, "budget_epsilon": 1e5, "max_delta": 0.01, "budget
 NAMES = ["s0", "s1", "s2", "s3"]
 
 
-def _configs(root, tls, policy, names=NAMES, analysts=None):
+def peered_configs(root, tls, policy, names=NAMES, analysts=None):
     """Site configs that list each other as peers (their release-signing keys)."""
     keys = {}
     for k, name in enumerate(names):
@@ -49,7 +49,7 @@ def federation(tmp_path, tls_pki, client_factory):
     stack = contextlib.ExitStack()
 
     def make(policy=None, root="fed"):
-        configs = _configs(tmp_path / root, tls, policy or HUGE)
+        configs = peered_configs(tmp_path / root, tls, policy or HUGE)
         clients = [tls_client(client_factory, stack.enter_context(running_server(c)).bound_address, tls_pki)
                    for c in configs]
         return configs, clients, [c.open() for c in clients]

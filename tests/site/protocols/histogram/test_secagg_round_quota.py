@@ -16,12 +16,13 @@ import grpc
 import numpy as np
 import pytest
 
+from dsroc.secagg import unmask_sum
 from dsroc.v1 import site_pb2 as pb
 from site_node.protocols.histogram.secagg_rounds import ROUNDS_PER_ANALYST
 from site_node.testing import running_server
 
 from ...conftest import TOKENS, tls_client
-from .test_secagg import HUGE, NAMES, _configs, advertise, mask, truth, unmask, vectors
+from .test_secagg import HUGE, NAMES, advertise, mask, peered_configs, truth, unmask, vectors
 
 MALLORY = "token-of-mallory"
 ANALYSTS = {name: {"token_sha256": hashlib.sha256(token.encode()).hexdigest(), "datasets": ["*"]}
@@ -33,7 +34,7 @@ def sites(tmp_path, tls_pki, client_factory):
     """Four running TLS sites, peers of each other: (configs, alice's clients and sessions, mallory's client at s0)."""
     tls = {"cert": str(tls_pki.server_cert), "key": str(tls_pki.server_key), "client_ca": str(tls_pki.ca_cert)}
     with contextlib.ExitStack() as stack:
-        configs = _configs(tmp_path / "fed", tls, HUGE, analysts=ANALYSTS)
+        configs = peered_configs(tmp_path / "fed", tls, HUGE, analysts=ANALYSTS)
         addresses = [stack.enter_context(running_server(c)).bound_address for c in configs]
         clients = [tls_client(client_factory, a, tls_pki) for a in addresses]
         mallory = tls_client(client_factory, addresses[0], tls_pki, MALLORY)
@@ -55,8 +56,6 @@ def test_another_analyst_s_advertisements_do_not_evict_a_round(sites):
     _advertise_many(mallory, mallory.open(), 260)  # more than the old shared 256, and than mallory's own quota
     masked = mask(clients, sessions, round_id, ads)
     seeds = unmask(clients, sessions, round_id, [m.receipt for m in masked])
-    from dsroc.secagg import unmask_sum
-
     total = unmask_sum(vectors(masked), [s.self_seed for s in seeds])
     np.testing.assert_array_equal(total, truth(configs, np.asarray(ads[0].edges)))
 
