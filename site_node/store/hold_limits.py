@@ -63,18 +63,17 @@ def check_new_holds(db: sqlite3.Connection, policy: Policy, *, analyst: str, pop
     cap = policy.held_epsilon_cap
     held = [decode_event(e) for text, _ in rows for e in json.loads(text)]
     # an analyst that holds nothing may always hold one validation (a release and the one that follows it)
-    before = _epsilon(held, policy, interval)
     after = _epsilon(held + list(events), policy, interval) if held else 0.0
     if after > cap * (1 + 1e-9) + interval:  # the accountant's pessimistic rounding: up to a grid step
         raise ResourceExhausted(
-            f"policy: {who} holds epsilon {before:.4g} of {where}; with this hold its holds would keep epsilon "
-            f"{after:.4g} from the others, above policy.max_held_epsilon = {cap:g}; use or cancel a hold first; "
-            "nothing was held")
+            f"policy: {who} holds epsilon {_epsilon(held, policy, interval):.4g} of {where}; with this hold its holds "
+            f"would keep epsilon {after:.4g} from the others, above policy.max_held_epsilon = {cap:g}; use or cancel "
+            "a hold first; nothing was held")
     allowance = policy.hold_seconds_per_hour
     if unused + lifetime + holds * seconds > allowance * (1 + 1e-12):
         raise ResourceExhausted(
-            f"policy: {who} kept holds of {where} unused for {unused:.3g} s of the last hour and holds them for "
-            f"{lifetime:.3g} s more now; a hold of {seconds:g} s would exceed policy.hold_seconds_per_hour = "
+            f"policy: {who} kept holds of {where} unused for {unused:.3g} s of the last hour and holds some for "
+            f"{lifetime:.3g} s now (their whole lifetime until they end); a hold of {seconds:g} s would exceed policy.hold_seconds_per_hour = "
             f"{allowance:g} (a hold used by its release costs nothing: cancel the holds you will not use); "
             "nothing was held")
 
