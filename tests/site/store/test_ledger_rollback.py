@@ -10,17 +10,19 @@ out; ``restore`` (audited) moves the head to the restored ledger.
 
 from __future__ import annotations
 
-import json
+import os
 import shutil
-import signal
 import subprocess
+import sys
 
 import pytest
 
 from dsroc.v1 import site_pb2 as pb
 from site_node.cli.init import init_site
+from site_node.testing import CHECKOUT, Daemon, DaemonFailed
 
-from ..test_kill import CLI, ENV, Daemon
+CLI = [sys.executable, "-m", "site_node"]
+ENV = dict(os.environ, PYTHONPATH=str(CHECKOUT))  # the commands of this checkout, as the daemons run
 
 
 @pytest.fixture
@@ -29,30 +31,32 @@ def site(tmp_path):
     return out
 
 
+def _serve(site, client_factory) -> Daemon:
+    """``dsroc-site serve`` of the site in a subprocess, with a mutual-TLS client (``daemon.client``)."""
+    daemon = Daemon(site.config).wait_serving()
+    pki = site.pki
+    daemon.client = client_factory(daemon.address, site.token, ca_cert=pki.ca_cert, client_cert=pki.client_cert,
+                                   client_key=pki.client_key)
+    return daemon
+
+
 def _release(daemon, epsilon):
     c = daemon.client
     return c.ReleaseHistogram(pb.HistogramRequest(session_id=c.open(dataset="sample"), epsilon=epsilon, delta=1e-5,
                                                   n_bins=10)).epsilon_spent
 
 
-def _stop(daemon):
-    daemon.proc.send_signal(signal.SIGTERM)
-    daemon.proc.wait(timeout=60)
-
-
 def _serve_refused(site) -> str:
-    """``serve`` on the site folder: its exit status must be 2 and its message is returned (a daemon that starts
+    """``serve`` on the site folder: its exit status must be 2 and its log is returned (a daemon that starts
     instead is stopped and the test fails)."""
-    proc = subprocess.Popen(CLI + ["serve", "--config", str(site.config)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
-    line = proc.stdout.readline()
-    if line.strip():
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        pytest.fail(f"serve started on a rolled-back ledger: {json.loads(line)}")
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2, err
-    return err
+    daemon = Daemon(site.config)
+    try:
+        daemon.wait_serving()
+    except DaemonFailed as failed:
+        assert failed.returncode == 2, failed.log
+        return failed.log
+    daemon.kill()
+    pytest.fail(f"serve started on a rolled-back ledger at {daemon.address}")
 
 
 def _ledger_files(state):
@@ -61,17 +65,17 @@ def _ledger_files(state):
 
 def test_an_older_copy_of_the_ledger_is_refused_at_start(site, tmp_path, client_factory):
     state = site.config.parent / "state"
-    daemon = Daemon(site, client_factory)
+    daemon = _serve(site, client_factory)
     first = _release(daemon, 1.0)
-    _stop(daemon)
+    daemon.stop()
     old = tmp_path / "old"
     old.mkdir()
     for p in _ledger_files(state):
         shutil.copy2(p, old / p.name)
-    daemon = Daemon(site, client_factory)
+    daemon = _serve(site, client_factory)
     _release(daemon, 2.0)
     spent = _release(daemon, 3.0)
-    _stop(daemon)
+    daemon.stop()
     assert spent > first
     for p in _ledger_files(state):
         p.unlink()
@@ -86,10 +90,10 @@ def test_an_older_copy_of_the_ledger_is_refused_at_start(site, tmp_path, client_
 
 def test_a_ledger_that_lost_its_wal_after_a_kill_is_refused_at_start(site, client_factory):
     state = site.config.parent / "state"
-    daemon = Daemon(site, client_factory)
+    daemon = _serve(site, client_factory)
     _release(daemon, 0.5)
-    _stop(daemon)  # a clean stop checkpoints the WAL: the state id and this release are in ledger.sqlite
-    daemon = Daemon(site, client_factory)
+    daemon.stop()  # a clean stop checkpoints the WAL: the state id and this release are in ledger.sqlite
+    daemon = _serve(site, client_factory)
     for epsilon in (1.0, 1.5, 2.0):
         _release(daemon, epsilon)
     daemon.kill()
@@ -101,16 +105,16 @@ def test_a_ledger_that_lost_its_wal_after_a_kill_is_refused_at_start(site, clien
 
 
 def test_a_restored_backup_moves_the_head_and_serves(site, tmp_path, client_factory):
-    daemon = Daemon(site, client_factory)
+    daemon = _serve(site, client_factory)
     _release(daemon, 1.0)
     backup = tmp_path / "backup"
     subprocess.run(CLI + ["backup", "--config", str(site.config), str(backup)], check=True, capture_output=True,
                    env=ENV)
     _release(daemon, 2.0)
-    _stop(daemon)
+    daemon.stop()
     subprocess.run(CLI + ["restore", "--config", str(site.config), str(backup)], check=True, capture_output=True,
                    env=ENV)
-    daemon = Daemon(site, client_factory)  # the administrator's explicit way back: served
+    daemon = _serve(site, client_factory)  # the administrator's explicit way back: served
     budget = daemon.client.Budget(pb.BudgetRequest(dataset="sample")).budget
     assert budget.releases == 1
-    _stop(daemon)
+    daemon.stop()
