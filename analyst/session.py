@@ -11,6 +11,7 @@ import grpc
 import numpy as np
 
 import dsroc
+from dsroc.privacy.guard import PRIVACY_LEVEL_RULE
 from dsroc.privacy.request import check_privacy_request as privacy_request
 from dsroc.v1 import site_pb2 as pb
 
@@ -101,6 +102,10 @@ class ValidationSession:
 
     A protocol's steps run over it (the paper protocol's are methods of its subclass,
     :class:`analyst.protocols.paper.steps.PaperSession`); use it as a context manager so the sessions close.
+
+    ``leave_out_small`` (set by a protocol before its first release): at the first hold, before any site is charged,
+    the sites that refuse because they hold too few patients (PERMISSION_DENIED by the privacy-level rule) leave the
+    session and the others go on; ``left_out`` maps each such site to its refusal.
     """
 
     def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
@@ -113,6 +118,7 @@ class ValidationSession:
         self.session_ids: dict[str, str] = {}
         self.policies: dict[str, pb.Policy] = {}
         self._sensitivities: dict[str, pb.SensitivityResponse] = {}
+        self.leave_out_small, self.left_out, self._released = False, {}, False
 
         # The release the sessions hold with their opening (``hold``): site -> reservation id ("" for a free replay).
         self._held: dict[str, str] = {}
@@ -187,6 +193,9 @@ class ValidationSession:
         made = {c.name: r.follow_up_reservation_id for c, r in zip(self.connections, replies)
                 if not isinstance(r, SiteError) and r.follow_up_reservation_id}
         failed = [r for r in replies if isinstance(r, SiteError)]
+        if failed and self._may_leave_out(failed):
+            self._leave_out(failed)
+            failed = []
         if failed:
             taken = {name: q.follow_up_reservation_id for name, q in requests.items() if q.follow_up_reservation_id}
             for held in (holds, made, taken):
@@ -197,6 +206,27 @@ class ValidationSession:
             follow_ups.update(made)
         self.progress(step, None, f"{len(holds)} sites checked the request and hold its budget")
         return holds
+
+    def _may_leave_out(self, failed: Sequence[SiteError]) -> bool:
+        """Whether the refusing sites may leave: asked for, nothing released yet, every refusal the privacy-level rule
+        (the site's size, not the request: another request would be refused the same), and some site left."""
+        small = all(e.code == grpc.StatusCode.PERMISSION_DENIED and e.message.startswith(PRIVACY_LEVEL_RULE)
+                    for e in failed)
+        return self.leave_out_small and not self._released and small and len(failed) < len(self.connections)
+
+    def _leave_out(self, failed: Sequence[SiteError]) -> None:
+        """Close the refusing sites' sessions (nothing was held or charged there) and go on without them."""
+        gone = {e.site: e.message for e in failed}
+        leaving = [c for c in self.connections if c.name in gone]
+        self.cancel({name: held for name, held in self._held.items() if name in gone})
+        fan_out_partial(leaving, lambda c: c.call("CloseSession", pb.CloseSessionRequest(
+            session_id=self.session_ids[c.name]), timeout=5.0), executor=self.executor)
+        self.connections = [c for c in self.connections if c.name not in gone]
+        for name, why in gone.items():
+            for held in (self.session_ids, self.policies, self._held):
+                held.pop(name, None)
+            self.left_out[name] = why
+            self.progress("leave out", name, why)
 
     def cancel(self, holds: Mapping[str, str]) -> None:
         """Return held budgets at once (best effort: a hold not cancelled expires by itself)."""

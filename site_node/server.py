@@ -28,6 +28,7 @@ from .security.crl import RevokedCertificates, revoked_serials
 from .servicer.dispatch import SiteServicer
 from .site import Site
 from .store.ledger import SqliteLedger
+from .store.ledger_head import HeadWriter, head_path
 from .store.state import mark_served, open_state
 
 __all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "site_channel", "server_credentials", "crl_serials",
@@ -144,7 +145,8 @@ class SiteServer:
         require_declared_populations(config)
         self._state_lock = open_state(config, reset=reset_state)
         try:
-            self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
+            self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon),
+                                       head=HeadWriter(head_path(config)))
             self.audit = AuditLog.for_config(config)
             store = (DatasetStore(config.datasets, reader=read_table_in_helper, many_reader=read_tables_in_helper)
                      if read_datasets_in_helper else DatasetStore(config.datasets, reader=read_table))

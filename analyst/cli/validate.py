@@ -166,6 +166,10 @@ def add_validate(sub) -> None:
                     help="also compare with a second score column on the same patients: each model's AUC, the "
                          "paired difference with its CI and the test of no difference (comparison.png); one more "
                          "release per site at --epsilon/--delta, a joint 2-D histogram of both scores")
+    ho.add_argument("--skip-refusing-sites", "--skip-refusing", action="store_true",
+                    help="go on without a site that refuses because a class holds fewer than its q patients "
+                         "(PERMISSION_DENIED, privacy level), decided before any site is charged; the report names "
+                         "each site left out and why, and every estimate is of the other sites' patients")
     sa = v.add_argument_group("secagg protocol (SecAggOptions)")
     sa.add_argument("--colluders", type=int, default=None, metavar="T",
                     help="size the noise shares for coalitions of T sites with the analyst (default: the largest "

@@ -86,7 +86,8 @@ class HistogramValidation:
         Calibration intercept and slope (None when the representatives are not probabilities): with the score sums
         and a finer histogram the unbinned fit's reconstruction and the range the binning leaves open
         (:func:`dsroc.histogram.slope.recalibration_with_sums`), else the grouped fit on the bins' representative
-        scores; a note says which and what its interval includes.
+        scores; a note says which and what its interval includes. The grouped fit leaves out bins whose mean score
+        is 0 or 1 (the sums' noise can push a bin's at the grid's end there: no logit); a note counts their patients.
     auc_resolved : float
         With the score sums: the binned AUC with within-bin pairs resolved by the classes' mean offsets
         (:func:`dsroc.histogram.sums.resolved_auc`); NaN without them.
@@ -341,16 +342,19 @@ def histogram_validation(h0, h1, edges, *, sigma: float, estimator: str = DEFAUL
                               level=level, sums_sd=None if means is None else means["sigma"] * np.sqrt(2.0))
         if citl is None:
             missing["citl"] = "no events or no non-events in the merged bins with a mean score inside (0, 1)"
-        held = r[c0 + c1 > 0]
-        if held.size and (held.min() <= 0.0 or held.max() >= 1.0):
-            missing["recalibration"] = ("an occupied bin's representative score is 0 or 1 (no logit): with the score "
-                                        "sums, the sums' noise pushed the mean of a bin at the grid's end to that end")
-        elif np.unique(held).size < 2:  # one occupied bin, or two whose noisy means meet at their common edge
+        # no logit at a noisy mean clipped to 0 or 1: the grouped fit leaves those bins out, the reconstruction not
+        inside = (r > 0.0) & (r < 1.0)
+        held, out = r[(c0 + c1 > 0) & inside], float((c0 + c1)[~inside].sum())
+        if np.unique(held).size < 2:  # one occupied bin, or two whose noisy means meet at their common edge
             missing["recalibration"] = ("every patient falls in one bin after the noise, or the occupied bins' mean "
-                                        "scores coincide: a slope needs patients at two distinct scores")
+                                        "scores coincide or lie at 0 or 1 (no logit): a slope needs patients at two "
+                                        "distinct scores inside (0, 1)")
         else:
-            recal = histogram_recalibration(c0, c1, r, sigma=sigma, regressor_variance=(
-                None if means is None else logit_mean_variance(c0 + c1, means["r"], means["edges"], sums_sigma=means["sigma"])))
+            recal = histogram_recalibration(c0 * inside, c1 * inside, r, sigma=sigma, regressor_variance=(
+                None if means is None else logit_mean_variance(c0 + c1, r, e, sums_sigma=means["sigma"])))
+            if out > 0:
+                notes.append(f"calibration intercept and slope: the grouped fit leaves out an estimated {out:.0f} "
+                             "patients of the bins whose noisy mean score is 0 or 1 (no logit)")
             if means is not None and "grid" in with_sums:  # the unbinned fit's reconstruction and range
                 recal = with_range(recal, recalibration_with_sums(c0, c1, *means["u"], e, with_sums["grid"],
                                                                   sigma=sigma, sums_sigma=means["sigma"],

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from ..errors import DisclosureError
 
-__all__ = ["require_privacy_level"]
+__all__ = ["PRIVACY_LEVEL_RULE", "require_privacy_level"]
+
+#: How the refusal's message begins: an analyst recognises a site that refuses for its size by it.
+PRIVACY_LEVEL_RULE = "privacy level"
 
 
 def require_privacy_level(n: int, q: int, what: str) -> None:
@@ -26,4 +29,4 @@ def require_privacy_level(n: int, q: int, what: str) -> None:
         ``PERMISSION_DENIED``).
     """
     if n < q:
-        raise DisclosureError(f"privacy level: {what} must describe at least q = {q} patients at this site")
+        raise DisclosureError(f"{PRIVACY_LEVEL_RULE}: {what} must describe at least q = {q} patients at this site")

@@ -12,11 +12,14 @@ A :class:`SurvivalHistogram` holds the counts ``(K, 2, J)`` per (time bin, statu
 when noisy, with the optional risk sums; sites pool by ``+`` or :func:`sum_histograms`. Estimators read
 negative noisy cells as zero (see :mod:`dsroc.survival.counts`).
 
-Conventions. Within a time point, events precede censorings (standard Kaplan-Meier); the censoring
-survival ``G`` (reverse KM) therefore removes the events at ``t`` before the censorings at ``t``. Inverse
-probability of censoring weights are ``1 / G(T-)`` for a case at ``T`` (the left limit, as timeROC and
-riskRegression) and ``1 / G(t)`` for the controls at horizon ``t``. Patients in the same time bin are tied
-in time; pairs tied in score count one half. Competing risks are not handled.
+Conventions. Times are grouped: a bin holds continuous follow-up times in an order the release hides. The
+Kaplan-Meier curves are life-table estimates (those censored in a bin count one half at risk of its events,
+and the events one half at risk of its censorings in the censoring survival ``G``); inverse probability of
+censoring weights are ``1 / G(T-)`` for a case at ``T`` (timeROC and riskRegression), ``G`` taken within her
+bin as ``sqrt(G(t_{k-1}) G(t_k))``, and ``1 / G(t)`` for the controls at horizon ``t``. With one patient per
+time bin all of this is the per-patient Kaplan-Meier and ``G(T-)``. Two patients in the same time bin
+are in either order with probability one half (a C-index counts such a pair half comparable); pairs tied in
+score count one half. Competing risks are not handled.
 """
 
 from .._lazy import export_lazily

@@ -1,11 +1,17 @@
 """Discrimination from a survival histogram: cumulative/dynamic AUC at a horizon, Harrell's and Uno's C.
 
-Higher predicted risk should mean an earlier event; pairs tied in score bin count one half. Binned times
-make patients in the same time bin tied (``T_i = T_j``), and a pair tied in time is not comparable for
-the C-indices. Every sum runs over the ``(time, score)`` grid with cumulative sums: ``O(K J)``, not
-``O(n^2)``. Weights use the censoring survival ``G`` (:func:`censoring_survival`): ``1 / G(T-)`` for a
-case at ``T`` (timeROC / riskRegression), ``1 / G(t)`` for the controls at horizon ``t`` (constant, so it
-cancels in the AUC).
+Higher predicted risk should mean an earlier event; pairs tied in score bin count one half. Times are
+grouped by the public grid: two patients in the same time bin were followed for continuous times whose order
+the release hides, so for the C-indices each order counts with probability one half (an event and any other
+patient of her bin form half a comparable pair). Counting such pairs as not comparable instead drops the
+pairs closest in time, the least concordant ones, and raised Harrell's and Uno's C by 0.006-0.008 on 20
+quantile time bins (the survival study); counting them half leaves less than 0.001. On a grid with one
+patient per time bin there are no such pairs: the per-patient estimates are unchanged.
+
+Every sum runs over the ``(time, score)`` grid with cumulative sums: ``O(K J)``, not ``O(n^2)``. Weights use
+the censoring survival ``G`` (:func:`censoring_survival`): ``1 / G(T-)`` for a case at ``T`` (timeROC /
+riskRegression; within her bin, see :func:`case_weights`), ``1 / G(t)`` for the controls at horizon ``t``
+(constant, so it cancels in the AUC).
 """
 
 from __future__ import annotations
@@ -22,11 +28,16 @@ __all__ = ["TimeDependentAUC", "case_weights", "cumulative_dynamic_auc", "harrel
 
 
 def case_weights(hist: SurvivalHistogram) -> np.ndarray:
-    """Inverse probability of censoring weights ``1 / G(t_k-)`` of an event in each time bin, shape ``(K,)``.
+    """Inverse probability of censoring weights ``1 / G(T-)`` of an event in each time bin, shape ``(K,)``.
 
-    0 where ``G(t_k-) = 0`` (no patient can still be followed there).
+    An event's time lies somewhere in her bin, where ``G`` falls from ``G(t_{k-1})`` to ``G(t_k)``: her weight
+    is ``1 / sqrt(G(t_{k-1}) G(t_k))``, ``G`` at the bin's middle for a censoring hazard constant across it.
+    It is ``1 / G(t_k-)`` where the bin holds no censorings (one patient per bin, say); the left limit alone
+    under-weighted the cases and lowered Brier(t) by 0.001-0.002 on 20 time bins (the survival study). 0 where
+    ``G`` is 0 (no patient can still be followed there).
     """
-    g = censoring_survival(hist).left_limits
+    curve = censoring_survival(hist)
+    g = np.sqrt(curve.left_limits * curve.survival)
     return np.divide(1.0, g, out=np.zeros_like(g), where=g > 0.0)
 
 
@@ -96,8 +107,11 @@ def _concordance(c: np.ndarray, weights: np.ndarray) -> float:
     everyone = c.sum(axis=1)
     later = np.cumsum(everyone[::-1], axis=0)[::-1] - everyone  # followed beyond bin k, per score bin
     lower_score = np.cumsum(later, axis=1) - later
-    concordant = float((events * (lower_score + 0.5 * later)).sum())
-    comparable = float((events.sum(axis=1) * later.sum(axis=1)).sum())
+    others = everyone - 1.0  # the patients of an event's own cell but herself
+    same_lower = np.cumsum(everyone, axis=1) - everyone  # her time bin, lower score bins
+    # pairs in one time bin: comparable (and then concordant as scored) with probability 1/2
+    concordant = float((events * (lower_score + 0.5 * later + 0.5 * (same_lower + 0.5 * others))).sum())
+    comparable = float((events.sum(axis=1) * (later.sum(axis=1) + 0.5 * (everyone.sum(axis=1) - 1.0))).sum())
     if not comparable > 0.0:
         raise ValueError("no comparable pairs (an event followed by a longer follow-up in a later time bin)")
     return float(np.clip(concordant / comparable, 0.0, 1.0))
@@ -106,7 +120,7 @@ def _concordance(c: np.ndarray, weights: np.ndarray) -> float:
 def harrell_c(hist: SurvivalHistogram) -> float:
     """Harrell's C: among comparable pairs (``T_i < T_j``, ``i`` an event), the share with ``r_i > r_j``.
 
-    Pairs tied in score count one half; pairs in the same time bin are tied in time, not comparable.
+    Pairs tied in score count one half; pairs in one time bin count one half (either order, see the module).
     """
     return _concordance(hist.counts, np.ones(hist.shape[0]))
 
@@ -114,9 +128,10 @@ def harrell_c(hist: SurvivalHistogram) -> float:
 def uno_c(hist: SurvivalHistogram, tau=None) -> float:
     """Uno's C (Uno et al. 2011): Harrell's pairs weighted ``1 / G(T_i-)^2``, restricted to ``T_i < tau``.
 
-    ``sum_{i,j} d_i G(T_i-)^-2 1(T_i < T_j, T_i < tau) [1(r_i > r_j) + 1/2 1(r_i = r_j)]`` over the same sum
-    without the score comparison (scikit-survival's ``concordance_index_ipcw``, which uses ``G(T_i)``:
-    the same on data without ties). ``tau``: a positive time, ``None`` for no truncation.
+    ``sum_{i,j} d_i G(T_i-)^-2 o_ij 1(T_i < tau) [1(r_i > r_j) + 1/2 1(r_i = r_j)]`` over the same sum without
+    the score comparison, ``o_ij`` 1 for ``T_i < T_j`` and 1/2 for ``j != i`` in the same time bin
+    (scikit-survival's ``concordance_index_ipcw`` on a grid of one patient per time bin, where it uses ``G(T_i)``
+    for ``G(T_i-)``: the same without ties). ``tau``: a positive time, ``None`` for no truncation.
     """
     weights = case_weights(hist) ** 2
     if tau is not None:

@@ -1,10 +1,15 @@
 """Kaplan-Meier survival of the events and of the censoring (reverse KM) at the time grid, with Greenwood variances.
 
-Ties: within a time point events precede censorings. So the event KM at ``t_k`` has all ``n_k`` patients
-still followed at risk (``d_k`` events among them), while the censoring KM ``G`` removes the ``d_k``
-events first: ``n_k - d_k`` at risk of the ``c_k`` censorings (scikit-survival's ``reverse=True``). Counts
-per time point are the cells summed over the score bins, clipped at zero; a hazard is 0 where nobody is at
-risk and at most 1.
+Grouped times: a time bin holds continuous follow-up times whose order within the bin the release hides, so the
+curves are the actuarial (life-table, Cutler-Ederer) estimates: the ``c_k`` patients censored within bin ``k``
+were followed, on average, for half of it, and count one half at risk of its ``d_k`` events (``n_k - c_k / 2``
+at risk); likewise the events count one half at risk of the censorings in the censoring KM ``G``
+(``n_k - d_k / 2`` at risk of the ``c_k`` censorings). Counting every censored patient at risk of all of her
+bin's events instead (the tied-times Kaplan-Meier) raised ``S`` at the horizon: the observed risk, and O/E, came
+out 1-3 % low on 20 quantile time bins at 30-70 % censoring (the survival study); the life-table reading leaves
+0.1 %. A bin holding events only or censorings only (one patient per bin, say) gets the Kaplan-Meier factor
+exactly. Counts per time point are the cells summed over the score bins, clipped at zero; a hazard is 0 where
+nobody is at risk and at most 1.
 """
 
 from __future__ import annotations
@@ -115,26 +120,27 @@ def kaplan_meier(hist: SurvivalHistogram, *, level: float = 0.95, score_bins=Non
     Returns
     -------
     SurvivalCurve
-        ``S(t_k) = prod_{l <= k} (1 - d_l / n_l)`` with ``n_l`` the patients followed to ``t_l``.
+        ``S(t_k) = prod_{l <= k} (1 - d_l / (n_l - c_l / 2))`` with ``n_l`` the patients followed into bin ``l``
+        and ``c_l`` those censored in it (the life-table estimate; ``at_risk`` holds ``n_l - c_l / 2``).
     """
     level = check_level(level)
-    events, _, at_risk = _events_and_censorings(hist, score_bins)
-    return _product_limit(hist.time_points, events, at_risk, level)
+    events, censored, at_risk = _events_and_censorings(hist, score_bins)
+    return _product_limit(hist.time_points, events, at_risk - 0.5 * censored, level)
 
 
 def censoring_survival(hist: SurvivalHistogram, *, level: float = 0.95) -> SurvivalCurve:
     """Reverse Kaplan-Meier estimate of the censoring survival ``G(t_k) = P(C > t_k)``.
 
-    ``G(t_k) = prod_{l <= k} (1 - c_l / (n_l - d_l))``: the censorings are the events, and the ``d_l``
-    events at ``t_l`` leave the risk set before the censorings (events precede censorings at ties). The
-    IPC weights use ``G(T-)`` (:attr:`SurvivalCurve.left_limits`) for a case at ``T`` and ``G(t)`` for the
+    ``G(t_k) = prod_{l <= k} (1 - c_l / (n_l - d_l / 2))``: the censorings are the events, and the ``d_l``
+    events of bin ``l`` count one half at risk of its censorings (the life-table estimate). The IPC weights
+    use ``G`` at a case's own time (:func:`dsroc.survival.discrimination.case_weights`) and ``G(t)`` for the
     controls at a horizon ``t``.
 
     Returns
     -------
     SurvivalCurve
-        ``events`` holds the censorings, ``at_risk`` the ``n_l - d_l``.
+        ``events`` holds the censorings, ``at_risk`` the ``n_l - d_l / 2``.
     """
     level = check_level(level)
     events, censored, at_risk = _events_and_censorings(hist, None)
-    return _product_limit(hist.time_points, censored, at_risk - np.minimum(events, at_risk), level)
+    return _product_limit(hist.time_points, censored, at_risk - 0.5 * np.minimum(events, at_risk), level)

@@ -266,8 +266,8 @@ def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, su
                                                           seed=seed) for name, s in sites.items())
     notes = [f"Uno's C truncated at tau = {tau:g}; the integrated Brier score over the grid's time points up to the "
              f"horizon {horizon:g}",
-             "patients in the same time bin are tied in time (not comparable); within a bin events precede "
-             "censorings; competing risks are not handled"]
+             "times are grouped in the time bins: Kaplan-Meier curves are life tables, two patients in one bin "
+             "count half a comparable pair; competing risks are not handled"]
     if not np.isfinite(value[scalars["intercept"]]) or not np.isfinite(value[-1]):
         notes.append("the calibration intercept or slope could not be estimated (no event before the horizon, one "
                      "score bin with patients, or no convergence of the grouped fit)")

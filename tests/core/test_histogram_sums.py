@@ -126,3 +126,31 @@ def test_the_slopes_variance_includes_the_noise_of_counts_and_sums():
     sd = np.std(slopes, ddof=1)
     assert sd == pytest.approx(np.sqrt(np.mean(noise_var)), rel=0.2)
     assert np.sqrt(np.mean(counts_only)) < 0.8 * sd
+
+
+@pytest.mark.parametrize("end", ["lowest", "highest"])
+def test_the_slope_leaves_out_a_bin_whose_noisy_mean_score_is_clipped_to_the_grids_end(end):
+    """The sums' noise pushes the mean score of the bin at the grid's end to 0 or 1 (no logit): the slope is still
+    estimated, by the grouped fit on the other bins (statsmodels' binomial GLM on their counts at the logit of their
+    patients' mean score), and a note counts the patients left out."""
+    s, y = _sample(4, n=3000)
+    s = np.where(s > 0.9, 0.97, s)  # some patients in the top bin
+    edges = np.array([0.0, 0.05, 0.15, 0.3, 0.5, 0.75, 1.0])
+    h0, h1 = bin_scores(s, y, edges)
+    t0, t1, b = _offset_sums(s, y, edges)
+    last = 0 if end == "lowest" else edges.size - 2
+    assert h0[last] + h1[last] > 0
+    # a bin's summed offsets pushed by the noise beyond [0, count]: its mean offset is clipped to 0 or 1
+    t0[last] = -3.0 if end == "lowest" else h0[last] + h1[last] + 3.0
+    t1[last] = 0.0
+    v = histogram_validation(h0, h1, edges, sigma=0.0, sums0=t0, sums1=t1, sums_sigma=0.0)
+    assert "recalibration" not in v.unavailable
+    keep = (np.arange(edges.size - 1) != last) & (h0 + h1 > 0)
+    mean_score = np.bincount(b, s, edges.size - 1)[keep] / (h0 + h1)[keep]
+    fit = sm.GLM(np.column_stack([h1[keep], h0[keep]]), sm.add_constant(logit(mean_score)),
+                 family=sm.families.Binomial()).fit(tol=1e-12)
+    assert v.recalibration.intercept == pytest.approx(fit.params[0], abs=1e-7)
+    assert v.recalibration.slope == pytest.approx(fit.params[1], abs=1e-7)
+    assert v.recalibration.cov[1, 1] == pytest.approx(fit.cov_params()[1, 1], rel=1e-6)
+    left_out = int(h0[last] + h1[last])
+    assert any(f"leaves out an estimated {left_out} patients" in note for note in v.notes)

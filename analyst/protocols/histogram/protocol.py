@@ -86,6 +86,11 @@ class HistogramOptions(ProtocolOptions):
         Also compare with a second model on the same patients (a score column, or a GLM as for ``model``): one more
         release per site at the validation's epsilon and delta, a joint 2-D histogram of both models' scores on the
         validation's grid; each model's AUC, the paired difference and its test (``result.comparison``).
+    skip_refusing_sites : bool, default False
+        Go on without a site that refuses the first release because a class holds fewer than its privacy level's
+        q patients (PERMISSION_DENIED; nothing is held or charged there, decided before any site is charged): every
+        estimate is then of the other sites' patients, ``result.sites`` lists those, a warning names each site left
+        out and why (``detail.left_out``). Off by default: leaving a hospital out changes the population validated.
     """
 
     n_bins: int | None = None
@@ -98,6 +103,7 @@ class HistogramOptions(ProtocolOptions):
     decision_curve: bool = False
     strata: str | None = None
     compare: Any = None
+    skip_refusing_sites: bool = False
 
     def __post_init__(self):
         check_grid_options(self.n_bins, self.spacing, self.estimator)
@@ -130,6 +136,8 @@ class HistogramDetail:
         too; both stages compose to the request's epsilon per site).
     grid_edges : ndarray or None
         With ``spacing="quantile"``: the first release's grid.
+    left_out : dict of str to str
+        With ``skip_refusing_sites``: each site left out and its refusal.
     """
 
     validation: Any
@@ -139,6 +147,7 @@ class HistogramDetail:
     spacing: str
     grid_releases: Mapping[str, HistogramSite] = field(default_factory=dict)
     grid_edges: np.ndarray | None = None
+    left_out: Mapping[str, str] = field(default_factory=dict)
 
     def summary_lines(self, result, pct: int) -> list[str]:
         """Lines after the headline AUC: why it is the one reported, then the binned and resolved AUCs beside it."""
@@ -186,7 +195,8 @@ class HistogramDetail:
                 "auc_monotone": num(v.auc_monotone), "auc_shape": num(v.auc_shape),
                 "estimator": v.estimator, "unavailable": dict(v.unavailable),
                 "releases": {name: r.to_dict() for name, r in self.releases.items()},
-                "grid_releases": {name: r.to_dict() for name, r in self.grid_releases.items()}}
+                "grid_releases": {name: r.to_dict() for name, r in self.grid_releases.items()},
+                "left_out": dict(self.left_out)}
 
 
 def two_modes_lines(counts0, counts1, sigma: float, edges) -> list[str]:
@@ -247,6 +257,7 @@ class HistogramProtocol(Protocol):
     def _run(self, s, request: ValidationRequest, o: HistogramOptions, partitions, timing) -> ValidationResult:
         timing = {} if timing is None else timing
         clock = time.perf_counter()
+        s.leave_out_small = o.skip_refusing_sites
         n_bins, allowed, grid_releases = o.n_bins, [p.histogram_bins for p in s.policies.values()], {}
         grid_edges = None
         if o.spacing == "quantile":
@@ -281,7 +292,7 @@ class HistogramProtocol(Protocol):
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         result = histogram_result(request.common(s, self), edges, releases, budgets, o, timing=timing,
-                                  grid_releases=grid_releases, grid_edges=grid_edges, extra=extra)
+                                  grid_releases=grid_releases, grid_edges=grid_edges, extra=extra, left_out=s.left_out)
         timing["analysis"] = time.perf_counter() - clock
         return result
 
@@ -295,7 +306,7 @@ def _charged(unavailable) -> tuple[str, ...]:
 
 def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, HistogramSite], budgets,
                      options: HistogramOptions, *, timing=None, grid_releases=None, grid_edges=None,
-                     extra=None) -> ValidationResult:
+                     extra=None, left_out=None) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of the sites' histogram releases (pure post-processing).
 
     ``common``: the request's fields (:meth:`ValidationRequest.common`); ``budgets``: each site's
@@ -330,10 +341,13 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
         budgets[name], epsilon=r.epsilon, delta=r.delta, noise_sd=r.noise_sd, sensitivity=1.0,
         sensitivity_rule="count", formal_bound=True, n=float(r.negatives.sum() + r.positives.sum()),
         repeated=r.repeated) for name, r in releases.items()}
+    left_out = dict(left_out or {})
     return summed_result(
         common, v, privacy, a0=o.a0, with_sums=with_sums, timing=timing,
+        warnings=[f"site {name} left out (skip_refusing_sites; nothing held or charged there): {why}; every estimate "
+                  f"is of the patients of {', '.join(releases)} only" for name, why in left_out.items()],
         detail=HistogramDetail(v, releases, sigma, int(edges.size - 1), o.spacing, dict(grid_releases or {}),
-                               grid_edges),
+                               grid_edges, left_out),
         heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
                        if o.by_site and len(releases) >= 2 else None),
         decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)

@@ -17,8 +17,8 @@ from sksurv.nonparametric import kaplan_meier_estimator  # noqa: E402
 from sksurv.util import Surv  # noqa: E402
 
 from dsroc.survival import (  # noqa: E402
-    SurvivalHistogram, brier_score, censoring_survival, cumulative_dynamic_auc, harrell_c, integrated_brier_score,
-    kaplan_meier, uno_c,
+    SurvivalHistogram, brier_score, calibration_at, censoring_survival, cumulative_dynamic_auc, harrell_c,
+    integrated_brier_score, kaplan_meier, uno_c,
 )
 
 HORIZONS = (0.5, 1.0, 1.5)
@@ -73,16 +73,22 @@ def test_censoring_survival_matches_sksurv_reverse_km(cohort):
     assert np.max(np.abs(censoring_survival(hist).survival - g)) < 1e-12
 
 
-def test_censoring_survival_matches_sksurv_with_ties():
-    # sksurv's reverse KM also takes the events at a tied time out of the risk set first
-    rng = np.random.default_rng(5)
-    time = rng.integers(1, 8, 300).astype(float)
-    event = (rng.uniform(size=300) < 0.6).astype(int)
-    hist = SurvivalHistogram.from_patients(time, event, np.full(300, 0.3), time_edges=np.arange(8.0),
-                                           score_edges=[0.0, 1.0])
-    times, g = kaplan_meier_estimator(event.astype(bool), time, reverse=True)
-    assert np.array_equal(times, hist.time_points)
-    assert np.max(np.abs(censoring_survival(hist).survival - g)) < 1e-14
+def test_grouped_times_cost_little_on_twenty_time_bins():
+    # 20 quantile time bins (a score edge between every two risks): the life-table curves and the censoring weight
+    # inside a case's bin keep Kaplan-Meier within 3e-3 of lifelines and Brier(t) within 4e-4 of sksurv. The
+    # tied-times reading before (all censored of a bin at risk of its events, weights G at the bin's start) was
+    # 0.014-0.015 and 0.0009 off on these data.
+    time, event, risk = weibull_cohort(seed=2, n=4000)
+    y = Surv.from_arrays(event.astype(bool), time)
+    edges = np.unique(np.r_[0.0, np.quantile(time, np.linspace(0.05, 0.95, 19)), HORIZONS, np.inf])
+    sorted_risk = np.sort(risk)
+    hist = SurvivalHistogram.from_patients(time, event, risk, time_edges=edges,
+                                           score_edges=np.r_[0.0, 0.5 * (sorted_risk[1:] + sorted_risk[:-1]), 1.0])
+    fitter = lifelines.KaplanMeierFitter().fit(time, event)
+    finite = hist.time_points[:-1]
+    assert np.max(np.abs(kaplan_meier(hist).survival[:-1] - fitter.survival_function_at_times(finite).to_numpy())) < 3e-3
+    _, bs = sksurv_metrics.brier_score(y, y, np.tile(1.0 - risk[:, None], (1, 3)), np.array(HORIZONS))
+    assert np.max(np.abs([brier_score(hist, t) for t in HORIZONS] - bs)) < 4e-4
 
 
 def test_cumulative_dynamic_auc_matches_sksurv(cohort):
@@ -118,20 +124,38 @@ def test_brier_and_integrated_brier_match_sksurv(cohort):
 
 def test_a_public_coarse_grid_costs_only_binning(cohort):
     # 200 time bins at quantiles, 100 equal score bins, the horizons on edges; bounds ~3x the measured gaps.
-    # The KM gap is the grouped-time bias: censorings inside a bin count as after all its events.
+    # The KM gap is what grouping leaves of the order within a bin (life-table curves; measured 0.0019).
     time, event, risk, _, y = cohort
     edges = np.unique(np.r_[0.0, np.quantile(time, np.linspace(0.005, 1.0, 200)), HORIZONS, TAU])
     hist = SurvivalHistogram.from_patients(time, event, risk, time_edges=edges, score_edges=np.linspace(0.0, 1.0, 101))
     fitter = lifelines.KaplanMeierFitter().fit(time, event)
     gap = np.abs(kaplan_meier(hist).survival - fitter.survival_function_at_times(hist.time_points).to_numpy())
-    assert 1e-3 < np.max(gap) < 2e-2
+    assert np.max(gap) < 5e-3
     auc, _ = sksurv_metrics.cumulative_dynamic_auc(y, y, risk, times=np.array(HORIZONS), tied_tol=0.0)
     assert np.max(np.abs([cumulative_dynamic_auc(hist, t).value for t in HORIZONS] - auc)) < 1e-3
     harrell = sksurv_metrics.concordance_index_censored(event.astype(bool), time, risk, tied_tol=0.0)[0]
-    assert abs(harrell_c(hist) - harrell) < 1.5e-3
-    assert abs(uno_c(hist, TAU) - sksurv_metrics.concordance_index_ipcw(y, y, risk, tau=TAU, tied_tol=0.0)[0]) < 3.5e-3
+    assert abs(harrell_c(hist) - harrell) < 1e-3  # measured 2.5e-4
+    assert abs(uno_c(hist, TAU) - sksurv_metrics.concordance_index_ipcw(y, y, risk, tau=TAU, tied_tol=0.0)[0]) < 1e-3
+    for t in HORIZONS:  # O/E against lifelines' Kaplan-Meier over the mean risk; measured at most 2e-4
+        oe = (1.0 - fitter.survival_function_at_times(t).iloc[0]) / risk.mean()
+        assert abs(calibration_at(hist, t, [0, 100]).overall.ratio - oe) < 1e-3
     _, bs = sksurv_metrics.brier_score(y, y, np.tile(1.0 - risk[:, None], (1, 3)), np.array(HORIZONS))
     assert np.max(np.abs([brier_score(hist, t) for t in HORIZONS] - bs)) < 3e-4
     points = hist.time_points[hist.time_points <= TAU]
     ibs = sksurv_metrics.integrated_brier_score(y, y, np.tile(1.0 - risk[:, None], (1, points.size)), points)
     assert abs(integrated_brier_score(hist, TAU) - ibs) < 1e-5
+
+
+def test_concordance_on_grouped_times_counts_pairs_within_a_time_bin_half():
+    # 20 quantile time bins, a score edge between every two risks: only the time grouping differs from sksurv.
+    # Pairs within one time bin are in either order; counting them not comparable (the convention before) was
+    # 0.006 (Harrell) and 0.009 (Uno) too high here, counting them half leaves under 1e-3.
+    time, event, risk = weibull_cohort(seed=1, n=4000)
+    y = Surv.from_arrays(event.astype(bool), time)
+    edges = np.unique(np.r_[0.0, np.quantile(time, np.linspace(0.05, 0.95, 19)), TAU, np.inf])
+    sorted_risk = np.sort(risk)
+    hist = SurvivalHistogram.from_patients(time, event, risk, time_edges=edges,
+                                           score_edges=np.r_[0.0, 0.5 * (sorted_risk[1:] + sorted_risk[:-1]), 1.0])
+    harrell = sksurv_metrics.concordance_index_censored(event.astype(bool), time, risk, tied_tol=0.0)[0]
+    assert abs(harrell_c(hist) - harrell) < 1e-3
+    assert abs(uno_c(hist, TAU) - sksurv_metrics.concordance_index_ipcw(y, y, risk, tau=TAU, tied_tol=0.0)[0]) < 1e-3

@@ -41,3 +41,13 @@ def test_citl_and_slope_intervals_cover_the_pooled_fits(name):
     assert 0.75 <= citl["spread_over_se"] <= 1.1
     assert abs(citl["bias"]) <= 0.5 * citl["mean_se"]
     assert summary.loc["slope", "coverage"] >= 0.93
+
+
+def test_at_3_x_150_patients_the_slope_is_estimated_where_a_bins_noisy_mean_reaches_the_grids_end():
+    """Replication 1 of 3 x 150 patients at prevalence 0.1, epsilon 1: the sums' noise clips the mean score of a bin
+    at the grid's end to 0 or 1; the slope is still reported (from the other bins) and its interval holds the pooled
+    slope (statsmodels on the patients)."""
+    rows = calibration_rows(SETTINGS["3 x 150 at prevalence 0.1"], [1], seed=35, noise_draws=10)
+    slope = rows.set_index("estimand").loc["slope"]
+    assert slope["failure"] == ""
+    assert slope["lower"] <= slope["pooled"] <= slope["upper"]
