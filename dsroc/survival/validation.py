@@ -22,7 +22,8 @@ from .bootstrap import bootstrap, interval_from
 from .intervals import SurvivalInterval
 from .kaplan_meier import censoring_survival, check_level, kaplan_meier
 from .recalibration import grouped_calibration
-from .pooling import SitePooled, SiteRelease, SiteSurvival, pool_sites, site_estimates
+from ..multicentre.meta_analysis import PooledEstimate
+from .pooling import SiteRelease, SiteSurvival, pool_sites, site_estimates
 
 __all__ = ["INCLUDES", "CurveBand", "RiskGroup", "SurvivalValidation",
            "default_groups", "survival_validation"]
@@ -108,7 +109,7 @@ class SurvivalValidation:
     risk_event_free: np.ndarray
     risk_censored: np.ndarray
     sites: tuple[SiteSurvival, ...]
-    pooled: Mapping[str, SitePooled]
+    pooled: Mapping[str, PooledEstimate]
     notes: tuple[str, ...]
 
 
