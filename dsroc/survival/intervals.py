@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from .counts import SurvivalHistogram
+from .counts import SurvivalHistogram, risk_sums_of
 from .kaplan_meier import check_level
 
 __all__ = ["SurvivalInterval", "ReplicateCells", "replicate_cells", "survival_replicates", "survival_interval"]
@@ -49,10 +49,7 @@ class ReplicateCells:
 
     def risk_sums(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-cell sums of the risks and of their squares, as :meth:`SurvivalHistogram.risk_sums`."""
-        if self.score_sum is None:
-            m = self.hist.score_midpoints
-            return self.counts * m, self.counts * m * m
-        return self.score_sum, self.score_sq_sum
+        return risk_sums_of(self.counts, self.score_sum, self.score_sq_sum, self.hist.score_midpoints)
 
     def histogram(self, i: int) -> SurvivalHistogram:
         """Replicate ``i`` as a histogram."""

@@ -140,3 +140,26 @@ def test_the_validation_reproduces_every_statistic_on_every_replicate(case):
         for i, (field, bounds) in enumerate((("auc", unit), ("harrell_c", unit), ("uno_c", unit), ("brier", unit),
                                              ("oe", positive))):
             _same(getattr(row, field), interval_from(sv[i], sr[:, i], level, bounds=bounds))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_stacked_statistic_is_its_public_function_on_each_replicate(case):
+    from dsroc.survival.bootstrap import bootstrap
+
+    n, sd, sums_sd, with_sums = CASES[case]
+    rng = np.random.default_rng(10 + sorted(CASES).index(case))
+    hist = _site(rng, 3 * n, sd, sums_sd, with_sums)
+    kh, j = hist.horizon_index(HORIZON), hist.shape[2]
+    want = lambda x: np.concatenate([  # noqa: E731
+        [_nan(lambda t=t: cumulative_dynamic_auc(x, t).value) for t in x.time_points[:-1]],
+        [_nan(lambda: harrell_c(x)), _nan(lambda: uno_c(x, TAU)), _nan(lambda: brier_score(x, HORIZON)),
+         _nan(lambda: integrated_brier_score(x, HORIZON)), _nan(lambda: scaled_brier(x, HORIZON)),
+         calibration_at(x, HORIZON, [0, 2, j]).groups[1].ratio], kaplan_meier(x).survival,
+        censoring_survival(x).survival])
+    got = lambda s: np.column_stack([  # noqa: E731
+        s.auc(np.arange(1, hist.shape[0])), s.harrell_c(), s.uno_c(TAU), s.brier(kh), s.integrated_brier(kh),
+        s.scaled_brier(kh), s.observed_expected(kh, 2, j)[2], s.survival, s.censoring.survival])
+    value, reps = bootstrap(hist, got, count_sd=sd, sums_sd=sums_sd if with_sums else 0.0, draws=25, seed=3)
+    np.testing.assert_allclose(value, want(hist), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(reps, _replicates(hist, want, sd, sums_sd if with_sums else 0.0, 25, 3), rtol=0,
+                               atol=1e-12)
