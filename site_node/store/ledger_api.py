@@ -93,7 +93,9 @@ class BudgetStatus:
     ``epsilon_spent`` is the composed history's epsilon at the budget's delta (the accountant's,
     never below the exact value); ``delta_spent`` its delta at the budget's epsilon; a new release
     fits when, composed onto the history, ``delta_spent`` stays at most ``budget_delta``. The mu
-    fields describe the continuous Gaussian releases alone (Gaussian DP, exact).
+    fields describe the continuous Gaussian releases alone (Gaussian DP, exact). ``exact``: the
+    history is Gaussian only; ``pure``: pure epsilon-DP only (basic composition); neither: the
+    privacy-loss distribution accounts it.
     """
 
     dataset: str
@@ -107,6 +109,7 @@ class BudgetStatus:
     delta_spent: float = 0.0
     exact: bool = True
     reservations: int = 0
+    pure: bool = False
     left: tuple = ()  # site_node.protocols.budget.ReleasesLeft per asked-for release
 
     @property
@@ -159,7 +162,9 @@ class Ledger(ABC):
         """Hold the budget of a release for ``hold_seconds`` (at most HOLD_SECONDS) without releasing anything.
 
         Refused (ResourceExhausted, nothing held) when the release would not fit the budget with the
-        history and the other holds. A release made before holds nothing (its replay is free); an
+        history and the other holds, or when the analyst's holds on the population would exceed the policy's
+        limits (:mod:`site_node.store.hold_limits`: their number, their composed epsilon, and the hourly
+        allowance of unused hold time). A release made before holds nothing (its replay is free); an
         unexpired hold of the same release by the same analyst is returned, not doubled.
 
         ``follow_up``: the events of a release that will follow this one and whose request is not known yet

@@ -1,0 +1,35 @@
+"""Pure epsilon-DP histories in closed form: basic composition on the accountant's privacy-loss grid."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["grid_steps", "pure_delta", "pure_epsilon"]
+
+
+def grid_steps(epsilon: float, interval: float) -> int:
+    """One pure ``epsilon``-DP release's epsilon in steps of the privacy-loss grid ``interval``, rounded up.
+
+    ``ceil(epsilon / interval)``: the largest loss the accountant's pessimistic privacy-loss distribution of the
+    release has (dp-accounting rounds every loss up onto the grid the same way), so a history's sum of steps is
+    never below what that distribution would compose to.
+    """
+    return math.ceil(float(epsilon) / float(interval))
+
+
+def pure_delta(total: float, epsilon: float) -> float:
+    """The delta at which a ``total``-DP history is (``epsilon``, delta)-DP: ``1 - exp(epsilon - total)``, 0 from
+    ``total`` on.
+
+    Valid for every mechanism whose privacy loss never exceeds ``total``: its hockey-stick divergence
+    ``E[(1 - exp(epsilon - L))_+]`` has every term at most that bound. So it is never below the privacy-loss
+    distribution's own answer for a history of pure releases composed to at most ``total``.
+    """
+    gap = float(epsilon) - float(total)
+    return 0.0 if gap >= 0.0 else -math.expm1(gap)
+
+
+def pure_epsilon(total: float, delta: float) -> float:
+    """The smallest epsilon at which a ``total``-DP history is (epsilon, ``delta``)-DP by :func:`pure_delta`:
+    ``total + log(1 - delta)``, at least 0."""
+    return max(0.0, float(total) + math.log1p(-float(delta)))
