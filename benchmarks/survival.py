@@ -26,17 +26,22 @@ GRID = [90.0 * k for k in range(1, 23)]
 HORIZON = 720.0
 
 
-def write_configs(root: Path, n: int, k_sites: int, pki, token_hash: str) -> list[Path]:
-    """Each site's Parquet file (risk ``pred``, binary ``y``, ``time`` and ``event``) and config."""
-    import pandas as pd
-
+def cohort(n: int) -> dict[str, np.ndarray]:
+    """The benchmark's ``n`` patients: risk ``pred`` of an event by the horizon, binary ``y``, ``time``, ``event``."""
     rng = np.random.default_rng(n)
     x = rng.normal(size=n)
     t = 900.0 * rng.weibull(1.3, n) * np.exp(-0.8 * x / 1.3)
     c = rng.uniform(200.0, 2600.0, n)
     pred = 1.0 - np.exp(-((HORIZON / 900.0) ** 1.3) * np.exp(0.8 * x))
-    frame = pd.DataFrame({"pred": pred, "y": (t <= HORIZON).astype(int), "time": np.round(np.minimum(t, c), 1),
-                          "event": (t <= c).astype(int)})
+    return {"pred": pred, "y": (t <= HORIZON).astype(int), "time": np.round(np.minimum(t, c), 1),
+            "event": (t <= c).astype(int)}
+
+
+def write_configs(root: Path, n: int, k_sites: int, pki, token_hash: str) -> list[Path]:
+    """Each site's Parquet file (risk ``pred``, binary ``y``, ``time`` and ``event``) and config."""
+    import pandas as pd
+
+    frame = pd.DataFrame(cohort(n))
     policy = {"protocols": ["histogram"], "max_epsilon": 10.0, "max_delta": 0.05, "budget_epsilon": 1000.0,
               "budget_delta": 0.5, "survival_time_edges": GRID}
     dataset = {"outcomes": ["y", "event"], "scores": ["pred"], "score_range": [0.0, 1.0], "time_columns": ["time"]}

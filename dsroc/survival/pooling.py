@@ -16,10 +16,7 @@ import numpy as np
 
 from ..multicentre.meta_analysis import PooledEstimate, pool_estimates
 from .bootstrap import bootstrap, interval_from
-from .brier import brier_score
-from .calibration import calibration_at
 from .counts import SurvivalHistogram
-from .discrimination import cumulative_dynamic_auc, harrell_c, uno_c
 from .intervals import SurvivalInterval
 
 __all__ = ["SiteRelease", "SiteSurvival", "POOLED", "site_estimates", "pool_sites"]
@@ -50,22 +47,15 @@ class SiteSurvival:
     oe: SurvivalInterval
 
 
-def _safe(fn) -> float:
-    try:
-        return float(fn())
-    except ValueError:
-        return float("nan")
-
-
 def site_estimates(name: str, release: SiteRelease, horizon: float, tau: float, *, level: float, draws: int,
                    seed) -> SiteSurvival:
     """The site's estimates at ``horizon`` (Uno's C truncated at ``tau``) from its own release."""
     h = release.histogram
+    kh = h.horizon_index(horizon)
 
     def estimates(x):
-        return np.array([_safe(lambda: cumulative_dynamic_auc(x, horizon).value), _safe(lambda: harrell_c(x)),
-                         _safe(lambda: uno_c(x, tau)), _safe(lambda: brier_score(x, horizon)),
-                         _safe(lambda: calibration_at(x, horizon, [0, x.shape[2]]).overall.ratio)])
+        return np.column_stack([x.auc(kh), x.harrell_c(), x.uno_c(tau), x.brier(kh),
+                                x.observed_expected(kh, 0, h.shape[2])[2]])
 
     value, reps = bootstrap(h, estimates, count_sd=release.count_sd, sums_sd=release.sums_sd, draws=draws, seed=seed)
     unit, positive = (0.0, 1.0), (0.0, np.inf)
