@@ -93,10 +93,12 @@ def test_a_ledger_charges_pure_releases_across_the_switch_and_refuses_where_the_
         basic = k * steps <= 20.0 - math.log1p(-0.05) + 1e-12
         assert status.releases == k and status.accounting == (
             "pure epsilon-dp (basic composition)" if basic else "privacy loss distribution (pessimistic)")
+        if k not in (1, 20, 21, 28, 34, 35):  # where the bound changes and at its ends
+            continue
         pld_epsilon, sum_epsilon = direct(k).get_epsilon_for_delta(0.05), k * steps + math.log1p(-0.05)
         assert pld_epsilon - 1e-9 <= status.epsilon_spent <= sum_epsilon + 1e-9
         # the bound it says it used: basic composition's while it suffices, the PLD's after
-        assert status.epsilon_spent == pytest.approx(sum_epsilon if basic else pld_epsilon, abs=1e-9)
+        assert status.epsilon_spent == pytest.approx(sum_epsilon if basic else pld_epsilon, rel=1e-9)
         assert status.delta_spent <= 0.05
         assert ledger.releases_left("pop", policy, events) == (35 - k, False)
     assert k * steps > 20.1  # the history crossed basic composition's reach
