@@ -283,7 +283,7 @@ class Accountant:
         """
         if self.exact:
             return EXACT_GAUSSIAN
-        if self.pure and (not self._events or self.delta(epsilon) <= float(delta)):
+        if self.pure and self.delta(epsilon) <= float(delta):
             return BASIC_COMPOSITION
         return PLD
 
