@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(_
 import numpy as np
 
 from benchmarks._harness import (DELTA, EPSILON, ROOT, TOKEN, cpu_seconds, memory_mb, site_configs, start_daemons,
-                                 stop, write_dev_sites)
+                                 stop, worker_answer, write_dev_sites)
 
 __all__ = ["main"]
 
@@ -93,16 +92,6 @@ def memory_worker(tree: str, n: int, data_dir: str) -> dict:
     return {"rows": n, "ready_mb": ready, "after_mb": after}
 
 
-def _worker(tree: Path, job: dict) -> dict:
-    """Run ``job`` in a worker process on ``tree`` (its code first on the path, this checkout's harness after it)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(ROOT)]))
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)],
-                         env=env, stdout=subprocess.PIPE, text=True, cwd=tree)
-    if out.returncode != 0:
-        raise RuntimeError(f"the worker for {job} on {tree} failed (exit {out.returncode})")
-    return json.loads(out.stdout)
-
-
 def _run_worker(job: dict) -> dict:
     tree = os.environ["PYTHONPATH"].split(os.pathsep)[0]
     if job["kind"] == "validations":
@@ -142,7 +131,7 @@ def main(argv=None) -> int:
         for i, job in enumerate(jobs):  # A, B, then B, A: neither tree always runs on the warmer machine
             for label, tree in (trees if i % 2 == 0 else trees[::-1]):
                 print(f"  {job['kind']} on {label} ...", file=sys.stderr, flush=True)
-                results[label][job["kind"]] = _worker(tree, job)
+                results[label][job["kind"]] = worker_answer(__file__, tree, job, ROOT)
     print(f"first-validation benchmark: {os.cpu_count()} CPUs, epsilon {EPSILON:g}, delta {DELTA:g}")
     for label, _ in trees:
         _report(label, results[label]["validations"], results[label].get("memory"))

@@ -176,9 +176,13 @@ def calibrate_scale(events, epsilon: float, delta: float, start: float, interval
             if hi > math.log(start) + 3.0:
                 raise ArithmeticError("no upper bracket")
         log_sigma = brentq(excess, lo, hi, xtol=1e-10)
-        while excess(log_sigma) > 0.0:
+        # brentq's answer may sit a hair below the root: a few steps up, then the bracket's upper end, which meets
+        # the target (checked above), so the search ends whatever the accountant's figures do between them
+        for _ in range(4):
+            if excess(log_sigma) <= 0.0:
+                return math.exp(log_sigma)
             log_sigma += 1e-9
-        return math.exp(log_sigma)
+        return math.exp(hi)
     except (TypeError, IndexError, ArithmeticError, MemoryError):
         # dp-accounting's loss distributions of near-noiseless events overflow into object arrays (TypeError) or
         # compose to nothing (IndexError) at a very large epsilon: a clear refusal instead of a crash.

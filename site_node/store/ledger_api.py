@@ -163,7 +163,9 @@ class Ledger(ABC):
         """Hold the budget of a release for ``hold_seconds`` (at most HOLD_SECONDS) without releasing anything.
 
         Refused (ResourceExhausted, nothing held) when the release would not fit the budget with the
-        history and the other holds. A release made before holds nothing (its replay is free); an
+        history and the other holds, or when the analyst's holds on the population would exceed the policy's
+        limits (:mod:`site_node.store.hold_limits`: their number, their composed epsilon, and the hourly
+        allowance of unused hold time). A release made before holds nothing (its replay is free); an
         unexpired hold of the same release by the same analyst is returned, not doubled.
 
         ``follow_up``: the events of a release that will follow this one and whose request is not known yet

@@ -20,14 +20,15 @@ from scipy.special import expit
 from dsroc.histogram.validation import histogram_validation
 from dsroc.multicentre import decision_curve, log_oe, logit_auc, random_effects
 
-from analyst.result.parts import plain_record
+from analyst.result.parts import PlainRecord
+from analyst.result.summary import interval_text
 
 __all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
            "PartitionedAnalyses"]
 
 
 @dataclass(frozen=True)
-class SiteEstimates:
+class SiteEstimates(PlainRecord):
     """One site's own AUC and O/E from its own release, intervals including that site's noise."""
 
     site: str
@@ -41,13 +42,9 @@ class SiteEstimates:
     oe_upper: float
     oe_variance: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return plain_record(self)
-
 
 @dataclass(frozen=True)
-class Pooled:
+class Pooled(PlainRecord):
     """A random-effects pooled statistic on its natural scale (back-transformed), with heterogeneity."""
 
     statistic: str
@@ -62,10 +59,6 @@ class Pooled:
     q: float
     sites: int
     method: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -86,20 +79,14 @@ class Heterogeneity:
         """The lines of the text summary."""
         lines = ["", "Per site (each from its own release; intervals include that site's noise)"]
         for s in self.sites:
-            lines.append(f"  {s.site:<18} AUC {_est(s.auc, s.auc_lower, s.auc_upper)}   "
-                         f"O/E {_est(s.oe, s.oe_lower, s.oe_upper)}")
+            lines.append(f"  {s.site:<18} AUC {interval_text(s.auc, s.auc_lower, s.auc_upper)}   "
+                         f"O/E {interval_text(s.oe, s.oe_lower, s.oe_upper)}")
         for p in (self.auc, self.oe):
             if p is not None:
-                lines.append(f"  {p.statistic + ' pooled':<18} {_est(p.estimate, p.lower, p.upper)} ({p.method})"
-                             f"   {pct}% prediction interval for a new site [{p.prediction_lower:.3f}, "
+                lines.append(f"  {p.statistic + ' pooled':<18} {interval_text(p.estimate, p.lower, p.upper)} "
+                             f"({p.method})   {pct}% prediction interval for a new site [{p.prediction_lower:.3f}, "
                              f"{p.prediction_upper:.3f}]   tau^2 {p.tau2:.3g} ({p.scale} scale), I^2 {100 * p.i2:.0f}%")
         return lines + [f"  note: {n}" for n in self.notes]
-
-
-def _est(value, lower, upper) -> str:
-    if not math.isfinite(value):
-        return "not estimable"
-    return f"{value:.3f} [{lower:.3f}, {upper:.3f}]"
 
 
 def _pool(statistic, scale, back, effects, variances, level) -> Pooled:
