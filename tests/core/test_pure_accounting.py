@@ -10,6 +10,7 @@ from dp_accounting.pld import common
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 from dsroc.histogram.stages import laplace_release_scales
+from dsroc.privacy.pure import pure_delta_floor
 from dsroc.privacy.accounting import (VALUE_DISCRETIZATION, Accountant, ApproximateDp, DiscreteLaplace, Gaussian,
                                       PureEpsilon)
 from dsroc.survival.release import survival_release_scales
@@ -79,6 +80,11 @@ def test_a_pure_history_is_never_charged_less_than_its_pld(name):
         # the budget check: what the closed form accepts, the PLD accepts too
         for budget_delta in (1e-6, 0.05):
             assert not closed.within(epsilon, budget_delta) or direct.get_delta_for_epsilon(epsilon) <= budget_delta
+        # the floor that refuses without a PLD: every release at its largest loss, with probability 1 / (1 + e^-rate)
+        # (the discrete Laplace's rate 1 / scale, a pure event's worst case randomized response at its epsilon)
+        log_top = sum(count * -math.log1p(math.exp(-(1.0 / e.scale if isinstance(e, DiscreteLaplace) else e.epsilon)))
+                      for e, count in history)
+        assert pure_delta_floor(total, log_top, epsilon) <= direct.get_delta_for_epsilon(epsilon) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("name", ["one count release", "histogram at 1, sums and a scalar",
