@@ -9,11 +9,16 @@ from typing import Iterable
 from .events import (ApproximateDp, DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Event, Gaussian, Laplace,
                      PureEpsilon, RandomizedResponse, decode_event, encode_event, positive)
 from .gaussian import gdp_delta, gdp_epsilon
-from .pure import grid_steps, pure_delta, pure_epsilon
+from .pure import grid_steps, pure_delta, pure_delta_floor, pure_epsilon, top_loss_log_probability
 
 __all__ = ["Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "DiscreteLaplace", "Laplace", "RandomizedResponse",
            "PureEpsilon", "ApproximateDp", "Event", "Accountant", "VALUE_DISCRETIZATION", "MAX_DISCRETIZATION",
-           "discretization_for", "encode_event", "decode_event"]
+           "discretization_for", "encode_event", "decode_event", "EXACT_GAUSSIAN", "BASIC_COMPOSITION", "PLD"]
+
+# Which bound an accountant's budget check rests on (Accountant.accounting), as a budget status names it.
+EXACT_GAUSSIAN = "gaussian-dp (exact)"
+BASIC_COMPOSITION = "pure epsilon-dp (basic composition)"
+PLD = "privacy loss distribution (pessimistic)"
 
 # Privacy-loss grid of the PLDs (connect-the-dots, pessimistic): the epsilon of composed Gaussian
 # releases comes out within 1e-6 relative of the exact value (tests/core/test_accounting.py), and
@@ -39,12 +44,13 @@ def discretization_for(epsilon: float) -> float:
     return VALUE_DISCRETIZATION * min(max(1.0, positive("epsilon", epsilon) / 2.0), MAX_DISCRETIZATION / VALUE_DISCRETIZATION)
 
 
-def _pure_epsilon(event) -> float | None:
-    """The epsilon of a pure epsilon-DP event the accountant composes in closed form (None for any other event)."""
+def _pure_epsilon(event) -> tuple[float, float] | None:
+    """The epsilon of a pure epsilon-DP event the accountant composes in closed form and the rate of its noise
+    (:func:`dsroc.privacy.pure.top_loss_log_probability`); None for any other event."""
     if isinstance(event, DiscreteLaplace):
-        return event.epsilon
+        return event.epsilon, 1.0 / float(event.scale)
     if isinstance(event, ApproximateDp) and float(event.delta) == 0.0:
-        return float(event.epsilon)
+        return float(event.epsilon), float(event.epsilon)
     return None
 
 
@@ -66,10 +72,12 @@ class Accountant:
     Continuous Gaussian releases compose exactly into one Gaussian of ``mu = sqrt(sum mu_i^2)``
     (Dong, Roth and Su 2019). A history of Gaussians only is therefore reported by the exact GDP
     closed form (:func:`dsroc.gdp_delta`). A history of pure epsilon-DP releases only (discrete
-    Laplace, :class:`PureEpsilon`) is ``sum epsilon_i``-DP by basic composition, each epsilon rounded
-    up to the grid as the privacy-loss distribution rounds it, and reported in closed form
-    (:func:`dsroc.privacy.pure.pure_delta`): never below that distribution's answer, equal to it from
-    the sum on (delta 0), above it where many releases would compose to less at delta > 0. Any other
+    Laplace, :class:`PureEpsilon`) has two valid bounds, and the budget check uses the tighter one it
+    needs: basic composition, ``sum epsilon_i``-DP with each epsilon rounded up to the grid as the
+    privacy-loss distribution rounds it (:func:`dsroc.privacy.pure.pure_delta`: no distribution is
+    built), while it accepts; else the privacy-loss distribution of those releases (far tighter at
+    delta > 0 for many small ones), built only then, unless the history's top loss alone exceeds the
+    budget (:func:`dsroc.privacy.pure.pure_delta_floor`: that distribution refuses too). Any other
     history by ``dp-accounting``'s privacy-loss distribution (connect-the-dots, pessimistic: never
     below the exact value), composed incrementally: adding a release convolves one new distribution
     with the cached one.
@@ -91,9 +99,9 @@ class Accountant:
         self._events: tuple = ()
         self._mu2 = 0.0
         self._other = None  # composed PLD of the non-Gaussian events (of the pure ones once the history is mixed)
-        # The pure events' epsilons in grid steps, and those events while nothing else is in the history (their
-        # PLDs are built only once it is mixed: a pure history never imports dp-accounting).
-        self._pure_steps, self._pure = 0, ()
+        # The pure events' epsilons in grid steps, their exact sum and the log-probability of their top losses, and
+        # those events while nothing else is in the history (their PLD is built only when a check needs it).
+        self._pure_steps, self._pure_total, self._pure_log_top, self._pure = 0, 0.0, 0.0, ()
         # Equal events are composed by repeated squaring (a ledger's history repeats its calibrations).
         counts: dict = {}
         for event in events:
@@ -103,9 +111,12 @@ class Accountant:
         self._events = events
 
     def _absorb(self, event, count: int = 1) -> None:
-        epsilon = _pure_epsilon(event)
-        if epsilon is not None:
+        pure = _pure_epsilon(event)
+        if pure is not None:
+            epsilon, rate = pure
             self._pure_steps += count * grid_steps(epsilon, self._interval)
+            self._pure_total += count * epsilon
+            self._pure_log_top += count * top_loss_log_probability(rate)
             if self._other is None and self._mu2 == 0.0:
                 self._pure += ((event, count),)
             else:
@@ -128,15 +139,29 @@ class Accountant:
     def _mixed(self) -> None:
         """The history holds more than pure events: compose the pure ones' PLDs into the rest."""
         pending, self._pure = self._pure, ()
+        if pending:
+            self._other = self._pure_pld(pending)
+
+    def _pure_pld(self, pending: tuple):
+        """The PLD of the pure events ``pending`` (``(event, count)`` pairs), equal events composed together."""
+        counts: dict = {}
         for event, count in pending:
-            self._compose(event, count)
+            counts[event] = counts.get(event, 0) + count
+        out = None
+        for event, count in counts.items():
+            new = _event_pld(event, self._interval)
+            if count > 1:
+                new = new.self_compose(count)
+            out = new if out is None else out.compose(new)
+        return out
 
     def add(self, event: Event, count: int = 1) -> "Accountant":
         """A new accountant with ``count`` releases of ``event`` composed onto this history (this one is unchanged)."""
         out = Accountant.__new__(Accountant)
         out._interval, out._exact_gaussians = self._interval, self._exact_gaussians
         out._mu2, out._other = self._mu2, self._other
-        out._pure_steps, out._pure = self._pure_steps, self._pure
+        out._pure_steps, out._pure_total, out._pure_log_top = self._pure_steps, self._pure_total, self._pure_log_top
+        out._pure = self._pure
         out._absorb(event, count)
         out._events = self._events + (event,) * count
         return out
@@ -191,7 +216,7 @@ class Accountant:
 
     @property
     def pure(self) -> bool:
-        """True when the history holds pure epsilon-DP releases only (basic composition, in closed form)."""
+        """True when the history holds pure epsilon-DP releases only (basic composition or their PLD)."""
         return bool(self._pure)
 
     @property
@@ -201,7 +226,9 @@ class Accountant:
 
     @cached_property
     def _pld(self):
-        if self.exact or self.pure:
+        if self.pure:
+            return self._pure_pld(self._pure)
+        if self.exact:
             return None
         if self._other is None:
             return _gaussian_pld(self.gaussian_mu, self._interval)
@@ -209,32 +236,70 @@ class Accountant:
             return self._other
         return _gaussian_pld(self.gaussian_mu, self._interval).compose(self._other)
 
-    def delta(self, epsilon: float) -> float:
-        """The smallest delta at which the history is (epsilon, delta)-DP."""
+    def _pld_delta(self, epsilon: float) -> float:
+        return min(float(self._pld.get_delta_for_epsilon(epsilon)) * _ROUND_UP, 1.0)
+
+    def delta(self, epsilon: float, *, tight: bool = False) -> float:
+        """The smallest delta at which the history is (epsilon, delta)-DP.
+
+        A pure history answers by basic composition, or with ``tight`` by the smaller of that and its privacy-loss
+        distribution's answer (both valid bounds; the distribution is built for it).
+        """
         epsilon = float(epsilon)
         if not (math.isfinite(epsilon) and epsilon >= 0.0):
             raise ValueError(f"epsilon must be finite and non-negative, got {epsilon}")
         if not self._events:
             return 0.0
         if self.pure:
-            return pure_delta(self.pure_epsilon, epsilon)
+            basic = pure_delta(self.pure_epsilon, epsilon)
+            return min(basic, self._pld_delta(epsilon)) if tight and basic > 0.0 else basic
         if self._pld is None:
             return gdp_delta(self.gaussian_mu, epsilon)
-        return min(float(self._pld.get_delta_for_epsilon(epsilon)) * _ROUND_UP, 1.0)
+        return self._pld_delta(epsilon)
 
-    def epsilon(self, delta: float) -> float:
-        """The smallest epsilon at which the history is (epsilon, delta)-DP (inf when none is)."""
+    def epsilon(self, delta: float, *, tight: bool = False) -> float:
+        """The smallest epsilon at which the history is (epsilon, delta)-DP (inf when none is).
+
+        A pure history answers by basic composition, or with ``tight`` by the smaller of that and its privacy-loss
+        distribution's answer (both valid bounds; the distribution is built for it).
+        """
         delta = float(delta)
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must lie strictly between 0 and 1, got {delta}")
         if not self._events:
             return 0.0
         if self.pure:
-            return pure_epsilon(self.pure_epsilon, delta)
+            basic = pure_epsilon(self.pure_epsilon, delta)
+            return min(basic, float(self._pld.get_epsilon_for_delta(delta)) * _ROUND_UP) if tight else basic
         if self._pld is None:
             return gdp_epsilon(self.gaussian_mu, delta)
         return float(self._pld.get_epsilon_for_delta(delta)) * _ROUND_UP
 
+    def accounting(self, epsilon: float, delta: float) -> str:
+        """Which bound the budget check at (epsilon, delta) rests on: EXACT_GAUSSIAN, BASIC_COMPOSITION or PLD.
+
+        A pure history is BASIC_COMPOSITION while basic composition alone keeps it within (epsilon, delta), PLD
+        beyond (its privacy-loss distribution is the bound that accepts it, or refuses it).
+        """
+        if self.exact:
+            return EXACT_GAUSSIAN
+        if self.pure and self.delta(epsilon) <= float(delta):
+            return BASIC_COMPOSITION
+        return PLD
+
     def within(self, epsilon: float, delta: float) -> bool:
-        """Whether the history is (epsilon, delta)-DP: the ledger's budget check (no slack)."""
-        return self.delta(epsilon) <= float(delta)
+        """Whether the history is (epsilon, delta)-DP: the ledger's budget check (no slack).
+
+        A pure history is accepted by basic composition where it suffices, refused where its top loss alone
+        exceeds the budget (:func:`dsroc.privacy.pure.pure_delta_floor`, with a factor 2 of margin for the
+        distribution's floating point), and checked by its privacy-loss distribution in between: so it is refused
+        exactly where that distribution refuses, and that distribution is built only in between.
+        """
+        delta = float(delta)
+        if self.pure:
+            if self.delta(epsilon) <= delta:
+                return True
+            if pure_delta_floor(self._pure_total, self._pure_log_top, epsilon) > 2.0 * delta:
+                return False
+            return self._pld_delta(float(epsilon)) <= delta
+        return self.delta(epsilon) <= delta

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from dsroc.privacy.accounting import VALUE_DISCRETIZATION, Accountant, decode_event, encode_event
+from dsroc.privacy.accounting import PLD, VALUE_DISCRETIZATION, Accountant, decode_event, encode_event
 
 from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
@@ -363,10 +363,13 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
 
 
 def _status(population: str, policy: Policy, accountant: Accountant, count: int, holds: int = 0) -> BudgetStatus:
+    # The spent budget by the bound the budget check rests on: a pure history past basic composition's reach is
+    # accepted by its privacy-loss distribution, and reported by it (lower: both bounds are valid).
+    accounting = accountant.accounting(policy.budget_epsilon, policy.budget_delta)
+    tight = accounting == PLD
     return BudgetStatus(
         dataset=population, budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
         mu_budget=budget_mu(policy.budget_epsilon, policy.budget_delta), mu_spent=accountant.gaussian_mu,
-        releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta),
-        delta_spent=accountant.delta(policy.budget_epsilon), exact=accountant.exact, reservations=holds,
-        pure=accountant.pure,
+        releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta, tight=tight),
+        delta_spent=accountant.delta(policy.budget_epsilon, tight=tight), accounting=accounting, reservations=holds,
     )

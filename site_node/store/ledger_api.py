@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma, gdp_release_mu
-from dsroc.privacy.accounting import Accountant, Gaussian
+from dsroc.privacy.accounting import EXACT_GAUSSIAN, Accountant, Gaussian
 
 from ..config import Policy
 
@@ -93,9 +93,11 @@ class BudgetStatus:
     ``epsilon_spent`` is the composed history's epsilon at the budget's delta (the accountant's,
     never below the exact value); ``delta_spent`` its delta at the budget's epsilon; a new release
     fits when, composed onto the history, ``delta_spent`` stays at most ``budget_delta``. The mu
-    fields describe the continuous Gaussian releases alone (Gaussian DP, exact). ``exact``: the
-    history is Gaussian only; ``pure``: pure epsilon-DP only (basic composition); neither: the
-    privacy-loss distribution accounts it.
+    fields describe the continuous Gaussian releases alone (Gaussian DP, exact). ``accounting``: the
+    bound the budget check rests on and the spent budget is reported by
+    (:meth:`dsroc.privacy.accounting.Accountant.accounting`): the exact Gaussian-DP closed form of a
+    Gaussian-only history, basic composition of a pure epsilon-DP history while it suffices, else the
+    privacy-loss distribution.
     """
 
     dataset: str
@@ -107,9 +109,8 @@ class BudgetStatus:
     population: str = ""
     epsilon_spent: float = 0.0
     delta_spent: float = 0.0
-    exact: bool = True
+    accounting: str = EXACT_GAUSSIAN
     reservations: int = 0
-    pure: bool = False
     left: tuple = ()  # site_node.protocols.budget.ReleasesLeft per asked-for release
 
     @property
