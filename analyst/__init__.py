@@ -7,15 +7,23 @@ import os
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
-from analyst.config import SiteConfig, load_federation_file
-from analyst.connection import SiteError
-from analyst.display import CalibrationPlot, RocPlot
-from analyst.federation import Federation
-from analyst.protocols import HistogramOptions, PaperOptions, SecAggOptions, SurvivalOptions
-from analyst.recommend import RecommendedSetting, recommend_settings
-from analyst.result import ValidationResult
-from analyst.result.parts import Calibration, ConfusionResult, Estimate, RocCurve, SitePrivacy, TestResult
-from analyst.session import ValidationSession
+from dsroc._lazy import export_lazily
+
+# Each name's module is imported at its first use (PEP 562): `dsroc --version`, and a module that needs one
+# name, do not import every protocol, scipy and the plotting code.
+_EXPORTS = {
+    "SiteConfig": "config", "load_federation_file": "config",
+    "SiteError": "connection",
+    "CalibrationPlot": "display", "RocPlot": "display",
+    "Federation": "federation",
+    "HistogramOptions": "protocols", "PaperOptions": "protocols", "SecAggOptions": "protocols",
+    "SurvivalOptions": "protocols",
+    "RecommendedSetting": "recommend", "recommend_settings": "recommend",
+    "ValidationResult": "result",
+    "Calibration": "result.parts", "ConfusionResult": "result.parts", "Estimate": "result.parts",
+    "RocCurve": "result.parts", "SitePrivacy": "result.parts", "TestResult": "result.parts",
+    "ValidationSession": "session",
+}
 
 __all__ = [
     "Calibration",
@@ -39,3 +47,5 @@ __all__ = [
     "load_federation_file",
     "recommend_settings",
 ]
+
+export_lazily(__name__, _EXPORTS)

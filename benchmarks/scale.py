@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,8 +38,8 @@ if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(_
 import numpy as np
 
 from benchmarks._harness import (DELTA, EPSILON, ROOT, TOKEN, cpu_seconds, memory_mb, peak_mb, reset_peak,
-                                 site_configs, site_data, start_daemons, stop, study_worker, trim_heap, write_data,
-                                 write_dev_sites)
+                                 site_configs, site_data, start_daemons, stop, study_worker, trim_heap, worker_answer,
+                                 write_data, write_dev_sites)
 
 DEFAULT_SITES = (5, 50)
 
@@ -191,17 +190,6 @@ def r_study_ms(reps: int) -> float | None:
     return 1e3 * out["timing"]["study_wall"] / reps
 
 
-def _worker(tree: Path, job: dict):
-    """Run ``job`` in a worker process on ``tree`` and return its JSON answer."""
-    # This checkout after the tree: the worker measures the tree's code with this checkout's harness.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(ROOT)]))
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)],
-                         env=env, stdout=subprocess.PIPE, text=True, cwd=tree)
-    if out.returncode != 0:
-        raise RuntimeError(f"the worker for {job} on {tree} failed (exit {out.returncode})")
-    return json.loads(out.stdout)
-
-
 def _run_worker(job: dict):
     tree = os.environ["PYTHONPATH"].split(os.pathsep)[0]
     if job["kind"] == "sites":
@@ -314,7 +302,7 @@ def main(argv=None) -> int:
         for name in names:
             print(f"  {name}: {job['kind']} {json.dumps({k: v for k, v in job.items() if k not in ('kind', 'data_dir')})}",
                   flush=True)
-            answers[name] = _worker(trees[name], job)
+            answers[name] = worker_answer(__file__, trees[name], job, ROOT)
         return answers
 
     with tempfile.TemporaryDirectory(prefix="dsroc-scale-data-") as data:

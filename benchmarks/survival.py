@@ -12,7 +12,6 @@ post-processing) seconds of each. Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -21,59 +20,35 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._harness import TOKEN, site_configs, start_daemons, stop
+from site_node.testing import write_site_config
 
 GRID = [90.0 * k for k in range(1, 23)]
 HORIZON = 720.0
+
+
+def cohort(n: int) -> dict[str, np.ndarray]:
+    """The benchmark's ``n`` patients: risk ``pred`` of an event by the horizon, binary ``y``, ``time``, ``event``."""
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=n)
+    t = 900.0 * rng.weibull(1.3, n) * np.exp(-0.8 * x / 1.3)
+    c = rng.uniform(200.0, 2600.0, n)
+    pred = 1.0 - np.exp(-((HORIZON / 900.0) ** 1.3) * np.exp(0.8 * x))
+    return {"pred": pred, "y": (t <= HORIZON).astype(int), "time": np.round(np.minimum(t, c), 1),
+            "event": (t <= c).astype(int)}
 
 
 def write_configs(root: Path, n: int, k_sites: int, pki, token_hash: str) -> list[Path]:
     """Each site's Parquet file (risk ``pred``, binary ``y``, ``time`` and ``event``) and config."""
     import pandas as pd
 
-    rng = np.random.default_rng(n)
-    x = rng.normal(size=n)
-    t = 900.0 * rng.weibull(1.3, n) * np.exp(-0.8 * x / 1.3)
-    c = rng.uniform(200.0, 2600.0, n)
-    pred = 1.0 - np.exp(-((HORIZON / 900.0) ** 1.3) * np.exp(0.8 * x))
-    frame = pd.DataFrame({"pred": pred, "y": (t <= HORIZON).astype(int), "time": np.round(np.minimum(t, c), 1),
-                          "event": (t <= c).astype(int)})
-    configs = []
-    for k in range(k_sites):
-        d = root / f"site{k}"
-        d.mkdir(parents=True)
-        frame.iloc[k::k_sites].to_parquet(d / "data.parquet")
-        (d / "site.toml").write_text(f"""
-[site]
-name = "site{k}"
-state_dir = "state"
-listen = "127.0.0.1:0"
-
-[tls]
-cert = "{pki.server_cert}"
-key = "{pki.server_key}"
-client_ca = "{pki.ca_cert}"
-
-[policy]
-protocols = ["histogram"]
-max_epsilon = 10.0
-max_delta = 0.05
-budget_epsilon = 1000.0
-budget_delta = 0.5
-survival_time_edges = {json.dumps(GRID)}
-
-[analysts.bench]
-token_sha256 = "{token_hash}"
-datasets = ["*"]
-
-[datasets.bench]
-path = "data.parquet"
-outcomes = ["y", "event"]
-scores = ["pred"]
-score_range = [0.0, 1.0]
-time_columns = ["time"]
-""")
-        configs.append(d / "site.toml")
-    return configs
+    frame = pd.DataFrame(cohort(n))
+    policy = {"protocols": ["histogram"], "max_epsilon": 10.0, "max_delta": 0.05, "budget_epsilon": 1000.0,
+              "budget_delta": 0.5, "survival_time_edges": GRID}
+    dataset = {"outcomes": ["y", "event"], "scores": ["pred"], "score_range": [0.0, 1.0], "time_columns": ["time"]}
+    return [write_site_config(root / f"site{k}", frames={"bench": frame.iloc[k::k_sites]}, dataset=dataset,
+                              data_format="parquet", policy=policy, tls=pki,
+                              analysts={"bench": {"token_sha256": token_hash, "datasets": ["*"]}})
+            for k in range(k_sites)]
 
 
 def main(argv=None) -> int:

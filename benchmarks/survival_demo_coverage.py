@@ -14,12 +14,12 @@ unbinned IPCW AUC of ``analyst.demo.reference``). Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks._harness import TOKEN, site_configs, start_daemons, stop
+from site_node.testing import write_site_config
 
 
 def write_configs(root: Path, data, runs: int, pki, token_hash: str) -> list[Path]:
@@ -27,41 +27,16 @@ def write_configs(root: Path, data, runs: int, pki, token_hash: str) -> list[Pat
     from analyst.demo.gbsg2 import FEATURES
     from analyst.demo.gbsg2_survival import EVENT, RISK, SURVIVAL_GRID, TIME
 
+    policy = {"protocols": ["histogram"], "max_epsilon": 10.0, "max_delta": 0.05, "budget_epsilon": 50.0,
+              "budget_delta": 0.05, "survival_time_edges": list(SURVIVAL_GRID),
+              "survival_max_time_bins": len(SURVIVAL_GRID) + 1}
+    dataset = {"outcomes": [EVENT], "scores": [RISK], "score_range": [0.0, 1.0], "time_columns": [TIME]}
     configs = []
     for k, frame in enumerate(data.sites):
-        d = root / f"site{k}"
-        d.mkdir(parents=True)
-        for i in range(runs):
-            frame[[*FEATURES, TIME, EVENT, RISK]].to_csv(d / f"survival_r{i}.csv", index=False)
-        datasets = "\n".join(f'[datasets.r{i}]\npath = "survival_r{i}.csv"\noutcomes = ["{EVENT}"]\nscores = ["{RISK}"]\n'
-                             f'score_range = [0.0, 1.0]\ntime_columns = ["{TIME}"]\npopulation = "copy{i}"\n'
-                             for i in range(runs))
-        (d / "site.toml").write_text(f"""
-[site]
-name = "site{k}"
-state_dir = "state"
-listen = "127.0.0.1:0"
-
-[tls]
-cert = "{pki.server_cert}"
-key = "{pki.server_key}"
-client_ca = "{pki.ca_cert}"
-
-[policy]
-protocols = ["histogram"]
-max_epsilon = 10.0
-max_delta = 0.05
-budget_epsilon = 50.0
-budget_delta = 0.05
-survival_time_edges = {json.dumps(list(SURVIVAL_GRID))}
-survival_max_time_bins = {len(SURVIVAL_GRID) + 1}
-
-[analysts.bench]
-token_sha256 = "{token_hash}"
-datasets = ["*"]
-
-{datasets}""")
-        configs.append(d / "site.toml")
+        copies = {f"r{i}": frame[[*FEATURES, TIME, EVENT, RISK]] for i in range(runs)}
+        populations = {f"r{i}": {"path": f"data/r{i}.csv", **dataset, "population": f"copy{i}"} for i in range(runs)}
+        configs.append(write_site_config(root / f"site{k}", frames=copies, datasets=populations, policy=policy,
+                                         tls=pki, analysts={"bench": {"token_sha256": token_hash, "datasets": ["*"]}}))
     return configs
 
 

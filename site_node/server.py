@@ -1,4 +1,4 @@
-"""Assemble and run the site's gRPC server: TLS, interceptor, servicer, health service, message limits."""
+"""Assemble and run the site's gRPC server: TLS, interceptor, servicer, health service, message limits, channels."""
 
 from __future__ import annotations
 
@@ -28,9 +28,11 @@ from .security.crl import RevokedCertificates, revoked_serials
 from .servicer.dispatch import SiteServicer
 from .site import Site
 from .store.ledger import SqliteLedger
+from .store.ledger_head import HeadWriter, head_path
 from .store.state import mark_served, open_state
 
-__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "server_credentials", "crl_serials", "is_loopback"]
+__all__ = ["SERVICE_NAME", "SiteServer", "channel_options", "site_channel", "server_credentials", "crl_serials",
+           "is_loopback"]
 
 log = logging.getLogger("dsroc.site")
 
@@ -41,6 +43,20 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     """Explicit message-size limits, for servers and clients alike."""
     return [("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes)]
+
+
+def site_channel(address: str, *, ca_cert=None, client_cert=None, client_key=None,
+                 max_message_bytes: int = 16 * 1024 * 1024) -> grpc.Channel:
+    """A channel to a site: TLS when ``ca_cert`` is given (mutual TLS with a client cert/key), else plain text."""
+    options = channel_options(max_message_bytes)
+    if ca_cert is None:
+        return grpc.insecure_channel(address, options=options)
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=Path(ca_cert).read_bytes(),
+        private_key=Path(client_key).read_bytes() if client_key else None,
+        certificate_chain=Path(client_cert).read_bytes() if client_cert else None,
+    )
+    return grpc.secure_channel(address, creds, options=options)
 
 
 def server_credentials(config: SiteConfig) -> grpc.ServerCredentials:
@@ -129,7 +145,8 @@ class SiteServer:
         require_declared_populations(config)
         self._state_lock = open_state(config, reset=reset_state)
         try:
-            self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon))
+            self.ledger = SqliteLedger(config.ledger_path, interval=discretization_for(config.policy.budget_epsilon),
+                                       head=HeadWriter(head_path(config)))
             self.audit = AuditLog.for_config(config)
             store = (DatasetStore(config.datasets, reader=read_table_in_helper, many_reader=read_tables_in_helper)
                      if read_datasets_in_helper else DatasetStore(config.datasets, reader=read_table))

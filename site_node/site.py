@@ -192,8 +192,9 @@ class Site:
     def warm_up(self) -> int:
         """Read every dataset and prepare what a validation of each (score column, outcome) needs first: the
         scores split by class, sorted, and their fingerprint (at most as many as the site keeps), and import
-        the statistics modules a validation uses, so that the first validation after start-up costs what the
-        next ones do. Datasets that cannot be read are skipped (the store logs why; a request names them).
+        the statistics modules a validation uses and draw one histogram release of made-up scores
+        (:meth:`_warm_up_histogram`), so that the first validation after start-up costs what the next ones do.
+        Datasets that cannot be read are skipped (the store logs why; a request names them).
 
         Returns
         -------
@@ -207,6 +208,7 @@ class Site:
             getattr(dsroc, name)
         noise = lattice_gaussian(1.0, 1e-5, 1.0)  # the noise calibration of a release (scipy.special, scipy.optimize)
         noise.noisy_points([0.0] * 64)  # the sampler's tables that depend on no parameter, the cipher
+        self._warm_up_histogram()
         self.datasets.prefetch(self.datasets.names())  # all in one helper process where the site has one
         readable = []
         for name in self.datasets.names():
@@ -229,6 +231,27 @@ class Site:
                     data.fingerprint  # sorts both classes once  # noqa: B018
                     prepared += 1
         return prepared
+
+    def _warm_up_histogram(self) -> None:
+        """Plan and draw one histogram release of 64 made-up scores, then drop it (nothing is charged or kept): the
+        grid, the binning and OpenDP's exact sampler (its library and first call) are then loaded before the first
+        request. Skipped where the policy allows no histogram release it could plan."""
+        import numpy as np
+
+        from .errors import SiteError
+        from .protocols.histogram.release import decode_histogram, draw_histogram, plan_histogram
+
+        policy = self.policy
+        if "histogram" not in policy.protocols:
+            return
+        try:
+            plan = plan_histogram(policy, (0.0, 1.0), epsilon=policy.max_epsilon, delta=policy.max_delta,
+                                  n_bins=policy.histogram_bins[0], spacing=policy.histogram_spacings[0],
+                                  scalars=(), interval=self.ledger_interval, score_sums=True)
+        except SiteError:
+            return
+        scores = np.linspace(0.0, 1.0, 64)
+        decode_histogram(plan, draw_histogram(plan, scores, np.arange(64) % 2, np.random.default_rng()))
 
     def session(self, analyst: str, session_id: str, *, survival: bool = False) -> Session:
         """The analyst's open session, of the kind the call serves (:meth:`require_kind`)."""

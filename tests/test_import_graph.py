@@ -148,10 +148,6 @@ def test_imports_point_downwards_only():
         "\n".join(wrong)
 
 
-# TEMPORARY: this one is being split on other branches right now; the lead removes this set at their merge.
-SPLIT_ELSEWHERE = {"site_node.protocols.histogram.secagg"}
-
-
 def oversized_modules() -> list[str]:
     """Every module of the product tree (generated code aside) above ``MAX_LINES`` lines."""
     return sorted(f"{name}: {n} lines" for name, path in GRAPH_FILES.items()
@@ -159,14 +155,8 @@ def oversized_modules() -> list[str]:
 
 
 def test_no_module_above_the_size_limit():
-    long = [entry for entry in oversized_modules() if entry.split(":")[0] not in SPLIT_ELSEWHERE]
+    long = oversized_modules()
     assert not long, f"modules above {MAX_LINES} lines (split them by idea):\n" + "\n".join(long)
-
-
-def test_the_size_exemption_names_only_modules_that_need_it():
-    # an exempted module that shrank or vanished must leave the set, so the exemption cannot outlive its reason
-    needing = {entry.split(":")[0] for entry in oversized_modules()}
-    assert SPLIT_ELSEWHERE <= needing, f"exempted but within the limit (drop them): {sorted(SPLIT_ELSEWHERE - needing)}"
 
 
 PACKAGE_MODULES = {name for name, path in GRAPH_FILES.items() if path.name == "__init__.py"}

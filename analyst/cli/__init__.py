@@ -37,9 +37,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dsroc`` console script; returns the exit status."""
+    args = parser().parse_args(argv)  # --version and --help end here, before gRPC is imported
     from analyst.connection import SiteError
 
-    args = parser().parse_args(argv)
     try:
         with warnings.catch_warnings():
             # fitting warnings are on the result and printed in its summary; no second, source-line copy

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["FEATURES", "HORIZON_DAYS", "OUTCOME", "DemoData", "prepare_gbsg2"]
+__all__ = ["FEATURES", "HORIZON_DAYS", "OUTCOME", "DemoData", "gbsg2_patients", "prepare_gbsg2", "split_sites",
+           "split_train_test"]
 
 HORIZON_DAYS = 730
 OUTCOME = "rfs_2y"
@@ -52,6 +53,33 @@ class DemoData:
         return {"link": "logit", "intercept": self.intercept, "coefficients": dict(self.coefficients)}
 
 
+def gbsg2_patients(n_patients: int | None, rng: np.random.Generator) -> pd.DataFrame:
+    """GBSG2's 686 patients (lifelines), or a random subset of ``n_patients`` (at least 50) drawn with ``rng``."""
+    from lifelines.datasets import load_gbsg2
+
+    raw = load_gbsg2()
+    if n_patients is not None:
+        if not 50 <= n_patients <= len(raw):
+            raise ValueError(f"n_patients must lie between 50 and {len(raw)}, got {n_patients}")
+        raw = raw.iloc[np.sort(rng.choice(len(raw), n_patients, replace=False))]
+    return raw
+
+
+def split_train_test(data: pd.DataFrame, train_fraction: float,
+                     rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``data`` cut at random into a training split (``train_fraction`` of the rows) and a test split."""
+    perm = rng.permutation(len(data))
+    n_train = int(round(train_fraction * len(data)))
+    return (data.iloc[np.sort(perm[:n_train])].reset_index(drop=True),
+            data.iloc[np.sort(perm[n_train:])].reset_index(drop=True))
+
+
+def split_sites(test: pd.DataFrame, n_sites: int, rng: np.random.Generator) -> list[pd.DataFrame]:
+    """``test`` cut at random into ``n_sites`` parts of (nearly) equal size, rows in their order."""
+    return [test.iloc[np.sort(rows)].reset_index(drop=True)
+            for rows in np.array_split(rng.permutation(len(test)), n_sites)]
+
+
 def _derive(raw: pd.DataFrame) -> pd.DataFrame:
     """Outcome and numeric features; patients censored before the horizon are excluded."""
     event_free = raw["time"] > HORIZON_DAYS
@@ -88,30 +116,20 @@ def prepare_gbsg2(*, n_patients: int | None = None, n_sites: int = 5, train_frac
     DemoData
     """
     import statsmodels.api as sm
-    from lifelines.datasets import load_gbsg2
 
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must lie strictly between 0 and 1, got {train_fraction}")
     if n_sites < 1:
         raise ValueError(f"n_sites must be at least 1, got {n_sites}")
-    raw = load_gbsg2()
     rng = np.random.default_rng(seed)
-    if n_patients is not None:
-        if not 50 <= n_patients <= len(raw):
-            raise ValueError(f"n_patients must lie between 50 and {len(raw)}, got {n_patients}")
-        raw = raw.iloc[np.sort(rng.choice(len(raw), n_patients, replace=False))]
+    raw = gbsg2_patients(n_patients, rng)
     data = _derive(raw)
     n_excluded = len(raw) - len(data)
-    perm = rng.permutation(len(data))
-    n_train = int(round(train_fraction * len(data)))
-    train = data.iloc[np.sort(perm[:n_train])].reset_index(drop=True)
-    test = data.iloc[np.sort(perm[n_train:])].reset_index(drop=True)
+    train, test = split_train_test(data, train_fraction, rng)
     fit = sm.Logit(train[OUTCOME], sm.add_constant(train[list(FEATURES)].astype(float))).fit(
         method="newton", maxiter=100, disp=0)
     if not fit.mle_retvals["converged"]:
         raise RuntimeError("the logistic regression on the GBSG2 training split did not converge")
     params = fit.params
-    site_rows = np.array_split(rng.permutation(len(test)), n_sites)
-    sites = [test.iloc[np.sort(rows)].reset_index(drop=True) for rows in site_rows]
-    return DemoData(train=train, test=test, sites=sites, intercept=float(params["const"]),
+    return DemoData(train=train, test=test, sites=split_sites(test, n_sites, rng), intercept=float(params["const"]),
                     coefficients={f: float(params[f]) for f in FEATURES}, n_excluded=n_excluded)

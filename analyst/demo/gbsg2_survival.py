@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyst.demo.gbsg2 import FEATURES, HORIZON_DAYS
+from analyst.demo.gbsg2 import FEATURES, HORIZON_DAYS, gbsg2_patients, split_sites, split_train_test
 
 __all__ = ["EVENT", "RISK", "SURVIVAL_GRID", "TIME", "SurvivalDemoData", "prepare_gbsg2_survival"]
 
@@ -56,24 +56,12 @@ def prepare_gbsg2_survival(*, n_patients: int | None = None, n_sites: int = 5, t
     686 patients (the same one :func:`analyst.demo.gbsg2.prepare_gbsg2` draws with this seed).
     """
     from lifelines import CoxPHFitter
-    from lifelines.datasets import load_gbsg2
 
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must lie strictly between 0 and 1, got {train_fraction}")
-    raw = load_gbsg2()
     rng = np.random.default_rng(seed)
-    if n_patients is not None:
-        if not 50 <= n_patients <= len(raw):
-            raise ValueError(f"n_patients must lie between 50 and {len(raw)}, got {n_patients}")
-        raw = raw.iloc[np.sort(rng.choice(len(raw), n_patients, replace=False))]
-    data = _frame(raw)
-    perm = rng.permutation(len(data))
-    n_train = int(round(train_fraction * len(data)))
-    train = data.iloc[np.sort(perm[:n_train])].reset_index(drop=True)
-    test = data.iloc[np.sort(perm[n_train:])].reset_index(drop=True)
+    train, test = split_train_test(_frame(gbsg2_patients(n_patients, rng)), train_fraction, rng)
     cox = CoxPHFitter().fit(train[[*FEATURES, TIME, EVENT]], duration_col=TIME, event_col=EVENT)
     survival = cox.predict_survival_function(test[list(FEATURES)], times=[HORIZON_DAYS]).to_numpy()[0]
     test = test.assign(**{RISK: np.clip(1.0 - survival, 0.0, 1.0)})
-    site_rows = np.array_split(rng.permutation(len(test)), n_sites)
-    sites = [test.iloc[np.sort(rows)].reset_index(drop=True) for rows in site_rows]
-    return SurvivalDemoData(train, test, sites, {f: float(cox.params_[f]) for f in FEATURES})
+    return SurvivalDemoData(train, test, split_sites(test, n_sites, rng), {f: float(cox.params_[f]) for f in FEATURES})

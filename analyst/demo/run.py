@@ -161,8 +161,8 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
     protocols = protocols_side_by_side(res, hist, secagg, pooled)
     if json_path is not None:
         res.to_json(json_path, extra={**extra, "histogram_protocol": hist.to_dict(),
-                                      "secagg_protocol": secagg.to_dict(), "survival_protocol": surv.to_dict(), "survival_pooled": surv_pooled,
-                                      "survival_binary": surv_binary})
+                                      "secagg_protocol": secagg.to_dict(), "survival_protocol": surv.to_dict(),
+                                      "survival_pooled": surv_pooled, "survival_binary": surv_binary})
     timing["total_seconds"] = time.perf_counter() - t_start
     say("")
     say(str(res))

@@ -12,6 +12,7 @@ __all__ = [
     "Calibration",
     "ConfusionResult",
     "Estimate",
+    "PlainRecord",
     "RocCurve",
     "SitePrivacy",
     "TestResult",
@@ -35,6 +36,14 @@ def num(x: Any) -> Any:
 def plain_record(record, skip=()) -> dict[str, Any]:
     """A record of names and numbers as JSON-ready values (NaN and inf as null), without the fields ``skip``."""
     return {k: (v if isinstance(v, str) else num(v)) for k, v in record.__dict__.items() if k not in skip}
+
+
+class PlainRecord:
+    """Base of a dataclass of names and numbers whose JSON form is :func:`plain_record` of it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return plain_record(self)
 
 
 def _nums(values) -> list:
@@ -228,7 +237,7 @@ class Calibration:
 
 
 @dataclass(frozen=True)
-class SitePrivacy:
+class SitePrivacy(PlainRecord):
     """What one site released for this validation, what it charged and what it has left.
 
     Attributes
@@ -274,10 +283,6 @@ class SitePrivacy:
     mu_spent: float = math.nan
     mu_remaining: float = math.nan
     note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return plain_record(self)
 
 
 @dataclass(frozen=True)

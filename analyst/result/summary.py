@@ -8,7 +8,7 @@ import textwrap
 
 import numpy as np
 
-__all__ = ["bin_labels", "describe_source", "fmt", "plural", "summary_text"]
+__all__ = ["bin_labels", "describe_source", "fmt", "interval_text", "plural", "summary_text"]
 
 _CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
 
@@ -18,6 +18,13 @@ def fmt(x, digits: int = 4) -> str:
     if x is None or not math.isfinite(float(x)):
         return "-"
     return f"{float(x):.{digits}f}"
+
+
+def interval_text(value, lower, upper) -> str:
+    """``value [lower, upper]`` with three decimals, ``not estimable`` for a non-finite value."""
+    if not math.isfinite(value):
+        return "not estimable"
+    return f"{value:.3f} [{lower:.3f}, {upper:.3f}]"
 
 
 def plural(k: int, word: str) -> str:

@@ -1,11 +1,14 @@
-"""A process's memory and CPU time, read from /proc (Linux), and giving freed heap back before a measurement."""
+"""A process's memory and CPU time, read from /proc (Linux), freed heap given back, and workers run on a tree."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-__all__ = ["memory_mb", "peak_mb", "memory_and_peak_mb", "reset_peak", "trim_heap", "cpu_seconds"]
+__all__ = ["memory_mb", "peak_mb", "memory_and_peak_mb", "reset_peak", "trim_heap", "cpu_seconds", "worker_answer"]
 
 
 def memory_mb(pid: int) -> float:
@@ -51,3 +54,17 @@ def cpu_seconds(pid: int) -> float:
     """CPU time (user + sys) a process has used so far, in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_answer(script: Path, tree: Path, job: dict, harness: Path):
+    """Run ``script --worker JOB`` in a process on ``tree`` and return its JSON answer (printed on its output).
+
+    The tree's code comes first on the worker's path and ``harness`` (the checkout of these benchmarks) after it:
+    the worker measures the tree's code with this checkout's harness.
+    """
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(harness)]))
+    out = subprocess.run([sys.executable, str(Path(script).resolve()), "--worker", json.dumps(job)],
+                         env=env, stdout=subprocess.PIPE, text=True, cwd=tree)
+    if out.returncode != 0:
+        raise RuntimeError(f"the worker for {job} on {tree} failed (exit {out.returncode})")
+    return json.loads(out.stdout)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+from scipy.special import expit
 
-__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe"]
+__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "PooledEstimate", "pool_estimates"]
 
 _METHODS = ("reml", "dl")
 
@@ -145,3 +146,39 @@ def log_oe(oe, variance):
     if not (r > 0).all():
         raise ValueError("oe must be > 0 to be pooled on the log scale")
     return np.log(r), np.asarray(variance, dtype=np.float64) / r**2
+
+
+# the scale each pooled statistic is normal on: its transform of (estimates, variances) and the way back
+_SCALES = {"logit": (logit_auc, expit), "log": (log_oe, np.exp)}
+
+
+@dataclass(frozen=True)
+class PooledEstimate:
+    """A random-effects pooled statistic back-transformed to its natural scale, with tau^2 (on the pooling scale),
+    I^2, Q and a prediction interval for a new site (NaN with fewer than three sites)."""
+
+    statistic: str
+    scale: str
+    estimate: float
+    lower: float
+    upper: float
+    prediction_lower: float
+    prediction_upper: float
+    tau2: float
+    i2: float
+    q: float
+    sites: int
+    method: str
+
+
+def pool_estimates(statistic: str, estimates, variances, *, scale: str, level: float = 0.95) -> PooledEstimate:
+    """Per-site ``estimates`` with their ``variances`` pooled by :func:`random_effects` (REML, Hartung-Knapp) on
+    ``scale`` (``"logit"`` for an AUC or C-index, ``"log"`` for an O/E ratio) and back-transformed."""
+    if scale not in _SCALES:
+        raise ValueError(f"scale must be one of {sorted(_SCALES)}, got {scale!r}")
+    forward, back = _SCALES[scale]
+    m = random_effects(*forward(estimates, variances), level=level)
+    method = m.method.upper() + (", Hartung-Knapp" if m.hartung_knapp else "")
+    return PooledEstimate(statistic, scale, float(back(m.estimate)), float(back(m.ci[0])), float(back(m.ci[1])),
+                          float(back(m.prediction_interval[0])), float(back(m.prediction_interval[1])), m.tau2, m.i2,
+                          m.q, int(m.k), method)

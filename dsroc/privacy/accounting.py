@@ -1,17 +1,24 @@
-"""One privacy accountant for every mechanism: privacy-loss distributions, exact for all-Gaussian histories."""
+"""The privacy accountant of every mechanism: PLDs, with closed forms for all-Gaussian and all-pure histories."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable, Union
+from typing import Iterable
 
+from .events import (ApproximateDp, DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Event, Gaussian, Laplace,
+                     PureEpsilon, RandomizedResponse, decode_event, encode_event, positive)
 from .gaussian import gdp_delta, gdp_epsilon
+from .pure import grid_steps, pure_delta, pure_delta_floor, pure_epsilon, top_loss_log_probability
 
 __all__ = ["Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "DiscreteLaplace", "Laplace", "RandomizedResponse",
            "PureEpsilon", "ApproximateDp", "Event", "Accountant", "VALUE_DISCRETIZATION", "MAX_DISCRETIZATION",
-           "discretization_for", "encode_event", "decode_event"]
+           "discretization_for", "encode_event", "decode_event", "EXACT_GAUSSIAN", "BASIC_COMPOSITION", "PLD"]
+
+# Which bound an accountant's budget check rests on (Accountant.accounting), as a budget status names it.
+EXACT_GAUSSIAN = "gaussian-dp (exact)"
+BASIC_COMPOSITION = "pure epsilon-dp (basic composition)"
+PLD = "privacy loss distribution (pessimistic)"
 
 # Privacy-loss grid of the PLDs (connect-the-dots, pessimistic): the epsilon of composed Gaussian
 # releases comes out within 1e-6 relative of the exact value (tests/core/test_accounting.py), and
@@ -34,186 +41,17 @@ def discretization_for(epsilon: float) -> float:
     so a grid that grew with a budget of epsilon 100 000 (25 nats) made every release's noise
     calibrate as if at epsilon below 0 (sigma 39 894 instead of 3.74 at epsilon 1).
     """
-    return VALUE_DISCRETIZATION * min(max(1.0, _positive("epsilon", epsilon) / 2.0), MAX_DISCRETIZATION / VALUE_DISCRETIZATION)
+    return VALUE_DISCRETIZATION * min(max(1.0, positive("epsilon", epsilon) / 2.0), MAX_DISCRETIZATION / VALUE_DISCRETIZATION)
 
 
-def _positive(name: str, value) -> float:
-    value = float(value)
-    if not (math.isfinite(value) and value > 0.0):
-        raise ValueError(f"{name} must be a finite positive number, got {value}")
-    return value
-
-
-@dataclass(frozen=True)
-class Gaussian:
-    """Continuous Gaussian noise of standard deviation ``sigma`` on an l2-sensitivity ``sensitivity`` query."""
-
-    sigma: float
-    sensitivity: float = 1.0
-
-    def __post_init__(self):
-        _positive("sigma", self.sigma)
-        _positive("sensitivity", self.sensitivity)
-
-    @property
-    def mu(self) -> float:
-        """Gaussian-DP parameter ``sensitivity / sigma``."""
-        return float(self.sensitivity) / float(self.sigma)
-
-
-@dataclass(frozen=True)
-class DiscreteGaussian:
-    """Discrete Gaussian ``N_Z(0, sigma^2)`` noise on an integer query of (integer) l2-sensitivity.
-
-    A histogram under add/remove-one changes in one cell by one: the loss is that of one coordinate
-    with ``sensitivity = 1`` (the other cells' noise is the same on both sides).
-    """
-
-    sigma: float
-    sensitivity: int = 1
-
-    def __post_init__(self):
-        _positive("sigma", self.sigma)
-        if isinstance(self.sensitivity, bool) or not isinstance(self.sensitivity, int) or self.sensitivity < 1:
-            raise ValueError(f"sensitivity must be a positive integer, got {self.sensitivity!r}")
-
-    def pld(self, interval: float):
-        from dp_accounting.pld import privacy_loss_distribution as pld
-
-        # The PLD is built on +-(40 sigma + 2): the mass outside is below exp(-800); it can move delta by
-        # at most (1 + e^eps) times that, below exp(-100) for every epsilon a check uses (<= 700).
-        bound = int(math.ceil(40.0 * self.sigma)) + 2
-        return pld.from_discrete_gaussian_mechanism(self.sigma, sensitivity=self.sensitivity, truncation_bound=bound,
-                                                    value_discretization_interval=interval, use_connect_dots=True)
-
-
-@dataclass(frozen=True)
-class DiscreteGaussianSum:
-    """The sum of ``count`` independent ``N_Z(0, sigma^2)`` shares on an integer query (secure aggregation).
-
-    Not itself a discrete Gaussian: its privacy-loss distribution is built from the exact pmf of the sum
-    (:func:`dsroc.privacy.distributed.summed_noise_pld`). ``count`` is the number of shares no coalition knows.
-    """
-
-    sigma: float
-    count: int
-    sensitivity: int = 1
-
-    def __post_init__(self):
-        _positive("sigma", self.sigma)
-        for name in ("count", "sensitivity"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-    def pld(self, interval: float):
-        from .distributed import summed_noise_pld
-
-        return summed_noise_pld(self.sigma, self.count, self.sensitivity, interval)
-
-
-@dataclass(frozen=True)
-class DiscreteLaplace:
-    """Discrete Laplace noise, ``P[X = x]`` proportional to ``exp(-|x| / scale)``, on an integer query of l1-sensitivity
-    ``sensitivity``: pure epsilon-DP with ``epsilon = sensitivity / scale`` (the geometric mechanism, Ghosh,
-    Roughgarden and Sundararajan 2009)."""
-
-    scale: float
-    sensitivity: int = 1
-
-    def __post_init__(self):
-        _positive("scale", self.scale)
-        if isinstance(self.sensitivity, bool) or not isinstance(self.sensitivity, int) or self.sensitivity < 1:
-            raise ValueError(f"sensitivity must be a positive integer, got {self.sensitivity!r}")
-
-    @property
-    def epsilon(self) -> float:
-        """The pure epsilon of one release, ``sensitivity / scale``."""
-        return self.sensitivity / float(self.scale)
-
-    def pld(self, interval: float):
-        from dp_accounting.pld import privacy_loss_distribution as pld
-
-        # dp-accounting's parameter is the inverse scale: P[X = x] proportional to exp(-parameter |x|).
-        return pld.from_discrete_laplace_mechanism(1.0 / float(self.scale), sensitivity=self.sensitivity,
-                                                   value_discretization_interval=interval)
-
-
-@dataclass(frozen=True)
-class Laplace:
-    """Laplace noise of scale ``scale`` on an l1-sensitivity ``sensitivity`` query."""
-
-    scale: float
-    sensitivity: float = 1.0
-
-    def __post_init__(self):
-        _positive("scale", self.scale)
-        _positive("sensitivity", self.sensitivity)
-
-    def pld(self, interval: float):
-        from dp_accounting.pld import privacy_loss_distribution as pld
-
-        return pld.from_laplace_mechanism(self.scale, sensitivity=self.sensitivity,
-                                          value_discretization_interval=interval)
-
-
-@dataclass(frozen=True)
-class RandomizedResponse:
-    """k-ary randomized response: the true value with probability ``1 - p``, else uniform over ``num_buckets``.
-
-    Replace-one adjacency of one person's value (dp-accounting's convention).
-    """
-
-    noise_parameter: float
-    num_buckets: int
-
-    def __post_init__(self):
-        if not 0.0 < float(self.noise_parameter) <= 1.0:
-            raise ValueError(f"noise_parameter must lie in (0, 1], got {self.noise_parameter!r}")
-        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) or self.num_buckets < 2:
-            raise ValueError(f"num_buckets must be an integer >= 2, got {self.num_buckets!r}")
-
-    def pld(self, interval: float):
-        from dp_accounting.pld import privacy_loss_distribution as pld
-
-        return pld.from_randomized_response(float(self.noise_parameter), self.num_buckets,
-                                            value_discretization_interval=interval)
-
-
-@dataclass(frozen=True)
-class ApproximateDp:
-    """Any mechanism proven (epsilon, delta)-DP, accounted by its worst-case privacy-loss distribution."""
-
-    epsilon: float
-    delta: float
-
-    def __post_init__(self):
-        if not (math.isfinite(float(self.epsilon)) and float(self.epsilon) >= 0.0):
-            raise ValueError(f"epsilon must be finite and non-negative, got {self.epsilon!r}")
-        if not 0.0 <= float(self.delta) < 1.0:
-            raise ValueError(f"delta must lie in [0, 1), got {self.delta!r}")
-
-    def pld(self, interval: float):
-        from dp_accounting.pld import common
-        from dp_accounting.pld import privacy_loss_distribution as pld
-
-        return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(float(self.epsilon), float(self.delta)),
-                                           value_discretization_interval=interval)
-
-
-@dataclass(frozen=True)
-class PureEpsilon(ApproximateDp):
-    """A pure epsilon-DP mechanism (delta = 0)."""
-
-    delta: float = 0.0
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.delta != 0.0:
-            raise ValueError("a pure-epsilon event has delta = 0")
-
-
-Event = Union[Gaussian, DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Laplace, RandomizedResponse, ApproximateDp]
+def _pure_epsilon(event) -> tuple[float, float] | None:
+    """The epsilon of a pure epsilon-DP event the accountant composes in closed form and the rate of its noise
+    (:func:`dsroc.privacy.pure.top_loss_log_probability`); None for any other event."""
+    if isinstance(event, DiscreteLaplace):
+        return event.epsilon, 1.0 / float(event.scale)
+    if isinstance(event, ApproximateDp) and float(event.delta) == 0.0:
+        return float(event.epsilon), float(event.epsilon)
+    return None
 
 
 @lru_cache(maxsize=512)
@@ -233,9 +71,16 @@ class Accountant:
 
     Continuous Gaussian releases compose exactly into one Gaussian of ``mu = sqrt(sum mu_i^2)``
     (Dong, Roth and Su 2019). A history of Gaussians only is therefore reported by the exact GDP
-    closed form (:func:`dsroc.gdp_delta`); any other history by ``dp-accounting``'s privacy-loss
-    distribution (connect-the-dots, pessimistic: never below the exact value), composed
-    incrementally: adding a release convolves one new distribution with the cached one.
+    closed form (:func:`dsroc.gdp_delta`). A history of pure epsilon-DP releases only (discrete
+    Laplace, :class:`PureEpsilon`) has two valid bounds, and the budget check uses the tighter one it
+    needs: basic composition, ``sum epsilon_i``-DP with each epsilon rounded up to the grid as the
+    privacy-loss distribution rounds it (:func:`dsroc.privacy.pure.pure_delta`: no distribution is
+    built), while it accepts; else the privacy-loss distribution of those releases (far tighter at
+    delta > 0 for many small ones), built only then, unless the history's top loss alone exceeds the
+    budget (:func:`dsroc.privacy.pure.pure_delta_floor`: that distribution refuses too). Any other
+    history by ``dp-accounting``'s privacy-loss distribution (connect-the-dots, pessimistic: never
+    below the exact value), composed incrementally: adding a release convolves one new distribution
+    with the cached one.
 
     Parameters
     ----------
@@ -248,37 +93,75 @@ class Accountant:
 
     def __init__(self, events: Iterable[Event] = (), *, value_discretization_interval: float = VALUE_DISCRETIZATION,
                  exact_gaussians: bool = True):
-        self._interval = _positive("value_discretization_interval", value_discretization_interval)
+        events = tuple(events)  # read twice below: an iterator would leave the history empty
+        self._interval = positive("value_discretization_interval", value_discretization_interval)
         self._exact_gaussians = bool(exact_gaussians)
         self._events: tuple = ()
         self._mu2 = 0.0
-        self._other = None  # composed PLD of the non-Gaussian events
+        self._other = None  # composed PLD of the non-Gaussian events (of the pure ones once the history is mixed)
+        # The pure events' epsilons in grid steps, their exact sum and the log-probability of their top losses, and
+        # those events while nothing else is in the history (their PLD is built only when a check needs it).
+        self._pure_steps, self._pure_total, self._pure_log_top, self._pure = 0, 0.0, 0.0, ()
         # Equal events are composed by repeated squaring (a ledger's history repeats its calibrations).
         counts: dict = {}
         for event in events:
             counts[event] = counts.get(event, 0) + 1
         for event, count in counts.items():
             self._absorb(event, count)
-        self._events = tuple(events)
+        self._events = events
 
     def _absorb(self, event, count: int = 1) -> None:
-        if isinstance(event, Gaussian):
+        pure = _pure_epsilon(event)
+        if pure is not None:
+            epsilon, rate = pure
+            self._pure_steps += count * grid_steps(epsilon, self._interval)
+            self._pure_total += count * epsilon
+            self._pure_log_top += count * top_loss_log_probability(rate)
+            if self._other is None and self._mu2 == 0.0:
+                self._pure += ((event, count),)
+            else:
+                self._compose(event, count)
+        elif isinstance(event, Gaussian):
             self._mu2 += count * event.mu**2
-        elif isinstance(event, (DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Laplace, RandomizedResponse,
-                                ApproximateDp)):
-            new = _event_pld(event, self._interval)
-            if count > 1:
-                new = new.self_compose(count)
-            self._other = new if self._other is None else self._other.compose(new)
+            self._mixed()
+        elif isinstance(event, (DiscreteGaussian, DiscreteGaussianSum, Laplace, RandomizedResponse, ApproximateDp)):
+            self._mixed()
+            self._compose(event, count)
         else:
             raise TypeError(f"not a privacy event: {event!r}")
 
+    def _compose(self, event, count: int) -> None:
+        new = _event_pld(event, self._interval)
+        if count > 1:
+            new = new.self_compose(count)
+        self._other = new if self._other is None else self._other.compose(new)
+
+    def _mixed(self) -> None:
+        """The history holds more than pure events: compose the pure ones' PLDs into the rest."""
+        pending, self._pure = self._pure, ()
+        if pending:
+            self._other = self._pure_pld(pending)
+
+    def _pure_pld(self, pending: tuple):
+        """The PLD of the pure events ``pending`` (``(event, count)`` pairs), equal events composed together."""
+        counts: dict = {}
+        for event, count in pending:
+            counts[event] = counts.get(event, 0) + count
+        out = None
+        for event, count in counts.items():
+            new = _event_pld(event, self._interval)
+            if count > 1:
+                new = new.self_compose(count)
+            out = new if out is None else out.compose(new)
+        return out
 
     def add(self, event: Event, count: int = 1) -> "Accountant":
         """A new accountant with ``count`` releases of ``event`` composed onto this history (this one is unchanged)."""
         out = Accountant.__new__(Accountant)
         out._interval, out._exact_gaussians = self._interval, self._exact_gaussians
         out._mu2, out._other = self._mu2, self._other
+        out._pure_steps, out._pure_total, out._pure_log_top = self._pure_steps, self._pure_total, self._pure_log_top
+        out._pure = self._pure
         out._absorb(event, count)
         out._events = self._events + (event,) * count
         return out
@@ -329,10 +212,22 @@ class Accountant:
     @property
     def exact(self) -> bool:
         """True when the history holds continuous Gaussian releases only (exact GDP closed form)."""
-        return self._other is None and self._exact_gaussians
+        return self._other is None and not self._pure and self._exact_gaussians
+
+    @property
+    def pure(self) -> bool:
+        """True when the history holds pure epsilon-DP releases only (basic composition or their PLD)."""
+        return bool(self._pure)
+
+    @property
+    def pure_epsilon(self) -> float:
+        """The summed epsilon of the history's pure releases, each rounded up to the privacy-loss grid."""
+        return self._pure_steps * self._interval
 
     @cached_property
     def _pld(self):
+        if self.pure:
+            return self._pure_pld(self._pure)
         if self.exact:
             return None
         if self._other is None:
@@ -341,50 +236,70 @@ class Accountant:
             return self._other
         return _gaussian_pld(self.gaussian_mu, self._interval).compose(self._other)
 
-    def delta(self, epsilon: float) -> float:
-        """The smallest delta at which the history is (epsilon, delta)-DP."""
+    def _pld_delta(self, epsilon: float) -> float:
+        return min(float(self._pld.get_delta_for_epsilon(epsilon)) * _ROUND_UP, 1.0)
+
+    def delta(self, epsilon: float, *, tight: bool = False) -> float:
+        """The smallest delta at which the history is (epsilon, delta)-DP.
+
+        A pure history answers by basic composition, or with ``tight`` by the smaller of that and its privacy-loss
+        distribution's answer (both valid bounds; the distribution is built for it).
+        """
         epsilon = float(epsilon)
         if not (math.isfinite(epsilon) and epsilon >= 0.0):
             raise ValueError(f"epsilon must be finite and non-negative, got {epsilon}")
         if not self._events:
             return 0.0
+        if self.pure:
+            basic = pure_delta(self.pure_epsilon, epsilon)
+            return min(basic, self._pld_delta(epsilon)) if tight and basic > 0.0 else basic
         if self._pld is None:
             return gdp_delta(self.gaussian_mu, epsilon)
-        return min(float(self._pld.get_delta_for_epsilon(epsilon)) * _ROUND_UP, 1.0)
+        return self._pld_delta(epsilon)
 
-    def epsilon(self, delta: float) -> float:
-        """The smallest epsilon at which the history is (epsilon, delta)-DP (inf when none is)."""
+    def epsilon(self, delta: float, *, tight: bool = False) -> float:
+        """The smallest epsilon at which the history is (epsilon, delta)-DP (inf when none is).
+
+        A pure history answers by basic composition, or with ``tight`` by the smaller of that and its privacy-loss
+        distribution's answer (both valid bounds; the distribution is built for it).
+        """
         delta = float(delta)
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must lie strictly between 0 and 1, got {delta}")
         if not self._events:
             return 0.0
+        if self.pure:
+            basic = pure_epsilon(self.pure_epsilon, delta)
+            return min(basic, float(self._pld.get_epsilon_for_delta(delta)) * _ROUND_UP) if tight else basic
         if self._pld is None:
             return gdp_epsilon(self.gaussian_mu, delta)
         return float(self._pld.get_epsilon_for_delta(delta)) * _ROUND_UP
 
+    def accounting(self, epsilon: float, delta: float) -> str:
+        """Which bound the budget check at (epsilon, delta) rests on: EXACT_GAUSSIAN, BASIC_COMPOSITION or PLD.
+
+        A pure history is BASIC_COMPOSITION while basic composition alone keeps it within (epsilon, delta), PLD
+        beyond (its privacy-loss distribution is the bound that accepts it, or refuses it).
+        """
+        if self.exact:
+            return EXACT_GAUSSIAN
+        if self.pure and self.delta(epsilon) <= float(delta):
+            return BASIC_COMPOSITION
+        return PLD
+
     def within(self, epsilon: float, delta: float) -> bool:
-        """Whether the history is (epsilon, delta)-DP: the ledger's budget check (no slack)."""
-        return self.delta(epsilon) <= float(delta)
+        """Whether the history is (epsilon, delta)-DP: the ledger's budget check (no slack).
 
-
-_KINDS = {"gaussian": Gaussian, "discrete_gaussian": DiscreteGaussian, "discrete_gaussian_sum": DiscreteGaussianSum,
-          "discrete_laplace": DiscreteLaplace, "laplace": Laplace,
-          "randomized_response": RandomizedResponse, "approximate_dp": ApproximateDp, "pure_epsilon": PureEpsilon}
-
-
-def encode_event(event: Event) -> dict:
-    """A JSON-ready description of an event (what a ledger stores); :func:`decode_event` inverts it."""
-    for kind, cls in _KINDS.items():
-        if type(event) is cls:
-            return {"kind": kind, **{name: getattr(event, name) for name in cls.__dataclass_fields__}}
-    raise TypeError(f"not a privacy event: {event!r}")
-
-
-def decode_event(data: dict) -> Event:
-    """The event described by :func:`encode_event`'s output."""
-    fields = dict(data)
-    kind = fields.pop("kind", None)
-    if kind not in _KINDS:
-        raise ValueError(f"unknown privacy event kind {kind!r} (known: {sorted(_KINDS)})")
-    return _KINDS[kind](**fields)
+        A pure history is accepted by basic composition where it suffices, refused where its top loss alone
+        exceeds the budget (:func:`dsroc.privacy.pure.pure_delta_floor`, with a factor 2 of margin for the
+        distribution's floating point), and checked by its privacy-loss distribution in between: so it is refused
+        exactly where that distribution refuses, and that distribution is built only in between.
+        """
+        delta = float(delta)
+        if self.pure:
+            if self.delta(epsilon) <= delta:
+                return True
+            if pure_delta_floor(self._pure_total, self._pure_log_top, epsilon) > 2.0 * delta:
+                return False
+            return self._pld_delta(float(epsilon)) <= delta
+        return self.delta(epsilon) <= delta

@@ -12,6 +12,8 @@ __all__ = ["discrete_laplace_variance", "discrete_laplace_sd", "discrete_laplace
 # A part's epsilon is rounded down to the ledger's privacy-loss grid, less this relative hair: dp-accounting rounds
 # the loss up to the grid, so a part exactly on it in floating point could be charged one grid step more.
 _BELOW_GRID = 1e-9
+# Below this 1 - a, (1 - a)^2 is no longer a normal float (a scale above about 1e150).
+_SMALLEST_GAP = 1e-150
 
 
 def _check_scale(scale: float) -> float:
@@ -24,17 +26,31 @@ def _check_scale(scale: float) -> float:
 def discrete_laplace_variance(scale: float) -> float:
     """Variance ``2 a / (1 - a)^2``, ``a = exp(-1 / scale)``, of the discrete Laplace ``P[x] ∝ exp(-|x| / scale)``.
 
-    0 for ``scale`` 0 (no noise).
+    0 for ``scale`` 0 (no noise); inf beyond the floating-point range (a scale above about 1e154).
     """
     if float(scale) == 0.0:
         return 0.0
-    a = math.exp(-1.0 / _check_scale(scale))
-    return 2.0 * a / (-math.expm1(-1.0 / scale)) ** 2
+    a, gap = _terms(scale)
+    return 2.0 * a / gap**2 if gap > _SMALLEST_GAP else math.inf
 
 
 def discrete_laplace_sd(scale: float) -> float:
-    """Standard deviation ``sqrt(2 a) / (1 - a)`` of the discrete Laplace of scale ``scale`` (0 for scale 0)."""
-    return math.sqrt(discrete_laplace_variance(scale))
+    """Standard deviation ``sqrt(2 a) / (1 - a)`` of the discrete Laplace of scale ``scale`` (0 for scale 0).
+
+    Finite for every finite scale: beyond a scale of about 1e154, where ``(1 - a)^2`` underflows to 0 (and the
+    variance divided by zero), it is ``sqrt(2 a) / (1 - a)`` itself; below, the square root of the variance, whose
+    very rounding the study's pinned figures carry.
+    """
+    if float(scale) == 0.0:
+        return 0.0
+    a, gap = _terms(scale)
+    return math.sqrt(2.0 * a / gap**2) if gap > _SMALLEST_GAP else math.sqrt(2.0 * a) / gap
+
+
+def _terms(scale: float) -> tuple[float, float]:
+    """``a = exp(-1 / scale)`` and ``1 - a`` (computed as ``-expm1(-1 / scale)``, exact for a large scale)."""
+    scale = _check_scale(scale)
+    return math.exp(-1.0 / scale), -math.expm1(-1.0 / scale)
 
 
 def discrete_laplace_scale(epsilon: float, parts) -> float:
@@ -46,7 +62,10 @@ def discrete_laplace_scale(epsilon: float, parts) -> float:
     parts = [(int(k), float(r)) for k, r in parts]
     if not parts or any(k < 1 or not (math.isfinite(r) and r > 0.0) for k, r in parts):
         raise ValueError(f"parts must be a non-empty list of (sensitivity >= 1, ratio > 0), got {parts!r}")
-    return sum(1.0 / r for _, r in parts) / epsilon
+    scale = sum(1.0 / r for _, r in parts) / epsilon
+    if not math.isfinite(scale * max(k * r for k, r in parts)):  # every part's scale, not only the shared one
+        raise ValueError(f"epsilon {epsilon:g} is too small: its noise scale is beyond the floating-point range")
+    return scale
 
 
 def discrete_laplace_scales(epsilon: float, parts, *, interval: float | None = None) -> tuple[float, ...]:

@@ -43,6 +43,7 @@ _STEP_PER_SIGMA = 2.0**-14
 _MAX_MU = 20.0
 _LOG_TINY = -700.0  # vertices with an error probability below exp(-700) are not evaluated
 _MARGIN = 1e-8  # absolute, above the floating-point error of the vertex differences (about 1e-10)
+_CALIBRATION_STEPS = 31  # attempts of lattice_gaussian's search (bounded: see there)
 
 
 @lru_cache(maxsize=256)
@@ -152,13 +153,19 @@ def lattice_gaussian(epsilon: float, delta: float, sensitivity: float) -> Lattic
     step = 2.0 ** math.floor(math.log2(max(sensitivity * _STEP_PER_SENSITIVITY, tau0 * _STEP_PER_SIGMA)))
     shift = math.ceil(sensitivity / step)
     sigma = shift / mu0
-    for _ in range(20):
+    for attempt in range(_CALIBRATION_STEPS):
         t, r = exact_variance(sigma)
         mu = discrete_gaussian_gdp_mu(t, r, shift)
         if mu <= mu0:
             return LatticeGaussian(step, shift, t, r, mu)
-        sigma *= mu / mu0 * (1.0 + 1e-9)
-    raise ArithmeticError(f"no lattice noise found within mu {mu0} (epsilon {epsilon}, delta {delta})")
+        # The proportional step (mu is about shift / sigma) from the variance actually tried, which exceeds
+        # sigma^2 by up to about 2 sigma: a step smaller than that gap gave the same (t, r) again and again.
+        # Each failed attempt also grows the variance by a factor (1 + 2^attempt 1e-9)^2 at least, so the loop
+        # ends: within _CALIBRATION_STEPS attempts the SD has grown by more than 2^30 1e-9 (a factor 2 at
+        # least), far past mu ~ shift / sigma plus the 1e-8 margin, or the exact sampler's range refuses it.
+        sigma = max(sigma * mu / mu0, math.sqrt(t * r)) * (1.0 + 2.0**attempt * 1e-9)
+    raise ValueError(f"no lattice noise found within mu {mu0} (epsilon {epsilon}, delta {delta}) in "
+                     f"{_CALIBRATION_STEPS} steps")
 
 
 def sort_points(points: np.ndarray) -> np.ndarray:

@@ -176,9 +176,13 @@ def calibrate_scale(events, epsilon: float, delta: float, start: float, interval
             if hi > math.log(start) + 3.0:
                 raise ArithmeticError("no upper bracket")
         log_sigma = brentq(excess, lo, hi, xtol=1e-10)
-        while excess(log_sigma) > 0.0:
+        # brentq's answer may sit a hair below the root: a few steps up, then the bracket's upper end, which meets
+        # the target (checked above), so the search ends whatever the accountant's figures do between them
+        for _ in range(4):
+            if excess(log_sigma) <= 0.0:
+                return math.exp(log_sigma)
             log_sigma += 1e-9
-        return math.exp(log_sigma)
+        return math.exp(hi)
     except (TypeError, IndexError, ArithmeticError, MemoryError):
         # dp-accounting's loss distributions of near-noiseless events overflow into object arrays (TypeError) or
         # compose to nothing (IndexError) at a very large epsilon: a clear refusal instead of a crash.
@@ -220,17 +224,20 @@ def sample_discrete_gaussian(sigma: float, size: int) -> np.ndarray:
 def opendp_integer_noise(mechanism: str, scale: float, size: int) -> np.ndarray:
     """``size`` draws of OpenDP's exact integer noise: ``"gaussian"`` (``make_gaussian``, l2) or ``"laplace"``
     (``make_laplace``, l1) of parameter ``scale`` on an integer vector domain."""
-    import opendp.prelude as dp
+    # OpenDP's own modules, not its prelude: the prelude imports its scikit-learn, polars and pandas extras (2 CPU-s).
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.measurements import make_gaussian, make_laplace
+    from opendp.metrics import l1_distance, l2_distance
+    from opendp.mod import enable_features
 
     size = int(size)
     if size < 0:
         raise ValueError(f"size must be non-negative, got {size}")
     if size == 0:
         return np.zeros(0, dtype=np.int64)
-    dp.enable_features("contrib")
-    make, distance = {"gaussian": (dp.m.make_gaussian, dp.l2_distance),
-                      "laplace": (dp.m.make_laplace, dp.l1_distance)}[mechanism]
-    measurement = make(dp.vector_domain(dp.atom_domain(T="i64")), distance(T="i64"), scale=float(scale))
+    enable_features("contrib")
+    make, distance = {"gaussian": (make_gaussian, l2_distance), "laplace": (make_laplace, l1_distance)}[mechanism]
+    measurement = make(vector_domain(atom_domain(T="i64")), distance(T="i64"), scale=float(scale))
     return np.asarray(measurement([0] * size), dtype=np.int64)
 
 

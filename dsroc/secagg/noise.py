@@ -81,12 +81,34 @@ def shares_meet(sigma: float, epsilon: float, delta: float, honest: int, *, inte
     if not (math.isfinite(sigma) and sigma > 0.0):
         raise ValueError(f"a share's sigma must be a finite positive number, got {sigma!r}")
     interval = discretization_for(epsilon) if interval is None else float(interval)
+    honest, parts = honest_shares(honest, 0), _check_parts(parts)
+    # a release is no more private than any of its parts: the part of the smallest share may settle it
+    if _certainly_short(min(r * k for k, r in parts) * sigma, epsilon, delta, honest):
+        return False
     try:
-        accountant = Accountant(_events(sigma, honest_shares(honest, 0), _check_parts(parts)),
+        accountant = Accountant(_events(sigma, honest, parts),
                                 value_discretization_interval=interval)
     except IndexError:  # near-noiseless parts: the accountant cannot say
         return False
     return accountant.delta(epsilon) <= delta
+
+
+def _certainly_short(sigma: float, epsilon: float, delta: float, honest: int) -> bool:
+    """Whether ``honest`` shares of ``N_Z(0, sigma^2)`` summed are certainly not (epsilon, delta)-DP for a count of
+    sensitivity 1, by a bound the accountant is not needed for (and below which its arrays overflow).
+
+    With ``u = 1 / (2 sigma^2)``, one share is not 0 with probability ``q <= 2 sum_{k >= 1} exp(-k^2 u) <=
+    2 exp(-u) / (1 - exp(-u))`` (its normaliser is at least 1), so the sum ``S`` is 0 with probability at least
+    ``1 - h q`` and is -1 with probability at most ``h q``. The output ``c`` separates the neighbouring counts
+    ``c`` and ``c + 1``: ``delta(epsilon) >= P[S = 0] - e^epsilon P[S = -1] >= 1 - h q (1 + e^epsilon)``, above
+    ``delta`` when ``log(h q (1 + e^epsilon)) < log(1 - delta)``. The same holds for a part of sensitivity ``k``
+    (outputs ``c`` and ``c + k``) with its own share's sigma.
+    """
+    u = 0.5 / (sigma * sigma) if sigma > 1e-150 else math.inf
+    if u <= 1.0:  # a share this large is never certainly short
+        return False
+    log_q = math.log(2.0) - u - math.log1p(-math.exp(-u))
+    return math.log(honest) + log_q + max(epsilon, 0.0) + math.log1p(math.exp(-epsilon)) < math.log1p(-delta)
 
 
 def _check_parts(parts) -> tuple:

@@ -40,7 +40,7 @@ _EXPORTS = {
     # .recalibration
     "GroupedCalibration": "recalibration", "grouped_calibration": "recalibration",
     # .pooling
-    "SiteRelease": "pooling", "SiteSurvival": "pooling", "SitePooled": "pooling",
+    "SiteRelease": "pooling", "SiteSurvival": "pooling",
     # .validation
     "CurveBand": "validation", "RiskGroup": "validation", "SurvivalValidation": "validation",
     "survival_validation": "validation",
@@ -53,7 +53,7 @@ __all__ = [
     "brier_score", "integrated_brier_score", "scaled_brier",
     "ObservedExpected", "SurvivalCalibration", "calibration_at",
     "GroupedCalibration", "grouped_calibration",
-    "SiteRelease", "SiteSurvival", "SitePooled",
+    "SiteRelease", "SiteSurvival",
     "CurveBand", "RiskGroup", "SurvivalValidation", "survival_validation",
 ]
 

@@ -12,28 +12,64 @@ import numpy as np
 
 from .counts import SurvivalHistogram, check_number
 from .discrimination import case_weights
-from .kaplan_meier import censoring_survival, kaplan_meier
+from .kaplan_meier import SurvivalCurve, censoring_survival, kaplan_meier
 
-__all__ = ["brier_score", "integrated_brier_score", "scaled_brier"]
+__all__ = ["brier_score", "integrated_brier_score", "scaled_brier", "brier_by_index", "control_weights",
+           "integrated_by_index", "scaled_by_index"]
+
+
+def brier_by_index(counts, risk_sums, case_w, control_w) -> np.ndarray:
+    """``BS`` with the first ``kh`` time bins before the horizon, for ``kh = 0 .. K``: shape ``(..., K + 1)`` for
+    cells ``(..., K, 2, J)``, their risk sums (``(sum r, sum r^2)``, same shape), the case weights ``(..., K)``
+    and the control weights ``(..., K + 1)`` (:func:`control_weights`); NaN where the counts sum to 0 or less."""
+    n = np.asarray(counts)
+    total = n.sum(axis=(-3, -2, -1))
+    sum_r, sum_r2 = risk_sums
+    case_sq = (n[..., 1, :] - 2.0 * sum_r[..., 1, :] + sum_r2[..., 1, :]).sum(axis=-1)  # sum (1 - r)^2 per time bin
+    zero = np.zeros_like(case_sq[..., :1])
+    cases = np.concatenate([zero, np.cumsum(case_w * case_sq, axis=-1)], axis=-1)
+    control_sq = np.concatenate([np.cumsum(sum_r2.sum(axis=(-2, -1))[..., ::-1], axis=-1)[..., ::-1], zero],
+                                axis=-1)  # sum r^2, bins >= kh
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.maximum((cases + control_w * control_sq) / total[..., None], 0.0)
+    return np.where(total[..., None] > 0.0, score, np.nan)
 
 
 def _brier_by_index(hist: SurvivalHistogram) -> np.ndarray:
-    """``BS`` with the first ``kh`` time bins before the horizon, for ``kh = 0 .. K`` (shape ``(K + 1,)``)."""
-    n = hist.counts
-    total = n.sum()
-    if not total > 0.0:
+    if not hist.counts.sum() > 0.0:
         raise ValueError("hist holds no patients (the counts sum to zero or less)")
-    sum_r, sum_r2 = hist.risk_sums()
-    case_sq = (n[:, 1] - 2.0 * sum_r[:, 1] + sum_r2[:, 1]).sum(axis=1)  # sum (1 - r)^2 per time bin
-    cases = np.concatenate([[0.0], np.cumsum(case_weights(hist) * case_sq)])
-    control_sq = np.concatenate([np.cumsum(sum_r2.sum(axis=(1, 2))[::-1])[::-1], [0.0]])  # sum r^2, bins >= kh
-    return np.maximum((cases + _control_weights(hist) * control_sq) / total, 0.0)
+    return brier_by_index(hist.counts, hist.risk_sums(), case_weights(hist), _control_weights(hist))
+
+
+def control_weights(censoring: SurvivalCurve) -> np.ndarray:
+    """``1 / G(t)`` with the first ``kh`` time bins before ``t``, for ``kh = 0 .. K`` (0 where ``G(t) = 0``), from
+    the censoring survival ``G`` (arrays ``(..., K)``; the weights ``(..., K + 1)``)."""
+    s = censoring.survival
+    g = np.concatenate([np.ones_like(s[..., :1]), s], axis=-1)
+    return np.divide(1.0, g, out=np.zeros_like(g), where=g > 0.0)  # G(t) = 0: nobody is followed beyond t
 
 
 def _control_weights(hist: SurvivalHistogram) -> np.ndarray:
-    """``1 / G(t)`` with the first ``kh`` time bins before ``t``, for ``kh = 0 .. K`` (0 where ``G(t) = 0``)."""
-    g = np.concatenate([[1.0], censoring_survival(hist).survival])
-    return np.divide(1.0, g, out=np.zeros_like(g), where=g > 0.0)  # G(t) = 0: nobody is followed beyond t
+    return control_weights(censoring_survival(hist))
+
+
+def integrated_by_index(scores, times, keep) -> np.ndarray:
+    """The trapezoidal mean of ``BS(t_k)`` over the time points ``keep`` (indices, at least two) from
+    :func:`brier_by_index`'s ``scores`` ``(..., K + 1)``."""
+    points = times[keep]
+    return np.trapezoid(scores[..., keep + 1], points, axis=-1) / (points[-1] - points[0])
+
+
+def scaled_by_index(scores, counts, survival, case_w, control_w, kh: int) -> np.ndarray:
+    """``1 - BS(t) / BS_0(t)`` (:func:`scaled_brier`) with ``kh`` time bins before ``t`` from the scores of
+    :func:`brier_by_index`, the cells and the Kaplan-Meier ``S`` ``(..., K)``; NaN where ``BS_0`` is 0."""
+    n = np.asarray(counts)
+    r0 = 1.0 - (np.ones_like(survival[..., 0]) if kh == 0 else survival[..., kh - 1])
+    cases = (case_w[..., :kh] * n[..., :kh, 1, :].sum(axis=-1)).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        null = (cases * (1.0 - r0) ** 2 + control_w[..., kh] * n[..., kh:, :, :].sum(axis=(-3, -2, -1)) * r0**2) \
+            / n.sum(axis=(-3, -2, -1))
+        return np.where(null > 0.0, 1.0 - scores[..., kh] / null, np.nan)
 
 
 def brier_score(hist: SurvivalHistogram, horizon) -> float:
@@ -67,8 +103,7 @@ def integrated_brier_score(hist: SurvivalHistogram, tau, *, start=None) -> float
         keep = keep[hist.time_points[:kh] >= first]
     if keep.size < 2:
         raise ValueError(f"tau (with start): at least two time points must lie in [start, tau], got {keep.size}")
-    points, scores = hist.time_points[keep], _brier_by_index(hist)[keep + 1]
-    return float(np.trapezoid(scores, points) / (points[-1] - points[0]))
+    return float(integrated_by_index(_brier_by_index(hist), hist.time_points, keep))
 
 
 def scaled_brier(hist: SurvivalHistogram, horizon) -> float:
@@ -78,11 +113,9 @@ def scaled_brier(hist: SurvivalHistogram, horizon) -> float:
     than the null model, negative worse.
     """
     kh = hist.horizon_index(horizon)
-    score = _brier_by_index(hist)[kh]
-    n = hist.counts
-    r0 = 1.0 - kaplan_meier(hist).at(horizon)
-    cases = (case_weights(hist)[:kh] * n[:kh, 1].sum(axis=1)).sum()
-    null = (cases * (1.0 - r0) ** 2 + _control_weights(hist)[kh] * n[kh:].sum() * r0**2) / n.sum()
-    if not null > 0.0:
+    curve = kaplan_meier(hist)
+    value = float(scaled_by_index(_brier_by_index(hist), hist.counts, curve.survival, case_weights(hist),
+                                  _control_weights(hist), kh))
+    if np.isnan(value):
         raise ValueError(f"horizon {horizon!r}: the null model's Brier score is 0 (no events or no survivors)")
-    return float(1.0 - score / null)
+    return value

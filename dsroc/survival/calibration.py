@@ -13,9 +13,9 @@ from statistics import NormalDist
 import numpy as np
 
 from .counts import SurvivalHistogram
-from .kaplan_meier import check_level, kaplan_meier
+from .kaplan_meier import check_level, life_table
 
-__all__ = ["ObservedExpected", "SurvivalCalibration", "calibration_at", "check_groups"]
+__all__ = ["ObservedExpected", "SurvivalCalibration", "calibration_at", "check_groups", "observed_expected"]
 
 
 @dataclass(frozen=True)
@@ -58,23 +58,32 @@ def check_groups(hist: SurvivalHistogram, groups) -> np.ndarray:
     return b.astype(np.int64)
 
 
+def observed_expected(counts, sum_r, times, kh: int, start: int, stop: int, *, level: float = 0.95):
+    """The Kaplan-Meier of score bins ``start .. stop-1``, their patients, observed and expected risk and
+    ``O/E`` at the horizon (``kh`` time bins before it) from cells and risk sums ``(..., K, 2, J)``; the numbers
+    ``(...)``, NaN as :class:`ObservedExpected` says."""
+    km = life_table(counts[..., start:stop], times, level=level)
+    observed = 1.0 - (np.ones_like(km.survival[..., 0]) if kh == 0 else km.survival[..., kh - 1])
+    patients = counts[..., start:stop].sum(axis=(-3, -2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.where(patients > 0.0, np.clip(sum_r[..., start:stop].sum(axis=(-3, -2, -1)) / patients, 0.0,
+                                                     1.0), np.nan)
+        ratio = np.where(expected > 0.0, observed / expected, np.nan)
+    return km, patients, observed, expected, ratio
+
+
 def _observed_expected(hist, horizon, start, stop, level, z) -> ObservedExpected:
     bins = (int(start), int(stop))
-    km = kaplan_meier(hist, level=level, score_bins=bins)
-    k = int(np.searchsorted(km.times, float(horizon), side="right"))
+    k = hist.horizon_index(horizon)
+    km, patients, observed, expected, ratio = observed_expected(hist.counts, hist.risk_sums()[0], hist.time_points,
+                                                                k, start, stop, level=level)
     s, s_lo, s_hi, var = (1.0, 1.0, 1.0, 0.0) if k == 0 else (km.survival[k - 1], km.lower[k - 1], km.upper[k - 1],
                                                                km.variance[k - 1])
-    n = hist.counts[:, :, start:stop]
-    patients = float(n.sum())
-    sum_r, _ = hist.risk_sums()
-    expected = float(np.clip(sum_r[:, :, start:stop].sum() / patients, 0.0, 1.0)) if patients > 0.0 else float("nan")
-    observed = 1.0 - float(s)
+    patients, observed, expected, ratio = float(patients), float(observed), float(expected), float(ratio)
     if observed > 0.0 and expected > 0.0:
-        ratio = observed / expected
         spread = np.exp(z * np.sqrt(var) / observed)
         ratio_lo, ratio_hi = ratio / spread, ratio * spread
     else:
-        ratio = observed / expected if expected > 0.0 else float("nan")
         ratio_lo = ratio_hi = float("nan")
     return ObservedExpected(score_bins=bins, patients=patients, observed=observed, observed_lower=1.0 - float(s_hi),
                             observed_upper=1.0 - float(s_lo), expected=expected, ratio=float(ratio),

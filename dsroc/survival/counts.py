@@ -26,7 +26,8 @@ import numpy as np
 
 from .._checks import as_labels, as_scores
 
-__all__ = ["SurvivalHistogram", "sum_histograms", "check_time_edges", "check_score_edges", "check_number"]
+__all__ = ["SurvivalHistogram", "sum_histograms", "risk_sums_of", "check_time_edges", "check_score_edges",
+           "check_number"]
 
 
 def check_time_edges(time_edges) -> np.ndarray:
@@ -180,10 +181,7 @@ class SurvivalHistogram:
         The released ``score_sum`` and ``score_sq_sum``; without them every patient takes her bin's
         midpoint ``m``: ``N m`` and ``N m^2`` for a cell of ``N`` patients.
         """
-        if self.score_sum is None:
-            m = self.score_midpoints
-            return self.counts * m, self.counts * m * m
-        return self.score_sum, self.score_sq_sum
+        return risk_sums_of(self.counts, self.score_sum, self.score_sq_sum, self.score_midpoints)
 
     def horizon_index(self, horizon, *, name: str = "horizon") -> int:
         """The number of time points ``<= horizon``: bins before it hold the cases, the rest the controls.
@@ -211,6 +209,14 @@ class SurvivalHistogram:
         if self.score_sum is not None:
             sums = {"score_sum": self.score_sum + other.score_sum, "score_sq_sum": self.score_sq_sum + other.score_sq_sum}
         return SurvivalHistogram(self.counts + other.counts, self.time_edges, self.score_edges, **sums)
+
+
+def risk_sums_of(counts, score_sum, score_sq_sum, midpoints) -> tuple[np.ndarray, np.ndarray]:
+    """The risk sums of :meth:`SurvivalHistogram.risk_sums` for cells ``(..., K, 2, J)`` (the released sums, else
+    each patient at her score bin's midpoint)."""
+    if score_sum is None:
+        return counts * midpoints, counts * midpoints * midpoints
+    return score_sum, score_sq_sum
 
 
 def sum_histograms(histograms) -> SurvivalHistogram:

@@ -22,9 +22,10 @@ from statistics import NormalDist
 import numpy as np
 
 from .counts import SurvivalHistogram, check_number
-from .kaplan_meier import censoring_survival, check_level
+from .kaplan_meier import SurvivalCurve, censoring_survival, check_level
 
-__all__ = ["TimeDependentAUC", "case_weights", "cumulative_dynamic_auc", "harrell_c", "uno_c"]
+__all__ = ["TimeDependentAUC", "case_weights", "weights_of", "cumulative_dynamic_auc", "auc_by_index", "concordance",
+           "harrell_c", "uno_c", "uno_weights"]
 
 
 def case_weights(hist: SurvivalHistogram) -> np.ndarray:
@@ -36,8 +37,12 @@ def case_weights(hist: SurvivalHistogram) -> np.ndarray:
     under-weighted the cases and lowered Brier(t) by 0.001-0.002 on 20 time bins (the survival study). 0 where
     ``G`` is 0 (no patient can still be followed there).
     """
-    curve = censoring_survival(hist)
-    g = np.sqrt(curve.left_limits * curve.survival)
+    return weights_of(censoring_survival(hist))
+
+
+def weights_of(censoring: SurvivalCurve) -> np.ndarray:
+    """The weights of :func:`case_weights` from the censoring survival ``G`` (its arrays ``(..., K)``)."""
+    g = np.sqrt(censoring.left_limits * censoring.survival)
     return np.divide(1.0, g, out=np.zeros_like(g), where=g > 0.0)
 
 
@@ -87,13 +92,12 @@ def cumulative_dynamic_auc(hist: SurvivalHistogram, horizon, *, level: float = 0
     case_cells = c[:kh, 1, :]
     cases = (w * case_cells).sum(axis=0)
     controls = c[kh:].sum(axis=(0, 1))
-    n_cases, n_controls = float(cases.sum()), float(controls.sum())
+    auc, n_cases, n_controls, share_below = _auc(cases, controls)
     if not n_cases > 0.0:
         raise ValueError(f"horizon {horizon!r}: no events at or before the horizon (no cases)")
     if not n_controls > 0.0:
         raise ValueError(f"horizon {horizon!r}: nobody is followed beyond the horizon (no controls)")
-    share_below = (np.cumsum(controls) - 0.5 * controls) / n_controls  # P_i of a case in score bin j
-    auc = float(np.clip((cases * share_below).sum() / n_cases, 0.0, 1.0))
+    auc, n_cases, n_controls = float(auc), float(n_cases), float(n_controls)
     share_above = (n_cases - np.cumsum(cases) + 0.5 * cases) / n_cases  # Q_j of a control in score bin j
     variance = max(0.0, float((case_cells * w**2 * (share_below - auc) ** 2).sum() / n_cases**2
                                 + (controls * (share_above - auc) ** 2).sum() / n_controls**2))
@@ -102,19 +106,51 @@ def cumulative_dynamic_auc(hist: SurvivalHistogram, horizon, *, level: float = 0
                             upper=float(min(auc + half, 1.0)), cases=n_cases, controls=n_controls)
 
 
-def _concordance(c: np.ndarray, weights: np.ndarray) -> float:
-    events = c[:, 1, :] * weights[:, None]
-    everyone = c.sum(axis=1)
-    later = np.cumsum(everyone[::-1], axis=0)[::-1] - everyone  # followed beyond bin k, per score bin
-    lower_score = np.cumsum(later, axis=1) - later
+def _auc(cases, controls):
+    """AUC, weighted cases, controls and each score bin's share of controls below, from the weighted cases and the
+    controls per score bin (last axis); NaN AUC without cases or without controls."""
+    n_cases, n_controls = cases.sum(axis=-1), controls.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_below = (np.cumsum(controls, axis=-1) - 0.5 * controls) / n_controls[..., None]  # P_i, case in bin j
+        auc = np.clip((cases * share_below).sum(axis=-1) / n_cases, 0.0, 1.0)
+    return np.where((n_cases > 0.0) & (n_controls > 0.0), auc, np.nan), n_cases, n_controls, share_below
+
+
+def auc_by_index(counts, weights) -> np.ndarray:
+    """The AUC of :func:`cumulative_dynamic_auc` with the first ``kh`` time bins before the horizon, for
+    ``kh = 0 .. K``: shape ``(..., K + 1)`` for cells ``(..., K, 2, J)`` and case weights ``(..., K)`` (NaN
+    without cases or controls), every horizon in one pass of cumulative sums over the time bins."""
+    c = np.asarray(counts)
+    weighted = np.asarray(weights)[..., :, None] * c[..., :, 1, :]
+    zero = np.zeros_like(weighted[..., :1, :])
+    cases = np.concatenate([zero, np.cumsum(weighted, axis=-2)], axis=-2)  # time bins < kh
+    everyone = c.sum(axis=-2)
+    controls = np.concatenate([np.cumsum(everyone[..., ::-1, :], axis=-2)[..., ::-1, :], zero], axis=-2)  # >= kh
+    return _auc(cases, controls)[0]
+
+
+def concordance(counts, weights) -> np.ndarray:
+    """Concordance of cells ``(..., K, 2, J)`` with event weights ``(..., K)`` (ones: Harrell's, ``1 / G(T-)^2``
+    within ``tau``: Uno's), shape ``(...)``; NaN without comparable pairs."""
+    c = np.asarray(counts)
+    events = c[..., :, 1, :] * np.asarray(weights)[..., :, None]
+    everyone = c.sum(axis=-2)
+    later = np.cumsum(everyone[..., ::-1, :], axis=-2)[..., ::-1, :] - everyone  # followed beyond bin k, per score bin
+    lower_score = np.cumsum(later, axis=-1) - later
     others = everyone - 1.0  # the patients of an event's own cell but herself
-    same_lower = np.cumsum(everyone, axis=1) - everyone  # her time bin, lower score bins
+    same_lower = np.cumsum(everyone, axis=-1) - everyone  # her time bin, lower score bins
     # pairs in one time bin: comparable (and then concordant as scored) with probability 1/2
-    concordant = float((events * (lower_score + 0.5 * later + 0.5 * (same_lower + 0.5 * others))).sum())
-    comparable = float((events.sum(axis=1) * (later.sum(axis=1) + 0.5 * (everyone.sum(axis=1) - 1.0))).sum())
-    if not comparable > 0.0:
+    concordant = (events * (lower_score + 0.5 * later + 0.5 * (same_lower + 0.5 * others))).sum(axis=(-2, -1))
+    comparable = (events.sum(axis=-1) * (later.sum(axis=-1) + 0.5 * (everyone.sum(axis=-1) - 1.0))).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(comparable > 0.0, np.clip(concordant / comparable, 0.0, 1.0), np.nan)
+
+
+def _concordance(c: np.ndarray, weights: np.ndarray) -> float:
+    value = float(concordance(c, weights))
+    if np.isnan(value):
         raise ValueError("no comparable pairs (an event followed by a longer follow-up in a later time bin)")
-    return float(np.clip(concordant / comparable, 0.0, 1.0))
+    return value
 
 
 def harrell_c(hist: SurvivalHistogram) -> float:
@@ -133,10 +169,15 @@ def uno_c(hist: SurvivalHistogram, tau=None) -> float:
     (scikit-survival's ``concordance_index_ipcw`` on a grid of one patient per time bin, where it uses ``G(T_i)``
     for ``G(T_i-)``: the same without ties). ``tau``: a positive time, ``None`` for no truncation.
     """
-    weights = case_weights(hist) ** 2
-    if tau is not None:
-        t = check_number(tau, name="tau")
-        if not (np.isfinite(t) and t > 0.0):
-            raise ValueError(f"tau must be a positive finite time or None, got {tau!r}")
-        weights = np.where(hist.time_points < t, weights, 0.0)
-    return _concordance(hist.counts, weights)
+    return _concordance(hist.counts, uno_weights(case_weights(hist), hist.time_points, tau))
+
+
+def uno_weights(weights, times, tau) -> np.ndarray:
+    """Uno's event weights ``1 / G(T-)^2`` before ``tau`` from the case weights ``(..., K)`` at the time points."""
+    weights = np.asarray(weights) ** 2
+    if tau is None:
+        return weights
+    t = check_number(tau, name="tau")
+    if not (np.isfinite(t) and t > 0.0):
+        raise ValueError(f"tau must be a positive finite time or None, got {tau!r}")
+    return np.where(times < t, weights, 0.0)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .counts import SurvivalHistogram, check_number
 
-__all__ = ["SurvivalCurve", "kaplan_meier", "censoring_survival", "check_level", "check_score_bins"]
+__all__ = ["SurvivalCurve", "kaplan_meier", "censoring_survival", "life_table", "check_level", "check_score_bins"]
 
 
 def check_level(level) -> float:
@@ -50,6 +50,8 @@ def check_score_bins(hist: SurvivalHistogram, score_bins) -> slice:
 class SurvivalCurve:
     """A product-limit curve at the time points ``t_1 < ... < t_K`` (a right-continuous step function).
 
+    The arrays are ``(K,)``, or ``(..., K)`` for the curves of many histograms at once (:func:`life_table`).
+
     ``variance`` is Greenwood's ``S^2 sum d / (n (n - d))`` (0 once ``S`` is 0); ``lower``/``upper`` the
     pointwise log-log ("exponential Greenwood", as lifelines and R's ``conf.type = "log-log"``) interval
     ``S^exp(-+ z sqrt(sum d / (n (n - d))) / log S)``, equal to ``S`` where ``S`` is 0 or 1.
@@ -76,7 +78,8 @@ class SurvivalCurve:
     @property
     def left_limits(self) -> np.ndarray:
         """``S(t_k-)``, the value just before each time point: ``(1, S(t_1), ..., S(t_{K-1}))``."""
-        return np.concatenate([[1.0], self.survival[:-1]])
+        s = self.survival
+        return np.concatenate([np.ones_like(s[..., :1]), s[..., :-1]], axis=-1)
 
 
 def _product_limit(times, events, at_risk, level) -> SurvivalCurve:
@@ -84,10 +87,10 @@ def _product_limit(times, events, at_risk, level) -> SurvivalCurve:
     d = np.clip(events, 0.0, n)
     positive = n > 0.0
     hazard = np.divide(d, n, out=np.zeros_like(d), where=positive)
-    survival = np.cumprod(1.0 - hazard)
+    survival = np.cumprod(1.0 - hazard, axis=-1)
     alive = n - d > 0.0
     terms = np.divide(d, n * (n - d), out=np.zeros_like(d), where=positive & alive)
-    greenwood = np.cumsum(terms)
+    greenwood = np.cumsum(terms, axis=-1)
     variance = np.where(survival > 0.0, survival**2 * greenwood, 0.0)
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     inner = (survival > 0.0) & (survival < 1.0)
@@ -99,11 +102,18 @@ def _product_limit(times, events, at_risk, level) -> SurvivalCurve:
                          lower=lower, upper=upper, at_risk=n, events=d)
 
 
-def _events_and_censorings(hist: SurvivalHistogram, score_bins):
-    cells = np.maximum(hist.counts[:, :, check_score_bins(hist, score_bins)].sum(axis=2), 0.0)
-    events, censored = cells[:, 1], cells[:, 0]
-    at_risk = np.cumsum((events + censored)[::-1])[::-1]  # followed up to t_k: n_k = sum_{l >= k}
-    return events, censored, at_risk
+def life_table(counts, times, *, censoring: bool = False, level: float = 0.95) -> SurvivalCurve:
+    """The life-table curve of cells ``counts`` ``(..., K, 2, J)`` at ``times``: the Kaplan-Meier ``S``, or the
+    censoring survival ``G`` when ``censoring`` (see :func:`kaplan_meier` and :func:`censoring_survival`).
+
+    Leading axes hold many histograms (the bootstrap's replicates), each curve along the last axis.
+    """
+    cells = np.maximum(np.sum(counts, axis=-1), 0.0)
+    events, censored = cells[..., 1], cells[..., 0]
+    at_risk = np.cumsum((events + censored)[..., ::-1], axis=-1)[..., ::-1]  # followed up to t_k: n_k = sum_{l >= k}
+    if censoring:
+        return _product_limit(times, censored, at_risk - 0.5 * np.minimum(events, at_risk), level)
+    return _product_limit(times, events, at_risk - 0.5 * censored, level)
 
 
 def kaplan_meier(hist: SurvivalHistogram, *, level: float = 0.95, score_bins=None) -> SurvivalCurve:
@@ -124,8 +134,7 @@ def kaplan_meier(hist: SurvivalHistogram, *, level: float = 0.95, score_bins=Non
         and ``c_l`` those censored in it (the life-table estimate; ``at_risk`` holds ``n_l - c_l / 2``).
     """
     level = check_level(level)
-    events, censored, at_risk = _events_and_censorings(hist, score_bins)
-    return _product_limit(hist.time_points, events, at_risk - 0.5 * censored, level)
+    return life_table(hist.counts[:, :, check_score_bins(hist, score_bins)], hist.time_points, level=level)
 
 
 def censoring_survival(hist: SurvivalHistogram, *, level: float = 0.95) -> SurvivalCurve:
@@ -142,5 +151,4 @@ def censoring_survival(hist: SurvivalHistogram, *, level: float = 0.95) -> Survi
         ``events`` holds the censorings, ``at_risk`` the ``n_l - d_l / 2``.
     """
     level = check_level(level)
-    events, censored, at_risk = _events_and_censorings(hist, None)
-    return _product_limit(hist.time_points, censored, at_risk - 0.5 * np.minimum(events, at_risk), level)
+    return life_table(hist.counts, hist.time_points, censoring=True, level=level)

@@ -14,14 +14,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..multicentre.meta_analysis import PooledEstimate, pool_estimates
 from .bootstrap import bootstrap, interval_from
-from .brier import brier_score
-from .calibration import calibration_at
 from .counts import SurvivalHistogram
-from .discrimination import cumulative_dynamic_auc, harrell_c, uno_c
 from .intervals import SurvivalInterval
 
-__all__ = ["SiteRelease", "SiteSurvival", "SitePooled", "POOLED", "site_estimates", "pool_sites"]
+__all__ = ["SiteRelease", "SiteSurvival", "POOLED", "site_estimates", "pool_sites"]
 
 #: statistic -> scale of its pooling
 POOLED = {"auc": "logit", "harrell_c": "logit", "uno_c": "logit", "oe": "log"}
@@ -49,41 +47,15 @@ class SiteSurvival:
     oe: SurvivalInterval
 
 
-@dataclass(frozen=True)
-class SitePooled:
-    """A random-effects pooled statistic, back-transformed, with tau^2 (on the pooling scale) and a prediction
-    interval for a new site (NaN with fewer than three sites)."""
-
-    statistic: str
-    scale: str
-    estimate: float
-    lower: float
-    upper: float
-    prediction_lower: float
-    prediction_upper: float
-    tau2: float
-    i2: float
-    q: float
-    sites: int
-    method: str
-
-
-def _safe(fn) -> float:
-    try:
-        return float(fn())
-    except ValueError:
-        return float("nan")
-
-
 def site_estimates(name: str, release: SiteRelease, horizon: float, tau: float, *, level: float, draws: int,
                    seed) -> SiteSurvival:
     """The site's estimates at ``horizon`` (Uno's C truncated at ``tau``) from its own release."""
     h = release.histogram
+    kh = h.horizon_index(horizon)
 
     def estimates(x):
-        return np.array([_safe(lambda: cumulative_dynamic_auc(x, horizon).value), _safe(lambda: harrell_c(x)),
-                         _safe(lambda: uno_c(x, tau)), _safe(lambda: brier_score(x, horizon)),
-                         _safe(lambda: calibration_at(x, horizon, [0, x.shape[2]]).overall.ratio)])
+        return np.column_stack([x.auc(kh), x.harrell_c(), x.uno_c(tau), x.brier(kh),
+                                x.observed_expected(kh, 0, h.shape[2])[2]])
 
     value, reps = bootstrap(h, estimates, count_sd=release.count_sd, sums_sd=release.sums_sd, draws=draws, seed=seed)
     unit, positive = (0.0, 1.0), (0.0, np.inf)
@@ -92,9 +64,7 @@ def site_estimates(name: str, release: SiteRelease, horizon: float, tau: float, 
     return SiteSurvival(name, float(h.counts.sum()), *parts)
 
 
-def _pool(statistic: str, values: Sequence[SurvivalInterval], level: float) -> SitePooled | None:
-    from ..multicentre import log_oe, logit_auc, random_effects
-
+def _pool(statistic: str, values: Sequence[SurvivalInterval], level: float) -> PooledEstimate | None:
     scale = POOLED[statistic]
     v = np.array([x.value for x in values])
     var = np.array([x.se**2 for x in values])
@@ -102,16 +72,10 @@ def _pool(statistic: str, values: Sequence[SurvivalInterval], level: float) -> S
     use = np.isfinite(v) & np.isfinite(var) & (var > 0) & inside
     if use.sum() < 2:
         return None
-    y, w = (logit_auc if scale == "logit" else log_oe)(v[use], var[use])
-    meta = random_effects(y, w, level=level)
-    back = (lambda x: 1.0 / (1.0 + np.exp(-x))) if scale == "logit" else np.exp
-    return SitePooled(statistic, scale, float(back(meta.estimate)), float(back(meta.ci[0])), float(back(meta.ci[1])),
-                      float(back(meta.prediction_interval[0])), float(back(meta.prediction_interval[1])),
-                      meta.tau2, meta.i2, meta.q, int(meta.k), f"{meta.method}, Hartung-Knapp" if meta.hartung_knapp
-                      else meta.method)
+    return pool_estimates(statistic, v[use], var[use], scale=scale, level=level)
 
 
-def pool_sites(sites: Sequence[SiteSurvival], *, level: float) -> Mapping[str, SitePooled]:
+def pool_sites(sites: Sequence[SiteSurvival], *, level: float) -> Mapping[str, PooledEstimate]:
     """The random-effects pooling of every statistic in :data:`POOLED` that at least two sites estimate."""
     pooled = {name: _pool(name, [getattr(s, name) for s in sites], level) for name in POOLED} if len(sites) >= 2 else {}
     return {k: v for k, v in pooled.items() if v is not None}

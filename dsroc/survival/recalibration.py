@@ -49,7 +49,8 @@ class GroupedCalibration:
 def _group_cll(hist: SurvivalHistogram, bounds: np.ndarray) -> np.ndarray:
     n = np.add.reduceat(hist.counts.sum(axis=(0, 1)), bounds[:-1])
     sum_r, _ = hist.risk_sums()
-    mid = np.array([hist.score_midpoints[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:])])
+    midpoints = hist.score_midpoints
+    mid = np.array([midpoints[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:])])
     mean = np.divide(np.add.reduceat(sum_r.sum(axis=(0, 1)), bounds[:-1]), n, out=mid.copy(), where=n > 0.0)
     mean = np.clip(mean, np.maximum(hist.score_edges[bounds[:-1]], _RISK_FLOOR),
                    np.minimum(hist.score_edges[bounds[1:]], 1.0 - _RISK_FLOOR))

@@ -10,19 +10,19 @@ estimates (its own noise), pooled across sites by the random-effects meta-analys
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 
-from .brier import brier_score, integrated_brier_score, scaled_brier
-from .calibration import calibration_at
+from .bootstrap import Stacked, bootstrap, interval_from
+from .calibration import check_groups
 from .counts import SurvivalHistogram, check_number
-from .discrimination import case_weights, cumulative_dynamic_auc, harrell_c, uno_c
-from .bootstrap import bootstrap, interval_from
+from .discrimination import case_weights
 from .intervals import SurvivalInterval
-from .kaplan_meier import censoring_survival, check_level, kaplan_meier
+from .kaplan_meier import check_level, kaplan_meier
 from .recalibration import grouped_calibration
-from .pooling import SitePooled, SiteRelease, SiteSurvival, pool_sites, site_estimates
+from ..multicentre.meta_analysis import PooledEstimate
+from .pooling import SiteRelease, SiteSurvival, pool_sites, site_estimates
 
 __all__ = ["INCLUDES", "CurveBand", "RiskGroup", "SurvivalValidation",
            "default_groups", "survival_validation"]
@@ -108,7 +108,7 @@ class SurvivalValidation:
     risk_event_free: np.ndarray
     risk_censored: np.ndarray
     sites: tuple[SiteSurvival, ...]
-    pooled: Mapping[str, SitePooled]
+    pooled: Mapping[str, PooledEstimate]
     notes: tuple[str, ...]
 
 
@@ -137,23 +137,17 @@ def default_groups(hist: SurvivalHistogram, count_sd: float) -> np.ndarray:
     return np.asarray(bounds, dtype=np.int64)
 
 
-def _safe(fn: Callable[[], float]) -> float:
-    try:
-        return float(fn())
-    except ValueError:
-        return float("nan")
-
-
 class _Plan:
     """What to estimate on every replicate, laid out as one vector (one bootstrap for all)."""
 
     def __init__(self, hist, horizon, tau, groups):
-        self.horizon, self.tau, self.groups = horizon, tau, groups
+        self.horizon, self.tau, self.groups = horizon, tau, check_groups(hist, groups)
         last = hist.time_edges[-2] if np.isinf(hist.time_edges[-1]) else hist.time_edges[-1]
         points = hist.time_points[hist.time_points <= last]
-        # every AUC(t) costs a censoring curve per replicate: the band is drawn through at most AUC_TIMES of them
         keep = np.unique(np.round(np.linspace(0, points.size - 1, min(points.size, AUC_TIMES))).astype(int))
         self.auc_times = points[keep]
+        self.auc_index = np.searchsorted(hist.time_points, self.auc_times, side="right")
+        self.kh = hist.horizon_index(horizon)
         k, m, g = hist.shape[0], self.auc_times.size, groups.size - 1
         sizes = {"survival": k, "censoring": k, "auc_curve": m, "scalars": 10, "observed": g, "expected": g,
                  "ratio": g}
@@ -166,28 +160,22 @@ class _Plan:
     SCALARS = ("auc", "harrell_c", "uno_c", "brier", "integrated_brier", "scaled_brier", "oe", "expected",
                "observed", "intercept")
 
-    def estimates(self, h: SurvivalHistogram) -> np.ndarray:
-        out = np.full(self.size + 1, np.nan)  # the last entry: the calibration slope
-        out[self.slices["survival"]] = kaplan_meier(h).survival
-        out[self.slices["censoring"]] = censoring_survival(h).survival
-        out[self.slices["auc_curve"]] = [_safe(lambda t=t: cumulative_dynamic_auc(h, t).value) for t in self.auc_times]
-        t = self.horizon
-        try:
-            cal = calibration_at(h, t, self.groups)
-            by_group = cal.groups
-            overall = (cal.overall.ratio, cal.overall.expected, cal.overall.observed)
-        except ValueError:
-            by_group, overall = (), (np.nan,) * 3
-        fit = grouped_calibration(h, t, self.groups)
-        out[self.slices["scalars"]] = [
-            _safe(lambda: cumulative_dynamic_auc(h, t).value), _safe(lambda: harrell_c(h)),
-            _safe(lambda: uno_c(h, self.tau)), _safe(lambda: brier_score(h, t)),
-            _safe(lambda: integrated_brier_score(h, t)), _safe(lambda: scaled_brier(h, t)), *overall, fit.intercept]
-        if by_group:
-            out[self.slices["observed"]] = [g.observed for g in by_group]
-            out[self.slices["expected"]] = [g.expected for g in by_group]
-            out[self.slices["ratio"]] = [g.ratio for g in by_group]
-        out[-1] = fit.slope
+    def estimates(self, x: Stacked) -> np.ndarray:
+        """Every estimate (columns) of every histogram of the stack (rows)."""
+        out = np.full((x.counts.shape[0], self.size + 1), np.nan)  # the last column: the calibration slope
+        out[:, self.slices["survival"]] = x.survival
+        out[:, self.slices["censoring"]] = x.censoring.survival
+        out[:, self.slices["auc_curve"]] = x.auc(self.auc_index)
+        kh, groups = self.kh, self.groups
+        overall = x.observed_expected(kh, 0, x.counts.shape[-1])
+        fits = [grouped_calibration(x.cells.histogram(i), self.horizon, groups) for i in range(out.shape[0])]
+        out[:, self.slices["scalars"]] = np.column_stack([
+            x.auc(kh), x.harrell_c(), x.uno_c(self.tau), x.brier(kh), x.integrated_brier(kh), x.scaled_brier(kh),
+            overall[2], overall[1], overall[0], [f.intercept for f in fits]])
+        by_group = [x.observed_expected(kh, a, b) for a, b in zip(groups[:-1], groups[1:])]
+        for i, name in enumerate(("observed", "expected", "ratio")):
+            out[:, self.slices[name]] = np.column_stack([g[i] for g in by_group])
+        out[:, -1] = [f.slope for f in fits]
         return out
 
 

@@ -228,6 +228,9 @@ def _parse_policy(p: _Reader) -> Policy:
         histogram_max_cells=p.positive("histogram_max_cells", int, d.histogram_max_cells),
         survival_time_edges=_time_edges(p),
         survival_max_time_bins=_count(p, "survival_max_time_bins", d.survival_max_time_bins, 2),
+        max_holds_per_analyst=_count(p, "max_holds_per_analyst", d.max_holds_per_analyst, 1),
+        max_held_epsilon=p.positive("max_held_epsilon", float, d.max_held_epsilon),
+        hold_seconds_per_hour=p.positive("hold_seconds_per_hour", float, d.hold_seconds_per_hour),
         **values,
     )
     if policy.secagg_min_sites < policy.secagg_colluders + 1:

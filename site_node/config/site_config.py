@@ -75,6 +75,18 @@ class Policy:
     # survival release) and the most time bins of one release (its interior edges plus one).
     survival_time_edges: tuple[float, ...] = ()
     survival_max_time_bins: int = 24
+    # Budget holds (PrepareRelease, secagg masks) of one analyst on one population: at most this many unexpired,
+    # holding at most this epsilon composed (None: half the budget; a first validation's holds are always allowed),
+    # and holds that end unused (expired or cancelled) spend at most this many seconds of hold time an hour.
+    max_holds_per_analyst: int = 4
+    max_held_epsilon: float | None = None
+    hold_seconds_per_hour: float = 300.0
+
+    @property
+    def held_epsilon_cap(self) -> float:
+        """The epsilon one analyst's holds may keep from the others beyond its first validation's:
+        ``max_held_epsilon``, by default half the budget's epsilon."""
+        return self.budget_epsilon / 2.0 if self.max_held_epsilon is None else self.max_held_epsilon
 
     def strata_cuts(self, column: str) -> tuple[float, ...] | None:
         """The cut points of a stratifiable column (None when the policy does not list it)."""

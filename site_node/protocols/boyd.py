@@ -44,7 +44,14 @@ class BoydRelease:
 
 
 def boyd_events(epsilon: float, delta: float, count_share: float) -> tuple:
-    """The ledger events of one release: AUC and AP each (eps_a, delta / 2)-DP, the count Laplace(1 / eps_c)."""
+    """The ledger events of one release: AUC and AP each (eps_a, delta / 2)-DP, the count Laplace(1 / eps_c).
+
+    Raises InvalidArgument when ``count_share * epsilon`` is below 1e-300 (the count's Laplace scale, their
+    inverse, would be beyond the floating-point range).
+    """
+    if not count_share * epsilon >= 1e-300:  # found by the fuzzer: 1e-300 * 1e-300 underflowed to a division by zero
+        raise InvalidArgument(f"epsilon * count_share must be at least 1e-300 (the count's Laplace scale is their "
+                              f"inverse), got {epsilon:g} * {count_share:g}")
     eps_stat = (1.0 - count_share) * epsilon / 2.0
     return (ApproximateDp(eps_stat, delta / 2.0), ApproximateDp(eps_stat, delta / 2.0),
             Laplace(1.0 / (count_share * epsilon), 1.0))
@@ -85,14 +92,11 @@ class BoydProtocol(SiteProtocol):
         self.require()
         epsilon, delta = check_release_parameters(self.policy, epsilon, delta)
         share = check_count_share(count_share)
-        if not share * epsilon >= 1e-300:  # found by the fuzzer: 1e-300 * 1e-300 underflowed to a division by zero
-            raise InvalidArgument(f"epsilon * count_share must be at least 1e-300 (the count's Laplace scale is their "
-                                  f"inverse), got {epsilon:g} * {share:g}")
+        events = boyd_events(epsilon, delta, share)
         data = session.data
         negatives, positives = data.negatives, data.positives
         require_privacy_level(negatives.size, self.policy.privacy_level, "each class of a release (negatives)")
         require_privacy_level(positives.size, self.policy.privacy_level, "each class of a release (positives)")
-        events = boyd_events(epsilon, delta, share)
         eps_stat, delta_stat = events[0].epsilon, events[0].delta
         request = json.dumps({"epsilon": epsilon, "delta": delta, "count_share": share}, sort_keys=True)
         key = ReleaseKey(*data.key, "boyd", request)

@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from ..interceptors.audit import AuditLog, AuditRecord, audit_files
+from .ledger_head import write_head
 from .state import (SIGNING_KEY_FILE, StateError, StateMarker, check_state, serving_lock, sqlite_state_id, utc_now)
 
 __all__ = ["MANIFEST", "backup_state", "restore_state"]
@@ -132,6 +133,7 @@ def restore_state(config, backup) -> tuple[dict, Path | None]:
         kept = tuple(sorted(n for n in manifest["files"] if n.endswith(".sqlite"))) + ((SIGNING_KEY_FILE,) if public else ())
         StateMarker(config.name, manifest["state_id"], kept, public,
                     old.first_served if old else manifest["created"]).write(config.state_marker_path)
+        write_head(config)  # the administrator chose this older ledger: its head is where the site stands now
         AuditLog.for_config(config).write(AuditRecord(
             "", "RestoreState", peer="dsroc-site restore (site administrator)",
             parameters={"backup": str(backup.resolve()), "backup_created": manifest["created"],

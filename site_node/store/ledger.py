@@ -24,12 +24,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from dsroc.privacy.accounting import VALUE_DISCRETIZATION, Accountant, decode_event, encode_event
+from dsroc.privacy.accounting import PLD, VALUE_DISCRETIZATION, Accountant, decode_event, encode_event
 
 from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
                          Reservation, budget_mu)
+from .hold_limits import check_new_holds, end_cancelled, end_expired
 from .ledger_file import open_ledger_file, open_memory_ledger
 from .query_caps import SqliteQueryCaps
 
@@ -70,15 +71,18 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
 
     The composed accountant of each population is cached in memory and extended by one release at
     a time (the daemon is the ledger's only writer; a count mismatch rebuilds it from the file).
-    ``interval`` is its privacy-loss grid (the server passes ``discretization_for(budget_epsilon)``).
+    ``interval`` is its privacy-loss grid (the server passes ``discretization_for(budget_epsilon)``); ``head``,
+    when given, is told the number of releases and the new release's id after each release's commit (the
+    server's :class:`site_node.store.ledger_head.HeadWriter`, which a rolled-back ledger cannot get behind).
 
     ``path=None`` keeps the same tables in memory (:meth:`in_memory`): the same code without a file or its
     fsyncs, for a read-only look at an empty ledger and for fast tests of the protocols above it.
     """
 
-    def __init__(self, path, *, interval: float = VALUE_DISCRETIZATION):
+    def __init__(self, path, *, interval: float = VALUE_DISCRETIZATION, head: Callable[[int, str], None] | None = None):
         self.interval = float(interval)
         self.path = None if path is None else Path(path)
+        self._head = head  # called after each release's commit (site_node.store.ledger_head.HeadWriter)
         self._lock = threading.Lock()
         self._db = open_memory_ledger() if path is None else open_ledger_file(self.path)
         self._accountants: dict[str, tuple[int, Accountant]] = {}
@@ -160,13 +164,14 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         out = []
 
         def insert(db, reservation_id, request, held_events, now):
-            db.execute("INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            db.execute("INSERT INTO reservations (reservation_id, created, expires, analyst, population, dataset, "
+                       "source, outcome, kind, request, events, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                        (reservation_id, _now(), now + hold, analyst, key.population, dataset, key.source,
-                        key.outcome, key.kind, request, _events_json(held_events)))
+                        key.outcome, key.kind, request, _events_json(held_events), now))
 
         def body(db):
             now = time.time()
-            db.execute("DELETE FROM reservations WHERE expires <= ?", (now,))  # returned to the budget
+            end_expired(db, now)  # returned to the budget (their lifetime spent from their analyst's allowance)
             took = bool(takes_over) and self._take_over(takes_over, analyst, key, events, now)
             main, needed = None, follow_up
             row = self._existing(key)
@@ -185,6 +190,11 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
             if needed:
                 also = " with the release that follows it (held together)" if follow_up else ""
                 self._fit(key.population, dataset, needed, policy, epsilon, delta, also=also)
+            new = (main is None) + bool(follow_up)
+            if new:
+                check_new_holds(db, policy, analyst=analyst, population=key.population, dataset=dataset, holds=new,
+                                events=(events if main is None else ()) + follow_up, seconds=hold, now=now,
+                                interval=self.interval)
             if main is None:
                 main = Reservation(secrets.token_hex(16), hold, False)
                 insert(db, main.reservation_id, key.request, events, now)
@@ -218,8 +228,7 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         out = []
 
         def body(db):
-            out.append(db.execute("DELETE FROM reservations WHERE reservation_id=? AND analyst=? AND expires > ?",
-                                  (reservation_id, analyst, time.time())).rowcount > 0)
+            out.append(end_cancelled(db, reservation_id, analyst, time.time()))
 
         self._transaction(body)
         return out[0]
@@ -265,6 +274,8 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
             for event in events:
                 after = after.add(event)
             self._accountants[key.population] = (count + 1, after)
+            if self._head is not None:
+                self._head(db.execute("SELECT COUNT(*) FROM releases").fetchone()[0], release_id)
         return Release(release_id, key, dataset, events, float(epsilon), float(delta), rule, created, analyst,
                        payload, int(n0), int(n1)), True
 
@@ -352,9 +363,13 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
 
 
 def _status(population: str, policy: Policy, accountant: Accountant, count: int, holds: int = 0) -> BudgetStatus:
+    # The spent budget by the bound the budget check rests on: a pure history past basic composition's reach is
+    # accepted by its privacy-loss distribution, and reported by it (lower: both bounds are valid).
+    accounting = accountant.accounting(policy.budget_epsilon, policy.budget_delta)
+    tight = accounting == PLD
     return BudgetStatus(
         dataset=population, budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
         mu_budget=budget_mu(policy.budget_epsilon, policy.budget_delta), mu_spent=accountant.gaussian_mu,
-        releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta),
-        delta_spent=accountant.delta(policy.budget_epsilon), exact=accountant.exact, reservations=holds,
+        releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta, tight=tight),
+        delta_spent=accountant.delta(policy.budget_epsilon, tight=tight), accounting=accounting, reservations=holds,
     )

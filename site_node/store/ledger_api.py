@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma, gdp_release_mu
-from dsroc.privacy.accounting import Accountant, Gaussian
+from dsroc.privacy.accounting import EXACT_GAUSSIAN, Accountant, Gaussian
 
 from ..config import Policy
 
@@ -93,7 +93,11 @@ class BudgetStatus:
     ``epsilon_spent`` is the composed history's epsilon at the budget's delta (the accountant's,
     never below the exact value); ``delta_spent`` its delta at the budget's epsilon; a new release
     fits when, composed onto the history, ``delta_spent`` stays at most ``budget_delta``. The mu
-    fields describe the continuous Gaussian releases alone (Gaussian DP, exact).
+    fields describe the continuous Gaussian releases alone (Gaussian DP, exact). ``accounting``: the
+    bound the budget check rests on and the spent budget is reported by
+    (:meth:`dsroc.privacy.accounting.Accountant.accounting`): the exact Gaussian-DP closed form of a
+    Gaussian-only history, basic composition of a pure epsilon-DP history while it suffices, else the
+    privacy-loss distribution.
     """
 
     dataset: str
@@ -105,7 +109,7 @@ class BudgetStatus:
     population: str = ""
     epsilon_spent: float = 0.0
     delta_spent: float = 0.0
-    exact: bool = True
+    accounting: str = EXACT_GAUSSIAN
     reservations: int = 0
     left: tuple = ()  # site_node.protocols.budget.ReleasesLeft per asked-for release
 
@@ -159,7 +163,9 @@ class Ledger(ABC):
         """Hold the budget of a release for ``hold_seconds`` (at most HOLD_SECONDS) without releasing anything.
 
         Refused (ResourceExhausted, nothing held) when the release would not fit the budget with the
-        history and the other holds. A release made before holds nothing (its replay is free); an
+        history and the other holds, or when the analyst's holds on the population would exceed the policy's
+        limits (:mod:`site_node.store.hold_limits`: their number, their composed epsilon, and the hourly
+        allowance of unused hold time). A release made before holds nothing (its replay is free); an
         unexpired hold of the same release by the same analyst is returned, not doubled.
 
         ``follow_up``: the events of a release that will follow this one and whose request is not known yet

@@ -44,8 +44,16 @@ CREATE TABLE IF NOT EXISTS reservations (
     outcome TEXT NOT NULL,
     kind TEXT NOT NULL,
     request TEXT NOT NULL,
-    events TEXT NOT NULL
+    events TEXT NOT NULL,
+    started REAL NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS hold_usage (
+    analyst TEXT NOT NULL,
+    population TEXT NOT NULL,
+    ended REAL NOT NULL,
+    seconds REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hold_usage_by_analyst ON hold_usage (analyst, population, ended);
 CREATE TABLE IF NOT EXISTS survivor_uploads (
     population TEXT NOT NULL,
     source TEXT NOT NULL,
@@ -103,6 +111,11 @@ def open_ledger_file(path: Path) -> sqlite3.Connection:
             f"{path} is a ledger of an earlier dsroc version (budgets per dataset, stored values); "
             "keep it as the record of those releases and point site.state_dir at a new folder"
         )
+    held = [row[1] for row in db.execute("PRAGMA table_info(reservations)")]
+    if held and "started" not in held:
+        # Holds of an earlier version (at most a minute old) are taken to have started a full hold before they expire.
+        db.executescript("ALTER TABLE reservations ADD COLUMN started REAL NOT NULL DEFAULT 0;"
+                         "UPDATE reservations SET started = expires - 60;")
     db.executescript(SCHEMA)
     return db
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .ledger_head import head_path, head_problem, write_head
+
 __all__ = ["StateError", "StateMarker", "SIGNING_KEY_FILE", "check_state", "mark_served", "open_state", "reset_state",
            "pid_file", "serving_lock", "serving_pid", "sqlite_state_id", "state_problem", "stamp_state_id", "utc_now", "write_pid_file"]
 
@@ -142,7 +144,8 @@ def state_problem(config) -> str | None:
         if found != marker.state_id:
             what = "carries no state id (a new, empty file)" if found is None else f"is of another state ({found[:8]})"
             return f"{lead} but {name} {what}"
-    return None
+    behind = head_problem(config)
+    return f"{lead} but {behind}" if behind else None
 
 
 def check_state(config) -> None:
@@ -172,6 +175,7 @@ def mark_served(config) -> StateMarker:
                       marker.first_served if marker else utc_now())
     if new != marker:
         new.write(config.state_marker_path)
+    write_head(config)  # checked before: the ledger is at or past its head (a site from before heads gets one)
     return new
 
 
@@ -219,6 +223,7 @@ def reset_state(config) -> Path | None:
         moved = config.state_dir.with_name(f"{config.state_dir.name}.reset-{utc_now().replace(':', '')}")
         os.rename(config.state_dir, moved)
     config.state_marker_path.unlink(missing_ok=True)
+    head_path(config).unlink(missing_ok=True)
     return moved
 
 

@@ -11,7 +11,7 @@ import grpc
 from dsroc.v1 import site_pb2_grpc
 
 from ..config import SiteConfig, load_config
-from ..server import SiteServer, channel_options
+from ..server import SiteServer, site_channel
 
 __all__ = ["running_site", "running_server", "site_channel", "site_stub"]
 
@@ -43,20 +43,6 @@ def running_site(config: SiteConfig | str | Path, *, insecure: bool = False, max
     """
     with running_server(config, insecure=insecure, max_workers=max_workers) as server:
         yield server.bound_address
-
-
-def site_channel(address: str, *, ca_cert=None, client_cert=None, client_key=None,
-                 max_message_bytes: int = 16 * 1024 * 1024) -> grpc.Channel:
-    """A channel to a site: TLS when ``ca_cert`` is given (mutual TLS with a client cert/key), else plain text."""
-    options = channel_options(max_message_bytes)
-    if ca_cert is None:
-        return grpc.insecure_channel(address, options=options)
-    creds = grpc.ssl_channel_credentials(
-        root_certificates=Path(ca_cert).read_bytes(),
-        private_key=Path(client_key).read_bytes() if client_key else None,
-        certificate_chain=Path(client_cert).read_bytes() if client_cert else None,
-    )
-    return grpc.secure_channel(address, creds, options=options)
 
 
 def site_stub(channel: grpc.Channel) -> site_pb2_grpc.SiteServiceStub:

@@ -141,3 +141,16 @@ def test_demo_refuses_too_few_patients_before_starting_daemons(tmp_path, capsys)
     rc = main(["demo", "--out", str(tmp_path / "d"), "--n-patients", "200", "--quiet"])
     assert rc == 2 and "q = 5" in capsys.readouterr().err
     assert not (tmp_path / "d" / "sites").exists()
+
+
+def test_version_imports_no_protocol_grpc_or_scipy():
+    """`dsroc --version` in a fresh interpreter: the version, without the analyst's protocols, gRPC or scipy (the
+    lazy package exports; 1.4 CPU-s before)."""
+    code = ("import sys\nfrom analyst.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('analyst.federation', 'analyst.protocols', 'grpc', 'scipy.stats', 'scipy')"
+            " if m in sys.modules))")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    first, imported = out.stdout.strip().splitlines()
+    assert first.startswith("dsroc ") and imported == "[]"

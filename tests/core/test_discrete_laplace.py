@@ -30,15 +30,17 @@ def test_event_is_pure_epsilon_at_sensitivity_over_scale(scale, sensitivity):
     eps = sensitivity / scale
     event = DiscreteLaplace(scale, sensitivity)
     assert event.epsilon == pytest.approx(eps, rel=1e-15)
-    accountant = Accountant([event])
+    accountant, pld = Accountant([event]), event.pld(5e-4)  # its PLD composes it with other mechanisms
     # Pure eps-DP: delta 0 at eps (the grid step above it for the pessimistic rounding), positive just below.
-    assert accountant.delta(eps + 5e-4) == 0.0
+    assert accountant.delta(eps + 5e-4) == 0.0 == pld.get_delta_for_epsilon(eps + 5e-4)
     assert accountant.delta(eps - 0.01) > 0.0
-    # Against the brute-force hockey stick below eps: never below the exact value, close to it.
+    # Against the brute-force hockey stick below eps: the PLD never below the exact value and close to it; the
+    # accountant's closed form of a pure history never below the PLD.
     for e in (0.25 * eps, 0.75 * eps):
         exact = _closed_form_delta(scale, sensitivity, e)
         assert exact > 0.0
-        assert exact - 1e-12 <= accountant.delta(e) <= exact + 2e-3
+        assert exact - 1e-12 <= pld.get_delta_for_epsilon(e) <= exact + 2e-3
+        assert accountant.delta(e) >= pld.get_delta_for_epsilon(e)
     assert accountant.epsilon(1e-300) == pytest.approx(eps, abs=5e-4)
 
 

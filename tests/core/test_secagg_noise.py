@@ -179,3 +179,28 @@ def test_a_hint_is_taken_only_within_a_tenth_of_a_percent_of_the_smallest_share(
     assert share_sigma(1.0, 1e-5, 5, hint=exact * 1.0005) == exact * 1.0005  # meets, and 0.1 % less does not
     for wrong in (exact * 1.01, exact * 0.99, 50.0):  # wasteful or unsafe: the search's answer instead
         assert share_sigma(1.0, 1e-5, 5, hint=wrong) == pytest.approx(exact, rel=1e-9)
+
+
+def test_a_share_too_small_for_its_target_is_refused_and_never_crashes_the_accountant():
+    """``shares_meet`` refuses a share only when the accountant (and, where it resolves the sum, the exact hockey-stick
+    delta of the characteristic-function pmf) finds it short; below sigma ~1e-10, where the accountant's arrays
+    overflowed, its bound refuses without it."""
+    from dsroc.secagg import shares_meet
+
+    refused = 0
+    for epsilon, delta in ((0.1, 1e-8), (1.0, 1e-5), (5.0, 1e-3), (50.0, 0.01), (400.0, 0.01)):
+        for sigma in np.geomspace(0.05, 3.0, 15):
+            sigma = float(sigma)
+            if shares_meet(sigma, epsilon, delta, 4):
+                continue
+            accountant = Accountant([DiscreteGaussianSum(sigma, 4)],
+                                    value_discretization_interval=discretization_for(epsilon))
+            assert accountant.delta(epsilon) > delta
+            if sigma >= 0.2 and epsilon <= 50:
+                x, p = _reference_pmf(sigma, 4)
+                assert _exact_delta(x, p, epsilon) > delta - _REFERENCE_ERROR
+            refused += 1
+    assert refused > 20
+    for sigma in (5e-324, 1e-300, 1e-30, 1e-10):
+        assert not shares_meet(sigma, 1.0, 1e-5, 4)
+        assert not shares_meet(sigma, 4000.0, 0.01, 4, parts=((1, 1.0), (2, 6.0)))

@@ -75,3 +75,43 @@ def test_health_reports_serving_only_once_the_warm_up_is_done(site_config):
     finally:
         done.set()
         server.stop(grace=1)
+
+
+def test_after_the_warm_up_a_histogram_release_imports_nothing(tmp_path):
+    """In a fresh interpreter (as a daemon starts): after the warm-up, the first histogram release of a session imports
+    no module (the accountant, OpenDP's sampler and the grid were loaded before; dp-accounting is never needed), and its
+    noisy counts add up to the data's class sizes up to the noise."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = f"""
+import sys
+from pathlib import Path
+from tests.site.conftest import make_config
+from site_node.data.datasets import DatasetStore, read_table
+from site_node.data.scores import ScoreSpec
+from site_node.protocols.histogram.protocol import HistogramProtocol
+from site_node.site import Site
+from site_node.store.ledger import SqliteLedger
+
+config = make_config(Path({str(tmp_path)!r}) / "site")
+ledger = SqliteLedger(config.ledger_path)
+site = Site(config, ledger, datasets=DatasetStore(config.datasets, reader=read_table))
+site.warm_up()
+protocol = HistogramProtocol(site)
+session = site.open_session("alice", "test", "y", ScoreSpec(column="pred"))
+before = set(sys.modules)
+out = protocol.release(session, epsilon=5.0, delta=1e-6, n_bins=10, spacing="equal", score_sums=True)
+print(sorted(set(sys.modules) - before), "dp_accounting" in sys.modules, int(out.negatives.sum()),
+      int(out.positives.sum()), out.charged)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    new, accounting, n0, n1, charged = out.stdout.rsplit(maxsplit=4)
+    assert (new, accounting, charged) == ("[]", "False", "True")
+    y = sample_dataset(300, seed=1)["y"].to_numpy()
+    # 10 cells per class, each with discrete Laplace noise of SD about 2.1 at a counts' epsilon of 3.5
+    assert abs(int(n0) - int((y == 0).sum())) < 40 and abs(int(n1) - int((y == 1).sum())) < 40

@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
-from scipy.special import expit
 
 from dsroc.histogram.validation import histogram_validation
-from dsroc.multicentre import decision_curve, log_oe, logit_auc, random_effects
+from dsroc.multicentre import PooledEstimate, decision_curve, pool_estimates
 
-from analyst.result.parts import plain_record
+from analyst.result.parts import PlainRecord
+from analyst.result.summary import interval_text
 
 __all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
            "PartitionedAnalyses"]
 
 
 @dataclass(frozen=True)
-class SiteEstimates:
+class SiteEstimates(PlainRecord):
     """One site's own AUC and O/E from its own release, intervals including that site's noise."""
 
     site: str
@@ -41,31 +41,10 @@ class SiteEstimates:
     oe_upper: float
     oe_variance: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return plain_record(self)
-
 
 @dataclass(frozen=True)
-class Pooled:
+class Pooled(PlainRecord, PooledEstimate):
     """A random-effects pooled statistic on its natural scale (back-transformed), with heterogeneity."""
-
-    statistic: str
-    scale: str
-    estimate: float
-    lower: float
-    upper: float
-    prediction_lower: float
-    prediction_upper: float
-    tau2: float
-    i2: float
-    q: float
-    sites: int
-    method: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -86,27 +65,18 @@ class Heterogeneity:
         """The lines of the text summary."""
         lines = ["", "Per site (each from its own release; intervals include that site's noise)"]
         for s in self.sites:
-            lines.append(f"  {s.site:<18} AUC {_est(s.auc, s.auc_lower, s.auc_upper)}   "
-                         f"O/E {_est(s.oe, s.oe_lower, s.oe_upper)}")
+            lines.append(f"  {s.site:<18} AUC {interval_text(s.auc, s.auc_lower, s.auc_upper)}   "
+                         f"O/E {interval_text(s.oe, s.oe_lower, s.oe_upper)}")
         for p in (self.auc, self.oe):
             if p is not None:
-                lines.append(f"  {p.statistic + ' pooled':<18} {_est(p.estimate, p.lower, p.upper)} ({p.method})"
-                             f"   {pct}% prediction interval for a new site [{p.prediction_lower:.3f}, "
+                lines.append(f"  {p.statistic + ' pooled':<18} {interval_text(p.estimate, p.lower, p.upper)} "
+                             f"({p.method})   {pct}% prediction interval for a new site [{p.prediction_lower:.3f}, "
                              f"{p.prediction_upper:.3f}]   tau^2 {p.tau2:.3g} ({p.scale} scale), I^2 {100 * p.i2:.0f}%")
         return lines + [f"  note: {n}" for n in self.notes]
 
 
-def _est(value, lower, upper) -> str:
-    if not math.isfinite(value):
-        return "not estimable"
-    return f"{value:.3f} [{lower:.3f}, {upper:.3f}]"
-
-
-def _pool(statistic, scale, back, effects, variances, level) -> Pooled:
-    m = random_effects(effects, variances, level=level)
-    return Pooled(statistic, scale, float(back(m.estimate)), float(back(m.ci[0])), float(back(m.ci[1])),
-                  float(back(m.prediction_interval[0])), float(back(m.prediction_interval[1])), m.tau2, m.i2, m.q, m.k,
-                  "REML, Hartung-Knapp")
+def _pool(statistic: str, scale: str, estimates, variances, level: float) -> Pooled:
+    return Pooled(**vars(pool_estimates(statistic, estimates, variances, scale=scale, level=level)))
 
 
 def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, estimator: str) -> Heterogeneity:
@@ -128,10 +98,9 @@ def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, esti
                   if what in ("auc", "oe")]
     auc_ok = [s for s in sites if math.isfinite(s.auc) and 0 < s.auc < 1 and s.auc_variance > 0]
     oe_ok = [s for s in sites if math.isfinite(s.oe) and s.oe > 0 and s.oe_variance > 0]
-    auc = (_pool("AUC", "logit", expit, *logit_auc([s.auc for s in auc_ok], [s.auc_variance for s in auc_ok]), level)
+    auc = (_pool("AUC", "logit", [s.auc for s in auc_ok], [s.auc_variance for s in auc_ok], level)
            if len(auc_ok) >= 2 else None)
-    oe = (_pool("O/E", "log", np.exp, *log_oe([s.oe for s in oe_ok], [s.oe_variance for s in oe_ok]), level)
-          if len(oe_ok) >= 2 else None)
+    oe = _pool("O/E", "log", [s.oe for s in oe_ok], [s.oe_variance for s in oe_ok], level) if len(oe_ok) >= 2 else None
     if len(auc_ok) < 3:
         notes.append("a prediction interval for a new site needs at least 3 sites with an AUC")
     return Heterogeneity(tuple(sites), auc, oe, tuple(notes))

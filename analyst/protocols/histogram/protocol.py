@@ -9,15 +9,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.stages import MODE_Z, first_stage_bins, laplace_count_sd, laplace_two_stage_plan, second_mode
 from dsroc.histogram.validation import histogram_validation
 
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
                                     site_privacy_from_budget)
 from analyst.protocols.histogram.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
-from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, collect_histograms, quantile_bin_cap,
-                                                 quantile_grid)
+from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, check_grid_options, collect_histograms,
+                                                 quantile_bin_cap, quantile_grid)
 from analyst.result import ValidationResult
 from analyst.result.parts import Calibration, Estimate, RocCurve, num
 from analyst.result.pr import pr_from_counts
@@ -106,16 +106,10 @@ class HistogramOptions(ProtocolOptions):
     skip_refusing_sites: bool = False
 
     def __post_init__(self):
-        if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
-                                        or self.n_bins < 1):
-            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
-        if self.spacing not in ("quantile", "equal", "logit"):
-            raise ValueError(f"spacing must be 'quantile', 'equal' or 'logit', got {self.spacing!r}")
+        check_grid_options(self.n_bins, self.spacing, self.estimator)
         object.__setattr__(self, "scalars", tuple(self.scalars))
         if not set(self.scalars) <= set(SCALARS):
             raise ValueError(f"scalars must be among {SCALARS}, got {self.scalars!r}")
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
         check_a0(self.a0)
         if self.strata is not None and (not isinstance(self.strata, str) or not self.strata):
             raise ValueError(f"strata must be a column name, got {self.strata!r}")

@@ -10,6 +10,7 @@ import grpc
 import numpy as np
 
 from dsroc import analytic_gaussian_sigma
+from dsroc.histogram.estimates import ESTIMATORS
 from dsroc.histogram.grid import recommended_n_bins
 from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, first_stage_bins, first_stage_edges, laplace_count_sd,
                                     policy_candidates, second_stage_grid)
@@ -18,7 +19,7 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteError
 from analyst.result.parts import num
 
-__all__ = ["HistogramSite", "allowed_n_bins", "collect_histograms", "default_n_bins", "fine_release", "quantile_bin_cap",
+__all__ = ["HistogramSite", "allowed_n_bins", "check_grid_options", "collect_histograms", "default_n_bins", "fine_release", "quantile_bin_cap",
            "quantile_grid"]
 
 
@@ -56,6 +57,17 @@ class HistogramSite:
                 "release_id": self.release_id, "repeated": self.repeated, "epsilon_spent": num(self.epsilon_spent),
                 "scalars": {k: num(v) for k, v in self.scalars.items()}, "scalar_sd": num(self.scalar_sd),
                 "mechanism": self.mechanism}
+
+
+def check_grid_options(n_bins, spacing: str, estimator: str) -> None:
+    """Refuse a histogram or secagg validation's grid options: ``n_bins`` None or a positive integer, ``spacing``
+    ``"quantile"``, ``"equal"`` or ``"logit"``, ``estimator`` one of :data:`dsroc.histogram.estimates.ESTIMATORS`."""
+    if n_bins is not None and (isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1):
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    if spacing not in ("quantile", "equal", "logit"):
+        raise ValueError(f"spacing must be 'quantile', 'equal' or 'logit', got {spacing!r}")
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
 
 
 def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, spacing: str,

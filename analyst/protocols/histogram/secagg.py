@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from dsroc.histogram.estimates import DEFAULT_ESTIMATOR, ESTIMATORS
+from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.stages import policy_candidates, second_stage_grid, two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
 from analyst.protocols.histogram.protocol import summed_result, two_modes_lines
-from analyst.protocols.histogram.release import allowed_n_bins, fine_release
+from analyst.protocols.histogram.release import allowed_n_bins, check_grid_options, fine_release
 from analyst.protocols.histogram.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
 from analyst.result.parts import num
@@ -78,13 +78,7 @@ class SecAggOptions(ProtocolOptions):
     a0: float | None = None
 
     def __post_init__(self):
-        if self.n_bins is not None and (isinstance(self.n_bins, bool) or int(self.n_bins) != self.n_bins
-                                        or self.n_bins < 1):
-            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
-        if self.spacing not in ("quantile", "equal", "logit"):
-            raise ValueError(f"spacing must be 'quantile', 'equal' or 'logit', got {self.spacing!r}")
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        check_grid_options(self.n_bins, self.spacing, self.estimator)
         if self.colluders is not None and (isinstance(self.colluders, bool) or int(self.colluders) != self.colluders
                                            or self.colluders < 0):
             raise ValueError(f"colluders must be a non-negative integer, got {self.colluders!r}")

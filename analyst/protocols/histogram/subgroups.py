@@ -12,13 +12,14 @@ from typing import Any, Mapping
 
 from dsroc.multicentre import subgroup_analysis
 
-from analyst.result.parts import num, plain_record
+from analyst.result.parts import PlainRecord, num
+from analyst.result.summary import interval_text
 
 __all__ = ["Stratum", "StratumContrast", "Subgroups", "stratum_labels", "subgroups_from_release"]
 
 
 @dataclass(frozen=True)
-class Stratum:
+class Stratum(PlainRecord):
     """One stratum's estimates (intervals: sampling and the privacy noise)."""
 
     label: str
@@ -37,13 +38,9 @@ class Stratum:
     brier_lower: float
     brier_upper: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return plain_record(self)
-
 
 @dataclass(frozen=True)
-class StratumContrast:
+class StratumContrast(PlainRecord):
     """A statistic of one stratum minus that of the first (reference) stratum, with its interval and test."""
 
     statistic: str
@@ -54,10 +51,6 @@ class StratumContrast:
     upper: float
     se: float
     p_value: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -86,19 +79,13 @@ class Subgroups:
         lines = ["", f"Subgroups by {self.column} (one stratified release per site, {self.n_bins} bins x "
                      f"{len(self.strata)} strata; {pct}% CIs include sampling and the privacy noise)"]
         for s in self.strata:
-            lines.append(f"  {s.label:<22} n ~ {s.n:>7.0f}   AUC {_est(s.auc, s.auc_lower, s.auc_upper)}   "
-                         f"O/E {_est(s.oe, s.oe_lower, s.oe_upper)}   "
-                         f"Brier {_est(s.brier, s.brier_lower, s.brier_upper)}")
+            lines.append(f"  {s.label:<22} n ~ {s.n:>7.0f}   AUC {interval_text(s.auc, s.auc_lower, s.auc_upper)}   "
+                         f"O/E {interval_text(s.oe, s.oe_lower, s.oe_upper)}   "
+                         f"Brier {interval_text(s.brier, s.brier_lower, s.brier_upper)}")
         for d in self.differences:
             lines.append(f"  {d.statistic} {d.stratum} minus {d.reference}: {d.difference:+.3f} "
                          f"[{d.lower:+.3f}, {d.upper:+.3f}], p = {d.p_value:.3g}")
         return lines + [f"  note: {n}" for n in self.notes]
-
-
-def _est(value, lower, upper) -> str:
-    if not math.isfinite(value):
-        return "not estimable"
-    return f"{value:.3f} [{lower:.3f}, {upper:.3f}]"
 
 
 def stratum_labels(column: str, cuts) -> list[tuple[str, float, float]]:

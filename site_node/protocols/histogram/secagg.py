@@ -21,9 +21,6 @@ from __future__ import annotations
 import json
 import math
 import secrets
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
 
 import numpy as np
 from cryptography.hazmat.primitives import serialization
@@ -40,82 +37,15 @@ from ...rules.guard import analyst_input, check_release_parameters
 from ...store.ledger import ReleaseKey
 from ..base import SiteProtocol
 from .release import MAX_SIGMA, HistogramPlan, check_noise_size, draw_histogram, histogram_grid
+from .secagg_checks import check_advertisements, check_confirmed, check_dropouts, check_receipts, check_sites
+from .secagg_rounds import (Advertisement, MaskedRelease, Receipt, Round, RoundStore, Unmasked,
+                            fewest_survivors)
 
 __all__ = ["PRIVACY_UNIT", "Advertisement", "Receipt", "MaskedRelease", "Unmasked", "SecAggProtocol"]
 
 PRIVACY_UNIT = "add or remove one patient"
 ROUND_ID_BYTES = 32
 _RAW = (serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-_MAX_ROUNDS = 256  # rounds kept in memory (oldest forgotten first; a forgotten round cannot be finished)
-
-
-@dataclass(frozen=True)
-class Advertisement:
-    """A site's signed round key (what the analyst relays to every site of the round)."""
-
-    site: str
-    round_id: bytes
-    request_sha256: str
-    public_key: bytes
-    signature: bytes
-    edges: tuple = ()
-    share_sigma: float = 0.0
-    site_colluders: int = 0
-    sums_share_sigma: float = 0.0
-
-
-@dataclass(frozen=True)
-class Receipt:
-    """A site's signed statement that it sent this masked vector, with this self-seed commitment, in this round."""
-
-    site: str
-    masked_sha256: str
-    commitment: str
-    signature: bytes
-
-
-@dataclass(frozen=True)
-class MaskedRelease:
-    """The masked noisy counts (uint64, mod 2^64) and their receipt."""
-
-    masked: np.ndarray
-    receipt: Receipt
-    reservation_id: str = ""
-    follow_up_id: str = ""  # the next round's hold (a two-round validation), held with this one
-
-
-@dataclass(frozen=True)
-class Unmasked:
-    """The self seed, once the round is complete, and what the ledger recorded."""
-
-    self_seed: bytes
-    release_id: str
-    charged: bool
-    epsilon_spent: float
-    honest: int
-    pair_seeds: tuple = ()  # (peer, seed) of each site of the round that dropped out (rounds with dropouts)
-
-
-@dataclass
-class _Round:
-    analyst: str
-    session_id: str
-    request: dict
-    digest: str
-    private: X25519PrivateKey
-    advertisement: Advertisement
-    key: ReleaseKey
-    plan: HistogramPlan
-    follow_up: tuple = ()  # the next round's events, held with this round's at the mask
-    transcript: bytes = b""
-    keys: dict = field(default_factory=dict)  # every site's round key (fixed at the mask)
-    survivors: tuple | None = None  # the surviving sites this site confirmed (rounds with dropouts; once)
-    confirmation: bytes = b""
-    masked: MaskedRelease | None = None
-    payload: bytes = b""
-    self_seed: bytes = b""
-    unmasked: Unmasked | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class SecAggProtocol(SiteProtocol):
@@ -130,8 +60,7 @@ class SecAggProtocol(SiteProtocol):
 
     def __init__(self, site):
         super().__init__(site)
-        self._rounds: OrderedDict[tuple[str, bytes], _Round] = OrderedDict()
-        self._lock = threading.Lock()
+        self._rounds = RoundStore()
 
     # ------------------------------------------------------------------ step 1: advertise
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
@@ -157,13 +86,13 @@ class SecAggProtocol(SiteProtocol):
             raise InvalidArgument(f"round_id must be {ROUND_ID_BYTES} random bytes, got {len(round_id)}")
         epsilon, delta = check_release_parameters(policy, epsilon, delta)
         sites = sorted(str(s) for s in sites)
-        self._check_sites(sites)
+        check_sites(site, sites)
         if isinstance(colluders, bool) or int(colluders) != colluders or not policy.secagg_colluders <= colluders < len(sites):
             raise PermissionDenied(
                 f"policy: colluders must lie in [{policy.secagg_colluders}, {len(sites) - 1}] for a round of "
                 f"{len(sites)} sites: this site's guarantee must survive coalitions of {policy.secagg_colluders} other "
                 f"sites with the analyst (policy.secagg_colluders), got {colluders}")
-        floor = len(sites) - self._check_dropouts(dropouts, len(sites), int(colluders))
+        floor = len(sites) - check_dropouts(site, dropouts, len(sites), int(colluders))
         with analyst_input("epsilon, delta"):
             edges, grid, _ = histogram_grid(policy, session.data.score_range, n_bins=n_bins, spacing=spacing,
                                             interior=list(interior) or None)
@@ -185,14 +114,8 @@ class SecAggProtocol(SiteProtocol):
         if floor < len(sites):
             request["dropouts"] = len(sites) - floor
         digest = request_digest(request)
-        key = (session.analyst, round_id)
-        with self._lock:
-            old = self._rounds.get(key)
-            if old is not None:
-                if old.digest != digest or old.session_id != session.session_id:
-                    raise PermissionDenied("secagg: this round id was used for another request; a round is advertised "
-                                           "once (start a new round with a fresh round_id)")
-                return old.advertisement
+
+        def make() -> Round:
             private = X25519PrivateKey.generate()
             public = private.public_key().public_bytes(*_RAW)
             signature = site.signer.sign_message(advertisement_message(site.config.name, round_id, digest, public))
@@ -203,24 +126,14 @@ class SecAggProtocol(SiteProtocol):
             if floor < len(sites):  # the survivors are known only after the mask: no replay, each round is charged
                 text = json.dumps({"round": round_id.hex(), "request": json.loads(text)}, sort_keys=True)
             release_key = ReleaseKey(*session.data.key, "secagg", text)
-            self._rounds[key] = _Round(session.analyst, session.session_id, request, digest, private, ad, release_key,
-                                       plan, follow_up)
-            while len(self._rounds) > _MAX_ROUNDS:
-                self._rounds.popitem(last=False)
-        return ad
+            return Round(session.analyst, session.session_id, request, digest, private, ad, release_key, plan,
+                         follow_up)
 
-    def _check_dropouts(self, dropouts, n_sites: int, colluders: int) -> int:
-        """The round's tolerated dropouts, checked: the fewest survivors must number at least the policy's
-        ``secagg_min_sites`` and ``colluders + 2`` (so that no coalition of the analyst and ``colluders`` sites can
-        show one honest site a set of survivors and its peers another, see :meth:`confirm`)."""
-        if isinstance(dropouts, bool) or int(dropouts) != dropouts or dropouts < 0:
-            raise InvalidArgument(f"dropouts must be a non-negative integer, got {dropouts!r}")
-        dropouts, least = int(dropouts), max(self.policy.secagg_min_sites, colluders + 2)
-        if dropouts and n_sites - dropouts < least:
-            raise PermissionDenied(f"secagg: a round of {n_sites} sites with {dropouts} dropouts keeps {n_sites - dropouts}"
-                                   f" sites, fewer than {least} (policy.secagg_min_sites, and colluders + 2 so that "
-                                   "survivor sets cannot be split around one site)")
-        return dropouts
+        r, new = self._rounds.get_or_add(session.analyst, round_id, make)
+        if not new and (r.digest != digest or r.session_id != session.session_id):
+            raise PermissionDenied("secagg: this round id was used for another request; a round is advertised "
+                                   "once (start a new round with a fresh round_id)")
+        return r.advertisement
 
     def _next_round(self, next_round, honest: int, n_sites: int) -> tuple[dict, tuple]:
         """The next round's checked privacy parameters (for the request digest) and the events its hold charges."""
@@ -250,28 +163,6 @@ class SecAggProtocol(SiteProtocol):
                                   f"release ({epsilon}, {delta})-DP (propose 0 and each site calibrates its share)")
         return sigma
 
-    def _check_sites(self, sites: list[str]) -> None:
-        policy, signer, name = self.site.policy, self.site.signer, self.site.config.name
-        if len(set(sites)) != len(sites):
-            raise InvalidArgument(f"sites must be distinct names, got {sites}")
-        if name not in sites:
-            raise InvalidArgument(f"sites must include this site ({name!r}), got {sites}")
-        if len(sites) < policy.secagg_min_sites:
-            raise PermissionDenied(f"policy: a secagg round needs at least {policy.secagg_min_sites} sites "
-                                   f"(policy.secagg_min_sites), got {len(sites)}")
-        unknown = [s for s in sites if not signer.knows(s)]
-        if unknown:
-            raise PermissionDenied(f"secagg: sites {unknown} are not peers of this site (a round's sites must be "
-                                   "listed with their public keys in the site config's [peers] tables)")
-
-    def _round(self, session, round_id: bytes) -> _Round:
-        with self._lock:
-            r = self._rounds.get((session.analyst, bytes(round_id)))
-        if r is None or r.session_id != session.session_id:
-            raise FailedPrecondition("secagg: no round with this round_id in this session (advertise it first; a round "
-                                     "does not survive a restart of the site)")
-        return r
-
     # ------------------------------------------------------------------ step 2: masked release
     def mask(self, session, *, round_id: bytes, advertisements, follow_up: str = "") -> MaskedRelease:
         """The masked noisy counts, given every site's signed round key: the release's budget is held
@@ -280,8 +171,8 @@ class SecAggProtocol(SiteProtocol):
         With a ``next_round`` advertised, the next round's budget is held too (``MaskedRelease.follow_up_id``);
         ``follow_up``: the id of that hold, given to the next round's mask, which takes it over (InvalidArgument
         when this round's events are not the ones it holds)."""
-        r = self._round(session, round_id)
-        keys = self._check_advertisements(r, list(advertisements))
+        r = self._rounds.get(session, round_id)
+        keys = check_advertisements(self.site, r, list(advertisements))
         transcript = round_transcript(r.advertisement.round_id, r.digest, keys)
         with r.lock:
             if r.masked is not None:
@@ -310,30 +201,10 @@ class SecAggProtocol(SiteProtocol):
                                      held.reservation_id, held.follow_up_id)
             return r.masked
 
-    def _check_advertisements(self, r: _Round, advertisements) -> dict[str, bytes]:
-        sites = r.request["sites"]
-        names = [a.site for a in advertisements]
-        if sorted(names) != sites:
-            raise InvalidArgument(f"advertisements must be one per site of the round {sites}, got {sorted(names)}")
-        keys = {}
-        for a in advertisements:
-            where = f"advertisements (site {a.site!r})"
-            if bytes(a.round_id) != r.advertisement.round_id or a.request_sha256 != r.digest:
-                raise PermissionDenied(f"secagg: {where}: made for another round or request (replayed or mixed rounds "
-                                       "are refused)")
-            message = advertisement_message(a.site, a.round_id, a.request_sha256, a.public_key)
-            if not self.site.signer.verify_message(a.site, message, a.signature):
-                raise PermissionDenied(f"secagg: {where}: the signature does not verify under the site's public key "
-                                       "(relay each advertisement unchanged)")
-            if a.site == r.advertisement.site and bytes(a.public_key) != r.advertisement.public_key:
-                raise PermissionDenied(f"secagg: {where}: not this site's round key")
-            keys[a.site] = bytes(a.public_key)
-        return keys
-
-    def _events(self, r: _Round) -> tuple:
+    def _events(self, r: Round) -> tuple:
         """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know, of
         the counts and (with score sums) of the sums."""
-        return self._charged_events(_floor(r.request), r.request["share_sigma"], r.plan.sums_sigma)
+        return self._charged_events(fewest_survivors(r.request), r.request["share_sigma"], r.plan.sums_sigma)
 
     def _charged_events(self, n_sites: int, sigma: float, sums_sigma: float) -> tuple:
         """The sum of ``n_sites`` shares less this site's policy's coalition: of the counts (share ``sigma``) and,
@@ -347,14 +218,14 @@ class SecAggProtocol(SiteProtocol):
         """Sign the round's surviving sites (those whose receipts the analyst relays, at least the round's fewest),
         once per round: a site never confirms two sets, so the analyst cannot show one site a set that includes it
         (to get its self seed) and its peers a set without it (to get their pairwise seeds with it)."""
-        r = self._round(session, round_id)
+        r = self._rounds.get(session, round_id)
         with r.lock:
             if r.masked is None:
                 raise FailedPrecondition("secagg: this site has not masked its counts in this round yet")
             if not r.request.get("dropouts"):
                 raise FailedPrecondition("secagg: this round tolerates no dropout; it is unmasked with every site's "
                                          "receipt, without confirmation")
-            survivors = self._check_receipts(r, list(receipts), survivors=True)
+            survivors = check_receipts(self.site, r, list(receipts), survivors=True)
             if r.survivors is not None and r.survivors != tuple(survivors):
                 raise PermissionDenied(f"secagg: this site confirmed the survivors {list(r.survivors)} in this round; "
                                        "a site confirms one set of survivors per round (start a new round)")
@@ -372,16 +243,16 @@ class SecAggProtocol(SiteProtocol):
         confirmations = list(confirmations)
         if len({site for site, _ in confirmations}) != len(confirmations):
             raise InvalidArgument("confirmations must come from distinct sites")
-        r = self._round(session, round_id)
+        r = self._rounds.get(session, round_id)
         with r.lock:
             if r.masked is None:
                 raise FailedPrecondition("secagg: this site has not masked its counts in this round yet")
             if r.unmasked is not None:
                 return r.unmasked
             if r.request.get("dropouts"):
-                survivors = self._check_confirmed(r, list(receipts), dict(confirmations))
+                survivors = check_confirmed(self.site, r, list(receipts), dict(confirmations))
             else:
-                self._check_receipts(r, list(receipts))
+                check_receipts(self.site, r, list(receipts))
                 survivors = {}
             site, data = self.site, session.data
             release, charged = site.ledger.release(
@@ -397,48 +268,5 @@ class SecAggProtocol(SiteProtocol):
             dropped = [v for v in r.request["sites"] if survivors and v not in survivors]
             pairs = tuple((v, pair_seed(r.private, me, v, r.keys[v], r.transcript)) for v in dropped)
             r.unmasked = Unmasked(r.self_seed, release.release_id, charged, spent,
-                                  honest_shares(_floor(r.request), site.policy.secagg_colluders), pairs)
+                                  honest_shares(fewest_survivors(r.request), site.policy.secagg_colluders), pairs)
             return r.unmasked
-
-    def _check_confirmed(self, r: _Round, receipts, confirmations: dict) -> dict[str, str]:
-        """The survivors this site confirmed, when ``receipts`` are theirs and every one of them signed the same set."""
-        survivors = self._check_receipts(r, receipts, survivors=True)
-        if r.survivors != tuple(survivors):
-            raise FailedPrecondition("secagg: this site has not confirmed these survivors (SecAggConfirm first; a site "
-                                     "reveals nothing for a set it did not confirm)")
-        if sorted(confirmations) != list(survivors):
-            raise FailedPrecondition(f"secagg: confirmations: one per survivor {list(survivors)} is needed, got "
-                                     f"{sorted(confirmations)}; until every survivor confirmed no site reveals anything")
-        for name, signature in confirmations.items():
-            if not self.site.signer.verify_message(name, survivors_message(name, r.transcript, survivors), signature):
-                raise PermissionDenied(f"secagg: confirmations (site {name!r}): the signature does not verify for these "
-                                       "survivors of this round (relay each confirmation unchanged)")
-        return survivors
-
-    def _check_receipts(self, r: _Round, receipts, *, survivors: bool = False) -> dict[str, str]:
-        """Each receipt's masked digest by site, when every one is signed for this round and this site's is its own:
-        one per site of the round, or with ``survivors`` one per survivor (distinct sites of the round, this site
-        among them, at least the round's fewest)."""
-        sites, names = r.request["sites"], sorted(x.site for x in receipts)
-        if not survivors and names != sites:
-            raise FailedPrecondition(f"secagg: the round is complete only with one receipt from every site {sites}; "
-                                     "until then no site reveals its self seed (a site dropped out: start a new round)")
-        if survivors and (len(set(names)) != len(names) or not set(names) <= set(sites)
-                          or r.advertisement.site not in names or len(names) < _floor(r.request)):
-            raise FailedPrecondition(f"secagg: receipts must come from distinct sites of the round {sites}, this site "
-                                     f"among them, and at least {_floor(r.request)} of them (the round's fewest "
-                                     f"survivors), got {names}")
-        for x in receipts:
-            message = receipt_message(x.site, r.transcript, x.masked_sha256, x.commitment)
-            if not self.site.signer.verify_message(x.site, message, x.signature):
-                raise PermissionDenied(f"secagg: receipts (site {x.site!r}): the signature does not verify for this "
-                                       "round (relay each receipt unchanged; receipts of other rounds are refused)")
-            if x.site == r.masked.receipt.site and (x.masked_sha256, x.commitment) != (
-                    r.masked.receipt.masked_sha256, r.masked.receipt.commitment):
-                raise PermissionDenied("secagg: receipts: this site's receipt is not the one it signed in this round")
-        return {x.site: x.masked_sha256 for x in sorted(receipts, key=lambda x: x.site)}
-
-
-def _floor(request: dict) -> int:
-    """The fewest sites whose sum a round reveals: its sites less the dropouts it tolerates."""
-    return len(request["sites"]) - int(request.get("dropouts", 0))

@@ -116,8 +116,11 @@ def test_release_once_after_a_restart_and_through_the_budget(site_config, client
         c = client_cls(srv)
         first = c.ReleaseHistogram(_request(c.open(), scalars=["sum_p"]))
         status = c.Budget(pb.BudgetRequest(dataset="test")).budget
-        assert status.releases == 1 and status.accounting.startswith("privacy loss distribution")
-        assert status.epsilon_spent > 0 and status.delta_spent <= site_config.policy.budget_delta
+        # A pure history, charged the release's epsilon 1 by basic composition (at the budget's delta 0.05, a
+        # pure 1-DP history is (1 + log 0.95)-DP) and delta 0 at the budget's epsilon.
+        assert status.releases == 1 and status.accounting == "pure epsilon-dp (basic composition)"
+        assert status.epsilon_spent == pytest.approx(1.0 + np.log1p(-site_config.policy.budget_delta), abs=1e-9)
+        assert status.delta_spent == 0.0
         c.close()
     before = snapshot(site_config.ledger_path)
     with running_server(site_config) as srv:

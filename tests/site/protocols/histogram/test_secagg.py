@@ -30,7 +30,7 @@ HUGE = {"max_epsilon": 5000.0, "budget_epsilon": 1e5, "max_delta": 0.01, "budget
 NAMES = ["s0", "s1", "s2", "s3"]
 
 
-def _configs(root, tls, policy, names=NAMES):
+def peered_configs(root, tls, policy, names=NAMES, analysts=None):
     """Site configs that list each other as peers (their release-signing keys)."""
     keys = {}
     for k, name in enumerate(names):
@@ -38,7 +38,8 @@ def _configs(root, tls, policy, names=NAMES):
         keys[name] = public_key_text(ensure_signing_key(first.signing_key_path))
     policy = {"protocols": ["histogram", "secagg"], **policy}
     return [make_config(root / name, tls=tls, policy=policy, frames={"test": sample_dataset(300, seed=20 + k)},
-                        peers={n: key for n, key in keys.items() if n != name}) for k, name in enumerate(names)]
+                        peers={n: key for n, key in keys.items() if n != name}, analysts=analysts)
+            for k, name in enumerate(names)]
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ def federation(tmp_path, tls_pki, client_factory):
     stack = contextlib.ExitStack()
 
     def make(policy=None, root="fed"):
-        configs = _configs(tmp_path / root, tls, policy or HUGE)
+        configs = peered_configs(tmp_path / root, tls, policy or HUGE)
         clients = [tls_client(client_factory, stack.enter_context(running_server(c)).bound_address, tls_pki)
                    for c in configs]
         return configs, clients, [c.open() for c in clients]

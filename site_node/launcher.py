@@ -1,4 +1,4 @@
-"""The one launcher of ``dsroc-site serve`` processes: start them, wait until they serve, stop them."""
+"""The one launcher of ``dsroc-site serve`` processes (the demo, tests, benchmarks): start, wait for, stop."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 __all__ = ["Daemon", "DaemonFailed", "stop_all", "CHECKOUT"]
 
 #: The checkout this module belongs to: the daemons import the same code unless told another tree.
-CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[1]
 #: Lines of a daemon's log kept in memory (its pipe is always drained, so a chatty daemon never blocks).
 LOG_LINES = 5000
 
@@ -147,7 +147,7 @@ class Daemon:
         import grpc
         from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-        from .servers import site_channel
+        from .server import site_channel
 
         if not self.addresses:
             self.wait_serving(timeout)
