@@ -196,6 +196,24 @@ def test_bad_requests_are_refused_before_any_charge(sites):
     assert all(after[n]["epsilon_spent"] == before[n].get("epsilon_spent", 0.0) for n in fed.names)
 
 
+def test_budget_and_describe_count_the_survival_validations_that_fit(sites):
+    from analyst.cli.sites import left_counts
+
+    from dsroc.v1 import site_pb2 as pb
+
+    _, fed = sites
+    budget, info = fed.budget("surv", epsilon=4.0, delta=1e-6), fed.describe(epsilon=4.0, delta=1e-6)
+    for conn, name in zip(fed.connections, fed.names):
+        # A survival validation's release by default: counts without the risk sums (SurvivalOptions.risk_sums).
+        (alone,) = conn.call("Budget", pb.BudgetRequest(dataset="surv", queries=[pb.ReleaseQuery(
+            protocol="survival", epsilon=4.0, delta=1e-6)])).budget.left
+        assert not alone.refused and alone.releases >= 1
+        for b in (budget[name], info[name]["datasets"][0]["budget"]):
+            (asked,) = [x["query"] for x in b["left"] if x["query"]["protocol"] == "survival"]
+            assert asked["score_sums"] is False and asked["epsilon"] == 4.0 and asked["delta"] == 1e-6
+            assert left_counts(b)["survival"] == str(alone.releases)
+
+
 def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
     from analyst.cli import main
 
