@@ -134,7 +134,10 @@ def test_the_survival_validation_matches_the_pooled_references(validated):
     assert abs(v.observed.value - (1.0 - km)) < 0.02
     # the risks' log cumulative hazard is 0.7 x where the truth's is 0.8 x: calibrated in the mean, slope 8/7
     assert 0.85 < v.oe.value < 1.2
-    assert v.calibration_slope.lower < 0.8 / 0.7 < v.calibration_slope.upper and v.calibration_slope.value > 0.9
+    # the site's noise is fresh each run: a 95 % interval would miss the true slope in one run of twenty, so ask
+    # for the slope within 3.5 of its SEs (one run in ~2 000) and well above the flat 0
+    slope = v.calibration_slope
+    assert abs(slope.value - 0.8 / 0.7) < 3.5 * slope.se and slope.lower < slope.value < slope.upper and slope.value > 0.6
     assert res.calibration is not None and len(res.calibration.observed) >= 3
     assert set(v.pooled) >= {"auc", "harrell_c", "oe"} and res.heterogeneity.auc.sites == N_SITES
     assert res.brier.includes.startswith("sampling and the privacy noise")
