@@ -21,17 +21,28 @@ from analyst.protocols.paper import PaperSession
 from analyst.result import ValidationResult
 from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
 
-__all__ = ["MAX_THREADS", "Federation", "SiteAnswers", "release_queries"]
+__all__ = ["MAX_THREADS", "Federation", "SiteAnswers", "release_queries", "site_queries"]
 
 #: Threads of a federation's pool at most (calls to sites beyond them wait for a free one).
 MAX_THREADS = 32
 
 
-def release_queries(epsilon: float, delta: float) -> list[pb.ReleaseQuery]:
+def release_queries(epsilon: float, delta: float, *, survival: bool = False) -> list[pb.ReleaseQuery]:
     """One validation's release at (``epsilon``, ``delta``) of every protocol as :meth:`Federation.validate`
-    asks it by default (histograms with their score sums); a site answers for the protocols it serves."""
+    asks it by default (histograms with their score sums, survival releases without their risk sums), the survival
+    release only with ``survival``; a site answers for the protocols it serves."""
+    protocols = ("paper", "histogram", "boyd", "survival") if survival else ("paper", "histogram", "boyd")
     return [pb.ReleaseQuery(protocol=p, epsilon=float(epsilon), delta=float(delta), score_sums=p == "histogram")
-            for p in ("paper", "histogram", "boyd")]
+            for p in protocols]
+
+
+def site_queries(conn: SiteConnection, epsilon: float | None, delta: float | None) -> list[pb.ReleaseQuery]:
+    """:func:`release_queries` for one site: with its survival release when its policy allows survival (lists
+    ``survival_time_edges``); none without ``epsilon``."""
+    if epsilon is None:
+        return []
+    policy = conn.call("Describe", pb.DescribeRequest()).policy
+    return release_queries(epsilon, delta, survival=bool(policy.survival_time_edges))
 
 
 class SiteAnswers(dict):
@@ -115,20 +126,21 @@ class Federation:
         """Each site's datasets (columns, outcome and score columns), policy and remaining budget.
 
         With ``epsilon`` and ``delta`` each dataset's budget also says how many more releases at them
-        fit, per protocol (``left``), by the site's own accountant. Sites that fail are in ``.failed`` of
+        fit, per protocol (``left``; survival releases where the site's policy allows them), by the site's own
+        accountant. Sites that fail are in ``.failed`` of
         the answer (a :class:`SiteError` each); only when no site answers is the first site's error raised.
         """
-        queries = release_queries(epsilon, delta) if epsilon is not None else []
-        return self._ask_all(lambda c: c.call("Describe", pb.DescribeRequest(queries=queries)))
+        return self._ask_all(lambda c: c.call("Describe", pb.DescribeRequest(queries=site_queries(c, epsilon, delta))))
 
     def budget(self, dataset: str, *, epsilon: float | None = None, delta: float | None = None) -> SiteAnswers:
         """Each site's spent and remaining privacy budget for ``dataset``; failed sites in ``.failed``.
 
         With ``epsilon`` and ``delta`` it also says how many more releases at them fit, per protocol
-        (``left``: one release is one validation), by the site's own accountant.
+        (``left``: one release is one validation; survival releases where the site's policy allows them), by the
+        site's own accountant.
         """
-        queries = release_queries(epsilon, delta) if epsilon is not None else []
-        return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(dataset=dataset, queries=queries)).budget)
+        return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(
+            dataset=dataset, queries=site_queries(c, epsilon, delta))).budget)
 
     @property
     def names(self) -> list[str]:

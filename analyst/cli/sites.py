@@ -136,14 +136,13 @@ def add_describe(sub) -> None:
     d.set_defaults(func=cmd_describe)
 
 
-
 def add_budget(sub) -> None:
     """The ``budget`` subcommand's parser."""
     b = sub.add_parser("budget", help="show each site's spent and remaining privacy budget for a dataset",
                        description="Spent and remaining privacy budget per site, in epsilon at the delta of your "
                                    "requests and at the budget's delta, and how many more validations at "
-                                   "(--epsilon, --delta) fit per protocol, counted by each site's accountant. Sites that fail get a line each; exit 4 when only some "
-                                   "sites answered, 3 when none did.")
+                                   "(--epsilon, --delta) fit per protocol, counted by each site's accountant. Sites that "
+                                   "fail get a line each; exit 4 when only some sites answered, 3 when none did.")
     b.add_argument("--federation", required=True, metavar="F", help="federation TOML file")
     b.add_argument("--dataset", required=True, metavar="NAME", help="dataset name")
     b.add_argument("--epsilon", type=float, default=5.0, metavar="EPS",

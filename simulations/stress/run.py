@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..common.results import load_parts
 from ..common.settings import Setting
 from .cells import PAPER_NS, PaperCell, StressCell, default_cells, full_cells, paper_cells
 from .study import HISTOGRAM_PROTOCOLS, PROTOCOLS, generate_data, histogram_rows
@@ -190,10 +191,6 @@ def run_stress(out, *, grid: str = "default", reps: int = 200, seed: int = 1, wo
 
 def load_stress(out) -> pd.DataFrame:
     """All per-replication rows of a finished (or partial) run."""
-    files = sorted((Path(out) / "parts").glob("*[0-9].csv.gz"))
-    if not files:
-        raise FileNotFoundError(f"no results in {out}/parts; run python -m simulations stress --out {out} first")
-    frame = pd.concat([pd.read_csv(f, keep_default_na=False, na_values=[""]) for f in files], ignore_index=True)
-    frame["failure"] = frame["failure"].fillna("")
+    frame = load_parts(out, "stress")
     frame["estimator"] = frame["estimator"].fillna("") if "estimator" in frame else ""  # parts from before the column
     return frame

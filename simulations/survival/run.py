@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from ..common.results import load_parts
 from .designs import Design
 from .study import DRAWS, SCORE_BINS, TIME_BINS, Cell, run_block
 
@@ -138,9 +139,4 @@ def run_survival(out, *, grid: str = "default", reps: int = 200, seed: int = 1, 
 
 def load_survival(out) -> pd.DataFrame:
     """All per-replication rows of a finished (or partial) run."""
-    files = sorted((Path(out) / "parts").glob("*[0-9].csv.gz"))
-    if not files:
-        raise FileNotFoundError(f"no results in {out}/parts; run python -m simulations survival --out {out} first")
-    frame = pd.concat([pd.read_csv(f, keep_default_na=False, na_values=[""]) for f in files], ignore_index=True)
-    frame["failure"] = frame["failure"].fillna("")
-    return frame
+    return load_parts(out, "survival")

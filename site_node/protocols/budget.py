@@ -12,10 +12,11 @@ from ..rules.guard import analyst_input, check_release_parameters
 from .base import require_protocol
 from .boyd import boyd_events, check_count_share
 from .histogram.release import plan_histogram
+from .histogram.survival import plan_survival
 
 __all__ = ["ReleaseQuery", "ReleasesLeft", "query_events", "releases_left"]
 
-PROTOCOLS = ("paper", "histogram", "boyd")
+PROTOCOLS = ("paper", "histogram", "boyd", "survival")
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class ReleaseQuery:
     delta: float
     scalars: tuple[str, ...] = ()
     count_share: float = 0.0
-    score_sums: bool = False
+    score_sums: bool = False  # histogram: with the per-bin score sums; survival: with the risk sums
 
 
 @dataclass(frozen=True)
@@ -47,16 +48,24 @@ def query_events(site, query: ReleaseQuery) -> tuple:
     """
     if query.protocol not in PROTOCOLS:
         raise InvalidArgument(f"protocol must be one of {list(PROTOCOLS)}, got {query.protocol!r}")
-    require_protocol(site.policy, query.protocol)
+    # A survival release is the histogram protocol's (it serves the call only where it serves histograms).
+    require_protocol(site.policy, "histogram" if query.protocol == "survival" else query.protocol)
     epsilon, delta = check_release_parameters(site.policy, query.epsilon, query.delta)
+    policy = site.policy
     if query.protocol == "paper":
         # The Gaussian-DP cost of a score release is 1 / sigma at sensitivity 1, whatever the sensitivity.
         with analyst_input("epsilon, delta"):
             return (Gaussian(analytic_gaussian_sigma(epsilon, delta, 1.0), 1.0),)
     if query.protocol == "boyd":
         return boyd_events(epsilon, delta, check_count_share(query.count_share))
+    if query.protocol == "survival":
+        # The events of a survival release depend on its epsilon and risk sums, not on its grids: planned on the
+        # policy's first time edge and first score grid, which every survival policy allows.
+        edges = policy.survival_time_edges[:1]
+        return plan_survival(policy, (0.0, 1.0), time_column="", epsilon=epsilon, delta=delta, time_edges=edges,
+                             n_bins=policy.histogram_bins[0], spacing=policy.histogram_spacings[0], edges=(),
+                             risk_sums=query.score_sums, interval=site.ledger_interval).events
     # The events of a histogram release depend on (epsilon, delta) and its scalars, not on its grid.
-    policy = site.policy
     with analyst_input("epsilon, delta"):
         plan = plan_histogram(policy, (0.0, 1.0), epsilon=epsilon, delta=delta, n_bins=policy.histogram_bins[0],
                               spacing=policy.histogram_spacings[0], scalars=query.scalars,

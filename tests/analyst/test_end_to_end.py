@@ -195,6 +195,10 @@ def test_describe_and_budget(five_sites, pki, helpers):
     with helpers.federation(addresses, pki) as fed:
         info = fed.describe()
         budget = fed.budget("test")
+        planned = fed.budget("test", epsilon=5.0, delta=0.01), fed.describe(epsilon=5.0, delta=0.01)
+    # These sites' policies list no survival grid: no survival line, the binary protocols' lines only.
+    assert {p for b in (planned[0]["s0"], planned[1]["s0"]["datasets"][0]["budget"])
+            for p in (x["query"]["protocol"] for x in b["left"])} == {"paper", "histogram", "boyd"}
     assert list(info) == [f"s{k}" for k in range(5)]
     assert info["s0"]["datasets"][0]["name"] == "test"
     assert info["s0"]["policy"]["privacy_level"] == 5

@@ -57,7 +57,7 @@ def _strings(pool):
 
 # Names that reach deep code, preferred for the fields that take them.
 _PREFERRED = {"session_id": [LIVE], "dataset": ["test"], "outcome": ["y"], "score_column": ["pred"], "name": ["age"],
-              "time": ["time"]}
+              "time": ["time"], "protocol": ["paper", "histogram", "boyd", "survival"]}
 # The fuzzed site's survival policy: its public time grid (the arrays the fuzzer sends include it and a part of it).
 TIME_GRID = [180.0, 365.0, 730.0, 1095.0]
 
@@ -149,7 +149,8 @@ class Fuzzer:
         if survival:
             self.session = client.OpenSession(pb.OpenSessionRequest(
                 dataset="test", outcome="y", time="time", score=pb.ScoreSource(score_column="pred"))).session_id
-        self.pool = {"strings": [LIVE, "test", "y", "pred", "age", "size", "nodes", "grade", "time", ""],
+        self.pool = {"strings": [LIVE, "test", "y", "pred", "age", "size", "nodes", "grade", "time", "", "paper",
+                                 "histogram", "boyd", "survival"],
                      "arrays": [noisy[0].tolist(), noisy[1].tolist(), [0.3, 0.5], [0.0, 0.5, 1.0],
                                 np.linspace(0, 1, 11).tolist(), np.linspace(0.01, 0.99, 99).tolist(), TIME_GRID,
                                 TIME_GRID[1:3]]}

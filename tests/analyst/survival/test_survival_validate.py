@@ -134,7 +134,10 @@ def test_the_survival_validation_matches_the_pooled_references(validated):
     assert abs(v.observed.value - (1.0 - km)) < 0.02
     # the risks' log cumulative hazard is 0.7 x where the truth's is 0.8 x: calibrated in the mean, slope 8/7
     assert 0.85 < v.oe.value < 1.2
-    assert v.calibration_slope.lower < 0.8 / 0.7 < v.calibration_slope.upper and v.calibration_slope.value > 0.9
+    # the site's noise is fresh each run: a 95 % interval would miss the true slope in one run of twenty, so ask
+    # for the slope within 3.5 of its SEs (one run in ~2 000) and well above the flat 0
+    slope = v.calibration_slope
+    assert abs(slope.value - 0.8 / 0.7) < 3.5 * slope.se and slope.lower < slope.value < slope.upper and slope.value > 0.6
     assert res.calibration is not None and len(res.calibration.observed) >= 3
     assert set(v.pooled) >= {"auc", "harrell_c", "oe"} and res.heterogeneity.auc.sites == N_SITES
     assert res.brier.includes.startswith("sampling and the privacy noise")
@@ -194,6 +197,24 @@ def test_bad_requests_are_refused_before_any_charge(sites):
                      options=SurvivalOptions(horizon=720, time_edges=(100.0, 720.0)))
     after = fed.budget("surv")
     assert all(after[n]["epsilon_spent"] == before[n].get("epsilon_spent", 0.0) for n in fed.names)
+
+
+def test_budget_and_describe_count_the_survival_validations_that_fit(sites):
+    from analyst.cli.sites import left_counts
+
+    from dsroc.v1 import site_pb2 as pb
+
+    _, fed = sites
+    budget, info = fed.budget("surv", epsilon=4.0, delta=1e-6), fed.describe(epsilon=4.0, delta=1e-6)
+    for conn, name in zip(fed.connections, fed.names):
+        # A survival validation's release by default: counts without the risk sums (SurvivalOptions.risk_sums).
+        (alone,) = conn.call("Budget", pb.BudgetRequest(dataset="surv", queries=[pb.ReleaseQuery(
+            protocol="survival", epsilon=4.0, delta=1e-6)])).budget.left
+        assert not alone.refused and alone.releases >= 1
+        for b in (budget[name], info[name]["datasets"][0]["budget"]):
+            (asked,) = [x["query"] for x in b["left"] if x["query"]["protocol"] == "survival"]
+            assert asked["score_sums"] is False and asked["epsilon"] == 4.0 and asked["delta"] == 1e-6
+            assert left_counts(b)["survival"] == str(alone.releases)
 
 
 def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
