@@ -140,12 +140,20 @@ def default_groups(hist: SurvivalHistogram, count_sd: float) -> np.ndarray:
 class _Plan:
     """What to estimate on every replicate, laid out as one vector (one bootstrap for all)."""
 
-    def __init__(self, hist, horizon, tau, groups):
+    def __init__(self, hist, horizon, tau, groups, auc_times=None):
         self.horizon, self.tau, self.groups = horizon, tau, check_groups(hist, groups)
-        last = hist.time_edges[-2] if np.isinf(hist.time_edges[-1]) else hist.time_edges[-1]
-        points = hist.time_points[hist.time_points <= last]
-        keep = np.unique(np.round(np.linspace(0, points.size - 1, min(points.size, AUC_TIMES))).astype(int))
-        self.auc_times = points[keep]
+        if auc_times is None:
+            last = hist.time_edges[-2] if np.isinf(hist.time_edges[-1]) else hist.time_edges[-1]
+            points = hist.time_points[hist.time_points <= last]
+            keep = np.unique(np.round(np.linspace(0, points.size - 1, min(points.size, AUC_TIMES))).astype(int))
+            self.auc_times = points[keep]
+        else:
+            times = np.atleast_1d(np.asarray(auc_times, dtype=np.float64))
+            if times.ndim != 1 or times.size == 0:
+                raise ValueError("auc_times must be a non-empty sequence of times")
+            for t in times:
+                hist.horizon_index(t, name="auc_times")  # each in (0, last finite time edge], as the horizon
+            self.auc_times = np.unique(times)
         self.auc_index = np.searchsorted(hist.time_points, self.auc_times, side="right")
         self.kh = hist.horizon_index(horizon)
         k, m, g = hist.shape[0], self.auc_times.size, groups.size - 1
@@ -195,8 +203,8 @@ def _roc_at(hist: SurvivalHistogram, kh: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, sums_sd: float = 0.0,
-                        sites: Mapping[str, SiteRelease] | None = None, tau=None, groups=None, level: float = 0.95,
-                        draws: int = 100, seed=0) -> SurvivalValidation:
+                        sites: Mapping[str, SiteRelease] | None = None, tau=None, groups=None, auc_times=None,
+                        level: float = 0.95, draws: int = 100, seed=0) -> SurvivalValidation:
     """Every survival estimate at ``horizon`` from the summed release ``hist``, with intervals and per-site pooling.
 
     Parameters
@@ -214,6 +222,9 @@ def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, su
         Truncation time of Uno's C; default the horizon.
     groups : sequence of int, optional
         Risk-group boundaries on the score bins (``0 = b_0 < ... < b_G = J``); default :func:`default_groups`.
+    auc_times : sequence of float, optional
+        Times of the AUC(t) curve, each in ``(0, last finite time edge]`` and read as the horizon is (a time inside
+        a bin counts its patients as event-free); default up to 8 time points spread over the grid.
     level : float
         Confidence level of every interval.
     draws : int
@@ -226,7 +237,7 @@ def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, su
     horizon = float(horizon)
     tau = horizon if tau is None else check_number(tau, name="tau")
     bounds = default_groups(hist, count_sd) if groups is None else np.asarray(groups, dtype=np.int64)
-    plan = _Plan(hist, horizon, tau, bounds)
+    plan = _Plan(hist, horizon, tau, bounds, auc_times)
     value, reps = bootstrap(hist, plan.estimates, count_sd=count_sd, sums_sd=sums_sd, draws=draws, seed=seed)
     sl = plan.slices
     scalars = dict(zip(_Plan.SCALARS, range(sl["scalars"].start, sl["scalars"].stop)))

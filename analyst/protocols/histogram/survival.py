@@ -50,6 +50,8 @@ class SurvivalOptions(ProtocolOptions):
         the mean predicted risk's SD 0.05 with the sums, 0.016 without).
     tau : float, optional
         Truncation time of Uno's C; default the horizon.
+    auc_times : sequence of float, optional
+        Times of the AUC(t) curve (e.g. 365, 730, 1095), each within the time grid; default up to 8 grid times.
     by_site : bool, default True
         Also each site's estimates from its own release and their random-effects pooling (no further release).
     draws : int, default 100
@@ -64,6 +66,7 @@ class SurvivalOptions(ProtocolOptions):
     edges: tuple | None = None
     risk_sums: bool = False
     tau: float | None = None
+    auc_times: tuple | None = None
     by_site: bool = True
     draws: int = 100
     seed: int = 0
@@ -88,6 +91,11 @@ class SurvivalOptions(ProtocolOptions):
         if self.tau is not None and not (isinstance(self.tau, (int, float)) and math.isfinite(self.tau)
                                          and self.tau > 0):
             raise ValueError(f"tau must be a positive finite time, got {self.tau!r}")
+        if self.auc_times is not None:
+            t = np.atleast_1d(np.asarray(self.auc_times, dtype=np.float64))
+            if t.ndim != 1 or t.size == 0 or not (np.isfinite(t).all() and (t > 0).all()):
+                raise ValueError(f"auc_times must be a non-empty list of positive finite times, got {self.auc_times!r}")
+            object.__setattr__(self, "auc_times", tuple(float(v) for v in t))
         if isinstance(self.draws, bool) or int(self.draws) != self.draws or self.draws < 20:
             raise ValueError(f"draws must be an integer >= 20, got {self.draws!r}")
 
@@ -180,6 +188,9 @@ class SurvivalProtocol(Protocol):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
         time_edges = survival_time_grid(s.policies, float(o.horizon), o.time_edges)
+        if o.auc_times is not None and max(o.auc_times) > time_edges[-1]:  # before any hold, as the horizon
+            raise ValueError(f"auc_times: {max(o.auc_times):g} lies beyond the release's last finite time edge "
+                             f"{time_edges[-1]:g} (the last bin is open)")
         for name, p in s.policies.items():  # refused here rather than by the site, before any hold
             cells = (len(time_edges) + 1) * (len(o.edges) + 1 if o.edges is not None else o.n_bins)
             if p.histogram_max_cells and cells > p.histogram_max_cells:
@@ -199,7 +210,7 @@ class SurvivalProtocol(Protocol):
         own = {name: SiteRelease(x.histogram, x.noise_sd, x.sums_sd) for name, x in sites.items()} if o.by_site else None
         v = survival_validation(hist, float(o.horizon), count_sd=math.sqrt(sum(x.noise_sd**2 for x in sites.values())),
                                 sums_sd=math.sqrt(sum(x.sums_sd**2 for x in sites.values())), sites=own, tau=o.tau,
-                                level=request.level, draws=int(o.draws), seed=o.seed)
+                                auc_times=o.auc_times, level=request.level, draws=int(o.draws), seed=o.seed)
         result = survival_result(request.common(s, self), v, sites, budgets, time_column=request.time, timing=timing,
                                  risk_sums=o.risk_sums, on_edge=float(o.horizon) in time_edges)
         timing["analysis"] = time.perf_counter() - clock

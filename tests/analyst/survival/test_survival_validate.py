@@ -195,6 +195,11 @@ def test_bad_requests_are_refused_before_any_charge(sites):
     with pytest.raises((SiteError, ValueError), match="time edge"):
         fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, time="time",
                      options=SurvivalOptions(horizon=720, time_edges=(100.0, 720.0)))
+    with pytest.raises(ValueError, match="auc_times: 5000 lies beyond the release's last finite time edge"):
+        fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, time="time",
+                     options=SurvivalOptions(horizon=720, auc_times=(365.0, 5000.0)))
+    with pytest.raises(ValueError, match="auc_times must be a non-empty list of positive finite times"):
+        SurvivalOptions(horizon=720, auc_times=(-1.0,))
     after = fed.budget("surv")
     assert all(after[n]["epsilon_spent"] == before[n].get("epsilon_spent", 0.0) for n in fed.names)
 

@@ -67,6 +67,18 @@ def test_every_estimate_equals_the_unbinned_references(exact):
     assert np.max(np.abs(ours - ref)) < 1e-12
 
 
+def test_the_auc_curve_at_asked_times_equals_scikit_survival(exact):
+    time, event, risk, hist, _ = exact
+    asked = (0.4, 0.8, 1.2)  # inside bins of the per-patient grid: read as the horizon is, i.e. the unbinned AUC(t)
+    v = survival_validation(hist, HORIZON, count_sd=0.0, draws=2, tau=1.5, auc_times=asked)
+    y = Surv.from_arrays(event.astype(bool), time)
+    ref, _ = sksurv_metrics.cumulative_dynamic_auc(y, y, risk, times=np.array(asked), tied_tol=0.0)
+    assert v.auc_curve.times.tolist() == list(asked)
+    assert np.max(np.abs(v.auc_curve.values - ref)) < 1e-12
+    with pytest.raises(ValueError, match=r"auc_times must lie in \(0, "):
+        survival_validation(hist, HORIZON, count_sd=0.0, draws=2, auc_times=(0.5, 1e9))
+
+
 def test_risk_groups_and_roc_against_brute_force(exact):
     time, event, risk, hist, v = exact
     for g in v.groups:
