@@ -146,9 +146,9 @@ def add_validate(sub) -> None:
     h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "
                              "--protocol paper)")
     h.add_argument("--spacing", choices=("quantile", "equal", "logit"), default=None,
-                   help="grid: quantile (the default) puts the bins at the quantiles of a first release on a fine "
-                        "grid (a tenth of the budget; histogram: of both classes, balanced); equal or logit use one "
-                        "fixed grid on the score range")
+                   help="grid: quantile (the default) puts the bins at the quantiles of a first release of both classes "
+                        "on a fine grid (histogram: a fifth of epsilon with the default score sums; secagg: a tenth of "
+                        "the budget's zCDP); equal or logit use one fixed grid on the score range")
     ho = v.add_argument_group("histogram protocol only (HistogramOptions)")
     ho.add_argument("--by-site", action="store_true",
                     help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "
