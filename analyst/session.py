@@ -141,6 +141,7 @@ class ValidationSession:
         # session (free replays not counted), and the sites whose release call was in flight when it was left.
         self.charged: dict[str, list[tuple[float, float]]] = {}
         self._in_flight: set[str] = set()
+        self._replayable = True  # every charged release replays at no charge
         self._asked: dict[str, tuple[float, float, bool]] = {}  # site -> (epsilon, delta, replay) of its hold
         self._open_holds: dict[str, str] = {}  # holds made and not used yet: cancelled when the session is left
         self._lock = threading.Lock()
@@ -285,9 +286,9 @@ class ValidationSession:
             with self._lock:  # an answer that fails to parse afterwards stays in flight: it may have been charged
                 self._in_flight.discard(conn.name)
                 self._open_holds.pop(conn.name, None)
-                epsilon, delta, replay = asked.get(conn.name, (float("nan"), float("nan"), False))
-                if not replay:
-                    self.charged.setdefault(conn.name, []).append((epsilon, delta))
+            epsilon, delta, replay = asked.get(conn.name, (float("nan"), float("nan"), False))
+            if not replay:
+                self.record_charges([conn.name], epsilon, delta)
             return out
 
         replies = fan_out_partial(self.connections, one, on_done=lambda site: self.progress(step, site, "done"),
@@ -300,6 +301,14 @@ class ValidationSession:
                                          if done else "; no site made this release") + f"; {self.charges_text()}"
                                 + "; the failed sites' holds return to their budgets")
         return replies
+
+    def record_charges(self, sites, epsilon: float, delta: float, *, replayable: bool = True) -> None:
+        """Note that ``sites`` reported making and charging a release at (``epsilon``, ``delta``) in this session;
+        ``replayable``: the same request gets that release again at no charge (not a secure-aggregation round)."""
+        with self._lock:
+            for site in sites:
+                self.charged.setdefault(site, []).append((float(epsilon), float(delta)))
+            self._replayable = self._replayable and replayable
 
     def charges_so_far(self) -> str | None:
         """What the sites reported charging in this session, per site (None when none charged anything), with the
@@ -314,7 +323,7 @@ class ValidationSession:
         parts = [f"{site} {len(c)} release{'s' if len(c) > 1 else ''} at epsilon "
                  + " + ".join(f"{e:.4g}" for e, _ in c) for site, c in charged.items()]
         text = "charged so far: " + (", ".join(parts) if parts else "no site")
-        if charged:
+        if charged and self._replayable:
             text += " (the same request replays them at no charge)"
         if unsure:
             text += f"; {', '.join(unsure)} may have charged the release in flight"
