@@ -278,9 +278,10 @@ class ValidationSession:
                 self._in_flight.add(conn.name)
             try:
                 out = release(conn, holds.get(conn.name, ""))
-            except SiteError:  # the site did not release: its hold returns, nothing is charged
-                with self._lock:
-                    self._in_flight.discard(conn.name)
+            except SiteError as exc:  # the site did not release: its hold returns, nothing is charged
+                with self._lock:  # unless the answer timed out: the site may have released and charged it
+                    if exc.code != grpc.StatusCode.DEADLINE_EXCEEDED:
+                        self._in_flight.discard(conn.name)
                     self._open_holds.pop(conn.name, None)
                 raise
             with self._lock:  # an answer that fails to parse afterwards stays in flight: it may have been charged
