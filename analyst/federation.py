@@ -19,7 +19,7 @@ from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
 from analyst.protocols.histogram.survival import SurvivalOptions, survival_strategy
 from analyst.protocols.paper import PaperSession
 from analyst.result import ValidationResult
-from analyst.session import Progress, ValidationSession, check_privacy_request, score_source
+from analyst.session import Progress, ValidationInterrupted, ValidationSession, check_privacy_request, score_source
 
 __all__ = ["MAX_THREADS", "Federation", "SiteAnswers", "release_queries", "site_queries"]
 
@@ -251,8 +251,11 @@ class Federation:
                         with_sensitivity=strategy.with_sensitivity, hold=strategy.hold_request(request, opts),
                         time=time) as s:
             timing["open"] = perf_counter() - started
-            result = strategy.run(s, request, opts, executor=self.executor, timing=timing)
-            self.close_later(s)
+            try:
+                result = strategy.run(s, request, opts, executor=self.executor, timing=timing)
+                self.close_later(s)
+            except KeyboardInterrupt:
+                raise ValidationInterrupted(s) from None
         timing["total"] = perf_counter() - started
         return result
 

@@ -17,8 +17,8 @@ from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
 
-__all__ = ["Progress", "ValidationSession", "check_privacy_request", "concurrently", "raise_first_failure",
-           "score_source"]
+__all__ = ["Progress", "ValidationInterrupted", "ValidationSession", "check_privacy_request", "concurrently",
+           "raise_first_failure", "score_source"]
 
 #: ``progress(step, site, message)``: ``site`` is None for a message about the whole step.
 Progress = Callable[[str, "str | None", str], None]
@@ -86,6 +86,12 @@ def check_privacy_request(*, epsilon: float, delta: float, sensitivity: float | 
         raise ValueError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
 
 
+def _asked(prepare: pb.PrepareRequest) -> tuple[float, float]:
+    """The (epsilon, delta) a hold asks for its release."""
+    release = getattr(prepare, prepare.WhichOneof("release"))
+    return release.epsilon, release.delta
+
+
 def raise_first_failure(failed: Sequence[SiteError], what: str):
     """Raise the first site's error with ``what`` (what happened at the others) added to its message."""
     first = failed[0]
@@ -93,6 +99,18 @@ def raise_first_failure(failed: Sequence[SiteError], what: str):
     first.message += also + what
     first.args = (f"site '{first.site}': {first.code.name}: {first.message}",)
     raise first
+
+
+class ValidationInterrupted(KeyboardInterrupt):
+    """A validation interrupted (Ctrl-C): its message is what the sites reported charging in its session so far,
+    read when shown (after the calls in flight have ended, once the federation is closed)."""
+
+    def __init__(self, session: "ValidationSession"):
+        super().__init__()
+        self.session = session
+
+    def __str__(self) -> str:
+        return self.session.charges_text()
 
 
 class ValidationSession:
@@ -118,7 +136,15 @@ class ValidationSession:
         self.session_ids: dict[str, str] = {}
         self.policies: dict[str, pb.Policy] = {}
         self._sensitivities: dict[str, pb.SensitivityResponse] = {}
-        self.leave_out_small, self.left_out, self._released = False, {}, False
+        self.leave_out_small, self.left_out = False, {}
+        # What the sites reported: site -> (epsilon, delta) asked of each release it made and charged in this
+        # session (free replays not counted), and the sites whose release call was in flight when it was left.
+        self.charged: dict[str, list[tuple[float, float]]] = {}
+        self._in_flight: set[str] = set()
+        self._replayable = True  # every charged release replays at no charge
+        self._asked: dict[str, tuple[float, float, bool]] = {}  # site -> (epsilon, delta, replay) of its hold
+        self._open_holds: dict[str, str] = {}  # holds made and not used yet: cancelled when the session is left
+        self._lock = threading.Lock()
 
         # The release the sessions hold with their opening (``hold``): site -> reservation id ("" for a free replay).
         self._held: dict[str, str] = {}
@@ -200,8 +226,13 @@ class ValidationSession:
             taken = {name: q.follow_up_reservation_id for name, q in requests.items() if q.follow_up_reservation_id}
             for held in (holds, made, taken):
                 self.cancel(held)
-            raise_first_failure(failed, "; nothing was released or charged at any site (the others' holds were "
-                                        "cancelled)")
+            if self.charges_so_far() is None:
+                raise_first_failure(failed, "; nothing was released or charged at any site (the others' holds were "
+                                            "cancelled)")
+            raise_first_failure(failed, f"; no site made this release (the others' holds were cancelled); "
+                                        f"{self.charges_text()}")
+        self._asked = {c.name: (*_asked(requests[c.name]), r.repeated) for c, r in zip(self.connections, replies)}
+        self._open_holds = {name: held for name, held in holds.items() if held}
         if follow_ups is not None:
             follow_ups.update(made)
         self.progress(step, None, f"{len(holds)} sites checked the request and hold its budget")
@@ -212,7 +243,7 @@ class ValidationSession:
         (the site's size, not the request: another request would be refused the same), and some site left."""
         small = all(e.code == grpc.StatusCode.PERMISSION_DENIED and e.message.startswith(PRIVACY_LEVEL_RULE)
                     for e in failed)
-        return self.leave_out_small and not self._released and small and len(failed) < len(self.connections)
+        return self.leave_out_small and not self.charged and small and len(failed) < len(self.connections)
 
     def _leave_out(self, failed: Sequence[SiteError]) -> None:
         """Close the refusing sites' sessions (nothing was held or charged there) and go on without them."""
@@ -240,16 +271,68 @@ class ValidationSession:
         A site that fails now (down since it held) is named with the sites that did release: their
         charges stand with their releases delivered, and the same request replays them at no charge.
         """
-        replies = fan_out_partial(self.connections, lambda c: release(c, holds.get(c.name, "")),
-                                  on_done=lambda site: self.progress(step, site, "done"), executor=self.executor)
+        asked, self._asked = self._asked, {}
+
+        def one(conn):
+            with self._lock:
+                self._in_flight.add(conn.name)
+            try:
+                out = release(conn, holds.get(conn.name, ""))
+            except SiteError as exc:  # the site did not release: its hold returns, nothing is charged
+                with self._lock:  # unless the answer timed out: the site may have released and charged it
+                    if exc.code != grpc.StatusCode.DEADLINE_EXCEEDED:
+                        self._in_flight.discard(conn.name)
+                    self._open_holds.pop(conn.name, None)
+                raise
+            with self._lock:  # an answer that fails to parse afterwards stays in flight: it may have been charged
+                self._in_flight.discard(conn.name)
+                self._open_holds.pop(conn.name, None)
+            epsilon, delta, replay = asked.get(conn.name, (float("nan"), float("nan"), False))
+            if not replay:
+                self.record_charges([conn.name], epsilon, delta)
+            return out
+
+        replies = fan_out_partial(self.connections, one, on_done=lambda site: self.progress(step, site, "done"),
+                                  executor=self.executor)
         failed = [r for r in replies if isinstance(r, SiteError)]
         if failed:
             self.cancel({r.site: holds.get(r.site, "") for r in failed})
             done = [c.name for c, r in zip(self.connections, replies) if not isinstance(r, SiteError)]
-            raise_first_failure(failed, (f"; {', '.join(done)} released and charged their part (delivered here; the "
-                                         "same request replays it at no charge)" if done else "; nothing was charged")
+            raise_first_failure(failed, (f"; {', '.join(done)} released and charged their part (delivered here)"
+                                         if done else "; no site made this release") + f"; {self.charges_text()}"
                                 + "; the failed sites' holds return to their budgets")
         return replies
+
+    def record_charges(self, sites, epsilon: float, delta: float, *, replayable: bool = True) -> None:
+        """Note that ``sites`` reported making and charging a release at (``epsilon``, ``delta``) in this session;
+        ``replayable``: the same request gets that release again at no charge (not a secure-aggregation round)."""
+        with self._lock:
+            for site in sites:
+                self.charged.setdefault(site, []).append((float(epsilon), float(delta)))
+            self._replayable = self._replayable and replayable
+
+    def charges_so_far(self) -> str | None:
+        """What the sites reported charging in this session, per site (None when none charged anything), with the
+        sites whose release was in flight when the session was left (they may have charged it)."""
+        with self._lock:
+            order = {name: k for k, name in enumerate(self.sites)}  # federation order, as the other messages
+            charged = {site: list(self.charged[site]) for site in sorted(self.charged, key=lambda s: order.get(s, 1e9))
+                       if self.charged[site]}
+            unsure = sorted(self._in_flight)
+        if not charged and not unsure:
+            return None
+        parts = [f"{site} {len(c)} release{'s' if len(c) > 1 else ''} at epsilon "
+                 + " + ".join(f"{e:.4g}" for e, _ in c) for site, c in charged.items()]
+        text = "charged so far: " + (", ".join(parts) if parts else "no site")
+        if charged and self._replayable:
+            text += " (the same request replays them at no charge)"
+        if unsure:
+            text += f"; {', '.join(unsure)} may have charged the release in flight"
+        return text
+
+    def charges_text(self) -> str:
+        """:meth:`charges_so_far`, or that nothing was charged at any site."""
+        return self.charges_so_far() or "nothing was charged at any site"
 
     def budget(self) -> dict[str, pb.BudgetStatus]:
         """Each site's spent and remaining budget for this dataset."""
@@ -265,6 +348,8 @@ class ValidationSession:
         """
         ids, self.session_ids = self.session_ids, {}
         unused, self._held = self._held, {}  # holds made with the sessions and never used
+        with self._lock:  # and those of a release left before its commit (interrupted)
+            pending, self._open_holds = self._open_holds, {}
 
         def close_one(conn):
             try:
@@ -273,8 +358,9 @@ class ValidationSession:
                 pass
 
         def close_all():
-            if unused:
-                self.cancel(unused)
+            for holds in (unused, pending):
+                if holds:
+                    self.cancel(holds)
             fan_out([c for c in self.connections if c.name in ids], close_one, executor=self.executor)
 
         if not ids:

@@ -6,7 +6,7 @@ import argparse
 import sys
 import warnings
 
-from analyst.cli.common import EPILOG
+from analyst.cli.common import EPILOG, EXIT_INTERRUPTED
 from analyst.cli.demo import add_demo
 from analyst.cli.recommend import add_recommend
 from analyst.cli.sites import add_budget, add_describe, budget_rows
@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     except SiteError as exc:
         print(f"dsroc: {exc}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line saying what the sites charged, no traceback
+        print(f"dsroc: interrupted; {exc}" if str(exc) else "dsroc: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (ValueError, OSError) as exc:
         print(f"dsroc: error: {exc}", file=sys.stderr)
         return 2

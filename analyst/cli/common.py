@@ -6,7 +6,7 @@ import json
 import sys
 import threading
 
-__all__ = ["EPILOG", "EXIT_PARTIAL", "json_with_failures", "print_progress", "report_failures"]
+__all__ = ["EPILOG", "EXIT_INTERRUPTED", "EXIT_PARTIAL", "json_with_failures", "print_progress", "report_failures"]
 
 EPILOG = """\
 Every site decides its own sensitivity and noise and checks each request against its policy and
@@ -25,6 +25,8 @@ def print_progress(step: str, site: str | None, message: str) -> None:
 
 #: Exit status when some sites answered and others failed (describe, budget).
 EXIT_PARTIAL = 4
+#: Exit status after Ctrl-C (128 + SIGINT, as a shell reports it).
+EXIT_INTERRUPTED = 130
 
 def report_failures(answers) -> int:
     """Print a line per failed site; the exit status (0, EXIT_PARTIAL, or raise when no site answered)."""

@@ -91,9 +91,14 @@ def cmd_validate(args) -> int:
                 file=sys.stderr)
             started = time.perf_counter()
             progress = None if args.quiet else print_progress
-            res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
-                               delta=args.delta, protocol=args.protocol, options=options, alpha=args.alpha,
-                               progress=progress, time=args.time)
+            try:
+                res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
+                                   delta=args.delta, protocol=args.protocol, options=options, alpha=args.alpha,
+                                   progress=progress, time=args.time)
+            except KeyboardInterrupt as exc:
+                if str(exc):  # interrupted in the sites' session: it says what they charged
+                    raise
+                raise KeyboardInterrupt("nothing was charged at any site") from None
             elapsed = time.perf_counter() - started
         paths = write_report(res, tmp)
     say(res)
@@ -116,7 +121,8 @@ def add_validate(sub) -> None:
                                    "warn when "
                                    "(epsilon, delta) is not among the settings the simulation study recommends "
                                    "for the sites' Delta (see 'dsroc recommend'). Exit status 0 on success, 2 for "
-                                   "bad input, 3 when a site refused or failed.")
+                                   "bad input, 3 when a site refused or failed, 130 when interrupted (Ctrl-C; the "
+                                   "message says what each site charged so far).")
     v.add_argument("--federation", required=True, metavar="F", help="federation TOML file (sites, addresses, tokens, CA)")
     v.add_argument("--dataset", required=True, metavar="NAME", help="dataset name as the sites declare it")
     v.add_argument("--outcome", required=True, metavar="Y",
@@ -146,9 +152,9 @@ def add_validate(sub) -> None:
     h = v.add_argument_group("histogram and secagg protocols (HistogramOptions, SecAggOptions; an error with "
                              "--protocol paper)")
     h.add_argument("--spacing", choices=("quantile", "equal", "logit"), default=None,
-                   help="grid: quantile (the default) puts the bins at the quantiles of a first release on a fine "
-                        "grid (a tenth of the budget; histogram: of both classes, balanced); equal or logit use one "
-                        "fixed grid on the score range")
+                   help="grid: quantile (the default) puts the bins at the quantiles of a first release of both classes "
+                        "on a fine grid (histogram: a fifth of epsilon with the default score sums; secagg: a tenth of "
+                        "the budget's zCDP); equal or logit use one fixed grid on the score range")
     ho = v.add_argument_group("histogram protocol only (HistogramOptions)")
     ho.add_argument("--by-site", action="store_true",
                     help="also each site's AUC and O/E from its own release, pooled by random effects (REML, "

@@ -371,3 +371,67 @@ def test_randomized_failures_never_charge_without_a_release_100_runs(tmp_path, p
     counts = _failure_runs(tmp_path, pki, helpers, runs=100, seed=2)
     print(counts)
     assert counts["charges"] == counts["delivered in the run"] + counts["delivered by a free replay"]
+
+
+def test_a_site_down_after_a_charged_release_is_not_told_nothing_was_charged(two_sites, pki, helpers):
+    """Before: a site down at the second release's hold (the quantile grid's second stage) made the error say
+    "nothing was released or charged at any site" although both sites had charged the first release."""
+    with running_server(two_sites[0]) as s0:
+        s1 = running_server(two_sites[1])
+        address = s1.__enter__().bound_address
+        try:
+            with helpers.federation([s0.bound_address, address], pki, retries=0) as fed:
+                with fed.session("test", "y", score="pred") as session:
+                    session.commit("histogram release", _histogram_hold(session, 0.5, 3.0),
+                                   _histogram_release(session, 0.5))
+                    s1.__exit__(None, None, None)  # down before the next release's hold
+                    s1 = None
+                    with pytest.raises(SiteError) as err:
+                        _histogram_hold(session, 1.0, 3.0)
+        finally:
+            if s1 is not None:
+                s1.__exit__(None, None, None)
+    assert err.value.site == "s1" and err.value.code == C.UNAVAILABLE
+    assert "nothing was" not in err.value.message
+    assert "charged so far: s0 1 release at epsilon 0.5, s1 1 release at epsilon 0.5" in err.value.message
+    assert [_ledger(p) for p in two_sites] == [(1, 0), (1, 0)]  # what the message says, and s0's new hold returned
+
+
+def test_ctrl_c_after_the_first_stage_says_what_each_site_charged_and_returns_the_holds(
+        two_sites, pki, helpers, tmp_path, capsys, monkeypatch):
+    """Before: Ctrl-C printed a KeyboardInterrupt traceback and said nothing of the first stage, charged at every
+    site. Now: exit 130, one line naming each site's charge, which equals its ledger's, and the second stage's
+    holds cancelled (not left to expire)."""
+    import analyst.cli.validate as validate_cli
+    from analyst.cli import main
+    from dsroc.histogram.stages import laplace_two_stage_plan
+
+    holds_seen = []
+
+    def progress(step, site, message):  # Ctrl-C once the second stage's holds are made, before its commit
+        if site is None and "hold its budget" in message:
+            holds_seen.append(step)
+            if len(holds_seen) == 2:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(validate_cli, "print_progress", progress)
+    with contextlib.ExitStack() as stack:
+        addresses = [stack.enter_context(running_server(p)).bound_address for p in two_sites]
+        (tmp_path / "token").write_text(helpers.TOKEN)
+        lines = []
+        for k, a in enumerate(addresses):
+            lines += ["[[sites]]", f'name = "s{k}"', f'address = "{a}"', 'token_file = "token"',
+                      f'ca_file = "{pki.ca_cert}"', ""]
+        (tmp_path / "federation.toml").write_text("\n".join(lines))
+        rc = main(["validate", "--federation", str(tmp_path / "federation.toml"), "--dataset", "test", "--outcome",
+                   "y", "--score", "pred", "--epsilon", "2", "--delta", "0.01", "--out", str(tmp_path / "report")])
+    err = capsys.readouterr().err.strip().splitlines()
+    first = laplace_two_stage_plan(2.0, 0.01).epsilon1
+    assert rc == 130 and not (tmp_path / "report").exists()
+    assert err[-1] == (f"dsroc: interrupted; charged so far: s0 1 release at epsilon {first:.4g}, s1 1 release at "
+                       f"epsilon {first:.4g} (the same request replays them at no charge)")
+    assert "Traceback" not in "\n".join(err)
+    assert [_ledger(p) for p in two_sites] == [(1, 0), (1, 0)]  # one release each, no hold left
+    for config in two_sites:  # each ledger's release is the first stage at the epsilon the line gives
+        with sqlite3.connect(config.parent / "state" / "ledger.sqlite") as db:
+            assert db.execute("SELECT epsilon FROM releases").fetchall() == [(pytest.approx(first, rel=1e-12),)]

@@ -154,3 +154,16 @@ def test_version_imports_no_protocol_grpc_or_scipy():
                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
     first, imported = out.stdout.strip().splitlines()
     assert first.startswith("dsroc ") and imported == "[]"
+
+
+def test_the_spacing_help_states_the_first_stages_share_the_code_uses():
+    """The histogram protocol's first stage takes LAPLACE_STAGE1_SHARE of the stages' shares: with the default score
+    sums exactly a fifth of epsilon, which --spacing's help says (it said a tenth)."""
+    from analyst.cli import parser
+    from dsroc.histogram.stages import laplace_two_stage_plan
+
+    stages = laplace_two_stage_plan(5.0, 0.01, score_sums=True)
+    assert stages.epsilon1 == pytest.approx(5.0 / 5) and stages.epsilon1 + stages.epsilon2 == pytest.approx(5.0)
+    validate = parser()._subparsers._group_actions[0].choices["validate"]
+    spacing = next(a for a in validate._actions if "--spacing" in a.option_strings)
+    assert "histogram: a fifth of epsilon" in " ".join(spacing.help.split())

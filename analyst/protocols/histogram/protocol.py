@@ -51,8 +51,9 @@ class HistogramOptions(ProtocolOptions):
         study's count for the noise of one release (:func:`analyst.protocols.histogram.release.default_n_bins`),
         or the nearest count every site allows.
     spacing : {"quantile", "equal", "logit"}, default "quantile"
-        Grid: ``"quantile"`` spends about a tenth of each site's budget on a first release of both classes'
-        scores on a fine grid and puts the bins at the quantiles of its class-balanced mixture for the second
+        Grid: ``"quantile"`` spends a fifth of each site's epsilon (with ``score_sums`` and no ``scalars``; in general
+        :data:`dsroc.histogram.stages.LAPLACE_STAGE1_SHARE` over it and the second release's parts' shares) on a
+        first release of both classes' scores on a fine grid and puts the bins at the quantiles of its class-balanced mixture for the second
         (both charged, composing to the request's epsilon;
         :func:`dsroc.histogram.stages.laplace_two_stage_plan`); ``"equal"`` or ``"logit"``: one release on a fixed grid
         over the score range.

@@ -50,6 +50,7 @@ class SecAggRound:
     dropouts: int = 0
     confirmations: dict | None = None
     lost: tuple = ()  # sites of the session unreachable when the round was advertised (not in it)
+    asked: tuple = (float("nan"), float("nan"))  # the round's (epsilon, delta): what each unmasking site charges
 
     @property
     def unmasked_sites(self) -> list[str]:
@@ -193,7 +194,8 @@ def advertise_round(session, *, epsilon: float, delta: float, n_bins: int = 0, s
         if ad.request_sha256 != first.request_sha256:
             raise SecAggAborted(f"site {name} checked another request than {session.sites[0]} (another grid: "
                                 "different score ranges?); its counts cannot be summed with the others'")
-    return SecAggRound(round_id, names, int(colluders), ads, dropouts=int(dropouts))
+    return SecAggRound(round_id, names, int(colluders), ads, dropouts=int(dropouts),
+                       asked=(float(epsilon), float(delta)))
 
 
 def cancel_follow_ups(session, follow_ups: Mapping[str, str] | None) -> None:
@@ -221,8 +223,10 @@ def mask_round(session, r: SecAggRound, follow_ups: Mapping[str, str] | None = N
                          f"({len(r.masked)} sites go on; the round tolerates {r.dropouts})")
     elif failed:
         _cancel_all(session, r, follow_ups)
-        raise_first_failure(failed, "; the secagg round is abandoned before any seed was revealed: nothing was "
-                                    "charged at any site (the others' holds were returned)")
+        raise_first_failure(failed, "; the secagg round is abandoned before any seed was revealed: "
+                                    + (f"it charged no site (the others' holds were returned); {charged}"
+                                       if (charged := session.charges_so_far()) else
+                                       "nothing was charged at any site (the others' holds were returned)"))
     try:
         return verify_masked(r)
     except SecAggAborted:
@@ -241,7 +245,7 @@ def verify_masked(r: SecAggRound) -> SecAggRound:
     for name, m in r.masked.items():
         if m.receipt.site != r.names[name] or masked_digest(masked_vector(m)) != m.receipt.masked_sha256:
             raise SecAggAborted(f"site {name}'s masked counts do not match its receipt; the round is aborted "
-                                "before any site revealed its seed (nothing was charged)")
+                                "before any site revealed its seed (it charged no site)")
     return r
 
 
@@ -257,8 +261,10 @@ def confirm_round(session, r: SecAggRound) -> SecAggRound:
     failed = [m for m in replies if isinstance(m, SiteError)]
     if failed:
         _cancel_all(session, r, {})
-        raise_first_failure(failed, "; the survivors did not all confirm: nothing was revealed or charged at any "
-                                    "site (the holds were returned)")
+        raise_first_failure(failed, "; the survivors did not all confirm: "
+                                    + (f"this round revealed and charged nothing (the holds were returned); {charged}"
+                                       if (charged := session.charges_so_far()) else
+                                       "nothing was revealed or charged at any site (the holds were returned)"))
     r.confirmations = {c.name: m for c, m in zip(survivors.connections, replies)}
     return r
 
@@ -275,11 +281,12 @@ def unmask_round(session, r: SecAggRound) -> SecAggRound:
         session_id=session.session_ids[c.name], round_id=r.round_id, receipts=receipts, confirmations=confirmations)),
         on_done=lambda site: session.progress("secagg seeds", site, "done"), executor=session.executor)
     failed = [m for m in seeds if isinstance(m, SiteError)]
+    done = [c.name for c, m in zip(survivors.connections, seeds) if not isinstance(m, SiteError)]
+    session.record_charges(done, *r.asked, replayable=False)  # a revealed seed turned its site's hold into the charge
     if failed:
         session.cancel({e.site: r.masked[e.site].reservation_id for e in failed})
-        done = [c.name for c, m in zip(survivors.connections, seeds) if not isinstance(m, SiteError)]
         raise_first_failure(failed, f"; no sum: {', '.join(done) or 'no site'} revealed its seed and was charged, "
-                                    "the failed sites' holds were returned")
+                                    f"the failed sites' holds were returned; {session.charges_text()}")
     r.unmasked = dict(zip(survivors.sites, seeds))
     transcript = r.transcript
     for name, s in r.unmasked.items():

@@ -124,6 +124,8 @@ class PaperSession(ValidationSession):
             release.epsilon, release.delta, release.sensitivity)
         if same and len(held) == len(self.connections):
             self.progress("noisy release", None, f"{len(held)} sites checked the request and hold its budget")
+            # what commit records as charged: "" is a free replay
+            self._asked = {name: (release.epsilon, release.delta, not held[name]) for name in held}
             return held
         self.cancel(held)
         return None

@@ -199,3 +199,19 @@ def test_a_site_unreachable_at_the_advertisement_is_left_out_of_a_round_with_dro
     assert total.dropped == ("s3",) and set(total.sites) == {"s0", "s1", "s2"}
     assert all(a.honest_shares == 3 for a in total.sites.values())
     assert [_ledger(p) for p in paths] == [(1, 0)] * 3 + [(0, 0)]
+
+
+def test_a_round_refused_after_a_charged_round_is_not_told_nothing_was_charged(three_sites, pki, helpers):
+    """Before: a round abandoned at the masks said "nothing was charged at any site" although an earlier round of
+    the same validation had charged every site."""
+    paths, addresses = three_sites
+    with helpers.federation(addresses, pki) as fed, fed.session("test", "y", score="pred") as s:
+        sum_round(unmask_round(s, mask_round(s, advertise_round(s, epsilon=3.0, delta=0.01, n_bins=10,
+                                                                spacing="equal", colluders=0))))
+        with pytest.raises(SiteError) as err:  # s2's budget of epsilon 3 does not fit a second round at 3
+            mask_round(s, advertise_round(s, epsilon=3.0, delta=0.01, n_bins=8, spacing="equal", colluders=0))
+    assert err.value.site == "s2" and err.value.code == C.RESOURCE_EXHAUSTED
+    assert "nothing was charged" not in err.value.message and "replays" not in err.value.message
+    assert err.value.message.endswith("charged so far: s0 1 release at epsilon 3, s1 1 release at epsilon 3, "
+                                      "s2 1 release at epsilon 3")
+    assert [_ledger(p) for p in paths] == [(1, 0)] * 3
