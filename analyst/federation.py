@@ -16,7 +16,8 @@ from dsroc.v1.site_pb2_grpc import SiteServiceStub
 from analyst.config import SiteConfig, load_federation_file
 from analyst.connection import SiteConnection, SiteError, fan_out_partial
 from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
-from analyst.protocols.histogram.survival import SurvivalOptions, survival_strategy
+from analyst.protocols.histogram.secagg_survival import survival_strategy
+from analyst.protocols.histogram.survival import SurvivalOptions
 from analyst.protocols.paper import PaperSession
 from analyst.result import ValidationResult
 from analyst.session import Progress, ValidationInterrupted, ValidationSession, check_privacy_request, score_source

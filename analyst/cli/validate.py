@@ -185,7 +185,7 @@ def add_validate(sub) -> None:
                          "survivors); shares sized for sites - D - T honest sites, each round charged anew (default 0: "
                          "a dropout aborts the round, nothing is charged)")
     sv = v.add_argument_group(
-        "survival outcome (SurvivalOptions; histogram protocol)",
+        "survival outcome (SurvivalOptions; histogram protocol, or secagg for counts summed securely)",
         "With --time the sites release one (time bin x status x score bin) histogram each and every patient counts, "
         "censored or not: AUC(t) by IPCW, Harrell's and Uno's C, Brier(t), integrated and scaled Brier, O/E and "
         "observed (Kaplan-Meier) vs predicted risk per risk group, calibration intercept and slope at the horizon, "

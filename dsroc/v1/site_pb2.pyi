@@ -816,7 +816,7 @@ class BoydResponse(_message.Message):
     def __init__(self, auc: _Optional[float] = ..., average_precision: _Optional[float] = ..., n1_noisy: _Optional[float] = ..., n: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., count_share: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., release_id: _Optional[str] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class SecAggAdvertiseRequest(_message.Message):
-    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma", "next_round", "dropouts")
+    __slots__ = ("session_id", "round_id", "epsilon", "delta", "n_bins", "spacing", "sites", "colluders", "edges", "score_sums", "share_sigma", "next_round", "dropouts", "survival", "time_edges")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -830,6 +830,8 @@ class SecAggAdvertiseRequest(_message.Message):
     SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
     NEXT_ROUND_FIELD_NUMBER: _ClassVar[int]
     DROPOUTS_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_FIELD_NUMBER: _ClassVar[int]
+    TIME_EDGES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round_id: bytes
     epsilon: float
@@ -843,7 +845,9 @@ class SecAggAdvertiseRequest(_message.Message):
     share_sigma: float
     next_round: SecAggNextRound
     dropouts: int
-    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ..., next_round: _Optional[_Union[SecAggNextRound, _Mapping]] = ..., dropouts: _Optional[int] = ...) -> None: ...
+    survival: bool
+    time_edges: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, session_id: _Optional[str] = ..., round_id: _Optional[bytes] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., n_bins: _Optional[int] = ..., spacing: _Optional[str] = ..., sites: _Optional[_Iterable[str]] = ..., colluders: _Optional[int] = ..., edges: _Optional[_Iterable[float]] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ..., next_round: _Optional[_Union[SecAggNextRound, _Mapping]] = ..., dropouts: _Optional[int] = ..., survival: _Optional[bool] = ..., time_edges: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class SecAggNextRound(_message.Message):
     __slots__ = ("epsilon", "delta", "score_sums", "share_sigma")
@@ -858,7 +862,7 @@ class SecAggNextRound(_message.Message):
     def __init__(self, epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., score_sums: _Optional[bool] = ..., share_sigma: _Optional[float] = ...) -> None: ...
 
 class SecAggAdvertisement(_message.Message):
-    __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders", "sums_share_sigma")
+    __slots__ = ("site", "round_id", "request_sha256", "public_key", "signature", "edges", "share_sigma", "site_colluders", "sums_share_sigma", "time_edges")
     SITE_FIELD_NUMBER: _ClassVar[int]
     ROUND_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_SHA256_FIELD_NUMBER: _ClassVar[int]
@@ -868,6 +872,7 @@ class SecAggAdvertisement(_message.Message):
     SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
     SITE_COLLUDERS_FIELD_NUMBER: _ClassVar[int]
     SUMS_SHARE_SIGMA_FIELD_NUMBER: _ClassVar[int]
+    TIME_EDGES_FIELD_NUMBER: _ClassVar[int]
     site: str
     round_id: bytes
     request_sha256: str
@@ -877,7 +882,8 @@ class SecAggAdvertisement(_message.Message):
     share_sigma: float
     site_colluders: int
     sums_share_sigma: float
-    def __init__(self, site: _Optional[str] = ..., round_id: _Optional[bytes] = ..., request_sha256: _Optional[str] = ..., public_key: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., edges: _Optional[_Iterable[float]] = ..., share_sigma: _Optional[float] = ..., site_colluders: _Optional[int] = ..., sums_share_sigma: _Optional[float] = ...) -> None: ...
+    time_edges: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, site: _Optional[str] = ..., round_id: _Optional[bytes] = ..., request_sha256: _Optional[str] = ..., public_key: _Optional[bytes] = ..., signature: _Optional[bytes] = ..., edges: _Optional[_Iterable[float]] = ..., share_sigma: _Optional[float] = ..., site_colluders: _Optional[int] = ..., sums_share_sigma: _Optional[float] = ..., time_edges: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class SecAggMaskRequest(_message.Message):
     __slots__ = ("session_id", "round_id", "advertisements", "follow_up_reservation_id")

@@ -161,22 +161,29 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
 
     # ------------------------------------------------------------------ secagg (site_node.protocols.histogram.secagg)
     def SecAggAdvertise(self, request, context):
-        ad = self.secagg.advertise(self._session(request.session_id), round_id=request.round_id,
+        session = self._session(request.session_id, survival=request.survival)
+        ad = self.secagg.advertise(session, round_id=request.round_id,
                                    epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
                                    spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
                                    interior=list(request.edges), score_sums=request.score_sums,
                                    proposed_sigma=request.share_sigma, next_round=_next_round(request),
-                                   dropouts=request.dropouts)
+                                   dropouts=request.dropouts, survival=request.survival,
+                                   time_edges=list(request.time_edges))
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
                                       share_sigma=ad.share_sigma, site_colluders=ad.site_colluders,
-                                      sums_share_sigma=ad.sums_share_sigma)
+                                      sums_share_sigma=ad.sums_share_sigma, time_edges=list(ad.time_edges))
+
+    def _round_session(self, request):
+        """The session of a secagg round's later step: a survival session for a survival round, else binary."""
+        return self._session(request.session_id,
+                             survival=self.secagg.survival_round(current_analyst(), request.round_id))
 
     def SecAggMask(self, request, context):
         ads = [Advertisement(a.site, a.round_id, a.request_sha256, a.public_key, a.signature)
                for a in request.advertisements]
-        out = self.secagg.mask(self._session(request.session_id), round_id=request.round_id, advertisements=ads,
+        out = self.secagg.mask(self._round_session(request), round_id=request.round_id, advertisements=ads,
                                follow_up=request.follow_up_reservation_id)
         note(parameters={"kind": "secagg mask", "round_id": bytes(request.round_id).hex()})
         r = out.receipt
@@ -186,7 +193,7 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
 
     def SecAggConfirm(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
-        signature = self.secagg.confirm(self._session(request.session_id), round_id=request.round_id,
+        signature = self.secagg.confirm(self._round_session(request), round_id=request.round_id,
                                         receipts=receipts)
         note(parameters={"kind": "secagg confirm", "round_id": bytes(request.round_id).hex(),
                          "survivors": sorted(r.site for r in receipts)})
@@ -195,7 +202,7 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
     def SecAggUnmask(self, request, context):
         receipts = [Receipt(r.site, r.masked_sha256, r.commitment, r.signature) for r in request.receipts]
         confirmations = [(c.site, c.signature) for c in request.confirmations]
-        out = self.secagg.unmask(self._session(request.session_id), round_id=request.round_id, receipts=receipts,
+        out = self.secagg.unmask(self._round_session(request), round_id=request.round_id, receipts=receipts,
                                  confirmations=confirmations)
         note(parameters={"kind": "secagg unmask", "round_id": bytes(request.round_id).hex(),
                          "release_id": out.release_id, "charged": out.charged})

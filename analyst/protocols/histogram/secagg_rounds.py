@@ -107,6 +107,9 @@ class SecAggSum:
         With a next round: each site's hold of it (:func:`mask_round`'s ``follow_ups``).
     dropped : tuple of str
         The sites that dropped out of a round with dropouts (not in the sum, not charged).
+    time_edges, cells : ndarray or None
+        A survival round's full time grid and its summed noisy (K x 2 x J) cells, time-major (``counts0`` and
+        ``counts1`` then empty).
     """
 
     edges: np.ndarray
@@ -121,6 +124,8 @@ class SecAggSum:
     sums_sd: float = 0.0
     follow_ups: Mapping[str, str] = field(default_factory=dict)
     dropped: tuple = ()
+    time_edges: np.ndarray | None = None
+    cells: np.ndarray | None = None
 
 
 def round_colluders(session, colluders: int | None) -> int:
@@ -168,14 +173,16 @@ def next_round(session, *, epsilon: float, delta: float, colluders: int, score_s
 
 def advertise_round(session, *, epsilon: float, delta: float, n_bins: int = 0, spacing: str = "", colluders: int,
                     interior=None, score_sums: bool = False, summed_sigma: float | None = None,
-                    next_round: pb.SecAggNextRound | None = None, dropouts: int = 0) -> SecAggRound:
+                    next_round: pb.SecAggNextRound | None = None, dropouts: int = 0,
+                    survival_edges=None) -> SecAggRound:
     """Step 1: every site checks the request and signs a fresh round key (nothing is held or charged).
 
     ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing``; ``score_sums``: also the
     per-bin score sums of each class; ``summed_sigma``: a central calibration's noise for the round (the
     share's calibration starts from it, :func:`dsroc.secagg.share_sigma`'s ``hint``); ``next_round``: the
     round that follows (:func:`next_round`), held with this one; ``dropouts``: how many sites may fail to mask
-    without aborting the round (the shares are sized for the fewest survivors).
+    without aborting the round (the shares are sized for the fewest survivors); ``survival_edges``: a survival
+    round's interior time edges (the sessions' survival cells instead of the per-class counts).
     """
     names = dict(zip(session.sites, session._each("secagg names", _own_name, quiet=True)))
     round_id = secrets.token_bytes(32)
@@ -185,7 +192,8 @@ def advertise_round(session, *, epsilon: float, delta: float, n_bins: int = 0, s
     request = dict(round_id=round_id, epsilon=float(epsilon), delta=float(delta), n_bins=int(n_bins), spacing=spacing,
                    sites=sorted(names.values()), colluders=int(colluders), score_sums=bool(score_sums),
                    edges=[] if interior is None else [float(v) for v in interior], share_sigma=sigma,
-                   next_round=next_round, dropouts=int(dropouts))
+                   next_round=next_round, dropouts=int(dropouts), survival=survival_edges is not None,
+                   time_edges=[] if survival_edges is None else [float(v) for v in survival_edges])
     ads = session._each("secagg keys", lambda c: c.call("SecAggAdvertise", pb.SecAggAdvertiseRequest(
         session_id=session.session_ids[c.name], **request)))
     ads = dict(zip(session.sites, ads))
@@ -313,12 +321,16 @@ def sum_round(r: SecAggRound) -> SecAggSum:
     edges = np.asarray(first.edges, dtype=np.float64)
     m = edges.size - 1
     sigma, k = float(first.share_sigma), len(names)
+    sd = float(np.sqrt(summed_noise_variance(sigma, k)))
+    if len(first.time_edges):  # a survival round: every cell, as ReleaseSurvival orders them
+        return SecAggSum(edges, np.empty(0), np.empty(0), sigma, sd, r.colluders, dict(r.unmasked),
+                         dropped=tuple(r.dropped), time_edges=np.asarray(first.time_edges, dtype=np.float64),
+                         cells=total.copy())
     sums = {}
     if first.sums_share_sigma > 0:  # the sums follow the counts, in units of 1 / SUMS_RESOLUTION bin width
         sums = dict(sums0=total[2 * m:3 * m] / SUMS_RESOLUTION, sums1=total[3 * m:4 * m] / SUMS_RESOLUTION,
                     sums_sd=float(np.sqrt(summed_noise_variance(first.sums_share_sigma, k))) / SUMS_RESOLUTION)
-    return SecAggSum(edges, total[:m].copy(), total[m:2 * m].copy(), sigma,
-                     float(np.sqrt(summed_noise_variance(sigma, k))), r.colluders, dict(r.unmasked), **sums,
+    return SecAggSum(edges, total[:m].copy(), total[m:2 * m].copy(), sigma, sd, r.colluders, dict(r.unmasked), **sums,
                      dropped=tuple(r.dropped))
 
 
@@ -330,9 +342,10 @@ def masked_vector(masked: pb.SecAggMaskResponse) -> np.ndarray:
 def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int = 0, spacing: str = "equal",
                    colluders: int | None = None, interior=None, score_sums: bool = False,
                    summed_sigma: float | None = None, following: Mapping | None = None,
-                   follow_ups: Mapping[str, str] | None = None, dropouts: int = 0) -> SecAggSum:
+                   follow_ups: Mapping[str, str] | None = None, dropouts: int = 0,
+                   survival_edges=None) -> SecAggSum:
     """One secure-aggregation round over an open :class:`analyst.session.ValidationSession` (see
-    :func:`advertise_round` for ``interior`` and ``score_sums``).
+    :func:`advertise_round` for ``interior``, ``score_sums`` and ``survival_edges``).
 
     ``following``: the keyword arguments of :func:`next_round` for a round that will follow over the same sites,
     held with this one (the result's ``follow_ups``); ``follow_ups``: the holds a previous round made for this one.
@@ -346,7 +359,7 @@ def collect_secagg(session, *, epsilon: float, delta: float, n_bins: int = 0, sp
             try:
                 r = advertise_round(session, epsilon=epsilon, delta=delta, n_bins=n_bins, spacing=spacing,
                                     colluders=t, interior=interior, score_sums=score_sums, summed_sigma=summed_sigma,
-                                    next_round=nxt, dropouts=dropouts - len(lost))
+                                    next_round=nxt, dropouts=dropouts - len(lost), survival_edges=survival_edges)
                 break
             except SiteError as exc:
                 if len(lost) >= dropouts or exc.code not in _UNREACHABLE:

@@ -23,7 +23,7 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest
 from analyst.protocols.histogram.survival_result import SURVIVAL_GUARANTEE, SurvivalSite, survival_result
 
-__all__ = ["SURVIVAL", "SurvivalOptions", "SurvivalProtocol", "collect_survival", "survival_strategy",
+__all__ = ["SURVIVAL", "SurvivalOptions", "SurvivalProtocol", "checked_time_grid", "collect_survival",
            "survival_time_grid"]
 
 
@@ -131,6 +131,22 @@ def survival_time_grid(policies: Mapping[str, pb.Policy], horizon: float, reques
     return tuple(float(v) for v in edges)
 
 
+def checked_time_grid(policies: Mapping[str, pb.Policy], o: SurvivalOptions) -> tuple[float, ...]:
+    """The release's interior time edges (:func:`survival_time_grid`), with the AUC(t) times and the cells checked
+    against every site's policy here rather than by the sites, before any hold (``ValueError``)."""
+    time_edges = survival_time_grid(policies, float(o.horizon), o.time_edges)
+    if o.auc_times is not None and max(o.auc_times) > time_edges[-1]:  # before any hold, as the horizon
+        raise ValueError(f"auc_times: {max(o.auc_times):g} lies beyond the release's last finite time edge "
+                         f"{time_edges[-1]:g} (the last bin is open)")
+    for name, p in policies.items():
+        cells = (len(time_edges) + 1) * (len(o.edges) + 1 if o.edges is not None else o.n_bins)
+        if p.histogram_max_cells and cells > p.histogram_max_cells:
+            raise ValueError(f"site {name}: {len(time_edges) + 1} time bins x {cells // (len(time_edges) + 1)} "
+                             f"score bins = {cells} cells, more than its policy's histogram_max_cells "
+                             f"{p.histogram_max_cells}: give fewer time_edges or n_bins")
+    return time_edges
+
+
 def _request(session, conn, o: SurvivalOptions, request: ValidationRequest, time_edges,
              held: str) -> pb.SurvivalRequest:
     grid = dict(edges=list(o.edges)) if o.edges is not None else dict(n_bins=int(o.n_bins), spacing="equal")
@@ -187,16 +203,7 @@ class SurvivalProtocol(Protocol):
     def run(self, s, request: ValidationRequest, o: SurvivalOptions, *, executor=None, timing=None):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
-        time_edges = survival_time_grid(s.policies, float(o.horizon), o.time_edges)
-        if o.auc_times is not None and max(o.auc_times) > time_edges[-1]:  # before any hold, as the horizon
-            raise ValueError(f"auc_times: {max(o.auc_times):g} lies beyond the release's last finite time edge "
-                             f"{time_edges[-1]:g} (the last bin is open)")
-        for name, p in s.policies.items():  # refused here rather than by the site, before any hold
-            cells = (len(time_edges) + 1) * (len(o.edges) + 1 if o.edges is not None else o.n_bins)
-            if p.histogram_max_cells and cells > p.histogram_max_cells:
-                raise ValueError(f"site {name}: {len(time_edges) + 1} time bins x {cells // (len(time_edges) + 1)} "
-                                 f"score bins = {cells} cells, more than its policy's histogram_max_cells "
-                                 f"{p.histogram_max_cells}: give fewer time_edges or n_bins")
+        time_edges = checked_time_grid(s.policies, o)
         sites = collect_survival(s, request, o, time_edges)
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
@@ -219,25 +226,3 @@ class SurvivalProtocol(Protocol):
 
 #: The survival validation's strategy (``Federation.validate(..., time=...)``).
 SURVIVAL = SurvivalProtocol()
-
-#: why the other protocols refuse a survival validation
-_NOT_SURVIVAL = {"secagg": "the sites do not sum survival releases by secure aggregation",
-                 "paper": "the paper protocol's noisy scores and exact answers have no survival release"}
-
-
-def survival_strategy(protocol: str, time_column, horizon, options, kwargs) -> tuple[SurvivalProtocol, dict]:
-    """The survival strategy and its keyword options (``horizon`` among them unless ``options`` holds it), or a
-    ``ValueError`` naming the field and the rule, before any site is asked."""
-    if protocol != "histogram":
-        raise ValueError(f"protocol {protocol!r} cannot validate a survival outcome (time=): "
-                         f"{_NOT_SURVIVAL.get(protocol, 'unknown protocol')}; use protocol='histogram'")
-    if not isinstance(time_column, str) or not time_column:
-        raise ValueError(f"time must be a non-empty column name, got {time_column!r}")
-    if options is not None:
-        if not isinstance(options, SurvivalOptions):
-            raise ValueError(f"options for a survival validation must be a SurvivalOptions, got "
-                             f"{type(options).__name__}")
-        if horizon is not None and horizon != options.horizon:
-            raise ValueError(f"horizon={horizon!r} differs from the options' horizon {options.horizon!r}")
-        return SURVIVAL, dict(kwargs)
-    return SURVIVAL, {**kwargs, "horizon": horizon}

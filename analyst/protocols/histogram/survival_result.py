@@ -17,7 +17,7 @@ from analyst.result import ValidationResult
 from analyst.result.parts import Calibration, Estimate, RocCurve, num
 from analyst.result.summary import fmt, plural
 
-__all__ = ["SURVIVAL_GUARANTEE", "SurvivalDetail", "SurvivalSite", "survival_result"]
+__all__ = ["SURVIVAL_GUARANTEE", "SurvivalDetail", "SurvivalSite", "survival_result", "survival_report"]
 
 SURVIVAL_GUARANTEE = (
     "survival release (histogram protocol): each site's whole answer is epsilon-DP under add/remove-one-patient "
@@ -77,7 +77,8 @@ def _estimate(i) -> Estimate | None:
 @dataclass(frozen=True)
 class SurvivalDetail:
     """What only a survival validation has: every estimate of :class:`dsroc.survival.SurvivalValidation`, the time
-    column, the grids and each site's release. ``analysis`` is ``"survival"``."""
+    column, the grids and each site's release (none under secure aggregation: ``noise`` then says what was summed).
+    ``analysis`` is ``"survival"``."""
 
     validation: SurvivalValidation
     time: str
@@ -86,10 +87,13 @@ class SurvivalDetail:
     score_edges: np.ndarray
     risk_sums: bool
     analysis: str = "survival"
+    noise: str = ""
 
     @property
     def mechanism(self) -> str:
         """The sites' noise in words."""
+        if self.noise:
+            return self.noise
         kinds = {r.mechanism for r in self.releases.values()}
         return ("discrete Laplace, pure epsilon-DP per site" if kinds == {"discrete_laplace"}
                 else " and ".join(sorted(k.replace("_", " ") for k in kinds)) + " noise")
@@ -114,12 +118,18 @@ class SurvivalDetail:
         k, j = self.time_edges.size - 1, self.score_edges.size - 1
         return [f"Survival release ({self.mechanism}): {k} time bins (edges {', '.join(f'{e:g}' for e in self.time_edges[1:-1])}) "
                 f"x 2 statuses x {j} score bins{' with the cells’ risk sums' if self.risk_sums else ''}; summed noise SD "
-                f"{v.count_sd:.3g} per count; {plural(len(self.releases), 'site')} released once each; time column "
+                f"{v.count_sd:.3g} per count; {self._released}; time column "
                 f"'{self.time}', event column '{result.outcome}'",
                 f"Patients (noisy): {v.patients:.0f}; events by {v.horizon:g}: {v.events:.0f}; followed beyond it: "
                 f"{v.event_free:.0f}; censored before it: {v.censored:.0f} (kept: they count in the Kaplan-Meier and "
                 "IPCW weights)",
                 f"Calibration intercept and slope: {v.calibration_method}"]
+
+    @property
+    def _released(self) -> str:
+        if self.releases:
+            return f"{plural(len(self.releases), 'site')} released once each"
+        return "one sum over the sites (the analyst sees no site's release)"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -195,8 +205,16 @@ def survival_result(common: Mapping[str, Any], v: SurvivalValidation, sites: Map
     privacy = {name: site_privacy_from_budget(
         budgets[name], epsilon=s.epsilon, delta=s.delta, noise_sd=s.noise_sd, sensitivity=1.0, sensitivity_rule="count",
         formal_bound=True, n=float(s.release.counts.sum()), repeated=s.repeated) for name, s in sites.items()}
+    detail = SurvivalDetail(v, time_column, dict(sites), first.time_edges, first.score_edges, risk_sums)
+    return survival_report(common, v, privacy, detail, timing=timing, on_edge=on_edge)
+
+
+def survival_report(common: Mapping[str, Any], v: SurvivalValidation, privacy, detail: SurvivalDetail, *, timing,
+                    on_edge: bool, warnings=()) -> ValidationResult:
+    """The :class:`analyst.ValidationResult` of the summed estimates ``v``, with each site's ``privacy`` (whatever
+    protocol released the sum) and the release's ``detail``; ``warnings`` are the protocol's own."""
     fpr, tpr = v.roc
-    warnings = list(v.notes)
+    warnings = list(v.notes) + list(warnings)
     if not on_edge:
         warnings.append(f"the horizon {v.horizon:g} is not a time edge of the release: the patients of its time bin "
                         "count as followed beyond it (their binned time is the bin's right edge)")
@@ -209,7 +227,6 @@ def survival_result(common: Mapping[str, Any], v: SurvivalValidation, sites: Map
         auc_estimator=f"cumulative/dynamic AUC({h:g}), IPCW", auc_ci_includes=INCLUDES, ci_method="normal",
         roc=RocCurve(fpr, tpr, f"IPCW ROC points at {h:g} at the score edges (cases: events by {h:g} weighted "
                                "1/G(T-); controls: patients followed beyond it)"),
-        calibration=_calibration(v, risk_sums), brier=_estimate(v.brier), privacy=privacy, pr=None,
+        calibration=_calibration(v, detail.risk_sums), brier=_estimate(v.brier), privacy=privacy, pr=None,
         warnings=tuple(warnings), timing={} if timing is None else timing, heterogeneity=_heterogeneity(v),
-        detail=SurvivalDetail(v, time_column, dict(sites), first.time_edges, first.score_edges, risk_sums),
-        time=time_column, horizon=h)
+        detail=detail, time=detail.time, horizon=h)

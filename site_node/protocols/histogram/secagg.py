@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+from dataclasses import replace
 
 import numpy as np
 from cryptography.hazmat.primitives import serialization
@@ -28,16 +29,19 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from dsroc.histogram.stages import SUMS_RATIO, SUMS_RESOLUTION, release_parts
 from dsroc.privacy.accounting import DiscreteGaussianSum
+from dsroc.privacy.noise import sample_discrete_gaussian
 from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, pair_seed, receipt_message,
                           request_digest, round_transcript, seed_commitment, share_sigma, shares_meet,
                           survivors_message)
+from dsroc.survival.release import encode_survival_release
 
 from ...errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from ...rules.guard import analyst_input, check_release_parameters
+from ...rules.guard import analyst_input, check_release_parameters, require_privacy_level
 from ...store.ledger import ReleaseKey
 from ..base import SiteProtocol
 from .release import MAX_SIGMA, HistogramPlan, check_noise_size, draw_histogram, histogram_grid
 from .secagg_checks import check_advertisements, check_confirmed, check_dropouts, check_receipts, check_sites
+from .survival import SurvivalPlan, draw_survival, survival_grids
 from .secagg_rounds import (Advertisement, MaskedRelease, Receipt, Round, RoundStore, Unmasked,
                             fewest_survivors)
 
@@ -65,7 +69,8 @@ class SecAggProtocol(SiteProtocol):
     # ------------------------------------------------------------------ step 1: advertise
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
                   sites, colluders: int, interior=(), score_sums: bool = False,
-                  proposed_sigma: float = 0.0, next_round=None, dropouts: int = 0) -> Advertisement:
+                  proposed_sigma: float = 0.0, next_round=None, dropouts: int = 0, survival: bool = False,
+                  time_edges=()) -> Advertisement:
         """Check a round's request and sign a fresh round key bound to it (nothing is released or charged).
 
         ``interior``: explicit interior edges instead of ``n_bins`` and ``spacing`` (each an edge of a grid
@@ -78,6 +83,9 @@ class SecAggProtocol(SiteProtocol):
         next for its budget. ``dropouts``: how many sites may fail between the advertisement and the mask without
         aborting the round (their pairwise masks are removed by the survivors, :meth:`confirm`); the share is sized
         for the ``len(sites) - dropouts - colluders`` honest shares a sum over the fewest survivors keeps.
+        ``survival``: a survival session's (time bin x status x score bin) counts on the time grid ``time_edges``
+        (interior edges), both grids checked as ReleaseSurvival checks them; each patient is one count in one cell,
+        so the counts' share and charge are a binary round's without score sums.
         """
         site, policy = self.site, self.policy
         self.require()
@@ -93,9 +101,14 @@ class SecAggProtocol(SiteProtocol):
                 f"{len(sites)} sites: this site's guarantee must survive coalitions of {policy.secagg_colluders} other "
                 f"sites with the analyst (policy.secagg_colluders), got {colluders}")
         floor = len(sites) - check_dropouts(site, dropouts, len(sites), int(colluders))
+        survival_plan = self._survival(session, survival, time_edges, n_bins, spacing, interior, score_sums,
+                                       next_round, epsilon, delta)
         with analyst_input("epsilon, delta"):
-            edges, grid, _ = histogram_grid(policy, session.data.score_range, n_bins=n_bins, spacing=spacing,
-                                            interior=list(interior) or None)
+            if survival_plan is None:
+                edges, grid, _ = histogram_grid(policy, session.data.score_range, n_bins=n_bins, spacing=spacing,
+                                                interior=list(interior) or None)
+            else:
+                edges, grid = survival_plan.score_edges, ()
             check_noise_size(epsilon, delta)
             # sized on the request's own grid (not the ledger's), so every site computes the same share
             score_sums, honest = bool(score_sums), honest_shares(floor, int(colluders))
@@ -113,6 +126,9 @@ class SecAggProtocol(SiteProtocol):
             request["next_round"] = following
         if floor < len(sites):
             request["dropouts"] = len(sites) - floor
+        if survival_plan is not None:  # absent otherwise, likewise
+            request["survival"] = {"time": survival_plan.time_column,
+                                   "time_edges": survival_plan.time_edges[1:-1].tolist()}
         digest = request_digest(request)
 
         def make() -> Round:
@@ -120,20 +136,44 @@ class SecAggProtocol(SiteProtocol):
             public = private.public_key().public_bytes(*_RAW)
             signature = site.signer.sign_message(advertisement_message(site.config.name, round_id, digest, public))
             ad = Advertisement(site.config.name, round_id, digest, public, signature, tuple(edges.tolist()),
-                               sigma, policy.secagg_colluders, sums_sigma)
+                               sigma, policy.secagg_colluders, sums_sigma,
+                               () if survival_plan is None else tuple(survival_plan.time_edges.tolist()))
             text = json.dumps({k: request[k] for k in ("edges", "epsilon", "delta", "sites", "colluders",
-                                                       "score_sums", "dropouts") if k in request}, sort_keys=True)
+                                                       "score_sums", "dropouts", "survival") if k in request},
+                              sort_keys=True)
             if floor < len(sites):  # the survivors are known only after the mask: no replay, each round is charged
                 text = json.dumps({"round": round_id.hex(), "request": json.loads(text)}, sort_keys=True)
             release_key = ReleaseKey(*session.data.key, "secagg", text)
             return Round(session.analyst, session.session_id, request, digest, private, ad, release_key, plan,
-                         follow_up)
+                         follow_up, survival=None if survival_plan is None else replace(survival_plan, sigma=sigma))
 
         r, new = self._rounds.get_or_add(session.analyst, round_id, make)
         if not new and (r.digest != digest or r.session_id != session.session_id):
             raise PermissionDenied("secagg: this round id was used for another request; a round is advertised "
                                    "once (start a new round with a fresh round_id)")
         return r.advertisement
+
+    def _survival(self, session, survival, time_edges, n_bins, spacing, interior, score_sums, next_round,
+                  epsilon: float, delta: float) -> SurvivalPlan | None:
+        """A survival round's grids, checked as ReleaseSurvival checks them (None for a binary round); its noise
+        ``sigma`` is left 0 here, the round's share being set once calibrated."""
+        if not survival:
+            if len(time_edges):
+                raise InvalidArgument("time_edges are a survival round's (survival true)")
+            self.site.require_kind(session, survival=False)
+            return None
+        self.site.require_kind(session, survival=True)
+        if score_sums or next_round is not None:
+            raise InvalidArgument("survival: a survival round sums counts only (score_sums false, next_round unset)")
+        data = session.data
+        time_grid, score_edges = survival_grids(self.policy, data.score_range, time_edges=time_edges, n_bins=n_bins,
+                                                spacing=spacing, edges=interior)
+        require_privacy_level(data.positives.size, self.policy.privacy_level, "the events of a survival release")
+        return SurvivalPlan(data.time_column, time_grid, score_edges, epsilon, delta, 0.0)
+
+    def survival_round(self, analyst: str, round_id: bytes) -> bool:
+        """Whether the analyst's round ``round_id`` is a survival round (False for a round this site does not hold)."""
+        return self._rounds.survival(analyst, bytes(round_id))
 
     def _next_round(self, next_round, honest: int, n_sites: int) -> tuple[dict, tuple]:
         """The next round's checked privacy parameters (for the request digest) and the events its hold charges."""
@@ -188,7 +228,10 @@ class SecAggProtocol(SiteProtocol):
                                        takes_over=str(follow_up))
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
-            if payload is None:
+            if payload is None and r.survival is not None:
+                payload = encode_survival_release(draw_survival(r.survival, data.times, data.labels, data.scores,
+                                                                np.random.default_rng(), sample_discrete_gaussian))
+            elif payload is None:
                 payload = draw_histogram(r.plan, data.scores, data.labels, np.random.default_rng())
             seed = secrets.token_bytes(32)
             with analyst_input("advertisements"):  # a key that is no X25519 point: refused, nothing kept

@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from ...errors import FailedPrecondition
 from ...store.ledger import ReleaseKey
 from .release import HistogramPlan
+from .survival import SurvivalPlan
 
 __all__ = ["ROUNDS_PER_ANALYST", "Advertisement", "Receipt", "MaskedRelease", "Unmasked", "Round", "RoundStore",
            "fewest_survivors"]
@@ -35,6 +36,7 @@ class Advertisement:
     share_sigma: float = 0.0
     site_colluders: int = 0
     sums_share_sigma: float = 0.0
+    time_edges: tuple = ()  # a survival round's full time grid
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class Round:
     key: ReleaseKey
     plan: HistogramPlan
     follow_up: tuple = ()  # the next round's events, held with this round's at the mask
+    # a survival round's grids and share (what it charges are the round's events, not the plan's own)
+    survival: SurvivalPlan | None = None
     transcript: bytes = b""
     keys: dict = field(default_factory=dict)  # every site's round key (fixed at the mask)
     survivors: tuple | None = None  # the surviving sites this site confirmed (rounds with dropouts; once)
@@ -114,6 +118,12 @@ class RoundStore:
             while len(rounds) > self.per_analyst:
                 rounds.popitem(last=False)
             return new, True
+
+    def survival(self, analyst: str, round_id: bytes) -> bool:
+        """Whether the analyst's round ``round_id`` is a survival round (False when not held)."""
+        with self._lock:
+            r = self._rounds.get(analyst, {}).get(round_id)
+        return r is not None and r.survival is not None
 
     def get(self, session, round_id: bytes) -> Round:
         """The round ``round_id`` of the session's analyst advertised in this session (FailedPrecondition otherwise)."""

@@ -31,8 +31,8 @@ from ...store.ledger import BudgetStatus, Release, ReleaseKey, ReleasePlan
 from ..base import SiteProtocol
 from .release import LAPLACE, MAX_SIGMA, histogram_grid, noise_sd
 
-__all__ = ["KIND", "SurvivalPlan", "SiteSurvivalRelease", "SurvivalProtocol", "survival_time_grid", "plan_survival",
-           "draw_survival"]
+__all__ = ["KIND", "SurvivalPlan", "SiteSurvivalRelease", "SurvivalProtocol", "survival_time_grid", "survival_grids",
+           "plan_survival", "draw_survival"]
 
 KIND = "survival"  # the ledger's kind of release
 # A requested time edge within this (relative to the edge) of a policy edge is that edge: an analyst's copy of the
@@ -127,6 +127,26 @@ def survival_time_grid(policy: Policy, interior) -> np.ndarray:
     return np.concatenate([[0.0], chosen, [np.inf]])
 
 
+def survival_grids(policy: Policy, score_range, *, time_edges, n_bins: int, spacing: str,
+                   edges) -> tuple[np.ndarray, np.ndarray]:
+    """The full time and score grids of a survival request (:func:`survival_time_grid`; the score grid a histogram
+    release's with its ends at 0 and 1), checked against the policy's cell limit (InvalidArgument, PermissionDenied
+    or FailedPrecondition naming the field)."""
+    lo, hi = (float(v) for v in score_range)
+    if lo < 0.0 or hi > 1.0:
+        raise InvalidArgument(f"score: a survival release needs predicted risks in [0, 1]; this score source's range "
+                              f"is [{lo}, {hi}]")
+    full_time = survival_time_grid(policy, list(time_edges))
+    score_edges = histogram_grid(policy, (lo, hi), n_bins=n_bins, spacing=spacing, interior=list(edges))[0]
+    score_edges = np.concatenate([[0.0], score_edges[1:-1], [1.0]])
+    cells = (full_time.size - 1) * (score_edges.size - 1)
+    if cells > policy.histogram_max_cells:
+        raise InvalidArgument(f"{full_time.size - 1} time bins x {score_edges.size - 1} score bins = {cells} cells per "
+                              f"status is above this site's limit of {policy.histogram_max_cells} (policy: "
+                              "histogram_max_cells); ask for fewer bins")
+    return full_time, score_edges
+
+
 def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: float, delta: float, time_edges,
                   n_bins: int, spacing: str, edges, risk_sums: bool, interval: float) -> SurvivalPlan:
     """Check a survival request's grids against the policy and calibrate its discrete Laplace noise.
@@ -136,18 +156,8 @@ def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: flo
     ``spacing``, or the interior ``edges``) with its ends at 0 and 1, which bins every risk as the grid's own ends
     would (scores outside them count in the end bins) and keeps each offset within its bin in [0, 1].
     """
-    lo, hi = (float(v) for v in score_range)
-    if lo < 0.0 or hi > 1.0:
-        raise InvalidArgument(f"score: a survival release needs predicted risks in [0, 1]; this score source's range "
-                              f"is [{lo}, {hi}]")
-    full_time = survival_time_grid(policy, time_edges)
-    score_edges = histogram_grid(policy, (lo, hi), n_bins=n_bins, spacing=spacing, interior=list(edges))[0]
-    score_edges = np.concatenate([[0.0], score_edges[1:-1], [1.0]])
-    cells = (full_time.size - 1) * (score_edges.size - 1)
-    if cells > policy.histogram_max_cells:
-        raise InvalidArgument(f"{full_time.size - 1} time bins x {score_edges.size - 1} score bins = {cells} cells per "
-                              f"status is above this site's limit of {policy.histogram_max_cells} (policy: "
-                              "histogram_max_cells); ask for fewer bins")
+    full_time, score_edges = survival_grids(policy, score_range, time_edges=time_edges, n_bins=n_bins,
+                                            spacing=spacing, edges=edges)
     risk_sums = bool(risk_sums)
     try:
         sigma, sums_sigma = survival_release_scales(epsilon, risk_sums=risk_sums, interval=interval)
@@ -160,14 +170,17 @@ def plan_survival(policy: Policy, score_range, *, time_column: str, epsilon: flo
 
 
 def draw_survival(plan: SurvivalPlan, times: np.ndarray, events: np.ndarray, risks: np.ndarray,
-                  rng: np.random.Generator) -> SurvivalRelease:
+                  rng: np.random.Generator, sample=None) -> SurvivalRelease:
     """The noisy release (:func:`dsroc.survival.release.draw_survival_release`) with the site's exact sampler
-    (:func:`dsroc.privacy.laplace.sample_discrete_laplace`); ``rng`` only rounds the offsets (any rounding into [0, 1]
-    keeps the sensitivity)."""
+    ``sample(scale, size)`` (default :func:`dsroc.privacy.laplace.sample_discrete_laplace`; a secagg round's share
+    is :func:`dsroc.privacy.noise.sample_discrete_gaussian`); ``rng`` only rounds the offsets (any rounding into
+    [0, 1] keeps the sensitivity)."""
     from dsroc.privacy.laplace import sample_discrete_laplace
 
+    sample = sample_discrete_laplace if sample is None else sample
+
     def noise(scale: float, shape: tuple) -> np.ndarray:
-        return np.asarray(sample_discrete_laplace(scale, int(np.prod(shape))), dtype=np.int64).reshape(shape)
+        return np.asarray(sample(scale, int(np.prod(shape))), dtype=np.int64).reshape(shape)
 
     return draw_survival_release(times, events, risks, time_edges=plan.time_edges, score_edges=plan.score_edges,
                                  noise=noise, rng=rng, sigma=plan.sigma, risk_sums=plan.risk_sums,

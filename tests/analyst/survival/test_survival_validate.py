@@ -179,9 +179,9 @@ def test_bad_requests_are_refused_before_any_charge(sites):
     before = fed.budget("surv")
     with pytest.raises(ValueError, match="horizon 2500 lies beyond the last finite time edge"):
         fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, time="time", horizon=2500)
-    with pytest.raises(ValueError, match="protocol 'secagg' cannot validate a survival outcome"):
+    with pytest.raises(ValueError, match="protocol 'paper' cannot validate a survival outcome"):
         fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, time="time", horizon=720,
-                     protocol="secagg")
+                     protocol="paper")
     with pytest.raises(ValueError, match="horizon is required"):
         fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, time="time")
     with pytest.raises(ValueError, match="horizon and SurvivalOptions apply to a survival validation"):
