@@ -298,6 +298,19 @@ def _survival(args) -> dict:
     return write_survival_report(args.out)
 
 
+def _json_report_writer(mode: str | None):
+    """The report writer of a study whose report is printed as JSON (imported only when asked), else None."""
+    if mode == "survival":
+        from .survival.report import write_survival_report
+
+        return write_survival_report
+    if mode == "stress":
+        from .stress.report import write_stress_report
+
+        return write_stress_report
+    return write_mechanisms_report if mode == "mechanisms" else None
+
+
 def main(argv=None) -> int:
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -305,24 +318,14 @@ def main(argv=None) -> int:
         if args.command == "survival":
             print(json.dumps(_survival(args), indent=2, default=str))
             return 0
-        if args.command == "report" and _mode_of(args.out) == "survival":
-            from .survival.report import write_survival_report
-
-            print(json.dumps(write_survival_report(args.out), indent=2, default=str))
+        if args.command == "report" and (writer := _json_report_writer(_mode_of(args.out))) is not None:
+            print(json.dumps(writer(args.out), indent=2, default=str))
             return 0
         if args.command == "stress":
             print(json.dumps(_stress(args), indent=2, default=str))
             return 0
         if args.command == "mechanisms":
             print(json.dumps(_mechanisms(args), indent=2, default=str))
-            return 0
-        if args.command == "report" and _mode_of(args.out) == "stress":
-            from .stress.report import write_stress_report
-
-            print(json.dumps(write_stress_report(args.out), indent=2, default=str))
-            return 0
-        if args.command == "report" and _mode_of(args.out) == "mechanisms":
-            print(json.dumps(write_mechanisms_report(args.out), indent=2, default=str))
             return 0
         if args.command == "paper-coverage":
             print(_paper_coverage(args))
