@@ -111,3 +111,55 @@ def test_accountant_answers_equal_with_dp_accountings_own_loops(eps):
         theirs = _answers(eps)
     assert mine == theirs  # bit for bit
     assert all(0.0 < x < 11.0 for x in mine)
+
+
+def _pmf(distribution):
+    pmf = distribution._pmf_remove.to_dense_pmf()
+    return pmf._lower_loss, pmf._probs, pmf._infinity_mass
+
+
+@pytest.mark.parametrize("sigma, sensitivity, interval", [(0.3, 1, 1e-3), (0.9, 1, 5e-4), (4.0, 2, 1e-3),
+                                                          (25.0, 2, 5e-4), (0.05, 1, 1e-2)])
+def test_discrete_gaussian_pld_is_dp_accountings(sigma, sensitivity, interval):
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    bound = int(np.ceil(40.0 * sigma)) + 2
+    mine = _pmf(pld_kernels.discrete_gaussian_pld(sigma, sensitivity, bound, interval))
+    theirs = _pmf(pld.from_discrete_gaussian_mechanism(sigma, sensitivity=sensitivity, truncation_bound=bound,
+                                                       value_discretization_interval=interval, use_connect_dots=True))
+    assert mine[0] == theirs[0] and mine[2] == theirs[2] and np.array_equal(mine[1], theirs[1])
+    assert mine[1].size > 10
+
+
+@pytest.mark.parametrize("sigma, count, sensitivity, interval", [(0.3, 5, 1, 1e-3), (1.8, 5, 2, 1e-3),
+                                                                 (0.05, 3, 1, 1e-2), (3.0, 40, 2, 5e-4)])
+def test_summed_shares_pld_is_the_per_loss_inverses(sigma, count, sensitivity, interval):
+    """The tabulated loss of summed shares gives the same PLD with its vectorised inverse as with the parent's
+    get_delta_for_epsilon calling the per-loss inverse once per epsilon."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    from dsroc.privacy.distributed import _privacy_loss_class, summed_noise_log_pmf, summed_noise_pld
+
+    lo, log_p = summed_noise_log_pmf(sigma, count)
+    vectorised = _privacy_loss_class()
+    per_loss = vectorised.__bases__[0]  # the class without the vectorised inverse
+    assert per_loss.get_delta_for_epsilon is not vectorised.get_delta_for_epsilon
+    theirs = _pmf(pld.PrivacyLossDistribution(pld._create_pld_pmf_from_monotone_privacy_loss(
+        per_loss(lo, log_p, sensitivity), pessimistic_estimate=True, value_discretization_interval=interval,
+        use_connect_dots=True)))
+    mine = _pmf(summed_noise_pld(sigma, count, sensitivity, interval))
+    assert mine[0] == theirs[0] and mine[2] == theirs[2] and np.array_equal(mine[1], theirs[1])
+    losses = np.array([-np.inf, -3.0, 0.0, 0.7, 50.0, np.inf])
+    loss = vectorised(lo, log_p, sensitivity)
+    assert loss._inverse_losses(losses).tolist() == [loss.inverse_privacy_loss(float(v)) for v in losses]
+
+
+@pytest.mark.parametrize("at", [0, 1023, 1024, 1025, 5119, 5120, 90_000])
+def test_prefix_across_blocks_is_the_loops(at):
+    """A long prefix of tiny entries ending at ``at``, across the helper's block boundaries: the loop's index."""
+    values = np.full(100_000, 1e-22)
+    values[at] = 1.0
+    threshold = 1e-22 * (at + 0.5) if at else 0.5
+    loop = next((i for i, s in enumerate(np.cumsum(values)) if s > threshold), values.size)
+    assert pld_kernels.find_prefix_to_truncate(values, threshold) == loop
+    assert pld_kernels.find_prefix_to_truncate(values, 2.0) == values.size
