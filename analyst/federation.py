@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from google.protobuf.json_format import MessageToDict
 
+from dsroc.secagg.calibrations import CalibrationCache
 from dsroc.v1 import site_pb2 as pb
 from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
@@ -82,6 +83,10 @@ class Federation:
         Deadline of each call in seconds (streamed releases and uploads get longer).
     retries : int
         Retries of a call that failed with UNAVAILABLE (exponential backoff); other errors are not retried.
+    calibration_cache : path, optional
+        A file where the secagg protocol's calibrations (its budget split and share sigmas) are kept across
+        processes (:mod:`dsroc.secagg.calibrations`): a validation asking what one asked before skips them. Every
+        site checks the share it is proposed whatever its source. Default: kept for this federation's life only.
 
     Examples
     --------
@@ -89,7 +94,8 @@ class Federation:
     >>> res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01)  # doctest: +SKIP
     """
 
-    def __init__(self, sites: Sequence[SiteConfig], *, timeout: float = 30.0, retries: int = 3):
+    def __init__(self, sites: Sequence[SiteConfig], *, timeout: float = 30.0, retries: int = 3,
+                 calibration_cache: str | Path | None = None):
         sites = list(sites)
         if not sites:
             raise ValueError("a federation needs at least one site")
@@ -101,6 +107,12 @@ class Federation:
         if isinstance(retries, bool) or int(retries) != retries or retries < 0:
             raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
         self.sites = sites
+        self._calibrations = None
+        if calibration_cache is not None:
+            from site_node.store.calibrations import CalibrationFile  # the site's kind of file (the store's import)
+
+            self._calibrations = CalibrationFile(calibration_cache)
+        self._memory_calibrations = CalibrationCache() if calibration_cache is None else None
         self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
         # One pool for every fan-out of this federation's steps (a validation makes about twenty).
         # Up to five steps run at once (the fit beside the moments, Brier, calibration and budget), so five
@@ -166,9 +178,11 @@ class Federation:
     def _open(self, session_type: type[ValidationSession], dataset: str, outcome: str, *, score, model, progress,
               with_sensitivity: bool, hold: pb.PrepareRequest | None, time: str | None):
         self._wait_closing()
-        return session_type(self.connections, dataset=dataset, outcome=outcome,
-                            source=score_source(score=score, model=model), progress=progress,
-                            executor=self.executor, with_sensitivity=with_sensitivity, hold=hold, time=time)
+        session = session_type(self.connections, dataset=dataset, outcome=outcome,
+                               source=score_source(score=score, model=model), progress=progress,
+                               executor=self.executor, with_sensitivity=with_sensitivity, hold=hold, time=time)
+        session.calibrations = self._memory_calibrations if self._calibrations is None else self._calibrations.cache
+        return session
 
     def close_later(self, session: ValidationSession) -> None:
         """Close ``session`` in the background (off the end of a validation); the next session waits for it,
@@ -257,6 +271,9 @@ class Federation:
                 self.close_later(s)
             except KeyboardInterrupt:
                 raise ValidationInterrupted(s) from None
+            finally:
+                if self._calibrations is not None:
+                    self._calibrations.save()
         timing["total"] = perf_counter() - started
         return result
 

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
-from dsroc.histogram.stages import policy_candidates, second_stage_grid, two_stage_plan
+from dsroc.histogram.stages import policy_candidates, second_stage_grid
+from dsroc.secagg.calibrations import cached_two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
@@ -209,7 +210,7 @@ class SecAggProtocol(Protocol):
         classes' balanced mixture (as many as :func:`dsroc.histogram.stages.second_stage_grid` gives for its
         estimated class sizes and the second round's summed noise unless ``o.n_bins``), then the second round with
         the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split. Returns both rounds' sums."""
-        stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums)
+        stages = cached_two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums, cache=s.calibrations)
         second_round = dict(epsilon=stages.epsilon2, delta=stages.delta2, score_sums=o.score_sums,
                             summed_sigma=stages.sigma2)
         # the first round holds the second's budget too: no site is charged the first and then refuses the second
