@@ -149,6 +149,12 @@ def _discrete_gaussian_class():
     class DiscreteGaussianLoss(plm.DiscreteGaussianPrivacyLoss):
         """dp-accounting's discrete Gaussian privacy loss, its inverse over an array of losses at once."""
 
+        def _losses_of(self, x: np.ndarray) -> np.ndarray:
+            # s (-s / 2 - x) / sigma^2, the parent's expression in its order; -inf above T - s, inf below -T
+            s, bound = self.sensitivity, self._truncation_bound
+            loss = s * (-0.5 * s - x) / (self._sigma**2)
+            return np.where(x > bound - s, -np.inf, np.where(x < -bound, np.inf, loss))
+
         def _inverse_losses(self, losses: np.ndarray) -> np.ndarray:
             # floor(clip(-s / 2 - loss sigma^2 / s, -T - 1, T - s)), the parent's expression in its order; -inf: T - s
             s, bound = self.sensitivity, self._truncation_bound
@@ -171,5 +177,31 @@ def discrete_gaussian_pld(sigma: float, sensitivity: int, truncation_bound: int,
     if "discrete_gaussian" not in _CLASSES:
         _CLASSES["discrete_gaussian"] = _discrete_gaussian_class()
     loss = _CLASSES["discrete_gaussian"](sigma, sensitivity=sensitivity, truncation_bound=truncation_bound)
-    return pld.PrivacyLossDistribution(pld._create_pld_pmf_from_monotone_privacy_loss(
-        loss, pessimistic_estimate=True, value_discretization_interval=interval, use_connect_dots=True))
+    return pld.PrivacyLossDistribution(connect_dots_pmf(loss, interval))
+
+
+def connect_dots_pmf(loss, interval: float):
+    """``privacy_loss_distribution._create_pld_pmf_from_monotone_privacy_loss(loss, pessimistic_estimate=True,
+    value_discretization_interval=interval, use_connect_dots=True)`` for a discrete privacy loss of
+    :func:`vector_inverse`'s kind with a ``_losses_of`` (the losses at an array of points): the same pmf, its
+    rounded losses found at once instead of one Python step per point. The rounded losses are dp-accounting's list:
+    the floor and the ceiling of each point's loss over the interval, from the largest point down, each kept when it
+    exceeds every one before it."""
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    bounds = loss.connect_dots_bounds()
+    points = np.arange(bounds.upper_x, bounds.lower_x - 1, -1, dtype=np.int64)
+    scaled = loss._losses_of(points) / interval
+    if points.size == 0 or not np.all(np.isfinite(scaled)):  # dp-accounting's own loop (and its errors)
+        return pld._create_pld_pmf_from_monotone_privacy_loss(loss, pessimistic_estimate=True,
+                                                               value_discretization_interval=interval,
+                                                               use_connect_dots=True)
+    both = np.empty(2 * points.size)
+    both[0::2], both[1::2] = np.floor(scaled), np.ceil(scaled)
+    record = np.empty(both.size, dtype=bool)
+    record[0] = True
+    record[1:] = both[1:] > np.maximum.accumulate(both)[:-1]
+    rounded = both[record].astype(np.int64)
+    deltas = loss.get_delta_for_epsilon(rounded * interval)
+    return pld_pmf.create_pmf_pessimistic_connect_dots(interval, rounded, deltas)

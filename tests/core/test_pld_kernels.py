@@ -129,6 +129,9 @@ def test_discrete_gaussian_pld_is_dp_accountings(sigma, sensitivity, interval):
                                                        value_discretization_interval=interval, use_connect_dots=True))
     assert mine[0] == theirs[0] and mine[2] == theirs[2] and np.array_equal(mine[1], theirs[1])
     assert mine[1].size > 10
+    loss = pld_kernels._CLASSES["discrete_gaussian"](sigma, sensitivity=sensitivity, truncation_bound=bound)
+    points = np.arange(-bound - sensitivity, bound + 1)
+    assert loss._losses_of(points).tolist() == [loss.privacy_loss(int(x)) for x in points]
 
 
 @pytest.mark.parametrize("sigma, count, sensitivity, interval", [(0.3, 5, 1, 1e-3), (1.8, 5, 2, 1e-3),
@@ -152,6 +155,8 @@ def test_summed_shares_pld_is_the_per_loss_inverses(sigma, count, sensitivity, i
     losses = np.array([-np.inf, -3.0, 0.0, 0.7, 50.0, np.inf])
     loss = vectorised(lo, log_p, sensitivity)
     assert loss._inverse_losses(losses).tolist() == [loss.inverse_privacy_loss(float(v)) for v in losses]
+    points = np.arange(-loss._truncation_bound - sensitivity, loss._truncation_bound + 1)  # where it is defined
+    assert loss._losses_of(points).tolist() == [loss.privacy_loss(int(x)) for x in points]
 
 
 @pytest.mark.parametrize("at", [0, 1023, 1024, 1025, 5119, 5120, 90_000])
