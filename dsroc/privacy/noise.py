@@ -121,6 +121,7 @@ def _joint_sigma(epsilon: float, delta: float, parts: tuple, interval: float | N
 
     interval = discretization_for(epsilon) if interval is None else float(interval)
 
+    @lru_cache(maxsize=None)  # the search's last point is checked again: once is enough
     def excess(log_t: float) -> float:
         t = math.exp(log_t)
         accountant = Accountant([DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts],
@@ -163,6 +164,7 @@ def calibrate_scale(events, epsilon: float, delta: float, start: float, interval
 
     from .accounting import Accountant
 
+    @lru_cache(maxsize=None)  # brentq's answer and the bracket's end are checked again: once is enough
     def excess(log_sigma: float) -> float:
         accountant = Accountant(events(math.exp(log_sigma)), value_discretization_interval=interval)
         return math.log(max(accountant.delta(epsilon), 1e-300)) - math.log(delta)
