@@ -70,7 +70,7 @@ class ValidationResult:
         Advice about the analysis (settings outside the study's recommendations, improper curves,
         quantities that could not be estimated).
     timing : dict of str to float
-        Seconds per step.
+        Seconds per step (``analysis_cpu``: CPU seconds of the post-processing, where the protocol measures it).
     heterogeneity : analyst.protocols.histogram.multicentre.Heterogeneity or None
         Each site's AUC and O/E from its own release and their random-effects pooling (``by_site``).
     decision_curve : dsroc.multicentre.DecisionCurve or None

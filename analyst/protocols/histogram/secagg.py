@@ -186,7 +186,7 @@ class SecAggProtocol(Protocol):
                                    colluders=t, score_sums=o.score_sums, dropouts=o.dropouts)
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
-        clock = time.perf_counter()
+        clock, cpu = time.perf_counter(), time.thread_time()
         sums = {} if total.sums0 is None else dict(sums0=total.sums0, sums1=total.sums1, sums_sigma=total.sums_sd)
         if sums and first is not None:  # the first round, summed over the classes, as the histogram protocol's
             sums.update(grid_edges=first.edges, grid_counts=first.counts0 + first.counts1,
@@ -202,6 +202,7 @@ class SecAggProtocol(Protocol):
                                detail=SecAggDetail(v, total, int(total.edges.size - 1), o.spacing, first),
                                warnings=(PER_SITE,))
         timing["analysis"] = time.perf_counter() - clock
+        timing["analysis_cpu"] = time.thread_time() - cpu  # CPU seconds of this thread: the post-processing
         return result
 
     @staticmethod
