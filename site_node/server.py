@@ -246,6 +246,7 @@ class SiteServer:
             self._stopping = True
             self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.server.stop(grace).wait()
+        self.interceptor.close()
         self.audit.flush()
         self.site.close()
         self.ledger.close()

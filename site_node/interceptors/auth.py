@@ -7,6 +7,7 @@ import hashlib
 import logging
 import secrets
 import threading
+from concurrent import futures
 from typing import Iterable
 
 import grpc
@@ -27,9 +28,9 @@ log = logging.getLogger("dsroc.site")
 # can watch the daemon; it reveals nothing but SERVING / NOT_SERVING.
 OPEN_METHOD_PREFIXES = ("/grpc.health.v1.Health/",)
 _MAX_LOGGED_LIST = 50
-# Requests of the open methods read at once (a health check's is a few bytes): any client with a certificate
-# of the site's CA may call them, so more are refused at once rather than read (each up to site.max_message_bytes).
-OPEN_READS = 2
+# Requests of the open methods read at once (a health check's is a few bytes), by threads of their own: any client
+# with a certificate of the site's CA may call them, and each request may be up to site.max_message_bytes.
+OPEN_READS = 1
 
 _analyst: contextvars.ContextVar[str | None] = contextvars.ContextVar("dsroc_analyst", default=None)
 
@@ -98,7 +99,11 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
         self._methods = frozenset(methods)
         self._slots = slots
         self.revoked = revoked if revoked is not None else RevokedCertificates()
-        self._open_reads = threading.BoundedSemaphore(OPEN_READS)
+        self._open_pool = futures.ThreadPoolExecutor(max_workers=OPEN_READS, thread_name_prefix="dsroc-open")
+
+    def close(self) -> None:
+        """Let the open methods' reading thread go (the server has stopped)."""
+        self._open_pool.shutdown(wait=False)
 
     def set_analysts(self, analysts: Iterable[AnalystConfig]) -> None:
         """Replace the known analysts and token hashes (a reload): the next call is checked against these."""
@@ -114,7 +119,7 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
     def intercept_service(self, continuation, details):
         method = details.method
         if method.startswith(OPEN_METHOD_PREFIXES):
-            return _open_method(continuation(details), self._open_reads)
+            return _open_method(continuation(details), self._open_pool)
         analyst = self._authenticate(details.invocation_metadata)
         call = method.rsplit("/", 1)[-1]
         handler = continuation(details) if method in self._methods else None
@@ -270,26 +275,23 @@ def _parsed_stream(messages):
         yield message
 
 
-def _open_method(handler, reading: threading.BoundedSemaphore):
-    """An open method's handler (the health service, no token needed) served request-streaming: at most
-    :data:`OPEN_READS` of its requests are read at once, the others refused unread (``RESOURCE_EXHAUSTED``), and
-    a request that does not parse is refused as ``INVALID_ARGUMENT`` (gRPC would answer INTERNAL)."""
+def _open_method(handler, pool: futures.ThreadPoolExecutor):
+    """An open method's handler (the health service, no token needed) served request-streaming on ``pool``: at
+    most its :data:`OPEN_READS` threads read such requests at once (the others wait unread, each in HTTP/2's
+    window), never one of the workers that serve the analysts, and a request that does not parse is refused as
+    ``INVALID_ARGUMENT`` (gRPC would answer INTERNAL). Health calls are answered at once (Watch by callbacks),
+    so the pool's thread is not held beyond the read."""
     if handler is None or handler.request_streaming:
         return handler
     behavior = handler.unary_unary or handler.unary_stream
 
     def run(requests, context, *callback):
-        if not reading.acquire(blocking=False):
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"{OPEN_READS} requests of this open call are being read; try again")
-        try:
-            request = next(requests, None)
-        finally:
-            reading.release()
+        request = next(requests, None)
         if request is None or request is _UNPARSABLE:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the request message is missing or could not be parsed")
         return behavior(request, context, *callback)
 
+    run.experimental_thread_pool = pool
     if getattr(behavior, "experimental_non_blocking", False):  # health Watch answers by callbacks
         run.experimental_non_blocking = True
     make = grpc.stream_stream_rpc_method_handler if handler.response_streaming else grpc.stream_unary_rpc_method_handler
