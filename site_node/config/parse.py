@@ -112,6 +112,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         site.fail("audit_max_total_bytes", f"must be at least twice site.audit_max_bytes ({2 * audit_max_bytes})")
     audit_age = site.positive("audit_max_age_days", float, None)
     audit_rate = site.positive("audit_unauthenticated_per_minute", int, 600)
+    calibration_cpu = site.positive("calibration_cpu_seconds_per_minute", float, 6.0)
     marker = site.get("state_marker", str, None)
     noise_key = site.get("noise_key", str, None)
     crl = site.get("crl", str, None)
@@ -186,6 +187,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
         audit_max_total_bytes=audit_total, audit_max_age_days=audit_age, audit_unauthenticated_per_minute=audit_rate,
+        calibration_cpu_seconds_per_minute=calibration_cpu,
         state_marker=_path(base, marker) if marker else None, noise_key=_path(base, noise_key) if noise_key else None,
         crl=_path(base, crl) if crl else None, peers=peers, source=source,
     )

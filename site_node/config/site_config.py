@@ -165,6 +165,7 @@ class SiteConfig:
     audit_max_total_bytes: int = 1024 * 1024 * 1024
     audit_max_age_days: float | None = None
     audit_unauthenticated_per_minute: int = 600
+    calibration_cpu_seconds_per_minute: float = 6.0
     state_marker: Path | None = None
     noise_key: Path | None = None
     crl: Path | None = None
