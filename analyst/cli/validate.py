@@ -202,7 +202,10 @@ def add_validate(sub) -> None:
                          "the edges the sites share, thinned to the fewest survival_max_time_bins, keeping the "
                          "horizon)")
     sv.add_argument("--tau", type=float, default=None, metavar="T",
-                    help="truncation time of Uno's C (default: the horizon)")
+                    help="truncation time of Uno's C (default: the horizon, or the smallest survival_max_tau of the "
+                         "sites' policies when the horizon lies beyond it); beyond a site's survival_max_tau: refused "
+                         "before anything is held. Where the released censoring survival falls below a site's "
+                         "survival_min_censoring_survival, Uno's C is truncated earlier (the report says so)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
