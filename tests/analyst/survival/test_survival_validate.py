@@ -312,14 +312,31 @@ def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
     assert "--horizon applies to a survival validation only" in capsys.readouterr().err
     assert main(common + ["--out", str(tmp_path / "c"), "--time", "time", "--horizon", "720", "--a0", "0.6"]) == 2
     assert "--a0: not an option of a survival validation" in capsys.readouterr().err
+    before = _ledgers(fed)
+    for flags, message in ((["--auc-times", "360,720"], "--auc-times applies to a survival validation only"),
+                           (["--time", "time", "--horizon", "720", "--auc-times", "360,-5"],
+                            "auc_times must be a non-empty list of positive finite times"),
+                           (["--time", "time", "--horizon", "720", "--auc-times", ","],
+                            "auc_times must be a non-empty list of positive finite times"),
+                           (["--time", "time", "--horizon", "720", "--auc-times", "360,5000"],
+                            "auc_times: 5000 lies beyond the release's last finite time edge 1980")):
+        assert main(common + ["--out", str(tmp_path / "d"), *flags]) == 2
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit) as parsed:  # argparse's own error: usage and exit status 2
+        main(common + ["--out", str(tmp_path / "d"), "--time", "time", "--horizon", "720", "--auc-times", "1e3,x"])
+    assert parsed.value.code == 2
+    assert "argument --auc-times: expected comma-separated numbers, got '1e3,x'" in capsys.readouterr().err
+    assert _ledgers(fed) == before  # each refused before anything was held
     assert main(["describe", "--federation", str(tmp_path / "federation.toml")]) == 0
     described = capsys.readouterr().out
     assert "survival (--time): time edges 90, 180," in described and "time columns ['time']" in described
     out = tmp_path / "report"
     assert main(common + ["--out", str(out), "--time", "time", "--horizon", "720", "--n-bins", "5",
-                          "--time-edges", "180,360,720,1080,1440""]) == 0
+                          "--time-edges", "180,360,720,1080,1440", "--auc-times", "1080, 360,720"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["analysis"] == "survival" and report["horizon"] == 720
+    assert report["detail"]["auc_curve"]["times"] == [360, 720, 1080]  # the times asked for, in order
+    assert report["detail"]["auc_curve"]["values"][1] == pytest.approx(report["detail"]["auc"]["value"], abs=1e-12)
     assert report["detail"]["time_edges"][1:-1] == [180, 360, 720, 1080, 1440] and len(report["detail"]["score_edges"]) == 6
     assert (out / "survival.png").read_bytes()[:4] == b"\x89PNG"
 
