@@ -330,6 +330,8 @@ def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
     assert main(["describe", "--federation", str(tmp_path / "federation.toml")]) == 0
     described = capsys.readouterr().out
     assert "survival (--time): time edges 90, 180," in described and "time columns ['time']" in described
+    assert described.count("; Uno's C at tau <= 1800") == N_SITES  # every site's survival_max_tau
+    assert described.count("Uno's C where the censoring survival >= 0.5") == 1  # s2's minimum only
     out = tmp_path / "report"
     assert main(common + ["--out", str(out), "--time", "time", "--horizon", "720", "--n-bins", "5",
                           "--time-edges", "180,360,720,1080,1440", "--auc-times", "1080, 360,720"]) == 0
