@@ -204,15 +204,17 @@ def _roc_at(hist: SurvivalHistogram, kh: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def truncation_notes(cut: UnoTruncation, site: str = "") -> list[str]:
-    """Why Uno's C is truncated earlier than asked, or not estimated (``site``: whose own estimate), or nothing."""
+    """Why Uno's C is truncated earlier than asked, or not estimated, or nothing. ``site``: the note of that site's own
+    estimate, which is not reported rather than truncated (the sites' estimates are pooled at one tau)."""
     if not cut.truncated:
         return []
-    whose = f"site {site}: its own " if site else ""
     rule = (f"the released censoring survival G({cut.tau:g}-) = {cut.censoring_asked:.3f} is below the minimum "
             f"{cut.minimum:g} (policy: survival_min_censoring_survival)")
+    if site:
+        return [f"site {site}: its own Uno's C is not reported: {rule.replace('the released', 'its released')}"]
     if np.isnan(cut.used):
-        return [f"{whose}Uno's C is not reported: {rule}, already at the first time point"]
-    return [f"{whose}Uno's C is truncated at tau = {cut.used:g} instead of {cut.tau:g}: {rule}; "
+        return [f"Uno's C is not reported: {rule}, already at the first time point"]
+    return [f"Uno's C is truncated at tau = {cut.used:g} instead of {cut.tau:g}: {rule}; "
             f"G({cut.used:g}-) = {cut.censoring_used:.3f}"]
 
 

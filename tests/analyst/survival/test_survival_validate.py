@@ -271,6 +271,7 @@ def test_uno_c_is_truncated_where_the_released_censoring_survival_falls_below_a_
     own = _expected_tau(_life_table_g(releases[STRICT].release.counts[0].astype(float)), points, expected, MIN_G)
     strict = next(s for s in v.sites if s.site == STRICT)
     assert np.isfinite(strict.uno_c.value) == (own == expected)
+    assert any(n.startswith(f"site {STRICT}: its own Uno's C is not reported") for n in v.notes) == (own != expected)
     assert all(np.isfinite(s.uno_c.value) for s in v.sites if s.site != STRICT)  # no minimum of their own
     after = _ledgers(fed)
     assert all(after[n][1] == before[n][1] + 1 for n in fed.names)  # the one release each, nothing more

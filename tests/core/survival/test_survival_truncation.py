@@ -104,6 +104,8 @@ def test_each_site_needs_its_own_minimum_at_the_pooled_tau():
     by_site = {s.site: s for s in v.sites}
     assert by_site["a"].uno_c.value == pytest.approx(uno_c(a, tau), abs=1e-12)
     assert np.isnan(by_site["b"].uno_c.value) and np.isfinite(by_site["b"].harrell_c.value)
-    assert any(n.startswith("site b: its own Uno's C is truncated") or n.startswith("site b: its own Uno's C is not")
-               for n in v.notes)
+    gb_tau = gb[int(np.searchsorted(b.time_points, tau)) - 1]
+    assert (f"site b: its own Uno's C is not reported: its released censoring survival G(1500-) = {gb_tau:.3f} is "
+            "below the minimum 0.4 (policy: survival_min_censoring_survival)") in v.notes
+    assert not any(n.startswith("site a") for n in v.notes)
     assert "uno_c" not in v.pooled and "harrell_c" in v.pooled  # one site left: no pooling of Uno's C
