@@ -109,3 +109,4 @@ def test_each_site_needs_its_own_minimum_at_the_pooled_tau():
             "below the minimum 0.4 (policy: survival_min_censoring_survival)") in v.notes
     assert not any(n.startswith("site a") for n in v.notes)
     assert "uno_c" not in v.pooled and "harrell_c" in v.pooled  # one site left: no pooling of Uno's C
+
