@@ -234,11 +234,7 @@ class SecAggProtocol(SiteProtocol):
                                        takes_over=str(follow_up))
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
-            if payload is None and r.survival is not None:
-                payload = encode_survival_release(draw_survival(r.survival, data.times, data.labels, data.scores,
-                                                                np.random.default_rng(), sample_discrete_gaussian))
-            elif payload is None:
-                payload = draw_histogram(r.plan, data.scores, data.labels, np.random.default_rng())
+            payload = self.draw(r, data) if payload is None else payload
             seed = secrets.token_bytes(32)
             with analyst_input("advertisements"):  # a key that is no X25519 point: refused, nothing kept
                 masked = mask_vector(np.frombuffer(payload, dtype=np.int64), site=site.config.name,
@@ -249,6 +245,16 @@ class SecAggProtocol(SiteProtocol):
             r.masked = MaskedRelease(masked, Receipt(site.config.name, digest, commitment, signature),
                                      held.reservation_id, held.follow_up_id)
             return r.masked
+
+    @staticmethod
+    def draw(r: Round, data) -> bytes:
+        """The round's noisy vector of the session's ``data``, freshly drawn (before masking): its counts (a survival
+        round's ``K x 2 x J`` cells, else the histogram's, with score sums when asked) plus this site's discrete
+        Gaussian share of the round's parameter."""
+        if r.survival is not None:
+            return encode_survival_release(draw_survival(r.survival, data.times, data.labels, data.scores,
+                                                         np.random.default_rng(), sample_discrete_gaussian))
+        return draw_histogram(r.plan, data.scores, data.labels, np.random.default_rng())
 
     def _events(self, r: Round) -> tuple:
         """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know, of
