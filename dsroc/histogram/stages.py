@@ -245,7 +245,8 @@ def balanced_interior(counts0, counts1, edges, n_bins: int, *, candidates=None) 
 
 
 def second_stage_grid(counts0, counts1, edges, sigma: float, *, most: int, n_bins: int | None = None,
-                      candidates=None, first_sigma: float | None = None) -> np.ndarray:
+                      candidates=None, first_sigma: float | None = None, thresholds=(),
+                      grid_most: int | None = None) -> np.ndarray:
     """Interior edges of the second stage from the first stage's per-class noisy counts on ``edges``, summed over the
     sites: :func:`balanced_interior` for ``n_bins`` bins or, when None, for :func:`second_stage_bins` of the counts'
     estimated class sizes (their consistent totals) and ``sigma``, the second stage's noise SD of a count summed over
@@ -254,15 +255,23 @@ def second_stage_grid(counts0, counts1, edges, sigma: float, *, most: int, n_bin
     few fine bins still get their bins. ``first_sigma``: the first stage's noise SD of a count summed over the sites;
     with it a class whose counts have a second mode (a valley deeper than :data:`MODE_Z` SDs) raises the chosen bin
     count to the next of :data:`STAGE2_BINS` (at most ``most``). What the analyst does between the stages of the
-    histogram and secagg protocols' quantile grid (pure post-processing of the first release)."""
+    histogram and secagg protocols' quantile grid (pure post-processing of the first release).
+
+    ``thresholds``: risk thresholds (public inputs of the request) added to those quantile edges exactly
+    (:func:`dsroc.histogram.thresholds.with_thresholds`), the whole grid at most ``grid_most`` bins (default
+    ``most``)."""
     from .grid import consistent_counts
+    from .thresholds import with_thresholds
 
     if n_bins is None:
         n0, n1 = (float(consistent_counts(np.asarray(c, dtype=np.float64)).sum()) for c in (counts0, counts1))
         n_bins = second_stage_bins(n0, n1, sigma, most=most)
         if first_sigma is not None and second_mode(counts0, counts1, first_sigma, edges):
             n_bins = min(next((b for _, b in STAGE2_BINS if b > n_bins), n_bins), int(most))
-    return balanced_interior(counts0, counts1, edges, n_bins, candidates=candidates)
+    interior = balanced_interior(counts0, counts1, edges, n_bins, candidates=candidates)
+    if not len(thresholds):
+        return interior
+    return with_thresholds(interior, thresholds, most=int(most if grid_most is None else grid_most))
 
 
 def policy_candidates(allowed_per_site, edges, spacing: str, *, lo: float | None = None,

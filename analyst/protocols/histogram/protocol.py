@@ -11,13 +11,15 @@ import numpy as np
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.stages import MODE_Z, first_stage_bins, laplace_count_sd, laplace_two_stage_plan, second_mode
+from dsroc.histogram.thresholds import check_thresholds
 from dsroc.histogram.validation import histogram_validation
 
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
                                     site_privacy_from_budget)
 from analyst.protocols.histogram.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
-from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, check_grid_options, collect_histograms,
-                                                 quantile_bin_cap, quantile_grid)
+from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, check_grid_options,
+                                                 check_threshold_policies, collect_histograms, quantile_bin_cap,
+                                                 quantile_grid)
 from analyst.result import ValidationResult
 from analyst.result.parts import Calibration, Estimate, RocCurve, num
 from analyst.result.pr import pr_from_counts
@@ -92,6 +94,14 @@ class HistogramOptions(ProtocolOptions):
         q patients (PERMISSION_DENIED; nothing is held or charged there, decided before any site is charged): every
         estimate is then of the other sites' patients, ``result.sites`` lists those, a warning names each site left
         out and why (``detail.left_out``). Off by default: leaving a hospital out changes the population validated.
+    thresholds : sequence of float, optional
+        Decision thresholds (risks in (0, 1)) put on the quantile grid as edges exactly, beside its quantile edges
+        (:func:`dsroc.histogram.thresholds.with_thresholds`): net benefit, the confusion table and the calibration
+        statistics are then all read off one release without interpolation, and the decision curve
+        (``result.decision_curve``) is given at these thresholds. Public inputs, so the edges disclose nothing; each
+        must be an edge of a grid every site's policy allows (e.g. a multiple of 0.005 under the default
+        ``histogram_bins``) and the grid at most its largest bin count: refused before any site is asked otherwise.
+        Needs ``spacing="quantile"``.
     """
 
     n_bins: int | None = None
@@ -105,9 +115,14 @@ class HistogramOptions(ProtocolOptions):
     strata: str | None = None
     compare: Any = None
     skip_refusing_sites: bool = False
+    thresholds: tuple = ()
 
     def __post_init__(self):
         check_grid_options(self.n_bins, self.spacing, self.estimator)
+        object.__setattr__(self, "thresholds", check_thresholds(() if self.thresholds is None else self.thresholds))
+        if self.thresholds and self.spacing != "quantile":
+            raise ValueError(f"thresholds need spacing='quantile' (the default), got spacing={self.spacing!r}: an equal or "
+                             "logit grid has fixed edges (choose n_bins so that they fall on the thresholds)")
         object.__setattr__(self, "scalars", tuple(self.scalars))
         if not set(self.scalars) <= set(SCALARS):
             raise ValueError(f"scalars must be among {SCALARS}, got {self.scalars!r}")
@@ -269,13 +284,17 @@ class HistogramProtocol(Protocol):
             else:
                 partitions.check(n_bins)
                 most = n_bins
+            # with thresholds the grid may grow to the policies' largest (checked, like the thresholds, before any hold)
+            grid_most = quantile_bin_cap(partitions, allowed, top=max(map(max, allowed))) if o.thresholds else most
+            check_threshold_policies(s, o.thresholds, grid_most)
             second, held = dict(epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins, scalars=o.scalars,
                                 score_sums=o.score_sums), {}
             try:  # the first stage holds the second's budget too: no site charges one and refuses the other
                 # its hold is planned on a grid every site allows (the fine one): its noise does not depend on the grid
-                following = {**second, "n_bins": first_stage_bins(allowed)}
+                following = {**second, "n_bins": first_stage_bins(allowed), "edges": o.thresholds}
                 interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed, most=most,
-                                                                    following=following, held=held)
+                                                                    following=following, held=held,
+                                                                    thresholds=o.thresholds, grid_most=grid_most)
                 edges, releases = collect_histograms(s, spacing="", interior=interior, follow_ups=held, **second)
             except BaseException:
                 s.cancel(held)  # the second stage's holds not taken over
@@ -351,8 +370,9 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
                                grid_edges, left_out),
         heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
                        if o.by_site and len(releases) >= 2 else None),
-        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
-                        if o.decision_curve else None), **(extra or {}))
+        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level,
+                                              thresholds=o.thresholds or None)
+                        if o.decision_curve or o.thresholds else None), **(extra or {}))
 
 
 def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool, timing, detail,
