@@ -16,7 +16,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from scipy import stats
 
+from analyst.protocols.histogram.multicentre import result_decision_curve
 from analyst.protocols.histogram.protocol import histogram_calibration
 
 from .cells import StressCell
@@ -27,13 +29,15 @@ __all__ = ["CalibrationSetting", "SETTINGS", "ESTIMANDS", "site_of", "pooled_cit
 
 
 class CalibrationSetting(NamedTuple):
-    """``n`` patients of ``design`` over sites of relative sizes ``shares``, each release at ``epsilon``."""
+    """``n`` patients of ``design`` over sites of relative sizes ``shares``, each release at ``epsilon``; ``thresholds``:
+    decision thresholds on the grid (``HistogramOptions(thresholds=...)``), whose net benefit is checked too."""
 
     name: str
     design: Design
     n: int
     shares: tuple
     epsilon: float
+    thresholds: tuple = ()
 
 
 # Where the CITL depends most on the bins' noisy mean scores: low prevalence (few events per bin, wide top bins)
@@ -46,6 +50,8 @@ SETTINGS = {s.name: s for s in (
     CalibrationSetting("epsilon 0.3", _LOW, 3_000, (1,) * 5, 0.3),
     CalibrationSetting("285 patients, 3 sites", Design("binormal", 0.3, 0.76), 285, (1,) * 3, 1.0),
     CalibrationSetting("3 x 150 at prevalence 0.1", _LOW, 450, (1,) * 3, 1.0),
+    # Issue 35, item 3: net benefit and calibration at a clinician's thresholds, all from one release.
+    CalibrationSetting("thresholds 0.1/0.2/0.3", Design("binormal", 0.2, 0.76), 3_000, (1,) * 5, 1.0, (0.1, 0.2, 0.3)),
 )}
 
 
@@ -71,10 +77,14 @@ def pooled_citl(y, lp) -> float:
 
 def calibration_rows(setting: CalibrationSetting, reps, seed: int, *, noise_draws: int = 100) -> pd.DataFrame:
     """One row per replication and estimand (:data:`ESTIMANDS`: CITL, slope, O/E) of ``setting``: the analyst's
-    estimate, interval and SE (NaN with the reason in ``failure`` where the result has none) and the pooled value."""
+    estimate, interval and SE (NaN with the reason in ``failure`` where the result has none) and the pooled value;
+    with the setting's ``thresholds`` also the net benefit at each (estimand ``"net benefit at 0.1"``: the analyst's
+    decision curve, :func:`analyst.protocols.histogram.multicentre.result_decision_curve`, against the brute force on the
+    replication's patients)."""
     cell = StressCell(setting.design, setting.n, len(setting.shares), setting.epsilon)
     data = generate_data(setting.design, setting.n, reps, seed, slope=True)
-    release = quantile_release(data, cell, seed, site=site_of(setting.n, setting.shares))
+    release = quantile_release(data, cell, seed, site=site_of(setting.n, setting.shares),
+                               thresholds=setting.thresholds)
     rows = []
     for i, rep in enumerate(data.batch.reps.tolist()):
         sl = slice(i * setting.n, (i + 1) * setting.n)
@@ -82,14 +92,31 @@ def calibration_rows(setting: CalibrationSetting, reps, seed: int, *, noise_draw
         cal = histogram_calibration(v, LEVEL, with_sums=True)
         pooled = {"citl": pooled_citl(data.batch.labels[sl], data.logits[sl]), "slope": data.pooled["slope"][i],
                   "oe": data.pooled["oe"][i]}
+        estimates = {}
         for name in ESTIMANDS:
             e = None if cal is None else getattr(cal, name)
             why = "" if e is not None else v.unavailable.get(_UNAVAILABLE.get(name, name), "no estimate")
-            values = (np.nan,) * 4 if e is None else (e.value, e.lower, e.upper, np.sqrt(max(e.variance, 0.0)))
+            estimates[name] = ((np.nan,) * 4 if e is None else (e.value, e.lower, e.upper, np.sqrt(max(e.variance, 0.0))),
+                               why)
+        if setting.thresholds:
+            estimates.update(_net_benefit(v, release.total_sd, setting.thresholds))
+            p, y = data.batch.scores[sl], data.batch.labels[sl] == 1
+            pooled.update({f"net benefit at {t:g}": float(np.mean(y & (p >= t)) - np.mean(~y & (p >= t)) * t / (1 - t))
+                           for t in setting.thresholds})
+        for name, (values, why) in estimates.items():
             rows.append({"setting": setting.name, "rep": rep, "estimand": name, "estimate": values[0],
                          "lower": values[1], "upper": values[2], "se": values[3], "pooled": pooled[name],
                          "failure": why})
     return pd.DataFrame(rows)
+
+
+def _net_benefit(v, sigma: float, thresholds) -> dict:
+    """The analyst's net benefit at each threshold (the result's decision curve) of validation ``v``, whose summed
+    counts have noise SD ``sigma``: estimand name -> ((estimate, lower, upper, SE), failure)."""
+    dc = result_decision_curve(v.counts0, v.counts1, v.edges, sigma=sigma, level=LEVEL, thresholds=thresholds)
+    z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+    return {f"net benefit at {t:g}": ((nb, lo, hi, (hi - lo) / (2 * z)), "")
+            for t, nb, lo, hi in zip(dc.thresholds, dc.net_benefit, dc.lower, dc.upper)}
 
 
 def coverage_summary(rows: pd.DataFrame) -> pd.DataFrame:
