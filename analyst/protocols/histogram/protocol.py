@@ -11,11 +11,11 @@ import numpy as np
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
 from dsroc.histogram.stages import MODE_Z, first_stage_bins, laplace_count_sd, laplace_two_stage_plan, second_mode
-from dsroc.histogram.thresholds import check_thresholds
 from dsroc.histogram.validation import histogram_validation
 
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
                                     site_privacy_from_budget)
+from analyst.protocols.histogram.planning import check_informative, planning_options, width_plan
 from analyst.protocols.histogram.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
 from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, check_grid_options,
                                                  check_threshold_policies, collect_histograms, quantile_bin_cap,
@@ -95,13 +95,13 @@ class HistogramOptions(ProtocolOptions):
         estimate is then of the other sites' patients, ``result.sites`` lists those, a warning names each site left
         out and why (``detail.left_out``). Off by default: leaving a hospital out changes the population validated.
     thresholds : sequence of float, optional
-        Decision thresholds (risks in (0, 1)) put on the quantile grid as edges exactly, beside its quantile edges
-        (:func:`dsroc.histogram.thresholds.with_thresholds`): net benefit, the confusion table and the calibration
-        statistics are then all read off one release without interpolation, and the decision curve
-        (``result.decision_curve``) is given at these thresholds. Public inputs, so the edges disclose nothing; each
-        must be an edge of a grid every site's policy allows (e.g. a multiple of 0.005 under the default
-        ``histogram_bins``) and the grid at most its largest bin count: refused before any site is asked otherwise.
-        Needs ``spacing="quantile"``.
+        Risks put on the quantile grid as edges exactly, beside its quantile edges (the grid up to the policies' largest
+        bin count): net benefit, confusion table, calibration and the decision curve at them from one release. Each must
+        be an edge of a grid every site allows (default policy: multiples of 0.005), else refused before any hold.
+    max_auc_width, planned : float and (patients, events[, auc]), optional
+        Refuse, before anything is held or charged, a request whose AUC interval at the requested epsilon would be
+        wider than ``max_auc_width`` for the planned size (simulated validations through the default protocol, AUC
+        0.75 unless given; :func:`analyst.recommend.histogram_width_plan`), naming the epsilon that would do.
     """
 
     n_bins: int | None = None
@@ -116,13 +116,13 @@ class HistogramOptions(ProtocolOptions):
     compare: Any = None
     skip_refusing_sites: bool = False
     thresholds: tuple = ()
+    max_auc_width: float | None = None
+    planned: tuple | None = None
 
     def __post_init__(self):
         check_grid_options(self.n_bins, self.spacing, self.estimator)
-        object.__setattr__(self, "thresholds", check_thresholds(() if self.thresholds is None else self.thresholds))
-        if self.thresholds and self.spacing != "quantile":
-            raise ValueError(f"thresholds need spacing='quantile' (the default), got spacing={self.spacing!r}: an equal or "
-                             "logit grid has fixed edges (choose n_bins so that they fall on the thresholds)")
+        for name, value in planning_options(self.thresholds, self.spacing, self.max_auc_width, self.planned).items():
+            object.__setattr__(self, name, value)
         object.__setattr__(self, "scalars", tuple(self.scalars))
         if not set(self.scalars) <= set(SCALARS):
             raise ValueError(f"scalars must be among {SCALARS}, got {self.scalars!r}")
@@ -274,6 +274,8 @@ class HistogramProtocol(Protocol):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
         s.leave_out_small = o.skip_refusing_sites
+        if o.max_auc_width is not None:  # before any hold: an uninformative answer is refused uncharged
+            check_informative(width_plan(s, request, o))
         n_bins, allowed, grid_releases = o.n_bins, [p.histogram_bins for p in s.policies.values()], {}
         grid_edges = None
         if o.spacing == "quantile":
@@ -284,7 +286,6 @@ class HistogramProtocol(Protocol):
             else:
                 partitions.check(n_bins)
                 most = n_bins
-            # with thresholds the grid may grow to the policies' largest (checked, like the thresholds, before any hold)
             grid_most = quantile_bin_cap(partitions, allowed, top=max(map(max, allowed))) if o.thresholds else most
             check_threshold_policies(s, o.thresholds, grid_most)
             second, held = dict(epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins, scalars=o.scalars,
