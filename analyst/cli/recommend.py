@@ -22,14 +22,17 @@ def _histogram_plan(args) -> int:
     plan = histogram_width_plan(args.patients, args.events, args.sites, args.epsilon or 0.1, args.width, auc=args.auc,
                                 max_epsilon=args.max_epsilon, reps=args.reps)
     if args.json:
-        print(json.dumps({**{k: v for k, v in dataclasses.asdict(plan).items() if k != "widths"},
-                          "widths": [{"epsilon": e, "median_width": w} for e, w in plan.widths.items()]}, indent=2))
+        print(json.dumps({**{k: v for k, v in dataclasses.asdict(plan).items() if k not in ("widths", "by_bins")},
+                          "widths": [{"epsilon": e, "median_width": w} for e, w in plan.widths.items()],
+                          "by_bins": [{"n_bins": b, "median_width": w} for b, w in plan.by_bins.items()]}, indent=2))
         return 0
     print(f"Histogram protocol (default quantile grid): median width of the AUC interval over {args.reps} simulated "
           f"validations of {args.patients} patients ({args.events} events, AUC {args.auc:g}) over {args.sites} sites, "
           f"at each epsilon tried (per site; at most {args.max_epsilon:g})")
     for e, w in plan.widths.items():
         print(f"  epsilon {e:>6g}   width {w:.3f}" + ("   <- smallest informative" if e == plan.needed_epsilon else ""))
+    for b, w in plan.by_bins.items():
+        print(f"  at epsilon {plan.epsilon:g} with n_bins={b}: width {w:.3f}")
     print(str(plan))
     return 0
 

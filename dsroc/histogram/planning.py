@@ -65,13 +65,15 @@ def simulated_validation(p, y, site, sites: int, epsilon: float, rng: np.random.
 
 def planned_auc_widths(patients: int, events: int, sites: int, epsilon: float, *, auc: float = 0.75,
                        allowed_bins=DEFAULT_POLICY_BINS, logit_range=DEFAULT_LOGIT_RANGE, reps: int = 20,
-                       seed: int = 0, level: float = 0.95, noise_draws: int = 20) -> np.ndarray:
+                       seed: int = 0, level: float = 0.95, noise_draws: int = 20,
+                       n_bins: int | None = None) -> np.ndarray:
     """Widths of the default histogram protocol's AUC interval in ``reps`` simulated validations of ``patients``
     patients (``events`` of them positives) spread evenly over ``sites`` sites, each site's releases at ``epsilon``
     (the two stages of :func:`dsroc.histogram.stages.laplace_two_stage_plan`, score sums on;
     :func:`simulated_validation`), on sites whose policies allow ``allowed_bins`` on the logit range ``logit_range``.
     The model: logits normal with unit variance in each class, their means ``sqrt(2) Phi^-1(auc)`` apart. ``seed``:
-    the same seed gives the same patients and noise streams at every epsilon (widths comparable across epsilon)."""
+    the same seed gives the same patients and noise streams at every epsilon (widths comparable across epsilon).
+    ``n_bins``: the second stage's quantile bins (default the protocol's rule)."""
     n, n1, k = int(patients), int(events), int(sites)
     if not (0 < n1 < n and k >= 1 and n >= k):
         raise ValueError(f"patients and events must satisfy 0 < events < patients and sites <= patients, got "
@@ -87,7 +89,8 @@ def planned_auc_widths(patients: int, events: int, sites: int, epsilon: float, *
         rng = np.random.default_rng([int(seed), rep])
         lp = math.log(prevalence / (1 - prevalence)) - d * prevalence + d * y + rng.normal(size=n)
         v = simulated_validation(1.0 / (1.0 + np.exp(-lp)), y, site, k, epsilon, rng, allowed_bins=allowed_bins,
-                                 logit_range=logit_range, level=level, noise_draws=noise_draws, seed=rep)
+                                 logit_range=logit_range, level=level, noise_draws=noise_draws, seed=rep,
+                                 n_bins=n_bins)
         lo, hi = v.auc_ci
         widths.append(hi - lo if v.auc_ci_defined else 1.0)
     return np.asarray(widths)

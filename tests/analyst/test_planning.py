@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
-import time
 
 import numpy as np
 import pytest
@@ -39,15 +37,14 @@ def test_the_plan_names_the_smallest_tried_epsilon_that_is_informative():
     below = max(e for e in (0.5, *PLAN_EPSILONS) if e < plan.needed_epsilon)
     assert plan.widths[below] > 0.2  # the epsilon just below it was tried and too wide
     assert f"epsilon {plan.needed_epsilon:g} would make it" in str(plan)
-    assert histogram_width_plan(249, 100, 5, plan.needed_epsilon, 0.2, auc=0.72).informative
-    none = histogram_width_plan(60, 10, 3, 1.0, 0.05, max_epsilon=2.0)
+    assert histogram_width_plan(249, 100, 5, plan.needed_epsilon, 0.2, auc=0.72, bins=()).informative
+    # the explicit bin counts at the requested epsilon, the same simulated validations with n_bins asked for
+    assert set(plan.by_bins) == {7, 10}
+    assert plan.by_bins[10] == np.median(planned_auc_widths(249, 100, 5, 0.5, auc=0.72, reps=10, n_bins=10))
+    if plan.best_bins is not None:
+        assert plan.by_bins[plan.best_bins] <= 0.9 * plan.width and f"(n_bins={plan.best_bins}: " in str(plan)
+    none = histogram_width_plan(60, 10, 3, 1.0, 0.05, max_epsilon=2.0, bins=())
     assert none.needed_epsilon is None and "more patients are needed" in str(none) and max(none.widths) == 2.0
-
-
-def _ledger(config):
-    with sqlite3.connect(config.parent / "state" / "ledger.sqlite") as db:
-        return (db.execute("SELECT COUNT(*) FROM releases").fetchone()[0],
-                db.execute("SELECT COUNT(*) FROM reservations WHERE expires > ?", (time.time(),)).fetchone()[0])
 
 
 def test_an_uninformative_request_is_refused_before_any_site_holds_anything(tmp_path, pki, helpers):
@@ -61,7 +58,7 @@ def test_an_uninformative_request_is_refused_before_any_site_holds_anything(tmp_
             with pytest.raises(ValueError) as err:
                 fed.validate("test", "y", score="pred", epsilon=0.5, delta=1e-5, max_auc_width=0.2,
                              planned=(249, 100, 0.72))
-            assert [_ledger(p) for p in paths] == [(0, 0)] * 2
+            assert [helpers.ledger_counts(p) for p in paths] == [(0, 0)] * 2
             message = str(err.value)
             assert message.startswith("max_auc_width: the answer would be uninformative: 249 patients (100 events) "
                                       "over 2 sites, AUC 0.72: median AUC interval width")
@@ -69,7 +66,7 @@ def test_an_uninformative_request_is_refused_before_any_site_holds_anything(tmp_
             # planned at a size that is informative at this epsilon: the validation runs (and is charged)
             res = fed.validate("test", "y", score="pred", epsilon=5.0, delta=1e-5, max_auc_width=0.3,
                                planned=(800, 400, 0.8))
-    assert res.auc_ci[1] - res.auc_ci[0] < 0.3 and all(_ledger(p)[0] == 2 for p in paths)
+    assert res.auc_ci[1] - res.auc_ci[0] < 0.3 and all(helpers.ledger_counts(p)[0] == 2 for p in paths)
     with pytest.raises(ValueError, match="max_auc_width and planned go together"):
         fed.validate("test", "y", score="pred", epsilon=5.0, delta=1e-5, max_auc_width=0.3)
 

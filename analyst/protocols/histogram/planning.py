@@ -47,4 +47,4 @@ def width_plan(s, request, o):
     return histogram_width_plan(patients, events, len(policies), request.epsilon, o.max_auc_width, auc=auc,
                                 max_epsilon=min(p.max_epsilon for p in policies),
                                 allowed_bins=sorted(set.intersection(*(set(p.histogram_bins) for p in policies))),
-                                logit_range=next(iter(ranges)) if len(ranges) == 1 else None)
+                                logit_range=next(iter(ranges)) if len(ranges) == 1 else None, n_bins=o.n_bins)

@@ -7,8 +7,6 @@ directly); the CLI's --thresholds reaches the same options."""
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-import time
 
 import numpy as np
 import pytest
@@ -16,14 +14,6 @@ import pytest
 from site_node.testing import running_server
 
 THRESHOLDS = (0.1, 0.2, 0.3)
-
-
-def _ledger(config) -> tuple[int, int]:
-    """(releases, unexpired holds) in a site's ledger file."""
-    with sqlite3.connect(config.parent / "state" / "ledger.sqlite") as db:
-        releases = db.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
-        holds = db.execute("SELECT COUNT(*) FROM reservations WHERE expires > ?", (time.time(),)).fetchone()[0]
-    return releases, holds
 
 
 @contextlib.contextmanager
@@ -95,12 +85,12 @@ def test_with_real_noise_the_net_benefit_interval_holds_the_pooled_value(sites, 
 
 def test_a_threshold_off_every_allowed_grid_is_refused_before_anything_is_held(sites, pki, helpers):
     frames, addresses, paths = sites
-    before = [_ledger(p) for p in paths]
+    before = [helpers.ledger_counts(p) for p in paths]
     with helpers.federation(addresses, pki) as fed:
         with pytest.raises(ValueError, match=r"thresholds: 0\.1234 is not an edge of a grid site s0's policy allows "
                                              r"\(histogram_bins \[5, 8, 10, 12, 20, 50, 100, 200\]"):
             fed.validate("test", "y", score="pred", epsilon=1.0, delta=1e-5, thresholds=[0.1, 0.1234])
-    assert [_ledger(p) for p in paths] == before
+    assert [helpers.ledger_counts(p) for p in paths] == before
 
 
 def test_more_thresholds_than_the_policies_bins_are_refused_before_anything_is_held(tmp_path, pki, helpers):
@@ -111,7 +101,7 @@ def test_more_thresholds_than_the_policies_bins_are_refused_before_anything_is_h
             with pytest.raises(ValueError, match=r"thresholds: 50 thresholds make 51 bins, more than the 50 every "
                                                  r"site's policy allows .*histogram_bins"):
                 fed.validate("test", "y", score="pred", epsilon=1.0, delta=1e-5, thresholds=[*fit, 0.05])
-            assert [_ledger(p) for p in paths] == [(0, 0)] * 2
+            assert [helpers.ledger_counts(p) for p in paths] == [(0, 0)] * 2
             # 49 fit: the quantile edges give way, the grid has the policy's 50 bins, the thresholds all
             res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, thresholds=fit)
     edges = res.detail.validation.edges
@@ -141,7 +131,7 @@ def test_a_site_checks_the_thresholds_on_its_own_score_range_with_the_first_hold
     assert err.value.site == "s1" and err.value.code == grpc.StatusCode.PERMISSION_DENIED
     assert "every explicit edge must be an edge of a grid this site allows" in err.value.message
     assert "0.105" in err.value.message and "is not" in err.value.message and "nothing was released or charged at any site" in err.value.message
-    assert [_ledger(p) for p in paths] == [(0, 0)] * 2
+    assert [helpers.ledger_counts(p) for p in paths] == [(0, 0)] * 2
 
 
 def test_thresholds_need_risks_and_the_quantile_grid(sites, pki, helpers):
