@@ -53,7 +53,7 @@ def simulated_validation(p, y, site, sites: int, epsilon: float, rng: np.random.
     interior = second_stage_grid(first[0], first[1], fine, stages.sigma2 * math.sqrt(k),
                                  most=min(STAGE2_BINS[-1][1], max(allowed_bins)), candidates=candidates,
                                  first_sigma=math.sqrt(k * v1), thresholds=thresholds, grid_most=max(allowed_bins),
-                                 n_bins=n_bins)
+                                 n_bins=n_bins, small_noise=True)
     edges = np.concatenate([[0.0], interior, [1.0]])
     counts, sums = draw_release(p, y, edges, noise=noise, rng=rng, sigma=sigma2, score_sums=True,
                                 sums_sigma=sums_sigma, groups=site, n_groups=k).total()

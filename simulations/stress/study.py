@@ -272,7 +272,8 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         totals.append(classes.sum(axis=0))
         # as analyst.protocols.histogram.release.quantile_grid and analyst.protocols.histogram.secagg
         interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS),
-                                     candidates=candidates, first_sigma=first_sd, thresholds=thresholds)
+                                     candidates=candidates, first_sigma=first_sd, thresholds=thresholds,
+                                     small_noise=protocol != "secagg")
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,

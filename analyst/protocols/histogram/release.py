@@ -177,7 +177,7 @@ def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = S
     interior = second_stage_grid(h0, h1, edges, stages.sigma2 * math.sqrt(len(releases)), most=most, n_bins=n_bins,
                                  candidates=policy_candidates(allowed, edges, spacing, lo=lo, hi=hi),
                                  first_sigma=math.sqrt(sum(r.noise_sd**2 for r in releases.values())),
-                                 thresholds=thresholds, grid_most=grid_most)
+                                 thresholds=thresholds, grid_most=grid_most, small_noise=True)
     return interior, releases, edges
 
 
