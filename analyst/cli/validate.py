@@ -163,8 +163,20 @@ def add_validate(sub) -> None:
                          "further release")
     ho.add_argument("--decision-curve", action="store_true",
                     help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
-                         "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
-                         "thresholds you need")
+                         "including the noise (decision_curve.png); --thresholds puts the thresholds you need on "
+                         "the grid")
+    ho.add_argument("--thresholds", type=_float_list, default=None, metavar="T1,T2,...",
+                    help="decision thresholds (risks) put on the quantile grid as bin edges exactly, beside its quantile "
+                         "edges: net benefit, the confusion table and calibration from one release, and the decision "
+                         "curve (decision_curve.png) at these thresholds; each an edge of a grid every site allows (e.g. "
+                         "multiples of 0.005 under the default policy), refused before any site is charged otherwise")
+    ho.add_argument("--max-auc-width", type=float, default=None, metavar="W",
+                    help="with --planned: refuse, before anything is held or charged, a request whose AUC interval at "
+                         "--epsilon would be wider than W for the planned size, naming the epsilon that would do "
+                         "(simulated validations through the default protocol; dsroc recommend --protocol histogram)")
+    ho.add_argument("--planned", type=_float_list, default=None, metavar="N,E[,AUC]",
+                    help="the expected patients N and events E (and the AUC to plan for, default 0.75) for "
+                         "--max-auc-width")
     ho.add_argument("--strata", default=None, metavar="COLUMN",
                     help="also every statistic per stratum of COLUMN and the differences between strata "
                          "(subgroups.png): one more release per site at --epsilon/--delta on the validation's grid, "
