@@ -56,6 +56,8 @@ class FlowerConnection:
     def __init__(self, config: SiteConfig, grid, node_id: int, *, timeout: float = 300.0):
         self.config, self.name, self.grid, self.node_id, self.timeout = config, config.name, grid, int(node_id), timeout
         self._slots: threading.Semaphore | None = None
+        self._count = threading.Lock()
+        self.messages, self.seconds = 0, 0.0  # messages answered, and the seconds from push to reply summed
 
     def limit_calls(self, limit: int) -> None:
         if limit and self._slots is None:
@@ -75,11 +77,14 @@ class FlowerConnection:
         slots = self._slots
         if slots is not None:
             slots.acquire()
+        start = time.monotonic()
         try:
             reply = _exchange(self.grid, message, timeout or self.timeout)
         finally:
             if slots is not None:
                 slots.release()
+        with self._count:
+            self.messages, self.seconds = self.messages + 1, self.seconds + time.monotonic() - start
         if reply is None:
             raise SiteError(self.name, grpc.StatusCode.DEADLINE_EXCEEDED,
                             f"{method}: no reply through Flower within {timeout or self.timeout:g} s")

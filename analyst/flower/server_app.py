@@ -32,9 +32,12 @@ def validate_run(grid: Grid, run_config) -> Path:
         result = federation.validate(str(run_config["dataset"]), str(run_config["outcome"]),
                                      score=str(run_config["score"]), epsilon=float(run_config["epsilon"]),
                                      delta=float(run_config["delta"]))
+        wall = perf_counter() - start
+        messages = {c.name: {"messages": c.messages, "seconds_per_message": c.seconds / max(c.messages, 1)}
+                    for c in federation.connections}
     out = Path(str(run_config["out"]))
     out.mkdir(parents=True, exist_ok=True)
-    result.to_json(out / "report.json", extra={"engine": {"name": "flower", "wall_seconds": perf_counter() - start}})
+    result.to_json(out / "report.json", extra={"engine": {"name": "flower", "wall_seconds": wall, "sites": messages}})
     return out / "report.json"
 
 
