@@ -58,8 +58,7 @@ class NodeSite:
 
     @classmethod
     def from_node_config(cls, node_config) -> "NodeSite":
-        from site_node.config import ConfigError, load_config
-        from site_node.server import is_loopback
+        from site_node.config import ConfigError, is_loopback, load_config
 
         known = {"site-config", "ca-file", "client-cert", "client-key", "server-name"}
         unknown = sorted(set(node_config) - known)

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,10 +68,22 @@ class FlowerDeployment:
         """The SuperLink and one SuperNode per site (subprocesses)."""
         self._spawn("superlink", "flower-superlink", "--insecure", "--port", str(self.port),
                     "--database", str(self.root / "superlink.db"), "--disable-runtime-dependency-installation")
+        self._wait_for_superlink()
         for site in self.sites:
             self._spawn(site, "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{self.port}",
                         "--port", str(free_port()), "--node-config", node_config(self.fed, site))
         return self
+
+    def _wait_for_superlink(self, timeout: float = 180.0) -> None:
+        """Until the SuperLink answers its Control API (``flwr ls``), or AssertionError with its log."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                if subprocess.run([str(BIN / "flwr"), "ls", "local"], env=self.env, cwd=self.root,
+                                  capture_output=True, timeout=60).returncode == 0:
+                    return
+            time.sleep(1.0)
+        raise AssertionError(f"the SuperLink did not answer within {timeout:g} s:\n{self.log('superlink')[-3000:]}")
 
     def run(self, out: Path, *, timeout: float = 1200.0, **run_config) -> subprocess.CompletedProcess:
         """``flwr run`` of the dsroc app bundle with this federation (and ``run_config`` on top)."""

@@ -70,7 +70,9 @@ def test_a_validation_through_flower_equals_the_daemons_and_is_charged_once(depl
     # the same requests: every site replayed its releases, charging nothing
     assert all(r["repeated"] for r in through_daemons["privacy"].values())
     for site in deployment.sites:
-        assert after[site]["epsilon_spent"] == pytest.approx(spent[site]["epsilon_spent"], abs=1e-12) > 0
+        assert spent[site]["epsilon_spent"] > 0 and spent[site]["releases"] > 0
+        assert after[site]["epsilon_spent"] == pytest.approx(spent[site]["epsilon_spent"], abs=1e-12)
+        assert after[site]["releases"] == spent[site]["releases"]
     assert_same(statistics(through_flower), statistics(json.loads(json.dumps(through_daemons))))
     engine = through_flower["engine"]
     print(f"\nflower: flwr run {flower_wall:.1f} s, validation {engine['wall_seconds']:.1f} s, per site "
