@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +33,21 @@ def node_config(fed: Path, site: str) -> str:
     daemon's certificate and a client certificate its daemon accepts (mutual TLS)."""
     return (f'site-config="{fed / site / "site.toml"}" ca-file="{fed / site / "pki" / "ca.crt"}" '
             f'client-cert="{fed / f"{site}-analyst1" / "client.crt"}" client-key="{fed / f"{site}-analyst1" / "client.key"}"')
+
+
+def descendants(pid: int) -> list[int]:
+    """The ids of the processes below ``pid`` (from /proc), deepest last."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 class FlowerDeployment:
@@ -96,6 +112,9 @@ class FlowerDeployment:
         return (self.root / f"{name}.log").read_bytes().decode(errors="replace")
 
     def stop(self) -> None:
+        # Flower's processes start others (SuperExec, a flwr-clientapp per message) that may outlive them: end those
+        # too, by their ids (descendants of the processes this deployment started).
+        children = [pid for proc in self.processes for pid in descendants(proc.pid)]
         for proc in reversed(self.processes):
             proc.terminate()
         for proc in self.processes:
@@ -103,6 +122,10 @@ class FlowerDeployment:
                 proc.wait(timeout=20)
             if proc.poll() is None:
                 proc.kill()
+        children += [pid for proc in self.processes for pid in descendants(proc.pid)]
+        for pid in dict.fromkeys(children):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         for server in self.servers:
             server.stop(grace=1.0)
 
