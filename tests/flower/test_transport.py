@@ -127,3 +127,20 @@ def test_a_validation_over_the_flower_transport_equals_the_daemons_replay(sites,
     assert all(not r["repeated"] for r in through_flower["privacy"].values())
     assert all(r["repeated"] for r in through_daemons["privacy"].values())
     assert_same(statistics(through_flower), statistics(through_daemons))
+
+
+def test_a_request_beyond_the_policy_is_refused_as_by_the_daemons_and_charges_nothing(sites, grid):
+    configs, _ = load_federation_file(sites.federation_file)
+    too_much = {**REQUEST, "epsilon": 1000.0}
+    with Federation(configs) as fed:
+        before = {s: (b["epsilon_spent"], b["releases"]) for s, b in fed.budget(REQUEST["dataset"]).items()}
+        with pytest.raises(SiteError) as by_daemons:
+            fed.validate(**too_much)
+    with flower_federation(grid, configs, timeout=60) as fed:
+        with pytest.raises(SiteError) as by_flower:
+            fed.validate(**too_much)
+    assert (by_flower.value.code, by_flower.value.message) == (by_daemons.value.code, by_daemons.value.message)
+    assert by_flower.value.code == grpc.StatusCode.PERMISSION_DENIED and "policy: epsilon" in by_flower.value.message
+    with Federation(configs) as fed:
+        after = {s: (b["epsilon_spent"], b["releases"]) for s, b in fed.budget(REQUEST["dataset"]).items()}
+    assert after == before
