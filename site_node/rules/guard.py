@@ -60,10 +60,31 @@ def check_release_parameters(policy: Policy, epsilon: float, delta: float) -> tu
     with analyst_input("privacy request"):
         epsilon, delta = check_privacy_request(epsilon, delta, zero_delta=False)
     if epsilon > policy.max_epsilon:
-        raise PermissionDenied(f"policy: epsilon {epsilon} is above this site's limit per release ({policy.max_epsilon})")
+        raise PermissionDenied(f"policy: epsilon {epsilon:.6g} is above this site's limit per release "
+                               f"({policy.max_epsilon:g})")
     if delta > policy.max_delta:
-        raise PermissionDenied(f"policy: delta {delta} is above this site's limit per release ({policy.max_delta})")
+        raise PermissionDenied(f"policy: delta {delta:.6g} is above this site's limit per release ({policy.max_delta:g})")
     return epsilon, delta
+
+
+#: slack of the per-request cap on releases held together: the analyst's split of its epsilon into stages sums back
+#: to it only up to floating point (a request of 10 at a cap of 10 is accepted)
+_SPLIT_SLACK = 1e-9
+
+
+def check_held_together(policy: Policy, parts) -> None:
+    """Apply the per-release caps to one request made of several releases held together (a histogram release and the
+    release that follows it, PrepareRequest.follow_up: the quantile grid's two stages): ``parts`` their (epsilon,
+    delta). Pure releases compose by adding their epsilons (and the analyst splits its delta between them), so the
+    request is their sums, the number the analyst asked for; it must meet max_epsilon and max_delta as one release."""
+    parts = [(_finite("epsilon", e), _finite("delta", d)) for e, d in parts]
+    for k, name, cap in ((0, "epsilon", policy.max_epsilon), (1, "delta", policy.max_delta)):
+        total = sum(p[k] for p in parts)
+        if total > cap * (1.0 + _SPLIT_SLACK):
+            split = " + ".join(f"{p[k]:.6g}" for p in parts)
+            raise PermissionDenied(f"policy: {name} {total:.6g} (one request: this release and the one that follows "
+                                   f"it, held together, {split}) is above this site's limit per release ({cap:g}); "
+                                   f"ask for {name} <= {cap:g}")
 
 
 @dataclass(frozen=True)
