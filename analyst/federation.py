@@ -138,10 +138,11 @@ class Federation:
 
         With ``epsilon`` and ``delta`` it also says how many more releases at them fit, per protocol
         (``left``: one release is one validation; survival releases where the site's policy allows them), by the
-        site's own accountant.
+        site's own accountant; with ``delta`` the history's epsilon at it too (``epsilon_at_delta``, by the bound of
+        ``epsilon_spent``: the two never disagree on which delta is the larger).
         """
         return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(
-            dataset=dataset, queries=site_queries(c, epsilon, delta))).budget)
+            dataset=dataset, queries=site_queries(c, epsilon, delta), delta=float(delta or 0.0))).budget)
 
     @property
     def names(self) -> list[str]:

@@ -10,7 +10,8 @@ from typing import Any, Callable, ClassVar, Mapping
 from analyst.result.parts import SitePrivacy, TestResult
 from analyst.session import ValidationSession
 
-__all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "check_a0", "site_privacy_from_budget",
+__all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "budget_fields", "check_a0",
+           "site_privacy_from_budget",
            "HISTOGRAM_ONLY"]
 
 #: options only the histogram protocol has, and why the others refuse them
@@ -118,7 +119,26 @@ class Protocol:
         raise NotImplementedError
 
 
+def budget_fields(budget) -> dict[str, Any]:
+    """The :class:`SitePrivacy` fields of a site's ``BudgetStatus`` asked with this validation's releases and delta
+    (:meth:`analyst.session.ValidationSession.budget`): what the site's accountant composes them to, the history's
+    epsilon at that delta, and the budget. The mu fields only for a history of Gaussian releases alone (else NaN:
+    a mu that counts only them would misstate a history with histogram releases)."""
+    from dsroc.privacy.accounting import EXACT_GAUSSIAN
+
+    gaussian = budget.accounting in ("", EXACT_GAUSSIAN)
+    out = dict(epsilon_spent=budget.epsilon_spent, budget_epsilon=budget.budget_epsilon,
+               budget_delta=budget.budget_delta, mu_spent=budget.mu_spent if gaussian else math.nan,
+               mu_remaining=budget.mu_remaining if gaussian else math.nan,
+               epsilon_spent_at_delta=budget.epsilon_at_delta if budget.epsilon_at_delta > 0 or
+               budget.validation_releases else math.nan)
+    if budget.validation_releases:
+        out.update(epsilon=budget.validation_epsilon, releases=int(budget.validation_releases),
+                   accounting=budget.validation_accounting)
+    return out
+
+
 def site_privacy_from_budget(budget, **release) -> SitePrivacy:
-    """A :class:`SitePrivacy` from a site's release fields and its ``BudgetStatus`` after the release."""
-    return SitePrivacy(**release, epsilon_spent=budget.epsilon_spent, budget_epsilon=budget.budget_epsilon,
-                       budget_delta=budget.budget_delta, mu_spent=budget.mu_spent, mu_remaining=budget.mu_remaining)
+    """A :class:`SitePrivacy` from a site's release fields and its ``BudgetStatus`` after the release
+    (:func:`budget_fields`: its ``epsilon`` is the validation's composed guarantee when the site composed it)."""
+    return SitePrivacy(**{**release, **budget_fields(budget)})

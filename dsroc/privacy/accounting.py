@@ -275,6 +275,20 @@ class Accountant:
             return gdp_epsilon(self.gaussian_mu, delta)
         return float(self._pld.get_epsilon_for_delta(delta)) * _ROUND_UP
 
+    def guarantee(self, delta: float) -> tuple[float, str]:
+        """The history's smallest epsilon at ``delta`` by every bound this accountant has, and which bound gives it.
+
+        :meth:`epsilon` with ``tight`` (a pure history: the smaller of basic composition and its privacy-loss
+        distribution), with EXACT_GAUSSIAN, BASIC_COMPOSITION or PLD. Non-increasing in ``delta``, as each bound is.
+        The guarantee of a set of releases (one validation's), apart from any budget.
+        """
+        epsilon = self.epsilon(delta, tight=True)
+        if self.exact:
+            return epsilon, EXACT_GAUSSIAN
+        if self.pure and epsilon >= pure_epsilon(self.pure_epsilon, float(delta)):
+            return epsilon, BASIC_COMPOSITION
+        return epsilon, PLD
+
     def accounting(self, epsilon: float, delta: float) -> str:
         """Which bound the budget check at (epsilon, delta) rests on: EXACT_GAUSSIAN, BASIC_COMPOSITION or PLD.
 

@@ -112,6 +112,12 @@ class BudgetStatus:
     accounting: str = EXACT_GAUSSIAN
     reservations: int = 0
     left: tuple = ()  # site_node.protocols.budget.ReleasesLeft per asked-for release
+    # Asked with a delta: the history's epsilon at it (the bound epsilon_spent rests on); asked with release ids
+    # too: those releases alone, composed by the accountant at that delta (Accountant.guarantee), and how many.
+    epsilon_at_delta: float = 0.0
+    validation_epsilon: float = 0.0
+    validation_releases: int = 0
+    validation_accounting: str = ""
 
     @property
     def mu_remaining(self) -> float:
@@ -135,8 +141,9 @@ class Ledger(ABC):
     """Interface of a privacy ledger (see :class:`SqliteLedger`)."""
 
     @abstractmethod
-    def budget(self, population: str, policy: Policy) -> BudgetStatus:
-        """Spent and remaining budget of ``population``."""
+    def budget(self, population: str, policy: Policy, *, delta: float = 0.0, release_ids=()) -> BudgetStatus:
+        """Spent and remaining budget of ``population``; with ``delta`` (in (0, 1)) its epsilon at that delta too, and
+        with ``release_ids`` (its releases) those releases composed alone (``BudgetStatus.validation_epsilon``)."""
 
     @abstractmethod
     def release(self, key: ReleaseKey, *, dataset: str, analyst: str, events: tuple, epsilon: float, delta: float,

@@ -247,10 +247,11 @@ class PaperProtocol(Protocol):
         # Independent steps at the same time: the fit's round trips beside the answers (or their round).
         fit, (got, corrected) = concurrently(timed("rocglm", lambda: s.fit_rocglm(grid=o.grid)),
                                              timed("answers", answers_step))
-        moments, (brier, n), curve, confusion, budgets = got.moments, got.brier, got.calibration, got.confusion, got.budgets
+        moments, (brier, n), curve, confusion = got.moments, got.brier, got.calibration, got.confusion
         ci = dsroc.auc_ci(fit.auc, moments.variance, level=level, method=o.ci_method)
         roc_points, pr = curves_done.result()
-        privacy = s.privacy(releases, sens, budgets=budgets)
+        # asked after every answer: the ledgers compose this validation's release (the aggregates' budget cannot)
+        privacy = s.privacy(releases, sens, budgets=s.budget(delta=request.delta))
         advice = recommendation_warning(request.epsilon, request.delta, [p.sensitivity for p in privacy.values()],
                                         tau=max(p.noise_sd for p in privacy.values()))
         hierarchy = calibration_summary(curve, level=level)

@@ -15,6 +15,7 @@ from analyst.connection import SiteError, fan_out
 from analyst.protocols.paper.wire import (UPLOAD_CHUNK, PaperAnswers, PlacementSummary, SiteRelease,
                                           calibration_parts, calibration_request, confusion_result, grid_spec,
                                           parts_at_theta, pooled_brier, read_release, survivor_chunks, with_session)
+from analyst.protocols.base import site_privacy_from_budget
 from analyst.result.parts import ConfusionResult, SitePrivacy
 from analyst.session import ValidationSession, check_privacy_request, concurrently
 
@@ -105,6 +106,8 @@ class PaperSession(ValidationSession):
             if set(classes) != {pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES}:
                 raise ValueError("the release stream did not send both classes")
             (neg, info0), (pos, info1) = classes[pb.SCORE_CLASS_NEGATIVES], classes[pb.SCORE_CLASS_POSITIVES]
+            for info in (info0, info1):
+                self.note_release(conn.name, info.release_id)
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
@@ -378,12 +381,10 @@ class PaperSession(ValidationSession):
         for name in self.sites:
             r, s, b = releases[name], sensitivities[name], budgets[name]
             info = r.info_negatives
-            out[name] = SitePrivacy(
-                epsilon=info.epsilon, delta=info.delta, noise_sd=info.tau, sensitivity=info.sensitivity,
+            out[name] = site_privacy_from_budget(
+                b, epsilon=info.epsilon, delta=info.delta, noise_sd=info.tau, sensitivity=info.sensitivity,
                 sensitivity_rule=info.rule or s.rule, formal_bound=s.formal_bound,
                 n=float(r.info_negatives.n + r.info_positives.n),
                 mu_charged=float(np.hypot(r.info_negatives.mu_charged, r.info_positives.mu_charged)),
-                repeated=bool(r.info_negatives.repeated and r.info_positives.repeated),
-                epsilon_spent=b.epsilon_spent, budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta,
-                mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, note=s.note)
+                repeated=bool(r.info_negatives.repeated and r.info_positives.repeated), note=s.note)
         return out
