@@ -228,10 +228,12 @@ class Federation:
         Returns
         -------
         ValidationResult
-            The same type for every protocol; ``detail`` holds what only this protocol has. Its
+            The same type for every protocol; ``detail`` holds what only this protocol has; its ``privacy``
+            and ``guarantee_epsilon`` what the sites' ledgers compose this validation's releases to. Its
             ``warnings`` say, e.g., when (epsilon, delta) is not among the settings the simulation study
-            recommends for the sites' largest Delta; the validation still runs, since the sites alone
-            decide what they release.
+            recommends for the sites' largest Delta. The paper protocol refuses, before any release, a
+            setting whose noise the study shows to bias its AUC beyond its interval (``outside_study=True``
+            runs it anyway; :func:`analyst.recommend.paper_setting_refusal`).
         """
         strategy = get_protocol(protocol)
         if time is not None:

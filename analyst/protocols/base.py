@@ -126,15 +126,16 @@ def budget_fields(budget) -> dict[str, Any]:
     a mu that counts only them would misstate a history with histogram releases)."""
     from dsroc.privacy.accounting import EXACT_GAUSSIAN
 
-    gaussian = budget.accounting in ("", EXACT_GAUSSIAN)
+    field = lambda name, default=0.0: getattr(budget, name, default)  # noqa: E731 - a record without them: none
+    gaussian = field("accounting", "") in ("", EXACT_GAUSSIAN)
+    composed = int(field("validation_releases", 0))
+    at_delta = field("epsilon_at_delta")
     out = dict(epsilon_spent=budget.epsilon_spent, budget_epsilon=budget.budget_epsilon,
                budget_delta=budget.budget_delta, mu_spent=budget.mu_spent if gaussian else math.nan,
                mu_remaining=budget.mu_remaining if gaussian else math.nan,
-               epsilon_spent_at_delta=budget.epsilon_at_delta if budget.epsilon_at_delta > 0 or
-               budget.validation_releases else math.nan)
-    if budget.validation_releases:
-        out.update(epsilon=budget.validation_epsilon, releases=int(budget.validation_releases),
-                   accounting=budget.validation_accounting)
+               epsilon_spent_at_delta=at_delta if at_delta > 0 or composed else math.nan)
+    if composed:
+        out.update(epsilon=field("validation_epsilon"), releases=composed, accounting=field("validation_accounting", ""))
     return out
 
 

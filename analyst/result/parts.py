@@ -289,15 +289,15 @@ class SitePrivacy(PlainRecord):
     n: float
     mu_charged: float = math.nan
     repeated: bool = False
-    releases: int = 0
-    accounting: str = ""
-    epsilon_spent_at_delta: float = math.nan
     epsilon_spent: float = math.nan
     budget_epsilon: float = math.nan
     budget_delta: float = math.nan
     mu_spent: float = math.nan
     mu_remaining: float = math.nan
     note: str = ""
+    releases: int = 0
+    accounting: str = ""
+    epsilon_spent_at_delta: float = math.nan
 
 
 @dataclass(frozen=True)

@@ -620,16 +620,18 @@ class ConfusionPartsResponse(_message.Message):
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
 class PaperAggregatesRequest(_message.Message):
-    __slots__ = ("session_id", "calibration", "confusion", "rocglm")
+    __slots__ = ("session_id", "calibration", "confusion", "rocglm", "budget")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
     CONFUSION_FIELD_NUMBER: _ClassVar[int]
     ROCGLM_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     calibration: CalibrationPartsRequest
     confusion: ConfusionPartsRequest
     rocglm: RocGlmPartsRequest
-    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ...) -> None: ...
+    budget: BudgetRequest
+    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ..., budget: _Optional[_Union[BudgetRequest, _Mapping]] = ...) -> None: ...
 
 class PaperAggregatesResponse(_message.Message):
     __slots__ = ("moments", "brier", "calibration", "budget", "confusion", "rocglm")

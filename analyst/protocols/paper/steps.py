@@ -184,7 +184,7 @@ class PaperSession(ValidationSession):
                 return r.evaluations_left
 
             def both():
-                yield from section(pb.SCORE_CLASS_NEGATIVES, answers)
+                yield from section(pb.SCORE_CLASS_NEGATIVES, None if answers is None else self._budget_asked(answers, conn))
                 yield from section(pb.SCORE_CLASS_POSITIVES)
 
             try:
@@ -223,11 +223,14 @@ class PaperSession(ValidationSession):
         return self._answers(replies, answers)
 
     def answers_request(self, *, n_bins: int = 10, edges=None, threshold: float | None = None,
-                        theta=None, grid=None) -> pb.PaperAggregatesRequest:
+                        theta=None, grid=None, delta: float | None = None) -> pb.PaperAggregatesRequest:
         """What :meth:`upload_survivors` asks with the upload: the placement moments, Brier sums, calibration
-        cells (``n_bins`` or ``edges``) and budget, the confusion matrix at ``threshold`` (answered first) and the
+        cells (``n_bins`` or ``edges``) and budget (with ``delta``: this session's releases composed at it, each
+        site's own filled in as it is asked), the confusion matrix at ``threshold`` (answered first) and the
         ROC-GLM parts at ``theta`` on ``grid`` (the fit's first evaluation, :func:`dsroc.fit_rocglm`'s start)."""
         request = pb.PaperAggregatesRequest(calibration=calibration_request(n_bins, edges))
+        if delta:
+            request.budget.delta = float(delta)
         if threshold is not None:
             if not np.isfinite(threshold):
                 raise ValueError(f"threshold must be finite, got {threshold}")
@@ -235,6 +238,17 @@ class PaperSession(ValidationSession):
         if theta is not None:
             request.rocglm.CopyFrom(pb.RocGlmPartsRequest(theta=[float(v) for v in theta], grid=grid_spec(grid)))
         return request
+
+    def _budget_asked(self, request: pb.PaperAggregatesRequest, conn, delta: float | None = None):
+        """``request`` with its budget asked at ``delta`` (or its own) for the releases this session made at ``conn``'s
+        site (:meth:`analyst.session.ValidationSession.budget`); ``request`` itself when nothing is to ask."""
+        delta = delta or request.budget.delta
+        if not delta:
+            return request
+        out = pb.PaperAggregatesRequest()
+        out.CopyFrom(request)
+        out.budget.CopyFrom(pb.BudgetRequest(delta=float(delta), release_ids=self.release_ids.get(conn.name, [])))
+        return out
 
     def _answers(self, replies: Sequence[pb.PaperAggregatesResponse], request: pb.PaperAggregatesRequest) -> PaperAnswers:
         """Every site's answers (``PaperAggregatesResponse``, in site order) combined."""
@@ -343,16 +357,16 @@ class PaperSession(ValidationSession):
         replies = self._each("calibration", lambda c: c.call("CalibrationParts", with_session(request, self._sid(c))))
         return dsroc.aggregate_calibration([calibration_parts(r) for r in replies], site_names=self.sites)
 
-    def aggregates(self, *, n_bins: int = 10, edges=None) -> tuple["PlacementSummary", tuple[float, int],
-                                                                     dsroc.CalibrationCurve, dict[str, pb.BudgetStatus]]:
-        """:meth:`placement_moments`, :meth:`brier`, :meth:`calibration` and :meth:`budget` in one round trip
-        to every site (``PaperAggregates``); separately from sites that predate that call."""
+    def aggregates(self, *, n_bins: int = 10, edges=None, delta: float | None = None
+                   ) -> tuple["PlacementSummary", tuple[float, int], dsroc.CalibrationCurve, dict[str, pb.BudgetStatus]]:
+        """:meth:`placement_moments`, :meth:`brier`, :meth:`calibration` and :meth:`budget` (at ``delta``) in one
+        round trip to every site (``PaperAggregates``); separately from sites that predate that call."""
         request = calibration_request(n_bins, edges)
 
         def ask(conn):
             try:
-                return conn.call("PaperAggregates", pb.PaperAggregatesRequest(session_id=self._sid(conn),
-                                                                              calibration=request))
+                return conn.call("PaperAggregates", self._budget_asked(pb.PaperAggregatesRequest(
+                    session_id=self._sid(conn), calibration=request), conn, delta))
             except SiteError as exc:
                 if exc.code != grpc.StatusCode.UNIMPLEMENTED:
                     raise
@@ -360,7 +374,8 @@ class PaperSession(ValidationSession):
 
         replies = self._each("moments, Brier, calibration and budget", ask)
         if any(r is None for r in replies):
-            return self.placement_moments(), self.brier(), self.calibration(n_bins=n_bins, edges=edges), self.budget()
+            return (self.placement_moments(), self.brier(), self.calibration(n_bins=n_bins, edges=edges),
+                    self.budget(delta))
         got = self._answers(replies, pb.PaperAggregatesRequest())
         return got.moments, got.brier, got.calibration, got.budgets
 

@@ -36,7 +36,7 @@ from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, mas
 from dsroc.survival.release import encode_survival_release
 
 from ...errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from ...rules.guard import analyst_input, check_held_together, check_release_parameters, require_privacy_level
+from ...rules.guard import analyst_input, check_release_parameters, require_privacy_level
 from ...store.ledger import ReleaseKey
 from ..base import SiteProtocol
 from .release import MAX_SIGMA, HistogramPlan, check_noise_size, draw_histogram, histogram_grid
@@ -92,8 +92,6 @@ class SecAggProtocol(SiteProtocol):
         round_id = bytes(round_id)
         if len(round_id) != ROUND_ID_BYTES:
             raise InvalidArgument(f"round_id must be {ROUND_ID_BYTES} random bytes, got {len(round_id)}")
-        if next_round is not None:  # one request of two rounds: capped as a whole (by the sums of their parameters)
-            check_held_together(policy, [(epsilon, delta), tuple(next_round[:2])])
         epsilon, delta = check_release_parameters(policy, epsilon, delta)
         sites = sorted(str(s) for s in sites)
         check_sites(site, sites)
