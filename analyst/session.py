@@ -144,8 +144,7 @@ class ValidationSession:
         self._replayable = True  # every charged release replays at no charge
         self._asked: dict[str, tuple[float, float, bool]] = {}  # site -> (epsilon, delta, replay) of its hold
         self._open_holds: dict[str, str] = {}  # holds made and not used yet: cancelled when the session is left
-        # site -> release_id of every release this session made or replayed there (what its guarantee composes)
-        self.release_ids: dict[str, list[str]] = {}
+        self.release_ids: dict[str, list[str]] = {}  # site -> every release made or replayed there in this session
         self._lock = threading.Lock()
 
         # The release the sessions hold with their opening (``hold``): site -> reservation id ("" for a free replay).
@@ -313,13 +312,11 @@ class ValidationSession:
                 self.charged.setdefault(site, []).append((float(epsilon), float(delta)))
             self._replayable = self._replayable and replayable
 
-    def note_release(self, site: str, release_id: str) -> None:
-        """Note a release ``site`` made (or replayed) for this session: :meth:`budget` asks its ledger to compose it."""
-        if release_id:
-            with self._lock:
-                ids = self.release_ids.setdefault(site, [])
-                if release_id not in ids:
-                    ids.append(release_id)
+    def note_release(self, site: str, *release_ids: str) -> None:
+        """Note releases ``site`` made (or replayed) for this session: :meth:`budget` asks its ledger to compose them."""
+        with self._lock:
+            ids = self.release_ids.setdefault(site, [])
+            ids.extend(r for r in dict.fromkeys(release_ids) if r and r not in ids)
 
     def charges_so_far(self) -> str | None:
         """What the sites reported charging in this session, per site (None when none charged anything), with the
@@ -348,12 +345,8 @@ class ValidationSession:
         """Each site's spent and remaining budget for this dataset; with ``delta``, the site's epsilon at it too, of
         its whole history and of this session's releases alone (:meth:`note_release`), by its ledger's accountant
         (``BudgetStatus.epsilon_at_delta``, ``validation_epsilon``)."""
-        def ask(conn):
-            return conn.call("Budget", pb.BudgetRequest(dataset=self.dataset, delta=float(delta or 0.0),
-                                                        release_ids=self.release_ids.get(conn.name, [])
-                                                        if delta else []))
-
-        replies = self._each("budget", ask)
+        replies = self._each("budget", lambda c: c.call("Budget", pb.BudgetRequest(
+            dataset=self.dataset, delta=float(delta or 0.0), release_ids=self.release_ids.get(c.name, []) if delta else [])))
         return {name: r.budget for name, r in zip(self.sites, replies)}
 
     def close(self, *, wait: bool = True) -> Future | None:

@@ -60,10 +60,9 @@ def check_release_parameters(policy: Policy, epsilon: float, delta: float) -> tu
     with analyst_input("privacy request"):
         epsilon, delta = check_privacy_request(epsilon, delta, zero_delta=False)
     if epsilon > policy.max_epsilon:
-        raise PermissionDenied(f"policy: epsilon {epsilon:.6g} is above this site's limit per release "
-                               f"({policy.max_epsilon:g})")
+        raise PermissionDenied(f"policy: epsilon {epsilon} is above this site's limit per release ({policy.max_epsilon})")
     if delta > policy.max_delta:
-        raise PermissionDenied(f"policy: delta {delta:.6g} is above this site's limit per release ({policy.max_delta:g})")
+        raise PermissionDenied(f"policy: delta {delta} is above this site's limit per release ({policy.max_delta})")
     return epsilon, delta
 
 

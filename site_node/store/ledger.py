@@ -30,7 +30,7 @@ from dsroc.privacy.accounting import PLD, VALUE_DISCRETIZATION, Accountant, deco
 from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
-                         Reservation, budget_mu)
+                         Reservation, asked_delta, budget_mu, validation_ids)
 from .hold_limits import check_new_holds, end_cancelled, end_expired
 from .ledger_file import open_ledger_file, open_memory_ledger
 from .query_caps import SqliteQueryCaps
@@ -40,8 +40,6 @@ __all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus"
            "HOLD_SECONDS", "MAX_RELEASES_LEFT"]
 
 SEED_BYTES = 32
-#: The most releases one Budget call composes for a validation (BudgetRequest.release_ids)
-MAX_VALIDATION_RELEASES = 1000
 
 
 
@@ -125,31 +123,28 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         return accountant, count, len(rows)
 
     def budget(self, population: str, policy: Policy, *, delta: float = 0.0, release_ids=()) -> BudgetStatus:
-        delta = _asked_delta(delta, release_ids)
+        delta = asked_delta(delta, release_ids)
         with self._lock:
             accountant, count, holds = self._committed(population)
             events = self._events_of(population, release_ids) if release_ids else None
         status = _status(population, policy, accountant, count, holds, delta=delta)
         if events is None:
             return status
-        epsilon, accounting = Accountant(events, value_discretization_interval=self.interval).guarantee(delta)
-        return replace(status, validation_epsilon=epsilon, validation_releases=len(set(release_ids)),
-                       validation_accounting=accounting)
+        # by the bound of the history's report: a validation that is the whole history gets its value, a part never more
+        accountant = Accountant(events, value_discretization_interval=self.interval)
+        epsilon, accounting = accountant.guarantee(delta, tight=status.accounting == PLD)
+        return replace(status, validation_epsilon=epsilon, validation_releases=len(set(release_ids)), validation_accounting=accounting)
 
     def _events_of(self, population: str, release_ids) -> list:
-        """The events of the population's releases ``release_ids`` (each once), or InvalidArgument naming the ids that
-        are none of its releases (call with the lock held)."""
-        ids = sorted({str(r) for r in release_ids})
-        if len(ids) > MAX_VALIDATION_RELEASES:
-            raise InvalidArgument(f"release_ids: at most {MAX_VALIDATION_RELEASES} releases are composed at once, "
-                                  f"got {len(ids)}")
+        """The events of the population's releases ``release_ids`` (each once; :func:`validation_ids`), or
+        InvalidArgument naming the ids that are none of its releases (call with the lock held)."""
+        ids = validation_ids(release_ids)
         rows = dict(self._db.execute(
             f"SELECT release_id, events FROM releases WHERE population = ? AND release_id IN "
             f"({','.join('?' * len(ids))})", (population, *ids)).fetchall())
         unknown = [r for r in ids if r not in rows]
         if unknown:
-            raise InvalidArgument(f"release_ids: {', '.join(repr(r) for r in unknown[:5])}"
-                                  f"{' ...' if len(unknown) > 5 else ''} are no releases of this dataset's patients")
+            raise InvalidArgument(f"release_ids: {', '.join(map(repr, unknown[:5]))} are no releases of its patients")
         return [decode_event(e) for r in ids for e in json.loads(rows[r])]
 
     def releases_left(self, population, policy, events):
@@ -388,22 +383,11 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         return rows
 
 
-def _asked_delta(delta, release_ids) -> float:
-    """BudgetRequest.delta: 0 (not asked; refused with release ids) or in (0, 1), else InvalidArgument."""
-    delta = float(delta)
-    if delta == 0.0 and not release_ids:
-        return 0.0
-    if not 0.0 < delta < 1.0:
-        raise InvalidArgument(f"delta must lie strictly between 0 and 1 (the delta at which the releases' epsilon is "
-                              f"reported), got {delta}")
-    return delta
-
-
 def _status(population: str, policy: Policy, accountant: Accountant, count: int, holds: int = 0, *,
             delta: float = 0.0) -> BudgetStatus:
     # The spent budget by the bound the budget check rests on: a pure history past basic composition's reach is
-    # accepted by its privacy-loss distribution, and reported by it (lower: both bounds are valid). Its epsilon at
-    # another delta by the same bound: one curve epsilon(delta), never rising with delta.
+    # accepted by its privacy-loss distribution, and reported by it (lower: both bounds are valid); at another delta
+    # by the same bound too (one curve epsilon(delta), never rising with delta).
     accounting = accountant.accounting(policy.budget_epsilon, policy.budget_delta)
     tight = accounting == PLD
     at_delta = accountant.epsilon(delta, tight=tight) if delta > 0.0 else 0.0

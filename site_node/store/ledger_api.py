@@ -13,14 +13,37 @@ from dsroc import analytic_gaussian_sigma, gdp_release_mu
 from dsroc.privacy.accounting import EXACT_GAUSSIAN, Accountant, Gaussian
 
 from ..config import Policy
+from ..errors import InvalidArgument
 
 __all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus", "budget_mu", "Ledger",
-           "HOLD_SECONDS", "MAX_RELEASES_LEFT"]
+           "HOLD_SECONDS", "MAX_RELEASES_LEFT", "MAX_VALIDATION_RELEASES", "asked_delta", "validation_ids"]
 
 # How long a PrepareRelease holds its budget at most (the analyst's commit follows within a round trip).
 HOLD_SECONDS = 60.0
 # Releases-left counts stop here ("at least").
 MAX_RELEASES_LEFT = 1000
+# The most releases one Budget call composes for a validation (BudgetRequest.release_ids).
+MAX_VALIDATION_RELEASES = 1000
+
+
+def asked_delta(delta, release_ids) -> float:
+    """BudgetRequest.delta: 0 (not asked; refused with release ids) or in (0, 1), else InvalidArgument."""
+    delta = float(delta)
+    if delta == 0.0 and not release_ids:
+        return 0.0
+    if not 0.0 < delta < 1.0:
+        raise InvalidArgument(f"delta must lie strictly between 0 and 1 (the delta at which the releases' epsilon is "
+                              f"reported), got {delta}")
+    return delta
+
+
+def validation_ids(release_ids) -> list[str]:
+    """BudgetRequest.release_ids, each once and sorted, or InvalidArgument when there are too many to compose."""
+    ids = sorted({str(r) for r in release_ids})
+    if len(ids) > MAX_VALIDATION_RELEASES:
+        raise InvalidArgument(f"release_ids: at most {MAX_VALIDATION_RELEASES} releases are composed at once, "
+                              f"got {len(ids)}")
+    return ids
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteError, fan_out
 from analyst.protocols.paper.wire import (UPLOAD_CHUNK, PaperAnswers, PlacementSummary, SiteRelease,
                                           calibration_parts, calibration_request, confusion_result, grid_spec,
-                                          parts_at_theta, pooled_brier, read_release, survivor_chunks, with_session)
+                                          parts_at_theta, pooled_brier, read_release, survivor_chunks, with_budget,
+                                          with_session)
 from analyst.protocols.base import site_privacy_from_budget
 from analyst.result.parts import ConfusionResult, SitePrivacy
 from analyst.session import ValidationSession, check_privacy_request, concurrently
@@ -106,8 +107,7 @@ class PaperSession(ValidationSession):
             if set(classes) != {pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES}:
                 raise ValueError("the release stream did not send both classes")
             (neg, info0), (pos, info1) = classes[pb.SCORE_CLASS_NEGATIVES], classes[pb.SCORE_CLASS_POSITIVES]
-            for info in (info0, info1):
-                self.note_release(conn.name, info.release_id)
+            self.note_release(conn.name, info0.release_id, info1.release_id)
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
@@ -184,7 +184,7 @@ class PaperSession(ValidationSession):
                 return r.evaluations_left
 
             def both():
-                yield from section(pb.SCORE_CLASS_NEGATIVES, None if answers is None else self._budget_asked(answers, conn))
+                yield from section(pb.SCORE_CLASS_NEGATIVES, with_budget(answers, None, self.release_ids.get(conn.name, [])))
                 yield from section(pb.SCORE_CLASS_POSITIVES)
 
             try:
@@ -238,17 +238,6 @@ class PaperSession(ValidationSession):
         if theta is not None:
             request.rocglm.CopyFrom(pb.RocGlmPartsRequest(theta=[float(v) for v in theta], grid=grid_spec(grid)))
         return request
-
-    def _budget_asked(self, request: pb.PaperAggregatesRequest, conn, delta: float | None = None):
-        """``request`` with its budget asked at ``delta`` (or its own) for the releases this session made at ``conn``'s
-        site (:meth:`analyst.session.ValidationSession.budget`); ``request`` itself when nothing is to ask."""
-        delta = delta or request.budget.delta
-        if not delta:
-            return request
-        out = pb.PaperAggregatesRequest()
-        out.CopyFrom(request)
-        out.budget.CopyFrom(pb.BudgetRequest(delta=float(delta), release_ids=self.release_ids.get(conn.name, [])))
-        return out
 
     def _answers(self, replies: Sequence[pb.PaperAggregatesResponse], request: pb.PaperAggregatesRequest) -> PaperAnswers:
         """Every site's answers (``PaperAggregatesResponse``, in site order) combined."""
@@ -365,8 +354,8 @@ class PaperSession(ValidationSession):
 
         def ask(conn):
             try:
-                return conn.call("PaperAggregates", self._budget_asked(pb.PaperAggregatesRequest(
-                    session_id=self._sid(conn), calibration=request), conn, delta))
+                return conn.call("PaperAggregates", with_budget(pb.PaperAggregatesRequest(
+                    session_id=self._sid(conn), calibration=request), delta, self.release_ids.get(conn.name, [])))
             except SiteError as exc:
                 if exc.code != grpc.StatusCode.UNIMPLEMENTED:
                     raise
