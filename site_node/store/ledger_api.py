@@ -22,8 +22,9 @@ __all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus"
 HOLD_SECONDS = 60.0
 # Releases-left counts stop here ("at least").
 MAX_RELEASES_LEFT = 1000
-# The most releases one Budget call composes for a validation (BudgetRequest.release_ids).
-MAX_VALIDATION_RELEASES = 1000
+# The most releases one Budget call composes for a validation (BudgetRequest.release_ids): a validation makes a few
+# per site (two stages, strata, a second model), and the composition's CPU stays bounded per call.
+MAX_VALIDATION_RELEASES = 64
 
 
 def asked_delta(delta, release_ids) -> float:
