@@ -146,10 +146,11 @@ class Federation:
 
         With ``epsilon`` and ``delta`` it also says how many more releases at them fit, per protocol
         (``left``: one release is one validation; survival releases where the site's policy allows them), by the
-        site's own accountant.
+        site's own accountant; with ``delta`` the history's epsilon at it too (``epsilon_at_delta``, by the bound of
+        ``epsilon_spent``: the two never disagree on which delta is the larger).
         """
         return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(
-            dataset=dataset, queries=site_queries(c, epsilon, delta))).budget)
+            dataset=dataset, queries=site_queries(c, epsilon, delta), delta=float(delta or 0.0))).budget)
 
     @property
     def names(self) -> list[str]:
@@ -235,10 +236,12 @@ class Federation:
         Returns
         -------
         ValidationResult
-            The same type for every protocol; ``detail`` holds what only this protocol has. Its
+            The same type for every protocol; ``detail`` holds what only this protocol has; its ``privacy``
+            and ``guarantee_epsilon`` what the sites' ledgers compose this validation's releases to. Its
             ``warnings`` say, e.g., when (epsilon, delta) is not among the settings the simulation study
-            recommends for the sites' largest Delta; the validation still runs, since the sites alone
-            decide what they release.
+            recommends for the sites' largest Delta. The paper protocol refuses, before any release, a
+            setting whose noise the study shows to bias its AUC beyond its interval (``outside_study=True``
+            runs it anyway; :func:`analyst.recommend.paper_setting_refusal`).
         """
         strategy = get_protocol(protocol)
         if time is not None:

@@ -144,6 +144,7 @@ class ValidationSession:
         self._replayable = True  # every charged release replays at no charge
         self._asked: dict[str, tuple[float, float, bool]] = {}  # site -> (epsilon, delta, replay) of its hold
         self._open_holds: dict[str, str] = {}  # holds made and not used yet: cancelled when the session is left
+        self.release_ids: dict[str, list[str]] = {}  # site -> every release made or replayed there in this session
         self._lock = threading.Lock()
 
         # The release the sessions hold with their opening (``hold``): site -> reservation id ("" for a free replay).
@@ -311,6 +312,12 @@ class ValidationSession:
                 self.charged.setdefault(site, []).append((float(epsilon), float(delta)))
             self._replayable = self._replayable and replayable
 
+    def note_release(self, site: str, *release_ids: str) -> None:
+        """Note releases ``site`` made (or replayed) for this session: :meth:`budget` asks its ledger to compose them."""
+        with self._lock:
+            ids = self.release_ids.setdefault(site, [])
+            ids.extend(r for r in dict.fromkeys(release_ids) if r and r not in ids)
+
     def charges_so_far(self) -> str | None:
         """What the sites reported charging in this session, per site (None when none charged anything), with the
         sites whose release was in flight when the session was left (they may have charged it)."""
@@ -334,9 +341,12 @@ class ValidationSession:
         """:meth:`charges_so_far`, or that nothing was charged at any site."""
         return self.charges_so_far() or "nothing was charged at any site"
 
-    def budget(self) -> dict[str, pb.BudgetStatus]:
-        """Each site's spent and remaining budget for this dataset."""
-        replies = self._each("budget", lambda c: c.call("Budget", pb.BudgetRequest(dataset=self.dataset)))
+    def budget(self, delta: float | None = None) -> dict[str, pb.BudgetStatus]:
+        """Each site's spent and remaining budget for this dataset; with ``delta``, the site's epsilon at it too, of
+        its whole history and of this session's releases alone (:meth:`note_release`), by its ledger's accountant
+        (``BudgetStatus.epsilon_at_delta``, ``validation_epsilon``)."""
+        replies = self._each("budget", lambda c: c.call("Budget", pb.BudgetRequest(
+            dataset=self.dataset, delta=float(delta or 0.0), release_ids=self.release_ids.get(c.name, []) if delta else [])))
         return {name: r.budget for name, r in zip(self.sites, replies)}
 
     def close(self, *, wait: bool = True) -> Future | None:

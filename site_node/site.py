@@ -101,17 +101,22 @@ class Site:
                                       self.budget_of(config, queries, analyst=analyst)))
         return out
 
-    def budget_of(self, config: DatasetConfig, queries=(), *, analyst: str = "") -> BudgetStatus:
+    def budget_of(self, config: DatasetConfig, queries=(), *, analyst: str = "", delta: float = 0.0,
+                  release_ids=()) -> BudgetStatus:
         """Spent and remaining privacy budget of a dataset's population, without a permission check, and how
         many more releases of each :class:`site_node.protocols.budget.ReleaseQuery` fit it (their calibrations
-        within ``analyst``'s allowance, :mod:`site_node.rules.calibrations`)."""
+        within ``analyst``'s allowance, :mod:`site_node.rules.calibrations`); ``delta`` and ``release_ids``: its
+        epsilon at ``delta`` and those releases' alone (:meth:`Ledger.budget`)."""
         left = releases_left(self, config.population, queries, analyst=analyst) if queries else ()
-        return replace(self.ledger.budget(config.population, self.policy), dataset=config.name, left=left)
+        status = self.ledger.budget(config.population, self.policy, delta=delta, release_ids=tuple(release_ids))
+        return replace(status, dataset=config.name, left=left)
 
-    def budget(self, analyst: str, dataset: str, queries=()) -> BudgetStatus:
+    def budget(self, analyst: str, dataset: str, queries=(), *, delta: float = 0.0, release_ids=()) -> BudgetStatus:
         """Spent and remaining privacy budget of a dataset's population (shared by entries over the same
-        patients), and how many more releases of each query fit it."""
-        return self.budget_of(self._allowed(analyst, dataset), queries, analyst=analyst)
+        patients), how many more releases of each query fit it, and (``delta``, ``release_ids``) the epsilon at
+        ``delta`` of its history and of those releases alone."""
+        return self.budget_of(self._allowed(analyst, dataset), queries, analyst=analyst, delta=delta,
+                              release_ids=release_ids)
 
     # ------------------------------------------------------------------ all or nothing
     def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0, *, follow_up: ReleasePlan | None = None,

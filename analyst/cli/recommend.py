@@ -13,7 +13,7 @@ __all__ = ["add_recommend", "cmd_recommend"]
 
 def _histogram_plan(args) -> int:
     """``recommend --protocol histogram``: the planned AUC interval width at each epsilon tried."""
-    from analyst.recommend import histogram_width_plan
+    from analyst.width_plan import histogram_width_plan
 
     missing = [f"--{k}" for k in ("patients", "events", "width") if getattr(args, k) is None]
     if missing:

@@ -234,6 +234,10 @@ def add_validate(sub) -> None:
                          "only thresholds on their lattice, e.g. multiples of 0.01 (see 'dsroc describe')")
     pp.add_argument("--sensitivity", type=float, default=None, metavar="SENS",
                     help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
+    pp.add_argument("--outside-study", action="store_true",
+                    help="run even where the sites' noise exceeds what the simulation study vouches for (refused by "
+                         "default, before anything is released, with the settings that work): the AUC may be biased "
+                         "beyond its interval")
     v.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     v.add_argument("--quiet", action="store_true", help="print nothing (errors still go to stderr)")
     v.set_defaults(func=cmd_validate)

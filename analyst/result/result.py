@@ -42,7 +42,8 @@ class ValidationResult:
         The score column or the GLM the sites evaluated (``score_description`` says it in words).
     sites : tuple of str
     epsilon, delta : float
-        The privacy request of each site's release.
+        The privacy request (``guarantee_epsilon``: what the sites' accountants compose this validation's releases
+        to, at ``delta``).
     level : float
         Confidence level of every interval.
     n, n0, n1 : float
@@ -131,6 +132,14 @@ class ValidationResult:
     __test__ = False
 
     @property
+    def guarantee_epsilon(self) -> float:
+        """This validation's epsilon at ``delta`` per patient: every release each site made (or replayed) for it, all
+        stages, strata and a second model included, composed by that site's ledger's accountant
+        (:attr:`SitePrivacy.epsilon`), and the largest over the sites (a patient's data is at one site, and each
+        site's releases are of its own patients only)."""
+        return max((float(p.epsilon) for p in self.privacy.values()), default=float("nan"))
+
+    @property
     def analysis(self) -> str:
         """``"survival"`` (a time column and a horizon) or ``"binary"``."""
         return "binary" if self.time is None else "survival"
@@ -151,6 +160,7 @@ class ValidationResult:
             "dataset": self.dataset, "outcome": self.outcome, "score_source": self.score_source,
             "score_description": self.score_description, "sites": list(self.sites),
             "epsilon": num(self.epsilon), "delta": num(self.delta), "level": num(self.level),
+            "guarantee_epsilon": num(self.guarantee_epsilon),
             "n": {"total": num(self.n), "negatives": num(self.n0), "positives": num(self.n1),
                   "exact": bool(self.counts_exact)},
             "auc": {"value": num(self.auc), "lower": num(self.auc_ci[0]), "upper": num(self.auc_ci[1]),

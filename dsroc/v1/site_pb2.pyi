@@ -80,7 +80,7 @@ class Column(_message.Message):
     def __init__(self, name: _Optional[str] = ..., dtype: _Optional[str] = ...) -> None: ...
 
 class BudgetStatus(_message.Message):
-    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases", "delta_spent", "epsilon_remaining", "accounting", "reservations", "left")
+    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases", "delta_spent", "epsilon_remaining", "accounting", "reservations", "left", "epsilon_at_delta", "validation_epsilon", "validation_releases", "validation_accounting")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     BUDGET_EPSILON_FIELD_NUMBER: _ClassVar[int]
     BUDGET_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,10 @@ class BudgetStatus(_message.Message):
     ACCOUNTING_FIELD_NUMBER: _ClassVar[int]
     RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
     LEFT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_AT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_RELEASES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_ACCOUNTING_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     budget_epsilon: float
     budget_delta: float
@@ -107,7 +111,11 @@ class BudgetStatus(_message.Message):
     accounting: str
     reservations: int
     left: _containers.RepeatedCompositeFieldContainer[ReleasesLeft]
-    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ..., reservations: _Optional[int] = ..., left: _Optional[_Iterable[_Union[ReleasesLeft, _Mapping]]] = ...) -> None: ...
+    epsilon_at_delta: float
+    validation_epsilon: float
+    validation_releases: int
+    validation_accounting: str
+    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ..., reservations: _Optional[int] = ..., left: _Optional[_Iterable[_Union[ReleasesLeft, _Mapping]]] = ..., epsilon_at_delta: _Optional[float] = ..., validation_epsilon: _Optional[float] = ..., validation_releases: _Optional[int] = ..., validation_accounting: _Optional[str] = ...) -> None: ...
 
 class ReleaseQuery(_message.Message):
     __slots__ = ("protocol", "epsilon", "delta", "scalars", "count_share", "score_sums")
@@ -286,12 +294,16 @@ class CloseSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class BudgetRequest(_message.Message):
-    __slots__ = ("dataset", "queries")
+    __slots__ = ("dataset", "queries", "release_ids", "delta")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     QUERIES_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_IDS_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     queries: _containers.RepeatedCompositeFieldContainer[ReleaseQuery]
-    def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
+    release_ids: _containers.RepeatedScalarFieldContainer[str]
+    delta: float
+    def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ..., release_ids: _Optional[_Iterable[str]] = ..., delta: _Optional[float] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
     __slots__ = ("scores", "histogram", "boyd", "survival", "hold_seconds", "follow_up", "follow_up_reservation_id")
@@ -612,16 +624,18 @@ class ConfusionPartsResponse(_message.Message):
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
 class PaperAggregatesRequest(_message.Message):
-    __slots__ = ("session_id", "calibration", "confusion", "rocglm")
+    __slots__ = ("session_id", "calibration", "confusion", "rocglm", "budget")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
     CONFUSION_FIELD_NUMBER: _ClassVar[int]
     ROCGLM_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     calibration: CalibrationPartsRequest
     confusion: ConfusionPartsRequest
     rocglm: RocGlmPartsRequest
-    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ...) -> None: ...
+    budget: BudgetRequest
+    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ..., budget: _Optional[_Union[BudgetRequest, _Mapping]] = ...) -> None: ...
 
 class PaperAggregatesResponse(_message.Message):
     __slots__ = ("moments", "brier", "calibration", "budget", "confusion", "rocglm")

@@ -16,7 +16,9 @@ def budget_message(b: BudgetStatus) -> pb.BudgetStatus:
         dataset=b.dataset, budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta, mu_budget=b.mu_budget,
         mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, epsilon_spent=b.epsilon_spent, releases=b.releases,
         delta_spent=b.delta_spent, epsilon_remaining=b.epsilon_remaining,
-        accounting=b.accounting, reservations=b.reservations,
+        accounting=b.accounting, reservations=b.reservations, epsilon_at_delta=b.epsilon_at_delta,
+        validation_epsilon=b.validation_epsilon, validation_releases=b.validation_releases,
+        validation_accounting=b.validation_accounting,
         left=[pb.ReleasesLeft(query=query_message(x.query), releases=x.releases, at_least=x.at_least,
                               refused=x.refused) for x in b.left],
     )

@@ -32,7 +32,7 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     out = tmp_path / "report"
     rc = main(["validate", "--protocol", "paper", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--model", str(model),
                "--epsilon", "1", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6",
-               "--sensitivity", "0.19"])
+               "--sensitivity", "0.19", "--outside-study"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
     for key in ("auc", "roc", "brier", "calibration", "privacy", "confusion", "test", "detail"):
@@ -45,8 +45,10 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     summary = (out / "summary.txt").read_text()
     assert f"{auc['value']:.4f}" in summary
-    # (1, 0.01) is not recommended for Delta = 0.19: a warning in the report and the summary, not a refusal
-    assert "not among the settings" in report["warnings"][0]
+    # (1, 0.01) at Delta = 0.19 is outside the study (refused without --outside-study) and not recommended: both
+    # warnings in the report and the summary
+    assert report["warnings"][0].startswith("outside the simulation study") and "tau = " in report["warnings"][0]
+    assert "not among the settings" in report["warnings"][1]
     assert all(" ".join(w.split()) in " ".join(summary.split()) for w in report["warnings"])
     assert "[0.00, 0.10)" in summary and "[0.90, 1.00]" in summary and "logit-scale CI" in summary
     captured = capsys.readouterr()

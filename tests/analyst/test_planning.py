@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from analyst.cli import main
-from analyst.recommend import PLAN_EPSILONS, histogram_width_plan
+from analyst.width_plan import PLAN_EPSILONS, histogram_width_plan
 from dsroc.histogram.planning import planned_auc_widths
 from site_node.testing import running_server
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dsroc.histogram.thresholds import check_thresholds
 
-from analyst.recommend import check_informative
+from analyst.width_plan import check_informative
 
 __all__ = ["check_informative", "check_planned", "planning_options", "width_plan"]
 
@@ -39,7 +39,7 @@ def check_planned(planned) -> tuple:
 def width_plan(s, request, o):
     """The planned AUC interval width of ``o.planned`` over the session's sites at the request's epsilon, within what
     every site's policy allows (bin counts, logit range, the largest epsilon per release)."""
-    from analyst.recommend import histogram_width_plan
+    from analyst.width_plan import histogram_width_plan
 
     policies = [s.policies[name] for name in s.sites]
     ranges = {(p.histogram_logit_min, p.histogram_logit_max) for p in policies}

@@ -29,10 +29,11 @@ __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "Histog
            "summed_result", "two_modes_lines"]
 
 HISTOGRAM_GUARANTEE = (
-    "histogram protocol: each site's whole answer is epsilon-DP under add/remove-one-patient adjacency (discrete "
-    "Laplace noise on per-class counts and score sums, pure epsilon-DP per site, charged to the site's ledger; the "
-    "request's delta is checked by the sites' policies but not used); every number below is post-processing of "
-    "those releases"
+    "histogram protocol: each site's releases for this validation (both stages of a quantile grid, a stratified or "
+    "joint release) are together differentially private under add/remove-one-patient adjacency at the epsilon of the "
+    "privacy line, what the site's ledger composes them to (discrete Laplace noise on per-class counts and score "
+    "sums, each release pure epsilon-DP; the request's delta is checked by the sites' policies and only states that "
+    "composition); every number below is post-processing of those releases"
 )
 SCALARS = ("sum_sq", "sum_p", "sum_y")
 _NOISE = "sampling and the privacy noise"
@@ -101,7 +102,7 @@ class HistogramOptions(ProtocolOptions):
     max_auc_width, planned : float and (patients, events[, auc]), optional
         Refuse, before anything is held or charged, a request whose AUC interval at the requested epsilon would be
         wider than ``max_auc_width`` for the planned size (simulated validations through the default protocol, AUC
-        0.75 unless given; :func:`analyst.recommend.histogram_width_plan`), naming the epsilon that would do.
+        0.75 unless given; :func:`analyst.width_plan.histogram_width_plan`), naming the epsilon that would do.
     """
 
     n_bins: int | None = None
@@ -309,7 +310,7 @@ class HistogramProtocol(Protocol):
             edges, releases = collect_histograms(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins,
                                                  spacing=o.spacing, scalars=o.scalars, score_sums=o.score_sums)
         extra = partitions.collect(edges)  # strata, compare: one more release each on the same grid
-        budgets = s.budget()
+        budgets = s.budget(delta=request.delta)
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         result = histogram_result(request.common(s, self), edges, releases, budgets, o, timing=timing,

@@ -94,6 +94,7 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
 
     def ask(conn, held):
         r = conn.call("ReleaseHistogram", request(conn, held))
+        session.note_release(conn.name, r.release_id)
         if score_sums and len(r.negative_sums) != n_bins:
             raise ValueError(f"site {conn.name} did not release the per-bin score sums asked for (an older site?)")
         sums = ((np.asarray(r.negative_sums, dtype=np.float64), np.asarray(r.positive_sums, dtype=np.float64),

@@ -183,7 +183,7 @@ class SecAggProtocol(Protocol):
                 n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta, shares=len(s.sites) - t)
             total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins, spacing=o.spacing,
                                    colluders=t, score_sums=o.score_sums, dropouts=o.dropouts)
-        budgets = s.budget()
+        budgets = s.budget(delta=request.delta)
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         sums = {} if total.sums0 is None else dict(sums0=total.sums0, sums1=total.sums1, sums_sigma=total.sums_sd)

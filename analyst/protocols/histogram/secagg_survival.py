@@ -55,7 +55,7 @@ class SecAggSurvivalProtocol(Protocol):
         grid = dict(interior=list(o.edges)) if o.edges is not None else dict(n_bins=int(o.n_bins), spacing="equal")
         total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, colluders=round_colluders(s, None),
                                survival_edges=time_edges, **grid)
-        budgets = s.budget()
+        budgets = s.budget(delta=request.delta)
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         k, j = total.time_edges.size - 1, total.edges.size - 1

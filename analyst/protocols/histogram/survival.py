@@ -209,6 +209,7 @@ def collect_survival(session, request: ValidationRequest, o: SurvivalOptions, ti
 
     def ask(conn, held):
         r = conn.call("ReleaseSurvival", _request(session, conn, o, request, time_edges, held))
+        session.note_release(conn.name, r.release_id)
         if o.risk_sums and not len(r.offsets):
             raise ValueError(f"site {conn.name} did not release the risk sums asked for")
         site = _site(conn, r, o.risk_sums)
@@ -240,7 +241,7 @@ class SurvivalProtocol(Protocol):
         clock = time.perf_counter()
         time_edges, uno = checked_time_grid(s.policies, o), uno_rule(s.policies, o)
         sites = collect_survival(s, request, o, time_edges)
-        budgets = s.budget()
+        budgets = s.budget(delta=request.delta)
         timing["release"] = time.perf_counter() - clock
         clock = time.perf_counter()
         first = next(iter(sites.values()))

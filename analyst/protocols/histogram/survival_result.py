@@ -20,10 +20,11 @@ from analyst.result.summary import fmt, plural
 __all__ = ["SURVIVAL_GUARANTEE", "SurvivalDetail", "SurvivalSite", "survival_result", "survival_report"]
 
 SURVIVAL_GUARANTEE = (
-    "survival release (histogram protocol): each site's whole answer is epsilon-DP under add/remove-one-patient "
-    "adjacency (discrete Laplace noise on the counts of a (time bin x status x score bin) histogram, and on its cells' "
-    "risk sums when asked for, pure epsilon-DP per site, charged once to the site's ledger; delta is checked by the "
-    "policies but not used); every number below is post-processing of those releases"
+    "survival release (histogram protocol): each site's release is differentially private under add/remove-one-patient "
+    "adjacency at the epsilon of the privacy line, what the site's ledger composes it to (discrete Laplace noise on "
+    "the counts of a (time bin x status x score bin) histogram, and on its cells' risk sums when asked for, pure "
+    "epsilon-DP, charged once to the site's ledger; delta is checked by the policies and only states that "
+    "composition); every number below is post-processing of those releases"
 )
 
 

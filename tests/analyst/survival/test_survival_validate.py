@@ -156,7 +156,8 @@ def test_each_site_charged_the_release_epsilon_once(validated):
     after = fed.budget("surv")
     for name in fed.names:
         assert after[name]["releases"] == before[name].get("releases", 0) + 1
-        assert math.isclose(res.privacy[name].epsilon, 4.0)
+        # the release composed alone by the site's accountant at delta 1e-6: pure 4-DP, at most 4 at any delta
+        assert res.privacy[name].releases == 1 and 4.0 - 1e-5 < res.privacy[name].epsilon <= 4.0 + 1e-9
         assert after[name]["epsilon_spent"] > before[name].get("epsilon_spent", 0.0)
 
 

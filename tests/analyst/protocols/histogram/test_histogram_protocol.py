@@ -70,7 +70,9 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     assert res.calibration.predicted_from.startswith("within-bin mean score") and "AUC (resolved)" in str(res)
     text = str(res)
     assert "protocol: histogram" in text and "privacy unit: add or remove one patient" in text
-    assert "epsilon = 4000" in text and "delta = 0.01" in text
+    # the privacy line: what the ledgers composed this validation's one release to, beside the request
+    assert f"this validation: epsilon {res.guarantee_epsilon:.4g} at delta 0.01 per patient (1 release per site" in text
+    assert "asked epsilon 4000)" in text and abs(res.guarantee_epsilon - 4000.0) < 1.0
     report = json.loads(res.to_json())
     assert report["protocol"] == "histogram" and report["privacy_unit"] == "add or remove one patient"
     assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["guarantee"]
