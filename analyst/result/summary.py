@@ -164,9 +164,15 @@ def _decision_curve(dc, pct: int) -> list[str]:
     return lines
 
 
-def summary_text(r) -> str:
-    """The summary of a :class:`analyst.ValidationResult`: what was validated, the estimates with what
-    their intervals include, calibration, privacy per site, the protocol's own detail and warnings."""
+def _wrapped(title: str, items) -> list[str]:
+    if not items:
+        return []
+    return ["", title] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
+                                       break_on_hyphens=False) for w in items]
+
+
+def _full(r) -> list[str]:
+    """Every line: the estimates, calibration per bin, privacy, extras, the protocol's detail, warnings and notes."""
     pct = round(100 * r.level)
     lines = _head(r) + _headline(r, pct) + _calibration(r, pct) + _privacy(r)
     if r.heterogeneity is not None:
@@ -178,7 +184,18 @@ def summary_text(r) -> str:
             lines += extra.summary_lines(pct)
     if r.detail is not None:
         lines += [""] + r.detail.detail_lines(r)
-    if r.warnings:
-        lines += ["", "Warnings"] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
-                                                  break_on_hyphens=False) for w in r.warnings]
-    return "\n".join(lines)
+    return lines + _wrapped("Warnings", r.warnings) + _wrapped("Notes (how the estimates were made)", r.notes)
+
+
+def summary_text(r, *, verbose: bool = False) -> str:
+    """The summary of a :class:`analyst.ValidationResult`.
+
+    By default one screen (:func:`analyst.result.brief.brief_lines`): what was validated, one row per headline
+    estimate with its interval, privacy per site, each extra part in a line or two, and warnings only when something
+    needs attention. ``verbose``: every estimate with what its interval includes, the calibration per bin, the
+    extras in full, the protocol's own detail, the warnings and the notes on how the estimates were made."""
+    if verbose:
+        return "\n".join(_full(r))
+    from analyst.result.brief import brief_lines
+
+    return "\n".join(brief_lines(r))

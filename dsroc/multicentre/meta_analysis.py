@@ -32,7 +32,8 @@ class MetaAnalysis:
     ci, prediction_interval : tuple of float
         Confidence interval of ``mu``; interval for the effect of a new site (NaN with fewer than 3 sites).
     tau2, i2, q : float
-        Between-site variance, Higgins' I^2 (share of the variation due to heterogeneity), Cochran's Q.
+        Between-site variance, Higgins' I^2 ``tau2 / (tau2 + s^2)`` with the typical within-site variance ``s^2``
+        (share of the variation due to heterogeneity, from the same tau^2 estimator), Cochran's Q.
     weights : ndarray
         Relative random-effects weights ``(v_i + tau^2)^-1``, summing to one.
     k : int
@@ -96,8 +97,10 @@ def random_effects(effects, variances, *, method: str = "reml", hartung_knapp: b
     else:
         se = float(np.sqrt(1.0 / w.sum()))
         crit = stats.norm.ppf(0.5 + level / 2)
-    # I^2 from Q with the typical within-site variance (Higgins and Thompson 2002), as metafor reports it
-    i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
+    # I^2 from this tau^2 and the typical within-site variance s^2 (Higgins and Thompson 2002), as metafor's rma
+    # reports it for every estimator: tau^2 = 0 gives I^2 = 0; for DerSimonian-Laird it equals (Q - (k - 1)) / Q
+    typical = (k - 1) * w_fe.sum() / (w_fe.sum() ** 2 - np.sum(w_fe**2))
+    i2 = float(tau2 / (tau2 + typical))
     if k >= 3:
         half = stats.t.ppf(0.5 + level / 2, k - 2) * np.sqrt(tau2 + se**2)
         pi = (mu - half, mu + half)

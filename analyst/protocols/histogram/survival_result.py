@@ -112,6 +112,16 @@ class SurvivalDetail:
                 line(f"Observed risk({v.horizon:g})", v.observed, "1 - Kaplan-Meier"),
                 line(f"Mean predicted risk", v.expected)]
 
+    def brief_lines(self, result, pct: int) -> list[str]:
+        """The one-screen summary's rows after AUC(t): both C-indices, the integrated and the scaled Brier score."""
+        v = self.validation
+
+        def pair(label, i):
+            return f"{label} {fmt(i.value, 3)} [{fmt(i.lower, 3)}, {fmt(i.upper, 3)}]"
+        return [f"{'C-index':<26} {pair('Harrell', v.harrell_c)}   {pair(f'Uno (tau {v.tau:g})', v.uno_c)}",
+                f"{'Brier over time':<26} {pair(f'integrated to {v.horizon:g}', v.integrated_brier)}   "
+                f"{pair('scaled', v.scaled_brier)}"]
+
     def detail_lines(self, result) -> list[str]:
         """The release in words at the end of the summary."""
         v = self.validation
@@ -210,11 +220,14 @@ def survival_result(common: Mapping[str, Any], v: SurvivalValidation, sites: Map
 
 
 def survival_report(common: Mapping[str, Any], v: SurvivalValidation, privacy, detail: SurvivalDetail, *, timing,
-                    on_edge: bool, warnings=()) -> ValidationResult:
+                    on_edge: bool, warnings=(), notes=()) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of the summed estimates ``v``, with each site's ``privacy`` (whatever
-    protocol released the sum) and the release's ``detail``; ``warnings`` are the protocol's own."""
+    protocol released the sum) and the release's ``detail``; ``warnings`` and ``notes`` are the protocol's own."""
     fpr, tpr = v.roc
-    warnings = list(v.notes) + list(warnings)
+    # how the estimates are made (Uno's truncation, grouped times) is a note; what could not be estimated a warning
+    method = ("Uno's C truncated", "times are grouped")
+    notes = tuple(notes) + tuple(n for n in v.notes if n.startswith(method))
+    warnings = [n for n in v.notes if not n.startswith(method)] + list(warnings)
     if not on_edge:
         warnings.append(f"the horizon {v.horizon:g} is not a time edge of the release: the patients of its time bin "
                         "count as followed beyond it (their binned time is the bin's right edge)")
@@ -228,5 +241,5 @@ def survival_report(common: Mapping[str, Any], v: SurvivalValidation, privacy, d
         roc=RocCurve(fpr, tpr, f"IPCW ROC points at {h:g} at the score edges (cases: events by {h:g} weighted "
                                "1/G(T-); controls: patients followed beyond it)"),
         calibration=_calibration(v, detail.risk_sums), brier=_estimate(v.brier), privacy=privacy, pr=None,
-        warnings=tuple(warnings), timing={} if timing is None else timing, heterogeneity=_heterogeneity(v),
+        warnings=tuple(warnings), notes=notes, timing={} if timing is None else timing, heterogeneity=_heterogeneity(v),
         detail=detail, time=detail.time, horizon=h)

@@ -158,7 +158,7 @@ def test_the_report_files_text_and_json(validated, tmp_path, helpers):
     helpers.check_schema(d)
     assert d["schema_version"] == 2 and d["analysis"] == "survival" and d["detail"]["analysis"] == "survival"
     assert d["detail"]["auc"]["value"] == pytest.approx(res.auc)
-    text = str(res)
+    text = res.summary(verbose=True)
     for words in ("Harrell's C", "Uno's C", "Integrated Brier", "events by 720", "censored before it",
                   "grouped proportional-hazards"):
         assert words in text
@@ -266,3 +266,15 @@ def test_survival_views_refuse_a_binary_result_and_draw_without_loading_matplotl
             "print('matplotlib' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
         == "False"
+
+
+def test_the_survival_summary_fits_one_screen(validated):
+    _, _, _, res = validated
+    lines = str(res).splitlines()
+    assert len(lines) <= 25 + 2  # 25, and the per-site pooling of these five sites in two lines
+    v = res.detail.validation
+    text = "\n".join(lines)
+    assert f"{res.auc:.3f}" in text and f"Harrell {v.harrell_c.value:.3f}" in text and "Uno (tau 720)" in text
+    # Uno's truncation and the grouped times say how, not what went wrong: notes, not warnings
+    assert any(n.startswith("Uno's C truncated") for n in res.notes) and "Warnings" not in text
+    assert "times are grouped" in res.summary(verbose=True)

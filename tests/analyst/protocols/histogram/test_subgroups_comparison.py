@@ -113,7 +113,7 @@ def test_subgroups_equal_brute_force_and_delong_per_stratum(exact, pki, helpers,
     # one more release per site, charged: the main release and the stratified one
     assert all(b["releases"] == 2 for b in budget.values())
     # the report: text, JSON against the schema, HTML, frames and the figure
-    text = str(res)
+    text = res.summary(verbose=True)
     assert "Subgroups by age" in text and "AUC age >= 60 minus age < 60" in text
     report = json.loads(res.to_json())
     helpers.check_schema(report)
@@ -152,7 +152,7 @@ def test_two_models_compared_equal_an_independent_paired_delong(exact, pki, help
         half = stats.norm.ppf(0.975) * np.sqrt(_auc_var(idx, y)[1])
         assert (lo, hi) == pytest.approx((auc - half, auc + half), abs=1e-4)
     assert c.model_a == "pred" and c.model_b == "pred2" and c.n_bins == 8
-    text = str(res)
+    text = res.summary(verbose=True)
     assert "Two models compared on the same patients" in text and "A minus B" in text
     report = json.loads(res.to_json())
     helpers.check_schema(report)
