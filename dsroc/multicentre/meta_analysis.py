@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
-__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "PooledEstimate", "pool_estimates"]
+__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "PooledEstimate", "pool_estimates", "pooled_weights"]
 
 _METHODS = ("reml", "dl")
 
@@ -185,3 +185,13 @@ def pool_estimates(statistic: str, estimates, variances, *, scale: str, level: f
     return PooledEstimate(statistic, scale, float(back(m.estimate)), float(back(m.ci[0])), float(back(m.ci[1])),
                           float(back(m.prediction_interval[0])), float(back(m.prediction_interval[1])), m.tau2, m.i2,
                           m.q, int(m.k), method)
+
+
+def pooled_weights(estimates, variances, *, scale: str, tau2: float) -> np.ndarray:
+    """Each site's share of a random-effects pooling (:func:`pool_estimates` of the same sites): ``1 / (v_i + tau^2)``
+    on the pooling ``scale`` (``"logit"`` or ``"log"``), normalised to sum to one, as metafor's forest plot lists."""
+    if scale not in _SCALES:
+        raise ValueError(f"scale must be one of {sorted(_SCALES)}, got {scale!r}")
+    _, v = _SCALES[scale][0](estimates, variances)
+    w = 1.0 / (np.asarray(v, dtype=np.float64) + float(tau2))
+    return w / w.sum()
