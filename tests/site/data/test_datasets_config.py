@@ -148,8 +148,10 @@ def _pg_run(cmd: list[str], what: str, base: Path, uid: int) -> None:
         return
     log = base / "log"
     why = unreachable_by(base / "data", uid)
+    server_log = log.read_text()[-2000:] if log.exists() else ""
+    shutil.rmtree(base, ignore_errors=True)  # nothing started: leave no cluster folder behind
     pytest.fail(f"PostgreSQL {what} failed (exit status {proc.returncode}): {(proc.stderr or proc.stdout).strip()}"
-                + (f"\nserver log: {log.read_text()[-2000:]}" if log.exists() else "") + (f"\n{why}" if why else ""),
+                + (f"\nserver log: {server_log}" if server_log else "") + (f"\n{why}" if why else ""),
                 pytrace=False)
 
 
