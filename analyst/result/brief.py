@@ -29,10 +29,9 @@ def plain(text: str) -> str:
         text = shorter
 
 
-def wrap(text: str, indent: str = "  ", first: str | None = None) -> list[str]:
-    """``text`` wrapped to the summary's width."""
-    return textwrap.wrap(text, width=_WIDTH, initial_indent=indent if first is None else first,
-                         subsequent_indent=indent + "  ", break_on_hyphens=False)
+def wrap(text: str, first: str = "  ", rest: str = "    ") -> list[str]:
+    """``text`` wrapped to the summary's width, its first line indented by ``first``, the others by ``rest``."""
+    return textwrap.wrap(text, width=_WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
 
 
 def _ci(value, lower, upper, pct: int) -> str:
@@ -56,14 +55,14 @@ def _estimate(label: str, e, pct: int, note: str = "") -> str:
 
 
 def _estimates(r, pct: int) -> list[str]:
-    lines = [estimate_row(f"AUC ({r.auc_estimator})" if len(r.auc_estimator) <= 16 else "AUC",
-                          r.auc, *r.auc_ci, pct, "" if len(r.auc_estimator) <= 16 else r.auc_estimator)]
+    short = len(r.auc_estimator) <= 16
+    notes = ([] if short else [r.auc_estimator]) + ([] if r.test is None else [
+        f"H0: AUC <= {r.test.a0:g} {'rejected' if r.test.reject else 'not rejected'}, one-sided level "
+        f"{(1 - r.test.level) / 2:g}"])
+    lines = [estimate_row(f"AUC ({r.auc_estimator})" if short else "AUC", r.auc, *r.auc_ci, pct, "; ".join(notes))]
     brief = getattr(r.detail, "brief_lines", None)
     if brief is not None:
         lines += brief(r, pct)
-    if r.test is not None:
-        lines.append(f"{'Test H0: AUC <= ' + format(r.test.a0, 'g'):<{_LABEL}} "
-                     f"{'rejected' if r.test.reject else 'not rejected'} (one-sided level {(1 - r.test.level) / 2:g})")
     if r.brier is not None:
         lines.append(_estimate("Brier score", r.brier, pct))
     if r.confusion is not None:
@@ -97,7 +96,7 @@ def _decision_curve(dc) -> list[str]:
     better = [x for x, nb, alln in zip(t, dc.net_benefit, dc.treat_all) if nb > max(alln, 0.0)]
     where = (", ".join(f"{x:.0%}" for x in better) if better else "none of them")
     return wrap(f"Decision curve at {len(t)} thresholds from {t[0]:.0%} to {t[-1]:.0%}: the model's net benefit "
-                f"exceeds treating all and treating none at {where}", indent="  ", first="")
+                f"exceeds treating all and treating none at {where}", first="")
 
 
 def _subgroups(g) -> list[str]:
@@ -111,7 +110,7 @@ def _comparison(c) -> list[str]:
     return wrap(f"Compared with {c.model_b} on the same patients: AUC difference {c.difference:+.3f} "
                 f"[{c.lower:+.3f}, {c.upper:+.3f}], p = {c.p_value:.2g} (binned AUCs of one joint release, "
                 f"{c.auc_a:.3f} against {c.auc_b:.3f}; this model's differs from its AUC above, which is estimated "
-                "from the validation's own release)", indent="  ", first="")
+                "from the validation's own release)", first="")
 
 
 def extra_lines(r) -> list[str]:
@@ -135,6 +134,6 @@ def brief_lines(r) -> list[str]:
     extra = extra_lines(r)
     lines += ([""] + extra if extra else [])
     if r.warnings:
-        lines += ["", "Warnings"] + [line for w in r.warnings for line in wrap(w, indent="    ", first="  - ")]
+        lines += ["", "Warnings"] + [line for w in r.warnings for line in wrap(w, first="  - ")]
     return lines + ["", "More (every estimate, the calibration per bin, how each was made): dsroc validate --verbose, "
                         "summary(verbose=True), report.json"]

@@ -50,7 +50,13 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     assert all(" ".join(w.split()) in " ".join(summary.split()) for w in report["warnings"])
     assert "[0.00, 0.10)" in summary and "[0.90, 1.00]" in summary and "logit-scale CI" in summary
     captured = capsys.readouterr()
-    assert "noisy release" in captured.err and "[s4]" in captured.err  # progress per step and site
+    # one progress line per step (every site's with --verbose), the one-screen summary and where the report is
+    assert "noisy release" in captured.err and "ROC-GLM fit" in captured.err
+    assert len(captured.err.splitlines()) <= 8 and captured.err.count("noisy release") == 1
+    printed = captured.out.split("\n\nvalidate took")[0]
+    warned = printed.split("\nWarnings\n")[1].splitlines()  # this request's two warnings take their lines
+    assert len(printed.splitlines()) - len(warned) <= 25 and f"{auc['value']:.3f}" in printed
+    assert "[0.00, 0.10)" not in printed
 
     assert main(["describe", "--federation", str(fed)]) == 0
     assert "dataset 'test'" in capsys.readouterr().out
