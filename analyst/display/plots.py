@@ -12,7 +12,8 @@ import numpy as np
 
 from analyst.result.brief import plain
 
-__all__ = ["CalibrationPlot", "RocPlot", "figure_title", "plot_title", "pyplot", "statistics_text", "validation_figure"]
+__all__ = ["CalibrationPlot", "RocPlot", "figure_title", "plot_title", "publish_titles", "pyplot", "statistics_text",
+           "validation_figure"]
 
 #: false-positive fractions at which the fitted curve and its band are drawn (dense in both tails)
 _T = np.concatenate([[0.0], np.geomspace(1e-4, 0.5, 200), 1 - np.geomspace(0.5, 1e-4, 200)[1:], [1.0]])
@@ -258,12 +259,19 @@ def validation_figure(result, *, figure=None, references: Sequence[Sequence] = (
     if figure is not None:
         fig.set_layout_engine("constrained")
     grid = fig.add_gridspec(2, 2, height_ratios=[3, 1])
-    roc = RocPlot(result).plot(fig.add_subplot(grid[:, 0]), references=references)
-    roc.ax_.set_title("ROC curve", fontsize="medium")  # n, epsilon and the protocol once, in the figure's title
+    RocPlot(result).plot(fig.add_subplot(grid[:, 0]), references=references)
     if result.calibration is not None:
         cal = fig.add_subplot(grid[0, 1])
-        CalibrationPlot(result).plot(cal, fig.add_subplot(grid[1, 1], sharex=cal)).ax_.set_title(
-            "Calibration", fontsize="medium")
+        CalibrationPlot(result).plot(cal, fig.add_subplot(grid[1, 1], sharex=cal))
+    return publish_titles(fig, result)
+
+
+def publish_titles(fig, result):
+    """Title a figure of several panels for publication: n, epsilon and the protocol once, in a one-line title
+    (:func:`figure_title`); each panel's title only its kind (the first line of :func:`plot_title`); the protocol's
+    guarantee, without its asides, as the caption beneath. Returns ``fig``."""
+    for ax in fig.axes:
+        ax.set_title(ax.get_title().split("\n")[0], fontsize="medium")
     fig.suptitle(figure_title(result), fontsize=11)
     fig.supxlabel(textwrap.fill(f"Privacy: {plain(result.guarantee)}.", 170), fontsize=8, color="0.3")
     return fig

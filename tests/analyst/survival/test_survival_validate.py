@@ -278,3 +278,14 @@ def test_the_survival_summary_fits_one_screen(validated):
     # Uno's truncation and the grouped times say how, not what went wrong: notes, not warnings
     assert any(n.startswith("Uno's C truncated") for n in res.notes) and "Warnings" not in text
     assert "times are grouped" in res.summary(verbose=True)
+
+
+def test_the_survival_figures_have_one_line_titles_and_privacy_in_the_caption(validated):
+    from analyst.display import pyplot
+
+    _, _, _, res = validated
+    for fig in (res.survival_display().figure(), res.plot()):
+        assert "\n" not in fig._suptitle.get_text() and "events by 720" in fig._suptitle.get_text()
+        assert fig._supxlabel.get_text().startswith("Privacy: survival release")
+        assert all("\n" not in ax.get_title() for ax in fig.axes)
+        pyplot().close(fig)
