@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from analyst.display.plots import pyplot
-from analyst.result.summary import interval_text
 
 __all__ = ["comparison_figure", "decision_curve_figure", "forest_figure", "subgroups_figure"]
 
@@ -51,7 +50,7 @@ def forest_figure(result, *, figure=None):
             size = 4 + 8 * math.sqrt(w / max(finite)) if math.isfinite(w) and finite else 4
             ax.errorbar(s.auc, y, xerr=[[s.auc - s.auc_lower], [s.auc_upper - s.auc]], fmt="s", color="black",
                         markersize=size, capsize=2, lw=1)
-            text("estimate", y, interval_text(s.auc, s.auc_lower, s.auc_upper))
+            text("estimate", y, f"{s.auc:.3f} [{s.auc_lower:.3f}, {s.auc_upper:.3f}]")
         else:
             text("estimate", y, "not estimable")
         text("weight", y, f"{100 * w:.1f}%" if math.isfinite(w) else "-")
@@ -62,7 +61,7 @@ def forest_figure(result, *, figure=None):
         ax.axvline(p.estimate, color="tab:blue", lw=0.8, ls=":")
         text("site", y, "Pooled (random effects)", fontweight="bold")
         text("n", y, f"{sum(s.n for s in h.sites):.0f}")
-        text("estimate", y, interval_text(p.estimate, p.lower, p.upper), fontweight="bold")
+        text("estimate", y, f"{p.estimate:.3f} [{p.lower:.3f}, {p.upper:.3f}]", fontweight="bold")
         text("weight", y, "100%" if finite else "-")
         if has_pi:
             y = -1

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from analyst.result.brief import plain
+from analyst.wording import plain
 
 __all__ = ["CalibrationPlot", "RocPlot", "figure_title", "plot_title", "publish_titles", "pyplot", "statistics_text",
            "validation_figure"]

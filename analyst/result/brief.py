@@ -5,30 +5,17 @@ needs attention. Everything else is in ``summary(verbose=True)`` (``dsroc valida
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 
-from analyst.result.summary import _head, _privacy, fmt
+from analyst.result.summary import fmt, full_lines, head_lines, privacy_lines
+from analyst.wording import plain
 
-__all__ = ["BRIEF_LINES", "brief_lines", "estimate_row", "extra_lines", "plain", "wrap"]
+__all__ = ["BRIEF_LINES", "brief_lines", "estimate_row", "extra_lines", "plain", "summary_text", "wrap"]
 
 #: Lines the brief summary of a validation without extra parts stays within (five sites, survival included).
 BRIEF_LINES = 25
 _WIDTH = 104
 _LABEL = 26
-_ASIDE = re.compile(r" \([^()]*\)(?=[\s;,.:)]|$)")
-
-
-def plain(text: str) -> str:
-    """``text`` without its parenthetical asides (`` (...)`` followed by a space, punctuation or the end; an aside
-    such as ``(epsilon, delta)-DP`` that is part of a word stays): the gist of a guarantee or an interval's scope."""
-    while True:
-        shorter = _ASIDE.sub("", text)
-        if shorter == text:
-            return text
-        text = shorter
-
-
 def wrap(text: str, first: str = "  ", rest: str = "    ") -> list[str]:
     """``text`` wrapped to the summary's width, its first line indented by ``first``, the others by ``rest``."""
     return textwrap.wrap(text, width=_WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
@@ -130,10 +117,21 @@ def extra_lines(r) -> list[str]:
 def brief_lines(r) -> list[str]:
     """The lines of the one-screen summary (:data:`BRIEF_LINES` at most for a validation without extra parts)."""
     pct = round(100 * r.level)
-    lines = _head(r)[:3] + wrap(f"covered: {plain(r.guarantee)}") + [""] + _estimates(r, pct) + _privacy(r)
+    lines = head_lines(r)[:3] + wrap(f"covered: {plain(r.guarantee)}") + [""] + _estimates(r, pct) + privacy_lines(r)
     extra = extra_lines(r)
     lines += ([""] + extra if extra else [])
     if r.warnings:
         lines += ["", "Warnings"] + [line for w in r.warnings for line in wrap(w, first="  - ")]
     return lines + ["", "More (every estimate, the calibration per bin, how each was made): dsroc validate --verbose, "
                         "summary(verbose=True), report.json"]
+
+
+def summary_text(r, *, verbose: bool = False) -> str:
+    """The summary of a :class:`analyst.ValidationResult`.
+
+    By default one screen (:func:`brief_lines`): what was validated, one row per headline estimate with its interval,
+    privacy per site, each extra part in a line or two, and warnings only when something needs attention.
+    ``verbose`` (:func:`analyst.result.summary.full_lines`): every estimate with what its interval includes, the
+    calibration per bin, the extras in full, the protocol's own detail, the warnings and the notes on how the
+    estimates were made."""
+    return "\n".join(full_lines(r) if verbose else brief_lines(r))

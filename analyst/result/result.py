@@ -243,7 +243,7 @@ class ValidationResult:
     def summary(self, *, verbose: bool = False) -> str:
         """The text summary: one screen (at most 25 lines for a validation without extras) by default; with
         ``verbose`` every estimate, the calibration per bin, the protocol's detail and the notes."""
-        from analyst.result.summary import summary_text
+        from analyst.result.brief import summary_text
 
         return summary_text(self, verbose=verbose)
 

@@ -8,7 +8,8 @@ import textwrap
 
 import numpy as np
 
-__all__ = ["bin_labels", "describe_source", "fmt", "interval_text", "plural", "summary_text"]
+__all__ = ["bin_labels", "describe_source", "fmt", "full_lines", "head_lines", "interval_text", "plural",
+           "privacy_lines"]
 
 _CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
 
@@ -171,7 +172,7 @@ def _wrapped(title: str, items) -> list[str]:
                                        break_on_hyphens=False) for w in items]
 
 
-def _full(r) -> list[str]:
+def full_lines(r) -> list[str]:
     """Every line: the estimates, calibration per bin, privacy, extras, the protocol's detail, warnings and notes."""
     pct = round(100 * r.level)
     lines = _head(r) + _headline(r, pct) + _calibration(r, pct) + _privacy(r)
@@ -187,15 +188,6 @@ def _full(r) -> list[str]:
     return lines + _wrapped("Warnings", r.warnings) + _wrapped("Notes (how the estimates were made)", r.notes)
 
 
-def summary_text(r, *, verbose: bool = False) -> str:
-    """The summary of a :class:`analyst.ValidationResult`.
-
-    By default one screen (:func:`analyst.result.brief.brief_lines`): what was validated, one row per headline
-    estimate with its interval, privacy per site, each extra part in a line or two, and warnings only when something
-    needs attention. ``verbose``: every estimate with what its interval includes, the calibration per bin, the
-    extras in full, the protocol's own detail, the warnings and the notes on how the estimates were made."""
-    if verbose:
-        return "\n".join(_full(r))
-    from analyst.result.brief import brief_lines
-
-    return "\n".join(brief_lines(r))
+#: The parts of this layout that the one-screen summary (:mod:`analyst.result.brief`) shows as they are.
+head_lines = _head
+privacy_lines = _privacy
