@@ -74,6 +74,9 @@ def _estimate(i) -> Estimate | None:
     return Estimate(i.value, i.lower, i.upper, i.se**2, INCLUDES)
 
 
+UNO = "Uno's C"
+
+
 @dataclass(frozen=True)
 class SurvivalDetail:
     """What only a survival validation has: every estimate of :class:`dsroc.survival.SurvivalValidation`, the time
@@ -106,7 +109,8 @@ class SurvivalDetail:
             return (f"{label:<22} {fmt(i.value)}   {pct}% CI [{fmt(i.lower)}, {fmt(i.upper)}]" + (f"   ({note})" if note
                                                                                                   else ""))
         return [line("Harrell's C", v.harrell_c, "pairs in different time bins, cross-site pairs included"),
-                line(f"Uno's C (tau {v.tau:g})", v.uno_c, "weights 1/G(T-)^2"),
+                line(f"Uno's C (tau {v.tau:g})", v.uno_c, "weights 1/G(T-)^2") if math.isfinite(v.tau) else
+                f"{UNO:<22} not reported (the released censoring survival is below the sites' minimum: see the warnings)",
                 line(f"Integrated Brier", v.integrated_brier, f"grid points up to {v.horizon:g}"),
                 line(f"Scaled Brier({v.horizon:g})", v.scaled_brier, "1 - Brier / Brier of the Kaplan-Meier null model"),
                 line(f"Observed risk({v.horizon:g})", v.observed, "1 - Kaplan-Meier"),
@@ -118,7 +122,9 @@ class SurvivalDetail:
 
         def pair(label, i):
             return f"{label} {fmt(i.value, 3)} [{fmt(i.lower, 3)}, {fmt(i.upper, 3)}]"
-        return [f"{'C-index':<26} {pair('Harrell', v.harrell_c)}   {pair(f'Uno (tau {v.tau:g})', v.uno_c)}",
+        uno = (pair(f"Uno (tau {v.tau:g})", v.uno_c) if math.isfinite(v.tau) else
+               "Uno not reported (censoring survival below the sites' minimum: see the warnings)")
+        return [f"{'C-index':<26} {pair('Harrell', v.harrell_c)}   {uno}",
                 f"{'Brier over time':<26} {pair(f'integrated to {v.horizon:g}', v.integrated_brier)}   "
                 f"{pair('scaled', v.scaled_brier)}"]
 
@@ -225,7 +231,7 @@ def survival_report(common: Mapping[str, Any], v: SurvivalValidation, privacy, d
     protocol released the sum) and the release's ``detail``; ``warnings`` and ``notes`` are the protocol's own."""
     fpr, tpr = v.roc
     # how the estimates are made (Uno's truncation, grouped times) is a note; what could not be estimated a warning
-    method = ("Uno's C truncated", "times are grouped")
+    method = ("Uno's C truncated at tau", "the integrated Brier score over", "times are grouped")
     notes = tuple(notes) + tuple(n for n in v.notes if n.startswith(method))
     warnings = [n for n in v.notes if not n.startswith(method)] + list(warnings)
     if not on_edge:
