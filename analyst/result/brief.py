@@ -51,7 +51,8 @@ def _estimates(r, pct: int) -> list[str]:
     if brief is not None:
         lines += brief(r, pct)
     if r.brier is not None:
-        lines.append(_estimate("Brier score", r.brier, pct))
+        note = getattr(r.detail, "brier_note", None)
+        lines.append(_estimate("Brier score", r.brier, pct, "" if note is None else note(r)))
     if r.confusion is not None:
         c = r.confusion
         lines.append(f"{'At threshold ' + format(c.threshold, 'g'):<{_LABEL}} sensitivity {fmt(c.sensitivity, 3)}, "
@@ -122,8 +123,8 @@ def brief_lines(r) -> list[str]:
     lines += ([""] + extra if extra else [])
     if r.warnings:
         lines += ["", "Warnings"] + [line for w in r.warnings for line in wrap(w, first="  - ")]
-    return lines + ["", "More (every estimate, the calibration per bin, how each was made): dsroc validate --verbose, "
-                        "summary(verbose=True), report.json"]
+    return lines + ["More (every estimate, the calibration per bin, how each was made): dsroc validate --verbose, "
+                    "summary(verbose=True), report.json"]
 
 
 def summary_text(r, *, verbose: bool = False) -> str:

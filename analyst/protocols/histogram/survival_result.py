@@ -60,6 +60,10 @@ class SurvivalSite:
                 "mechanism": self.mechanism}
 
 
+def _pair(label: str, i) -> str:
+    return f"{label} {fmt(i.value, 3)} [{fmt(i.lower, 3)}, {fmt(i.upper, 3)}]"
+
+
 def _interval(i) -> dict[str, Any]:
     return {"value": num(i.value), "se": num(i.se), "lower": num(i.lower), "upper": num(i.upper), "draws": int(i.draws)}
 
@@ -117,16 +121,16 @@ class SurvivalDetail:
                 line(f"Mean predicted risk", v.expected)]
 
     def brief_lines(self, result, pct: int) -> list[str]:
-        """The one-screen summary's rows after AUC(t): both C-indices, the integrated and the scaled Brier score."""
+        """The one-screen summary's row after AUC(t): both C-indices."""
         v = self.validation
-
-        def pair(label, i):
-            return f"{label} {fmt(i.value, 3)} [{fmt(i.lower, 3)}, {fmt(i.upper, 3)}]"
-        uno = (pair(f"Uno (tau {v.tau:g})", v.uno_c) if math.isfinite(v.tau) else
+        uno = (_pair(f"Uno (tau {v.tau:g})", v.uno_c) if math.isfinite(v.tau) else
                "Uno not reported (censoring survival below the sites' minimum: see the warnings)")
-        return [f"{'C-index':<26} {pair('Harrell', v.harrell_c)}   {uno}",
-                f"{'Brier over time':<26} {pair(f'integrated to {v.horizon:g}', v.integrated_brier)}   "
-                f"{pair('scaled', v.scaled_brier)}"]
+        return [f"{'C-index':<26} {_pair('Harrell', v.harrell_c)}   {uno}"]
+
+    def brier_note(self, result) -> str:
+        """The one-screen summary's words beside the Brier score: its horizon, the integrated and the scaled one."""
+        v = self.validation
+        return (f"at {v.horizon:g}; {_pair('integrated', v.integrated_brier)}, {_pair('scaled', v.scaled_brier)}")
 
     def detail_lines(self, result) -> list[str]:
         """The release in words at the end of the summary."""

@@ -30,7 +30,7 @@ def test_a_histogram_validation_fits_one_screen_with_one_auc(histogram):
     assert len(lines) <= BRIEF_LINES and max(len(x) for x in lines) <= 140
     # one AUC of the model: the headline, at three decimals, no binned or resolved AUC beside it
     assert sum("AUC" in x and "0." in x for x in lines) == 1 and f"{res.auc:.3f}" in text
-    assert "AUC (binned)" not in text and "AUC (resolved)" not in text
+    assert [x.split(")")[0] for x in lines if x.startswith("AUC (")] == [f"AUC ({res.auc_estimator}"]
     # the estimator's 600-character reasoning is a note (how), not a warning: a fine fit warns of nothing
     assert res.notes and res.notes[0].startswith("AUC: the ") and len(res.notes[0]) > 300
     assert not any(w.startswith("AUC: ") for w in res.warnings)

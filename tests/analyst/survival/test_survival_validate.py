@@ -267,7 +267,8 @@ def test_uno_c_is_truncated_where_the_released_censoring_survival_falls_below_a_
     assert expected < MAX_TAU and v.tau == expected
     (note,) = [n for n in v.notes if f"truncated at tau = {expected:g} instead of 1800" in n]
     assert "below the minimum 0.5 (policy: survival_min_censoring_survival)" in note
-    assert any(f"Uno's C (tau {expected:g})" in line for line in str(res).splitlines())
+    assert any(f"Uno's C (tau {expected:g})" in line for line in res.summary(verbose=True).splitlines())
+    assert f"Uno (tau {expected:g})" in str(res) and "Uno's C is truncated at tau" in str(res)  # one screen, warned
     own = _expected_tau(_life_table_g(releases[STRICT].release.counts[0].astype(float)), points, expected, MIN_G)
     strict = next(s for s in v.sites if s.site == STRICT)
     assert np.isfinite(strict.uno_c.value) == (own == expected)
@@ -363,7 +364,7 @@ def test_survival_views_refuse_a_binary_result_and_draw_without_loading_matplotl
 def test_the_survival_summary_fits_one_screen(validated):
     _, _, _, res = validated
     lines = str(res).splitlines()
-    assert len(lines) <= 25 + 2  # 25, and the per-site pooling of these five sites in two lines
+    assert len(lines) <= 25  # five sites, and the pooling across them
     v = res.detail.validation
     text = "\n".join(lines)
     assert f"{res.auc:.3f}" in text and f"Harrell {v.harrell_c.value:.3f}" in text and "Uno (tau 720)" in text
