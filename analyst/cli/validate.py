@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from analyst.cli.common import print_progress
+from analyst.cli.common import progress_printer
 
 __all__ = ["add_validate", "cmd_validate", "load_model", "protocol_options"]
 
@@ -91,7 +91,7 @@ def cmd_validate(args) -> int:
             say(f"Validating on {len(fed.sites)} site{'s' if len(fed.sites) != 1 else ''}: {', '.join(fed.names)}",
                 file=sys.stderr)
             started = time.perf_counter()
-            progress = None if args.quiet else print_progress
+            progress = None if args.quiet else progress_printer(verbose=args.verbose)
             try:
                 res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
                                    delta=args.delta, protocol=args.protocol, options=options, alpha=args.alpha,
@@ -102,7 +102,7 @@ def cmd_validate(args) -> int:
                 raise KeyboardInterrupt("nothing was charged at any site") from None
             elapsed = time.perf_counter() - started
         paths = write_report(res, tmp)
-    say(res)
+    say(res.summary(verbose=args.verbose))
     say(f"\nvalidate took {elapsed:.2f} s; report written to {args.out}: " + ", ".join(p.name for p in paths.values()))
     return 0
 
@@ -240,4 +240,9 @@ def add_validate(sub) -> None:
                          "beyond its interval")
     v.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     v.add_argument("--quiet", action="store_true", help="print nothing (errors still go to stderr)")
+    v.add_argument("--verbose", action="store_true",
+                   help="print the whole summary (every estimate with what its interval includes, the calibration per "
+                        "bin, each extra part in full, the protocol's detail, the notes on how each estimate was made; "
+                        "summary.txt always holds it) and every site's progress; default: one screen, one progress "
+                        "line per step")
     v.set_defaults(func=cmd_validate)

@@ -131,3 +131,12 @@ def comparison_text(res: ValidationResult, pooled: dict) -> str:
         "  --epsilon 10) shrinks the gap, at a higher privacy cost.",
     ]
     return "\n".join(lines)
+
+
+def per_site_lines(hist) -> list[str]:
+    """The histogram validation's per-site pooling and decision curve in the demo's few lines (the one-screen
+    summary's lines for them)."""
+    from analyst.result.brief import extra_lines
+
+    return [f"Histogram protocol, per site (forest plot) and decision curve; AUC {hist.auc:.3f} over all sites",
+            *extra_lines(hist)]

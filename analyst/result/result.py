@@ -68,8 +68,11 @@ class ValidationResult:
     test : TestResult or None
         Test of ``H0: AUC <= a0``.
     warnings : tuple of str
-        Advice about the analysis (settings outside the study's recommendations, improper curves,
-        quantities that could not be estimated).
+        What needs the reader's attention (settings outside the study's recommendations, improper curves,
+        quantities that could not be estimated); empty when the analysis went as planned.
+    notes : tuple of str
+        How the estimates were made (which AUC estimator and why, how the calibration slope's interval was
+        formed, what survival's grouped times imply): in ``summary(verbose=True)`` and the JSON, not warnings.
     timing : dict of str to float
         Seconds per step.
     heterogeneity : analyst.protocols.histogram.multicentre.Heterogeneity or None
@@ -128,6 +131,7 @@ class ValidationResult:
     comparison: Any = None
     time: str | None = None
     horizon: float | None = None
+    notes: tuple[str, ...] = ()
 
     __test__ = False
 
@@ -173,7 +177,7 @@ class ValidationResult:
             "confusion": None if self.confusion is None else self.confusion.to_dict(),
             "test": None if self.test is None else self.test.to_dict(),
             "privacy": {s: p.to_dict() for s, p in self.privacy.items()},
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings), "notes": list(self.notes),
             "timing": {k: num(v) for k, v in self.timing.items()},
             "heterogeneity": None if self.heterogeneity is None else self.heterogeneity.to_dict(),
             "decision_curve": None if self.decision_curve is None else _decision_curve_dict(self.decision_curve),
@@ -246,10 +250,15 @@ class ValidationResult:
 
         return result_repr(self)
 
-    def __str__(self) -> str:
-        from analyst.result.summary import summary_text
+    def summary(self, *, verbose: bool = False) -> str:
+        """The text summary: one screen (at most 25 lines for a validation without extras) by default; with
+        ``verbose`` every estimate, the calibration per bin, the protocol's detail and the notes."""
+        from analyst.result.brief import summary_text
 
-        return summary_text(self)
+        return summary_text(self, verbose=verbose)
+
+    def __str__(self) -> str:
+        return self.summary()
 
     def plot(self, *, figure=None):
         """One figure: ROC curve, calibration curve with the risk histogram, and a statistics box.

@@ -8,7 +8,8 @@ import textwrap
 
 import numpy as np
 
-__all__ = ["bin_labels", "describe_source", "fmt", "guarantee_text", "interval_text", "plural", "summary_text"]
+__all__ = ["bin_labels", "describe_source", "fmt", "full_lines", "guarantee_text", "head_lines", "interval_text",
+           "plural", "privacy_lines"]
 
 _CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
 
@@ -173,9 +174,15 @@ def _decision_curve(dc, pct: int) -> list[str]:
     return lines
 
 
-def summary_text(r) -> str:
-    """The summary of a :class:`analyst.ValidationResult`: what was validated, the estimates with what
-    their intervals include, calibration, privacy per site, the protocol's own detail and warnings."""
+def _wrapped(title: str, items) -> list[str]:
+    if not items:
+        return []
+    return ["", title] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
+                                       break_on_hyphens=False) for w in items]
+
+
+def full_lines(r) -> list[str]:
+    """Every line: the estimates, calibration per bin, privacy, extras, the protocol's detail, warnings and notes."""
     pct = round(100 * r.level)
     lines = _head(r) + _headline(r, pct) + _calibration(r, pct) + _privacy(r)
     if r.heterogeneity is not None:
@@ -187,7 +194,9 @@ def summary_text(r) -> str:
             lines += extra.summary_lines(pct)
     if r.detail is not None:
         lines += [""] + r.detail.detail_lines(r)
-    if r.warnings:
-        lines += ["", "Warnings"] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
-                                                  break_on_hyphens=False) for w in r.warnings]
-    return "\n".join(lines)
+    return lines + _wrapped("Warnings", r.warnings) + _wrapped("Notes (how the estimates were made)", r.notes)
+
+
+#: The parts of this layout that the one-screen summary (:mod:`analyst.result.brief`) shows as they are.
+head_lines = _head
+privacy_lines = _privacy

@@ -99,8 +99,9 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
     site = top.sub("site")
     name = site.get("name", str)
     listen = site.get("listen", str, "127.0.0.1:50051")
-    if ":" not in listen:
-        site.fail("listen", f"must be host:port, got {listen!r}")
+    host, _, port = listen.rpartition(":")
+    if not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        site.fail("listen", f"must be host:port with a port from 0 to 65535 (0: any free port), got {listen!r}")
     state_dir = _path(base, site.get("state_dir", str, "state"))
     idle = site.positive("session_idle_seconds", float, 900.0)
     max_sessions = site.positive("max_sessions", int, 64)

@@ -22,6 +22,7 @@ __all__ = [
     "FileTable",
     "SqlTable",
     "open_table",
+    "read_error",
     "Table",
     "read_table",
     "DatasetStore",
@@ -48,16 +49,35 @@ class TableSource(ABC):
 
 
 class FileTable(TableSource):
-    """A CSV or Parquet file."""
+    """A CSV or Parquet file. A CSV whose header holds no comma but semicolons (as spreadsheets write it where the
+    decimal separator is a comma) is read with ``;`` as the separator, and with ``,`` as the decimal mark when its
+    numbers are written so."""
 
     def load(self) -> pd.DataFrame:
-        if self.config.format == "csv":
-            import pandas as pd
-
-            return pd.read_csv(self.config.path)
         import pandas as pd
 
-        return pd.read_parquet(self.config.path)
+        path = self.config.path
+        if self.config.format != "csv":
+            return pd.read_parquet(path)
+        frame = pd.read_csv(path)
+        header = str(frame.columns[0]) if frame.shape[1] == 1 else ""
+        if ";" not in header:
+            return frame
+        frame = pd.read_csv(path, sep=";")
+        text = frame.select_dtypes(include="object")
+        if text.shape[1] and text.apply(lambda c: c.astype(str).str.fullmatch(r"-?\d+,\d*").any()).any():
+            frame = pd.read_csv(path, sep=";", decimal=",")
+        log.info("dataset file %s: read with ';' as the column separator (its header has no comma)", path)
+        return frame
+
+
+def read_error(config: DatasetConfig, exc: BaseException) -> str:
+    """Why a dataset could not be read, in one line for its administrator (the file, the driver's message)."""
+    if isinstance(exc, FileNotFoundError):
+        return f"data file not found: {config.path} (datasets.{config.name}.path)"
+    if isinstance(exc, PermissionError):
+        return f"data file not readable by this user: {config.path}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 class SqlTable(TableSource):
@@ -206,9 +226,13 @@ class DatasetStore:
             if name not in self._tables:
                 try:
                     self._tables[name] = self._reader(config)
-                except Exception:
-                    # The reason (path, driver message) is for the administrator, not the analyst.
-                    log.exception("cannot read dataset %s", name)
+                except Exception as exc:
+                    # The reason (path, driver message) is for the administrator, not the analyst; a missing or
+                    # unreadable file in one line, anything unexpected with its traceback.
+                    if isinstance(exc, OSError):
+                        log.error("cannot read dataset %s: %s", name, read_error(config, exc))
+                    else:
+                        log.exception("cannot read dataset %s: %s", name, read_error(config, exc))
                     raise InvalidArgument(
                         f"dataset {name!r} cannot be read at this site; the site administrator can see why in the site log"
                     ) from None

@@ -52,7 +52,13 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     assert all(" ".join(w.split()) in " ".join(summary.split()) for w in report["warnings"])
     assert "[0.00, 0.10)" in summary and "[0.90, 1.00]" in summary and "logit-scale CI" in summary
     captured = capsys.readouterr()
-    assert "noisy release" in captured.err and "[s4]" in captured.err  # progress per step and site
+    # one progress line per step (every site's with --verbose), the one-screen summary and where the report is
+    assert "noisy release" in captured.err and "ROC-GLM fit" in captured.err
+    assert len(captured.err.splitlines()) <= 8 and captured.err.count("noisy release") == 1
+    printed = captured.out.split("\n\nvalidate took")[0]
+    warned = printed.split("\nWarnings\n")[1].splitlines()  # this request's two warnings take their lines
+    assert len(printed.splitlines()) - len(warned) <= 25 and f"{auc['value']:.3f}" in printed
+    assert "[0.00, 0.10)" not in printed
 
     assert main(["describe", "--federation", str(fed)]) == 0
     assert "dataset 'test'" in capsys.readouterr().out
@@ -126,7 +132,9 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     # the histogram validation of the demo also reports per site and a decision curve, and nothing else
     assert sorted(p.name for p in (out / "report-histogram").iterdir()) == sorted(
         [*REPORT_FILES.values(), OPTIONAL_REPORT_FILES["forest"], OPTIONAL_REPORT_FILES["decision_curve"]])
-    assert "Per site (each from its own release" in proc.stdout and "Decision curve" in proc.stdout
+    assert "AUC pooled across sites" in proc.stdout and "Decision curve at" in proc.stdout
+    # one screen per part: the paper protocol's summary, the comparisons, per site, survival (was ~250 lines)
+    assert len(proc.stdout.splitlines()) <= 100 and "dsroc demo --verbose" in proc.stdout
     # the daemons were stopped cleanly (SIGTERM): each log ends without a traceback
     for k in range(1, 6):
         assert "Traceback" not in (out / "sites" / f"site{k}" / "daemon.log").read_text()

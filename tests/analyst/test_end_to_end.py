@@ -141,7 +141,7 @@ def test_wald_interval_at_another_level(five_sites, pki, negligible, helpers):
     assert res.auc == pytest.approx(negligible.auc, abs=1e-12)
     half = norm.ppf(0.95) * np.sqrt(negligible.auc_variance)
     assert res.auc_ci == pytest.approx((res.auc - half, res.auc + half), abs=1e-9)
-    assert res.level == pytest.approx(0.9) and "90% CI" in str(res) and "Wald (AUC-scale) CI" in str(res)
+    assert res.level == pytest.approx(0.9) and "90% CI" in res.summary(verbose=True) and "Wald (AUC-scale) CI" in res.summary(verbose=True)
 
 
 def test_settings_outside_the_study_are_refused_before_any_charge_unless_asked_for(five_sites, pki, helpers):

@@ -26,7 +26,7 @@ from analyst.result.pr import pr_from_counts
 from analyst.result.summary import fmt, plural
 
 __all__ = ["HISTOGRAM_GUARANTEE", "HistogramDetail", "HistogramOptions", "HistogramProtocol", "histogram_result",
-           "summed_result", "two_modes_lines"]
+           "method_note", "summed_result", "two_modes_lines"]
 
 HISTOGRAM_GUARANTEE = (
     "histogram protocol: each site's releases for this validation (both stages of a quantile grid, a stratified or "
@@ -378,10 +378,11 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
 
 
 def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool, timing, detail,
-                  warnings=(), **extra) -> ValidationResult:
+                  warnings=(), notes=(), **extra) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of a validation from summed noisy histograms ``v``
     (:class:`dsroc.histogram.validation.HistogramValidation`): the histogram and secagg protocols' report.
-    ``extra``: further result fields (the histogram protocol's per-site heterogeneity, decision curve)."""
+    ``extra``: further result fields (the histogram protocol's per-site heterogeneity, decision curve); ``warnings``
+    and ``notes``: the protocol's own, before those of ``v`` (:func:`method_note` sorts them)."""
     level = common["level"]
     fitted = tuple(float(g) for g in v.rocglm_params) if v.estimator == "rocglm" else None
     brier = (Estimate.of(v.brier_scalar, _NOISE + "; unbinned (scalar release)") if v.brier_scalar is not None
@@ -397,5 +398,15 @@ def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool,
                      RocCurve.band_for(fitted, v.auc_ci)),
         calibration=histogram_calibration(v, level, with_sums), brier=brier, privacy=privacy,
         pr=pr_from_counts(v.counts0, v.counts1, v.edges, level=level),
-        test=a0_test(a0, level, v.auc_ci), warnings=tuple(warnings) + tuple(v.notes) + _charged(v.unavailable),
+        test=a0_test(a0, level, v.auc_ci),
+        warnings=tuple(warnings) + tuple(n for n in v.notes if not method_note(n)) + _charged(v.unavailable),
+        notes=tuple(notes) + tuple(n for n in v.notes if method_note(n)),
         timing={} if timing is None else timing, detail=detail, **extra)
+
+
+def method_note(note: str) -> bool:
+    """Whether a note of :func:`dsroc.histogram_validation` says how an estimate was made (which AUC estimator and
+    why; how the calibration slope's interval was formed) rather than something that needs the reader's attention
+    (an estimate missing, patients left out of a fit, an undefined interval): the result's notes, not warnings."""
+    return note.startswith("AUC: ") or (note.startswith("calibration intercept and slope: ")
+                                        and "leaves out" not in note)

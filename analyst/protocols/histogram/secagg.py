@@ -199,7 +199,7 @@ class SecAggProtocol(Protocol):
             for name, a in total.sites.items()}
         result = summed_result(request.common(s, self), v, privacy, a0=o.a0, with_sums=bool(sums), timing=timing,
                                detail=SecAggDetail(v, total, int(total.edges.size - 1), o.spacing, first),
-                               warnings=(PER_SITE,))
+                               notes=(PER_SITE,))
         timing["analysis"] = time.perf_counter() - clock
         return result
 

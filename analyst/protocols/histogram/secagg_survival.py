@@ -78,7 +78,7 @@ class SecAggSurvivalProtocol(Protocol):
                                       f"{len(total.sites)} sites, (epsilon, delta)-DP against coalitions of "
                                       f"{total.colluders} sites with the analyst")
         result = survival_report(request.common(s, self), v, privacy, detail, timing=timing,
-                                 on_edge=float(o.horizon) in time_edges, warnings=(PER_SITE,))
+                                 on_edge=float(o.horizon) in time_edges, notes=(PER_SITE,))
         timing["analysis"] = time.perf_counter() - clock
         return result
 

@@ -125,6 +125,16 @@ class PaperDetail:
                      f"{fit.iterations} iterations, {'converged' if fit.converged else 'NOT converged'}")
         return lines + [f"  warning: {w}" for w in fit.warnings]
 
+    def brief_lines(self, result, pct: int) -> list[str]:
+        """The one-screen summary's rows after the AUC: the noise-corrected AUC, and the fit's warnings."""
+        from analyst.result.brief import estimate_row
+
+        c = self.auc_corrected
+        lines = [] if c is None else [estimate_row(
+            "AUC (noise-corrected)", c.auc, c.ci.lower if c.ci.defined else math.nan,
+            c.ci.upper if c.ci.defined else math.nan, pct, "its CI includes the release noise, the one above not")]
+        return lines + [f"  warning: {w}" for w in self.rocglm.warnings]
+
     def detail_lines(self, result) -> list[str]:
         """The protocol's own lines at the end of the summary."""
         return [f"Paper protocol: ROC-GLM on a grid of {np.asarray(self.grid).size} thresholds; "

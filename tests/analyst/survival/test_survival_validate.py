@@ -167,7 +167,7 @@ def test_the_report_files_text_and_json(validated, tmp_path, helpers):
     helpers.check_schema(d)
     assert d["schema_version"] == 2 and d["analysis"] == "survival" and d["detail"]["analysis"] == "survival"
     assert d["detail"]["auc"]["value"] == pytest.approx(res.auc)
-    text = str(res)
+    text = res.summary(verbose=True)
     for words in ("Harrell's C", "Uno's C", "Integrated Brier", "events by 720", "censored before it",
                   "grouped proportional-hazards"):
         assert words in text
@@ -268,7 +268,8 @@ def test_uno_c_is_truncated_where_the_released_censoring_survival_falls_below_a_
     assert expected < MAX_TAU and v.tau == expected
     (note,) = [n for n in v.notes if f"truncated at tau = {expected:g} instead of 1800" in n]
     assert "below the minimum 0.5 (policy: survival_min_censoring_survival)" in note
-    assert any(f"Uno's C (tau {expected:g})" in line for line in str(res).splitlines())
+    assert any(f"Uno's C (tau {expected:g})" in line for line in res.summary(verbose=True).splitlines())
+    assert f"Uno (tau {expected:g})" in str(res) and "Uno's C is truncated at tau" in str(res)  # one screen, warned
     own = _expected_tau(_life_table_g(releases[STRICT].release.counts[0].astype(float)), points, expected, MIN_G)
     strict = next(s for s in v.sites if s.site == STRICT)
     assert np.isfinite(strict.uno_c.value) == (own == expected)
@@ -359,6 +360,29 @@ def test_survival_views_refuse_a_binary_result_and_draw_without_loading_matplotl
             "print('matplotlib' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
         == "False"
+
+
+def test_the_survival_summary_fits_one_screen(validated):
+    _, _, _, res = validated
+    lines = str(res).splitlines()
+    assert len(lines) <= 25  # five sites, and the pooling across them
+    v = res.detail.validation
+    text = "\n".join(lines)
+    assert f"{res.auc:.3f}" in text and f"Harrell {v.harrell_c.value:.3f}" in text and "Uno (tau 720)" in text
+    # Uno's truncation and the grouped times say how, not what went wrong: notes, not warnings
+    assert any(n.startswith("Uno's C truncated") for n in res.notes) and "Warnings" not in text
+    assert "times are grouped" in res.summary(verbose=True)
+
+
+def test_the_survival_figures_have_one_line_titles_and_privacy_in_the_caption(validated):
+    from analyst.display import pyplot
+
+    _, _, _, res = validated
+    for fig in (res.survival_display().figure(), res.plot()):
+        assert "\n" not in fig._suptitle.get_text() and "events by 720" in fig._suptitle.get_text()
+        assert fig._supxlabel.get_text().startswith("Privacy: survival release")
+        assert all("\n" not in ax.get_title() for ax in fig.axes)
+        pyplot().close(fig)
 
 
 def test_the_sites_uno_rules_combine_to_the_strictest():
