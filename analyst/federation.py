@@ -5,7 +5,7 @@ from __future__ import annotations
 from time import perf_counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from google.protobuf.json_format import MessageToDict
@@ -15,7 +15,7 @@ from dsroc.v1 import site_pb2 as pb
 from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
 from analyst.config import SiteConfig, load_federation_file
-from analyst.connection import SiteConnection, SiteError, fan_out_partial
+from analyst.connection import SiteConnection, SiteError, SiteTransport, fan_out_partial
 from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
 from analyst.protocols.histogram.secagg_survival import survival_strategy
 from analyst.protocols.histogram.survival import SurvivalOptions
@@ -38,7 +38,7 @@ def release_queries(epsilon: float, delta: float, *, survival: bool = False) -> 
             for p in protocols]
 
 
-def site_queries(conn: SiteConnection, epsilon: float | None, delta: float | None) -> list[pb.ReleaseQuery]:
+def site_queries(conn: SiteTransport, epsilon: float | None, delta: float | None) -> list[pb.ReleaseQuery]:
     """:func:`release_queries` for one site: with its survival release when its policy allows survival (lists
     ``survival_time_edges``); none without ``epsilon``."""
     if epsilon is None:
@@ -83,6 +83,10 @@ class Federation:
         Deadline of each call in seconds (streamed releases and uploads get longer).
     retries : int
         Retries of a call that failed with UNAVAILABLE (exponential backoff); other errors are not retried.
+    connect : callable, optional
+        ``connect(site_config)``: the :class:`~analyst.connection.SiteTransport` to each site; by default a gRPC
+        :class:`~analyst.connection.SiteConnection` to its daemon (``timeout`` and ``retries`` apply to it). The
+        Flower transport (:func:`analyst.flower.flower_federation`) passes its own.
     calibration_cache : path, optional
         A file where the secagg protocol's calibrations (its budget split and share sigmas) are kept across
         processes (:mod:`dsroc.secagg.calibrations`): a validation asking what one asked before skips them. Every
@@ -95,6 +99,7 @@ class Federation:
     """
 
     def __init__(self, sites: Sequence[SiteConfig], *, timeout: float = 30.0, retries: int = 3,
+                 connect: Callable[[SiteConfig], SiteTransport] | None = None,
                  calibration_cache: str | Path | None = None):
         sites = list(sites)
         if not sites:
@@ -113,7 +118,10 @@ class Federation:
 
             self._calibrations = CalibrationFile(calibration_cache)
         self._memory_calibrations = CalibrationCache() if calibration_cache is None else None
-        self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
+        if connect is None:
+            def connect(s: SiteConfig) -> SiteTransport:
+                return SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries)
+        self.connections: list[SiteTransport] = [connect(s) for s in sites]
         # One pool for every fan-out of this federation's steps (a validation makes about twenty).
         # Up to five steps run at once (the fit beside the moments, Brier, calibration and budget), so five
         # workers per site, and two for the analyst's own post-processing that runs meanwhile -- but never
@@ -150,10 +158,11 @@ class Federation:
 
         With ``epsilon`` and ``delta`` it also says how many more releases at them fit, per protocol
         (``left``: one release is one validation; survival releases where the site's policy allows them), by the
-        site's own accountant.
+        site's own accountant; with ``delta`` the history's epsilon at it too (``epsilon_at_delta``, by the bound of
+        ``epsilon_spent``: the two never disagree on which delta is the larger).
         """
         return self._ask_all(lambda c: c.call("Budget", pb.BudgetRequest(
-            dataset=dataset, queries=site_queries(c, epsilon, delta))).budget)
+            dataset=dataset, queries=site_queries(c, epsilon, delta), delta=float(delta or 0.0))).budget)
 
     @property
     def names(self) -> list[str]:
@@ -241,10 +250,12 @@ class Federation:
         Returns
         -------
         ValidationResult
-            The same type for every protocol; ``detail`` holds what only this protocol has. Its
+            The same type for every protocol; ``detail`` holds what only this protocol has; its ``privacy``
+            and ``guarantee_epsilon`` what the sites' ledgers compose this validation's releases to. Its
             ``warnings`` say, e.g., when (epsilon, delta) is not among the settings the simulation study
-            recommends for the sites' largest Delta; the validation still runs, since the sites alone
-            decide what they release.
+            recommends for the sites' largest Delta. The paper protocol refuses, before any release, a
+            setting whose noise the study shows to bias its AUC beyond its interval (``outside_study=True``
+            runs it anyway; :func:`analyst.recommend.paper_setting_refusal`).
         """
         strategy = get_protocol(protocol)
         if time is not None:

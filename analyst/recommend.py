@@ -1,4 +1,5 @@
-"""Privacy settings recommended by the simulation study: which (epsilon, delta) keep the AUC accurate for a Delta."""
+"""Privacy settings recommended by the simulation study: which (epsilon, delta) keep the paper protocol's AUC accurate
+for a Delta, and when it must refuse (the histogram protocol's width planning is :mod:`analyst.width_plan`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["DEFAULT_TOLERANCE", "RecommendedSetting", "recommend_settings", "recommendation_warning"]
+__all__ = ["DEFAULT_TOLERANCE", "RecommendedSetting", "noise_ceiling", "paper_setting_refusal", "recommend_settings",
+           "recommendation_warning"]
 
 #: Default MAE tolerance: at 0.01 the ROC-GLM's own bias near AUC 0.95 already uses up the margin
 #: (docs/simulations.md), at 0.015 the qualifying settings are monotone in epsilon and delta.
@@ -192,3 +194,83 @@ def recommendation_warning(epsilon: float, delta: float, sensitivities: Iterable
             f"for Delta = {delta_max:.3g} (studied Delta {settings[0].studied_sensitivity:g}, MAE of the AUC within "
             f"{tolerance:g} in every AUC bin); recommended (epsilon, delta): {listed}.{noise} "
             "The AUC may be pulled towards 0.5 by the noise.")
+
+
+def noise_ceiling(*, tolerance: float = DEFAULT_TOLERANCE, table: str | Path | None = None) -> float:
+    """The largest release noise SD tau the simulation study vouches for at every sensitivity it studied: per studied
+    Delta the largest tau of a recommended setting, and the smallest of those (conservative: at any Delta, a setting
+    whose tau is at most this is no noisier than one the study found to keep the ROC-GLM AUC within ``tolerance``)."""
+    rows, source = _read_table(table)
+    rows = [r for r in rows if math.isclose(r["tolerance"], tolerance, rel_tol=1e-9)]
+    if not rows:
+        raise ValueError(f"tolerance {tolerance:g} is not in {source}")
+    per_delta: dict[float, float] = {}
+    for r in rows:
+        per_delta[r["sensitivity"]] = max(per_delta.get(r["sensitivity"], 0.0), r["tau"])
+    return min(per_delta.values())
+
+
+def _release_tau(epsilon: float, delta: float, sensitivity: float) -> float:
+    """The noise SD of a site's noisy-score release (the sites' own rule, :func:`dsroc.privacy.lattice.lattice_gaussian`)."""
+    from dsroc.privacy.lattice import lattice_gaussian
+
+    return lattice_gaussian(epsilon, delta, sensitivity).sigma
+
+
+def paper_setting_refusal(epsilon: float, delta: float, sensitivities: dict[str, tuple[float, str]], *,
+                          max_epsilon: float, max_delta: float, tolerance: float = DEFAULT_TOLERANCE,
+                          table: str | Path | None = None) -> str | None:
+    """Why the paper protocol must not run at (``epsilon``, ``delta``) on these sites, with the settings that work;
+    None when it may.
+
+    ``sensitivities``: each site's Delta and where it comes from (e.g. "rule 'range'"); ``max_epsilon``, ``max_delta``: the smallest caps per
+    release of the sites. It may run when the sites' noise SD tau (the largest, at the largest Delta) is at most
+    :func:`noise_ceiling`, or (epsilon, delta) is a setting the study recommends for that Delta
+    (:func:`recommend_settings`). Elsewhere the noise pulls the ROC-GLM AUC towards 0.5 by more than the study's
+    tolerance, while its interval covers sampling only, and the noise-corrected AUC's coverage was not shown: the
+    answer would be confidently wrong.
+    """
+    site, (delta_max, rule) = max(sensitivities.items(), key=lambda kv: kv[1][0])
+    try:
+        tau = _release_tau(epsilon, delta, delta_max)
+    except ValueError:  # almost noiseless: the sites refuse it themselves
+        return None
+    ceiling = noise_ceiling(tolerance=tolerance, table=table)
+    if tau <= ceiling * (1.0 + 1e-9):
+        return None
+    try:
+        if any(math.isclose(s.epsilon, epsilon, rel_tol=1e-9) and math.isclose(s.delta, delta, rel_tol=1e-9)
+               for s in recommend_settings(delta_max, tolerance=tolerance, table=table)):
+            return None
+    except ValueError:
+        pass
+    works = []
+    try:
+        listed = recommend_settings(delta_max, tolerance=tolerance, table=table, max_epsilon=max_epsilon,
+                                    max_delta=max_delta)
+        works.append(f"(epsilon, delta) the study recommends for Delta {listed[0].studied_sensitivity:g}: "
+                     + ", ".join(f"({s.epsilon:g}, {s.delta:g})" for s in listed))
+    except ValueError:
+        pass
+    if _release_tau(max_epsilon, delta, delta_max) <= ceiling:
+        lo, hi = float(epsilon), float(max_epsilon)  # tau falls as epsilon grows: the smallest epsilon that works
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if _release_tau(mid, delta, delta_max) <= ceiling else (mid, hi)
+        works.append(f"epsilon >= {math.ceil(hi * 100) / 100:g} at delta {delta:g} (tau <= {ceiling:.3g}; within the "
+                     f"sites' limit epsilon <= {max_epsilon:g})")
+    else:
+        unit = _release_tau(epsilon, delta, 1.0) / 1.0
+        needed = ceiling / unit
+        digits = -int(math.floor(math.log10(needed))) + 1
+        works.append(f"sites whose sensitivity is at most {math.floor(needed * 10**digits) / 10**digits:g} (policy "
+                     f"sensitivity = \"value\" with sensitivity_value at most that: no epsilon up to the sites' limit "
+                     f"{max_epsilon:g} at delta {delta:g} brings the noise of Delta {delta_max:g} down far enough)")
+    works.append("or the histogram protocol (protocol 'histogram', every answer differentially private, its "
+                 "intervals include the noise)")
+    return (f"the paper protocol at epsilon {epsilon:g}, delta {delta:g} gives its noisy scores a noise SD tau = "
+            f"{tau:.3g} (sensitivity {delta_max:g} at site {site}: {rule}), above the tau <= {ceiling:.3g} "
+            f"at which the simulation study kept the ROC-GLM AUC within {tolerance:g} of the truth: the noise would "
+            "pull the AUC towards 0.5 beyond its interval (which covers sampling only) and the noise-corrected AUC's "
+            f"coverage is not known there. Settings that work: {'; '.join(works)}. To run it anyway, outside the "
+            "study (the AUC may be biased beyond its interval): outside_study=True (--outside-study)")

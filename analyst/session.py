@@ -15,7 +15,7 @@ from dsroc.privacy.guard import PRIVACY_LEVEL_RULE
 from dsroc.privacy.request import check_privacy_request as privacy_request
 from dsroc.v1 import site_pb2 as pb
 
-from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
+from analyst.connection import SiteError, SiteTransport, fan_out, fan_out_partial
 
 __all__ = ["Progress", "ValidationInterrupted", "ValidationSession", "check_privacy_request", "concurrently",
            "raise_first_failure", "score_source"]
@@ -126,7 +126,7 @@ class ValidationSession:
     session and the others go on; ``left_out`` maps each such site to its refusal.
     """
 
-    def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
+    def __init__(self, connections: Sequence[SiteTransport], *, dataset: str, outcome: str,
                  source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None,
                  with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None, time: str | None = None):
         self.connections = list(connections)
@@ -146,6 +146,7 @@ class ValidationSession:
         self._replayable = True  # every charged release replays at no charge
         self._asked: dict[str, tuple[float, float, bool]] = {}  # site -> (epsilon, delta, replay) of its hold
         self._open_holds: dict[str, str] = {}  # holds made and not used yet: cancelled when the session is left
+        self.release_ids: dict[str, list[str]] = {}  # site -> every release made or replayed there in this session
         self._lock = threading.Lock()
 
         # The release the sessions hold with their opening (``hold``): site -> reservation id ("" for a free replay).
@@ -195,7 +196,7 @@ class ValidationSession:
         return self.session_ids[conn.name]
 
     # -- all or nothing -------------------------------------------------------------------------
-    def hold(self, step: str, prepare: Callable[[SiteConnection], pb.PrepareRequest], *,
+    def hold(self, step: str, prepare: Callable[[SiteTransport], pb.PrepareRequest], *,
              follow_ups: dict | None = None) -> dict[str, str]:
         """Every site checks a release and holds its budget before any site releases (PrepareRelease).
 
@@ -267,7 +268,7 @@ class ValidationSession:
         fan_out_partial(live, lambda c: c.call("CancelReservation", pb.CancelReservationRequest(
             reservation_id=holds[c.name]), timeout=5.0), executor=self.executor)
 
-    def commit(self, step: str, holds: Mapping[str, str], release: Callable[[SiteConnection, str], object]) -> list:
+    def commit(self, step: str, holds: Mapping[str, str], release: Callable[[SiteTransport, str], object]) -> list:
         """Make every site's held release: ``release(conn, reservation_id)``, results in site order.
 
         A site that fails now (down since it held) is named with the sites that did release: their
@@ -313,6 +314,12 @@ class ValidationSession:
                 self.charged.setdefault(site, []).append((float(epsilon), float(delta)))
             self._replayable = self._replayable and replayable
 
+    def note_release(self, site: str, *release_ids: str) -> None:
+        """Note releases ``site`` made (or replayed) for this session: :meth:`budget` asks its ledger to compose them."""
+        with self._lock:
+            ids = self.release_ids.setdefault(site, [])
+            ids.extend(r for r in dict.fromkeys(release_ids) if r and r not in ids)
+
     def charges_so_far(self) -> str | None:
         """What the sites reported charging in this session, per site (None when none charged anything), with the
         sites whose release was in flight when the session was left (they may have charged it)."""
@@ -336,9 +343,12 @@ class ValidationSession:
         """:meth:`charges_so_far`, or that nothing was charged at any site."""
         return self.charges_so_far() or "nothing was charged at any site"
 
-    def budget(self) -> dict[str, pb.BudgetStatus]:
-        """Each site's spent and remaining budget for this dataset."""
-        replies = self._each("budget", lambda c: c.call("Budget", pb.BudgetRequest(dataset=self.dataset)))
+    def budget(self, delta: float | None = None) -> dict[str, pb.BudgetStatus]:
+        """Each site's spent and remaining budget for this dataset; with ``delta``, the site's epsilon at it too, of
+        its whole history and of this session's releases alone (:meth:`note_release`), by its ledger's accountant
+        (``BudgetStatus.epsilon_at_delta``, ``validation_epsilon``)."""
+        replies = self._each("budget", lambda c: c.call("Budget", pb.BudgetRequest(
+            dataset=self.dataset, delta=float(delta or 0.0), release_ids=self.release_ids.get(c.name, []) if delta else [])))
         return {name: r.budget for name, r in zip(self.sites, replies)}
 
     def close(self, *, wait: bool = True) -> Future | None:

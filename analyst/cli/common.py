@@ -6,7 +6,8 @@ import json
 import sys
 import threading
 
-__all__ = ["EPILOG", "EXIT_INTERRUPTED", "EXIT_PARTIAL", "json_with_failures", "print_progress", "report_failures"]
+__all__ = ["EPILOG", "EXIT_INTERRUPTED", "EXIT_PARTIAL", "json_with_failures", "print_progress", "progress_printer",
+           "report_failures"]
 
 EPILOG = """\
 Every site decides its own sensitivity and noise and checks each request against its policy and
@@ -21,6 +22,22 @@ def print_progress(step: str, site: str | None, message: str) -> None:
     with _PRINT_LOCK:
         sys.stderr.write(f"  {step:<28} {where:<12} {message}\n")
         sys.stderr.flush()
+
+
+def progress_printer(*, verbose: bool = False):
+    """The progress callback of a command: every message of every site with ``verbose`` (:func:`print_progress`),
+    else one line per step, its first message, when the step changes."""
+    if verbose:
+        return print_progress
+    last = [None]
+
+    def step_only(step: str, site: str | None, message: str) -> None:
+        with _PRINT_LOCK:
+            if step == last[0]:
+                return
+            last[0] = step
+        print_progress(step, site, message)
+    return step_only
 
 
 #: Exit status when some sites answered and others failed (describe, budget).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyst.cli.common import print_progress
+from analyst.cli.common import progress_printer
 
 __all__ = ["add_demo", "cmd_demo"]
 
@@ -11,7 +11,8 @@ def cmd_demo(args) -> int:
     from analyst.demo import run_demo
 
     return run_demo(out=args.out, json_path=args.json, n_patients=args.n_patients, epsilon=args.epsilon,
-                    delta=args.delta, seed=args.seed, progress=None if args.quiet else print_progress)
+                    delta=args.delta, seed=args.seed, verbose=args.verbose,
+                    progress=None if args.quiet else progress_printer(verbose=args.verbose))
 
 
 
@@ -33,4 +34,7 @@ def add_demo(sub) -> None:
     m.add_argument("--delta", type=float, default=0.01, metavar="DELTA", help="delta per release (default 0.01, as in the paper)")
     m.add_argument("--seed", type=int, default=2024, metavar="S", help="seed of the split (default 2024)")
     m.add_argument("--quiet", action="store_true", help="no progress messages")
+    m.add_argument("--verbose", action="store_true",
+                   help="every validation's whole summary, the privacy settings explained and every site's progress "
+                        "(default: about 100 lines; each report's summary.txt holds the whole summary)")
     m.set_defaults(func=cmd_demo)

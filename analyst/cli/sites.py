@@ -36,7 +36,10 @@ def cmd_describe(args) -> int:
                   + f"; at most {p.get('histogram_max_cells')} cells per class")
         if p.get("survival_time_edges"):  # --time: the public time edges a survival release may use
             edges = ", ".join(f"{e:g}" for e in p["survival_time_edges"])
-            print(f"  survival (--time): time edges {edges}; at most {p.get('survival_max_time_bins')} time bins")
+            uno = ((f"; Uno's C at tau <= {p['survival_max_tau']:g}" if p.get("survival_max_tau") else "")
+                   + (f"; Uno's C where the censoring survival >= {p['survival_min_censoring_survival']:g}"
+                      if p.get("survival_min_censoring_survival") else ""))
+            print(f"  survival (--time): time edges {edges}; at most {p.get('survival_max_time_bins')} time bins{uno}")
         for ds in d.get("datasets", []):
             b = ds.get("budget", {})
             cols = ", ".join(c["name"] for c in ds.get("columns", []))
@@ -70,20 +73,24 @@ def held_text(b: dict) -> str:
 
 
 def budget_rows(answers, *, epsilon: float, delta: float) -> list[dict]:
-    """Each site's budget in the analyst's terms: epsilon spent at the budget's delta (and at ``delta`` while
-    the history is exact Gaussian DP), and how many more validations at (``epsilon``, ``delta``) fit, per
-    protocol, as the site's accountant counts them (``left``; "-" where the site refuses such a release)."""
+    """Each site's budget in the analyst's terms: epsilon spent at the budget's delta and at ``delta``, both by the
+    site's accountant with one bound (``epsilon_at_delta``; a site from before that does not send it: from the
+    Gaussian-DP mu while the history is exact Gaussian DP, else "-"), and how many more validations at
+    (``epsilon``, ``delta``) fit, per protocol, as the site's accountant counts them (``left``; "-" where the site
+    refuses such a release)."""
     import dsroc
 
     rows = []
     for site, b in answers.items():
-        mu_spent = b.get("mu_spent", 0.0)
-        exact = b.get("accounting", "").startswith("gaussian") or not b.get("releases", 0)
+        mu_spent, spent = b.get("mu_spent", 0.0), int(b.get("releases", 0)) + int(b.get("reservations", 0))
+        exact = b.get("accounting", "").startswith("gaussian") or not spent
+        at = b.get("epsilon_at_delta", 0.0)
+        at_request = (at if at > 0 or not spent else  # 0 with releases: a site from before
+                      dsroc.gdp_epsilon(mu_spent, delta) if exact and mu_spent > 0 else None)
         rows.append({
             "site": site, "releases": int(b.get("releases", 0)), "held": int(b.get("reservations", 0)),
             "budget_epsilon": b.get("budget_epsilon"), "budget_delta": b.get("budget_delta"),
-            "epsilon_spent_at_request_delta": (dsroc.gdp_epsilon(mu_spent, delta) if mu_spent > 0 else 0.0)
-            if exact else None,
+            "epsilon_spent_at_request_delta": at_request,
             "epsilon_spent_at_budget_delta": b.get("epsilon_spent", 0.0), "delta_spent": b.get("delta_spent", 0.0),
             "validations_left": left_counts(b),
             "refused": {x["query"]["protocol"]: x["refused"] for x in b.get("left", []) if x.get("refused")},

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from analyst.cli.common import print_progress
+from analyst.cli.common import progress_printer
 
 __all__ = ["add_validate", "cmd_validate", "load_model", "protocol_options"]
 
@@ -57,9 +57,10 @@ def protocol_options(args):
                              "validation (--time)")
         if args.horizon is None:
             raise ValueError("--horizon is required with --time (the time the model's risks are predicted at)")
-        given = {k: getattr(args, k) for k in ("n_bins", "time_edges", "tau") if getattr(args, k, None) is not None}
+        given = {k: getattr(args, k) for k in ("n_bins", "time_edges", "tau", "auc_times")
+                 if getattr(args, k, None) is not None}
         return SurvivalOptions(horizon=args.horizon, **given)
-    for flag in ("horizon", "time_edges", "tau"):
+    for flag in ("horizon", "time_edges", "tau", "auc_times"):
         if getattr(args, flag, None) is not None:
             raise ValueError(f"--{flag.replace('_', '-')} applies to a survival validation only: give --time too")
     own = fields[args.protocol]
@@ -90,7 +91,7 @@ def cmd_validate(args) -> int:
             say(f"Validating on {len(fed.sites)} site{'s' if len(fed.sites) != 1 else ''}: {', '.join(fed.names)}",
                 file=sys.stderr)
             started = time.perf_counter()
-            progress = None if args.quiet else print_progress
+            progress = None if args.quiet else progress_printer(verbose=args.verbose)
             try:
                 res = fed.validate(args.dataset, args.outcome, score=args.score, model=model, epsilon=args.epsilon,
                                    delta=args.delta, protocol=args.protocol, options=options, alpha=args.alpha,
@@ -101,7 +102,7 @@ def cmd_validate(args) -> int:
                 raise KeyboardInterrupt("nothing was charged at any site") from None
             elapsed = time.perf_counter() - started
         paths = write_report(res, tmp)
-    say(res)
+    say(res.summary(verbose=args.verbose))
     say(f"\nvalidate took {elapsed:.2f} s; report written to {args.out}: " + ", ".join(p.name for p in paths.values()))
     return 0
 
@@ -162,8 +163,20 @@ def add_validate(sub) -> None:
                          "further release")
     ho.add_argument("--decision-curve", action="store_true",
                     help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
-                         "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
-                         "thresholds you need")
+                         "including the noise (decision_curve.png); --thresholds puts the thresholds you need on "
+                         "the grid")
+    ho.add_argument("--thresholds", type=_float_list, default=None, metavar="T1,T2,...",
+                    help="decision thresholds (risks) put on the quantile grid as bin edges exactly, beside its quantile "
+                         "edges: net benefit, the confusion table and calibration from one release, and the decision "
+                         "curve (decision_curve.png) at these thresholds; each an edge of a grid every site allows (e.g. "
+                         "multiples of 0.005 under the default policy), refused before any site is charged otherwise")
+    ho.add_argument("--max-auc-width", type=float, default=None, metavar="W",
+                    help="with --planned: refuse, before anything is held or charged, a request whose AUC interval at "
+                         "--epsilon would be wider than W for the planned size, naming the epsilon that would do "
+                         "(simulated validations through the default protocol; dsroc recommend --protocol histogram)")
+    ho.add_argument("--planned", type=_float_list, default=None, metavar="N,E[,AUC]",
+                    help="the expected patients N and events E (and the AUC to plan for, default 0.75) for "
+                         "--max-auc-width")
     ho.add_argument("--strata", default=None, metavar="COLUMN",
                     help="also every statistic per stratum of COLUMN and the differences between strata "
                          "(subgroups.png): one more release per site at --epsilon/--delta on the validation's grid, "
@@ -202,7 +215,15 @@ def add_validate(sub) -> None:
                          "the edges the sites share, thinned to the fewest survival_max_time_bins, keeping the "
                          "horizon)")
     sv.add_argument("--tau", type=float, default=None, metavar="T",
-                    help="truncation time of Uno's C (default: the horizon)")
+                    help="truncation time of Uno's C (default: the horizon, or the smallest survival_max_tau of the "
+                         "sites' policies when the horizon lies beyond it); beyond a site's survival_max_tau: refused "
+                         "before anything is held. Where the released censoring survival falls below a site's "
+                         "survival_min_censoring_survival, Uno's C is truncated earlier (the report says so)")
+    sv.add_argument("--auc-times", type=_float_list, default=None, metavar="T1,T2,...",
+                    help="times of the AUC(t) curve (report.json detail.auc_curve, survival.png), e.g. 365,730,1095: each positive "
+                         "and at most the release's last finite time edge, checked before anything is held; a time "
+                         "inside a time bin counts that bin's patients as event-free (default: up to 8 of the grid's "
+                         "times, spread evenly)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")
@@ -213,6 +234,15 @@ def add_validate(sub) -> None:
                          "only thresholds on their lattice, e.g. multiples of 0.01 (see 'dsroc describe')")
     pp.add_argument("--sensitivity", type=float, default=None, metavar="SENS",
                     help="ask the sites for a larger sensitivity Delta than their rules give (never smaller)")
+    pp.add_argument("--outside-study", action="store_true",
+                    help="run even where the sites' noise exceeds what the simulation study vouches for (refused by "
+                         "default, before anything is released, with the settings that work): the AUC may be biased "
+                         "beyond its interval")
     v.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     v.add_argument("--quiet", action="store_true", help="print nothing (errors still go to stderr)")
+    v.add_argument("--verbose", action="store_true",
+                   help="print the whole summary (every estimate with what its interval includes, the calibration per "
+                        "bin, each extra part in full, the protocol's detail, the notes on how each estimate was made; "
+                        "summary.txt always holds it) and every site's progress; default: one screen, one progress "
+                        "line per step")
     v.set_defaults(func=cmd_validate)

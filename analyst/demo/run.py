@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 import dsroc
-from analyst.demo.binary import comparison_text, empirical_roc, pooled_statistics, privacy_note, protocols_side_by_side
+from analyst.demo.binary import (comparison_text, empirical_roc, per_site_lines, pooled_statistics, privacy_note,
+                                 protocols_side_by_side)
 from analyst.demo.daemons import running_daemons
 from analyst.demo.gbsg2 import FEATURES, HORIZON_DAYS, OUTCOME, prepare_gbsg2
 from analyst.demo.gbsg2_survival import prepare_gbsg2_survival
@@ -36,7 +37,7 @@ _MARKER = ".dsroc-demo"  # the demo only ever cleans a folder that carries this 
 
 def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = None, n_patients: int | None = None,
              epsilon: float = 5.0, delta: float = 0.01, seed: int = 2024, progress: Progress | None = None,
-             stream=None) -> int:
+             stream=None, verbose: bool = False) -> int:
     """Run the five-site GBSG2 demo; returns the exit status (0 on success).
 
     Parameters
@@ -57,18 +58,23 @@ def run_demo(*, out: str | Path | None = None, json_path: str | Path | None = No
         ``progress(step, site, message)``.
     stream : file, optional
         Where the results are printed (default stdout).
+    verbose : bool
+        Print every validation's whole summary and the privacy settings' explanation (``summary.txt`` of each report
+        holds them); default: the paper protocol's one-screen summary beside the pooled truth, the three protocols
+        side by side, the histogram protocol's per-site lines and the survival validation beside its references.
     """
     if json_path is not None and not Path(json_path).resolve().parent.is_dir():
         raise ValueError(f"--json {json_path}: its folder does not exist")
     options = dict(json_path=json_path, n_patients=n_patients, epsilon=epsilon, delta=delta, seed=seed,
-                   progress=progress, stream=stream)
+                   progress=progress, stream=stream, verbose=verbose)
     if out is not None:
         return _run_demo(Path(out).resolve(), keep=True, **options)
     with tempfile.TemporaryDirectory(prefix="dsroc-demo-") as tmp:
         return _run_demo(Path(tmp), keep=False, **options)
 
 
-def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, seed, progress, stream) -> int:
+def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, seed, progress, stream,
+              verbose: bool = False) -> int:
     from site_node.rules.approvals import approve_model
     from site_node.interceptors.auth import hash_token, new_token
     from site_node.cli.init import federation_document, link_peers
@@ -164,30 +170,23 @@ def _run_demo(out: Path, *, keep: bool, json_path, n_patients, epsilon, delta, s
                                       "secagg_protocol": secagg.to_dict(), "survival_protocol": surv.to_dict(),
                                       "survival_pooled": surv_pooled, "survival_binary": surv_binary})
     timing["total_seconds"] = time.perf_counter() - t_start
-    say("")
-    say(str(res))
-    say("")
-    say(comparison)
-    say("")
-    say(note)
-    say("")
-    say(str(hist))
-    say("")
-    say(protocols)
-    say("")
-    say(str(surv))
-    say("")
-    say(surv_text)
+    sections = ([res.summary(verbose=True), comparison, note, hist.summary(verbose=True), protocols,
+                 surv.summary(verbose=True), surv_text] if verbose else
+                [str(res), comparison, protocols, "\n".join(per_site_lines(hist)), surv_text])
+    for text in sections:
+        say("")
+        say(text)
     say("")
     say(f"Timing: validate {t_validate:.2f} s (survival {t_survival:.2f} s); daemons started in "
         f"{timing['startup_seconds']:.2f} s "
         f"(including data preparation and certificates); whole demo {timing['total_seconds']:.2f} s.")
     if keep:
-        say(f"Report (paper protocol): {', '.join(str(p) for p in paths.values())}; histogram protocol: "
-            f"{', '.join(str(p) for p in hist_paths.values())}; survival: "
-            f"{', '.join(str(p) for p in surv_paths.values())}"
+        say(f"Reports (report.json, summary.txt with every detail, figures): {paths['json'].parent} (paper protocol), "
+            f"{hist_paths['json'].parent} (histogram), {surv_paths['json'].parent} (survival)"
             + (f"; JSON also at {json_path}" if json_path else ""))
     else:
         say("The demo's temporary folder (keys, token, ledgers, report) is removed; --out DIR keeps it and the plots"
             + (f"; JSON written to {json_path}" if json_path else "") + ".")
+    if not verbose:
+        say("Every validation's whole summary and the privacy settings explained: dsroc demo --verbose.")
     return 0

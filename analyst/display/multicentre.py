@@ -12,63 +12,113 @@ __all__ = ["comparison_figure", "decision_curve_figure", "forest_figure", "subgr
 
 
 def forest_figure(result, *, figure=None):
-    """Forest plot of the per-site AUCs with the pooled estimate and the prediction interval (as ``metamisc``)."""
+    """Forest plot of the per-site AUCs as metafor's ``forest`` and metamisc draw it: a row per site with its n, the
+    AUC with its interval (square sized by its weight) and the columns ``AUC [95% CI]`` and ``weight``; the pooled
+    AUC as a diamond, the prediction interval for a new site drawn on its own row (when there are three sites or
+    more), and tau^2 and I^2 of the same random-effects fit beneath."""
     h = result.heterogeneity
     if h is None:
         raise ValueError("this result has no per-site estimates: validate with by_site=True (CLI --by-site)")
     plt = pyplot()
-    fig = figure or plt.figure(figsize=(7.0, 1.6 + 0.4 * (len(h.sites) + 2)))
+    pct = round(100 * result.level)
+    p = h.auc
+    has_pi = p is not None and math.isfinite(p.prediction_lower) and math.isfinite(p.prediction_upper)
+    rows = len(h.sites) + (2 if p is not None else 0) + (1 if has_pi else 0)
+    fig = figure or plt.figure(figsize=(10.0, 1.6 + 0.34 * rows))
     fig.clear()
-    ax = fig.add_subplot(1, 1, 1)
-    rows = len(h.sites)
-    for i, s in enumerate(h.sites):
-        y = rows - i + 1
+    bottom = (0.9 if p is not None else 0.6) / fig.get_size_inches()[1]
+    ax = fig.add_axes((0.27, bottom, 0.36, 0.84 - bottom))
+    weights = h.auc_weights()
+    top = len(h.sites)
+    finite = [w for w in weights if math.isfinite(w)]
+    cols = dict(site=-0.72, n=-0.05, estimate=1.05, weight=1.78)
+    from matplotlib.transforms import blended_transform_factory
+
+    where = blended_transform_factory(ax.transAxes, ax.transData)
+
+    def text(column, y, value, **kw):
+        ha = "left" if column == "site" else "right" if column in ("n", "weight") else "left"
+        font = {"family": "monospace"} if column in ("estimate", "weight") else {}
+        ax.text(cols[column], y, value, transform=where, ha=ha, va="center", fontsize=9, clip_on=False, **font, **kw)
+    for column, label in (("site", "Site"), ("n", "n"), ("estimate", f"AUC [{pct}% CI]"), ("weight", "Weight")):
+        text(column, top + 0.9, label, fontweight="bold")
+    for i, (s, w) in enumerate(zip(h.sites, weights)):
+        y = top - i
+        text("site", y, s.site)
+        text("n", y, f"{s.n:.0f}")
         if math.isfinite(s.auc):
+            size = 4 + 8 * math.sqrt(w / max(finite)) if math.isfinite(w) and finite else 4
             ax.errorbar(s.auc, y, xerr=[[s.auc - s.auc_lower], [s.auc_upper - s.auc]], fmt="s", color="black",
-                        markersize=4 + 6 * s.n / max(x.n for x in h.sites), capsize=3)
-    labels = [s.site for s in h.sites]
-    if h.auc is not None:
-        p = h.auc
-        ax.fill([p.lower, p.estimate, p.upper, p.estimate], [0.5, 0.8, 0.5, 0.2], color="tab:blue", label=f"pooled ({p.method})")
-        ax.plot([p.prediction_lower, p.prediction_upper], [0.5, 0.5], color="tab:red", lw=2,
-                label=f"{round(100 * result.level)}% prediction interval")
+                        markersize=size, capsize=2, lw=1)
+            text("estimate", y, f"{s.auc:.3f} [{s.auc_lower:.3f}, {s.auc_upper:.3f}]")
+        else:
+            text("estimate", y, "not estimable")
+        text("weight", y, f"{100 * w:.1f}%" if math.isfinite(w) else "-")
+    ticks, labels = [], []
+    if p is not None:
+        y = 0
+        ax.fill([p.lower, p.estimate, p.upper, p.estimate], [y, y + 0.3, y, y - 0.3], color="tab:blue")
         ax.axvline(p.estimate, color="tab:blue", lw=0.8, ls=":")
-        labels.append("pooled")
-    ax.set_yticks(list(range(rows + 1, 1, -1)) + ([0.5] if h.auc is not None else []))
-    ax.set_yticklabels(labels)
-    ax.set_xlabel(f"AUC with {round(100 * result.level)}% CI (sampling and each site's privacy noise)")
-    ax.set_ylim(-0.2, rows + 1.8)
-    title = "AUC per site"
-    if h.auc is not None:
-        title += f": tau^2 = {h.auc.tau2:.3g} (logit scale), I^2 = {100 * h.auc.i2:.0f}%"
-    ax.set_title(title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)  # clear of the rows
-    fig.tight_layout()
+        text("site", y, "Pooled (random effects)", fontweight="bold")
+        text("n", y, f"{sum(s.n for s in h.sites):.0f}")
+        text("estimate", y, f"{p.estimate:.3f} [{p.lower:.3f}, {p.upper:.3f}]", fontweight="bold")
+        text("weight", y, "100%" if finite else "-")
+        if has_pi:
+            y = -1
+            ax.errorbar(p.estimate, y, xerr=[[p.estimate - p.prediction_lower], [p.prediction_upper - p.estimate]],
+                        fmt="none", ecolor="tab:red", elinewidth=2, capsize=4)
+            text("site", y, f"{pct}% prediction interval (new site)")
+            text("estimate", y, f"{'':5} [{p.prediction_lower:.3f}, {p.prediction_upper:.3f}]")
+        fig.text(0.02, 0.1 / fig.get_size_inches()[1], f"Random effects on the logit scale ({p.method}): "
+                 f"$\\tau^2$ = {p.tau2:.3g}, $I^2$ = {100 * p.i2:.0f}% (both from this $\\tau^2$), {p.sites} sites.\n"
+                 "Squares sized by weight; intervals include sampling and each site's privacy noise."
+                 + ("" if has_pi else " No prediction interval: it needs at least 3 sites."), fontsize=8, va="bottom")
+    ax.set_yticks([])
+    ax.set_ylim(-1.6 if has_pi else -0.8, top + 1.4)
+    lows = [s.auc_lower for s in h.sites if math.isfinite(s.auc_lower)] + ([p.prediction_lower] if has_pi else [])
+    highs = [s.auc_upper for s in h.sites if math.isfinite(s.auc_upper)] + ([p.prediction_upper] if has_pi else [])
+    lo, hi = max(0.0, min(lows, default=0.5) - 0.03), min(1.0, max(highs, default=1.0) + 0.03)
+    ax.set_xlim(lo, hi)
+    if lo < 0.5 < hi:
+        ax.axvline(0.5, color="0.6", lw=0.8)  # chance
+    ax.set_xlabel(f"AUC with {pct}% CI")
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title("AUC per site", fontsize=10, loc="left")
     return fig
 
 
 def decision_curve_figure(result, *, figure=None):
-    """Net benefit of the model against treating all and none, with intervals, as ``dcurves`` draws it."""
+    """Net benefit of the model against treating all and none, with intervals, as ``dcurves`` draws it: at the
+    thresholds the result holds (the released grid's edges, or the thresholds asked for), the x-axis over them, the
+    y-axis from a little below zero to the larger of the prevalence and the model's best net benefit (treat all
+    plunges towards minus infinity as the threshold nears 1; it is cut at the axis, not allowed to stretch it)."""
     dc = result.decision_curve
     if dc is None:
         raise ValueError("this result has no decision curve (the scores are not risks in [0, 1])")
     plt = pyplot()
-    fig = figure or plt.figure(figsize=(7.0, 4.5))
+    fig = figure or plt.figure(figsize=(7.0, 4.6))
     fig.clear()
     ax = fig.add_subplot(1, 1, 1)
-    t = dc.thresholds
-    ax.plot(t, dc.net_benefit, "o-", color="tab:blue", label="model")
+    t = np.asarray(dc.thresholds, dtype=float)
+    pct = round(100 * result.level)
     ax.fill_between(t, dc.lower, dc.upper, color="tab:blue", alpha=0.2,
-                    label=f"{round(100 * result.level)}% CI (sampling and privacy noise)")
-    fine = np.linspace(0.0, min(0.99, t.max() * 1.05), 200)
+                    label=f"{pct}% CI (sampling and privacy noise)")
+    ax.plot(t, dc.net_benefit, "o-", color="tab:blue", ms=4, label="model")
+    right = min(1.0, float(t.max()) + 0.05) if t.size else 1.0
+    fine = np.linspace(0.0, min(right, 0.999), 400)
     ax.plot(fine, dc.prevalence - (1 - dc.prevalence) * fine / (1 - fine), color="0.4", label="treat all")
     ax.axhline(0.0, color="black", lw=1, label="treat none")
-    ax.set_ylim(min(-0.05, float(np.nanmin(dc.lower)) - 0.01), max(dc.prevalence, float(np.nanmax(dc.upper))) + 0.02)
-    ax.set_xlim(0, fine[-1])
-    ax.set_xlabel("threshold probability (at the released grid's edges)")
+    top = max(float(dc.prevalence), float(np.nanmax(dc.upper, initial=0.0)))
+    ax.set_ylim(-max(0.05, 0.25 * top), 1.05 * top + 0.01)
+    ax.set_xlim(0.0, right)
+    from matplotlib.ticker import PercentFormatter
+
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlabel("threshold probability")
     ax.set_ylabel("net benefit")
-    ax.set_title("Decision curve")
-    ax.legend(fontsize=8, frameon=False)
+    ax.set_title("Decision curve", fontsize=10)
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
     fig.tight_layout()
     return fig
 

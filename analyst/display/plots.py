@@ -10,7 +10,10 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["CalibrationPlot", "RocPlot", "plot_title", "pyplot", "statistics_text", "validation_figure"]
+from analyst.wording import plain
+
+__all__ = ["CalibrationPlot", "RocPlot", "figure_title", "plot_title", "publish_titles", "pyplot", "statistics_text",
+           "validation_figure"]
 
 #: false-positive fractions at which the fitted curve and its band are drawn (dense in both tails)
 _T = np.concatenate([[0.0], np.geomspace(1e-4, 0.5, 200), 1 - np.geomspace(0.5, 1e-4, 200)[1:], [1.0]])
@@ -247,7 +250,8 @@ def _merged_handles(*axes):
 
 def validation_figure(result, *, figure=None, references: Sequence[Sequence] = ()):
     """One figure of a result: the ROC curve (left), the calibration curve with its statistics box and the
-    risk histogram (right), and the protocol's guarantee as the figure's title. Save it whole with
+    risk histogram (right), a one-line title (model, data, n, epsilon, protocol) and the protocol's guarantee, without
+    its asides, as the caption beneath (the whole guarantee is in the summary and the JSON). Save it whole with
     ``fig.savefig(path)``; the constrained layout keeps titles, legends and panels apart."""
     plt = pyplot()
     fig = plt.figure(figsize=(13, 8.2), layout="constrained") if figure is None else figure
@@ -259,5 +263,24 @@ def validation_figure(result, *, figure=None, references: Sequence[Sequence] = (
     if result.calibration is not None:
         cal = fig.add_subplot(grid[0, 1])
         CalibrationPlot(result).plot(cal, fig.add_subplot(grid[1, 1], sharex=cal))
-    fig.suptitle(textwrap.fill(result.guarantee, 150), fontsize=9)
+    return publish_titles(fig, result)
+
+
+def publish_titles(fig, result):
+    """Title a figure of several panels for publication: n, epsilon and the protocol once, in a one-line title
+    (:func:`figure_title`); each panel's title only its kind (the first line of :func:`plot_title`); the protocol's
+    guarantee, without its asides, as the caption beneath. Returns ``fig``."""
+    for ax in fig.axes:
+        ax.set_title(ax.get_title().split("\n")[0], fontsize="medium")
+    fig.suptitle(figure_title(result), fontsize=11)
+    fig.supxlabel(textwrap.fill(f"Privacy: {plain(result.guarantee)}.", 170), fontsize=8, color="0.3")
     return fig
+
+
+def figure_title(result) -> str:
+    """One line: the model, the dataset, n, the events, epsilon, delta and the protocol."""
+    approx = "" if result.counts_exact else "~"
+    ones = "with outcome 1" if getattr(result, "time", None) is None else f"events by {result.horizon:g}"
+    return (f"{result.score_description} on '{result.dataset}': n = {approx}{result.n:.0f} ({approx}{result.n1:.0f} "
+            f"{ones}), $\\varepsilon$ = {result.epsilon:g}, $\\delta$ = {result.delta:g} per site, "
+            f"{result.protocol} protocol")

@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 
-from analyst.display.plots import plot_title, pyplot
+from analyst.display.plots import plot_title, publish_titles, pyplot
 
 __all__ = ["SurvivalDisplay"]
 
@@ -135,5 +135,4 @@ class SurvivalDisplay:
         self.plot_survival(fig.add_subplot(grid[:, 1]))
         cal = fig.add_subplot(grid[0, 2])
         self.plot_calibration(cal, fig.add_subplot(grid[1, 2], sharex=cal))
-        fig.suptitle(textwrap.fill(self.result.guarantee, 170), fontsize=9)
-        return fig
+        return publish_titles(fig, self.result)

@@ -10,7 +10,8 @@ from typing import Any, Callable, ClassVar, Mapping
 from analyst.result.parts import SitePrivacy, TestResult
 from analyst.session import ValidationSession
 
-__all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "check_a0", "site_privacy_from_budget",
+__all__ = ["Protocol", "ProtocolOptions", "ValidationRequest", "a0_test", "budget_fields", "check_a0",
+           "site_privacy_from_budget",
            "HISTOGRAM_ONLY"]
 
 #: options only the histogram protocol has, and why the others refuse them
@@ -19,7 +20,8 @@ HISTOGRAM_ONLY = {
            "histogram protocol makes (the paper protocol's exact answers per stratum or per pair of models would be "
            "new q-protected questions about fewer patients; secagg sums one grid of one model)")
     for name in ("strata", "compare")
-}
+} | {"thresholds": ("decision thresholds are put on the histogram protocol's quantile grid only (the paper protocol "
+                    "answers one --threshold on its lattice; secagg's grid is advertised without them)")}
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,27 @@ class Protocol:
         raise NotImplementedError
 
 
+def budget_fields(budget) -> dict[str, Any]:
+    """The :class:`SitePrivacy` fields of a site's ``BudgetStatus`` asked with this validation's releases and delta
+    (:meth:`analyst.session.ValidationSession.budget`): what the site's accountant composes them to, the history's
+    epsilon at that delta, and the budget. The mu fields only for a history of Gaussian releases alone (else NaN:
+    a mu that counts only them would misstate a history with histogram releases)."""
+    from dsroc.privacy.accounting import EXACT_GAUSSIAN
+
+    field = lambda name, default=0.0: getattr(budget, name, default)  # noqa: E731 - a record without them: none
+    gaussian = field("accounting", "") in ("", EXACT_GAUSSIAN)
+    composed = int(field("validation_releases", 0))
+    at_delta = field("epsilon_at_delta")
+    out = dict(epsilon_spent=budget.epsilon_spent, budget_epsilon=budget.budget_epsilon,
+               budget_delta=budget.budget_delta, mu_spent=budget.mu_spent if gaussian else math.nan,
+               mu_remaining=budget.mu_remaining if gaussian else math.nan,
+               epsilon_spent_at_delta=at_delta if at_delta > 0 or composed else math.nan)
+    if composed:
+        out.update(epsilon=field("validation_epsilon"), releases=composed, accounting=field("validation_accounting", ""))
+    return out
+
+
 def site_privacy_from_budget(budget, **release) -> SitePrivacy:
-    """A :class:`SitePrivacy` from a site's release fields and its ``BudgetStatus`` after the release."""
-    return SitePrivacy(**release, epsilon_spent=budget.epsilon_spent, budget_epsilon=budget.budget_epsilon,
-                       budget_delta=budget.budget_delta, mu_spent=budget.mu_spent, mu_remaining=budget.mu_remaining)
+    """A :class:`SitePrivacy` from a site's release fields and its ``BudgetStatus`` after the release
+    (:func:`budget_fields`: its ``epsilon`` is the validation's composed guarantee when the site composed it)."""
+    return SitePrivacy(**{**release, **budget_fields(budget)})

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from analyst.result.summary import guarantee_text
+
 __all__ = ["FRAME_KINDS", "result_frame", "result_html", "result_repr"]
 
 FRAME_KINDS = ("roc", "roc_points", "calibration", "sites", "decision_curve", "subgroups", "comparison", "auc_time",
@@ -55,8 +57,10 @@ def _decision_curve_frame(result):
     dc = result.decision_curve
     if dc is None:
         return pd.DataFrame(columns=["threshold", "net_benefit", "lower", "upper", "treat_all", "treat_none"])
+    table = {} if dc.tp is None else {"tp": dc.tp, "fp": dc.fp, "fn": dc.fn, "tn": dc.tn,
+                                      "sensitivity": dc.sensitivity, "specificity": dc.specificity}
     return pd.DataFrame({"threshold": dc.thresholds, "net_benefit": dc.net_benefit, "lower": dc.lower,
-                         "upper": dc.upper, "treat_all": dc.treat_all, "treat_none": 0.0})
+                         "upper": dc.upper, "treat_all": dc.treat_all, "treat_none": 0.0, **table})
 
 
 def _subgroups_frame(result):
@@ -139,7 +143,7 @@ def result_repr(result) -> str:
     """One line: what was validated and the headline numbers (the full text is ``str(result)``)."""
     return (f"<ValidationResult protocol={result.protocol!r} dataset={result.dataset!r} outcome={result.outcome!r} "
             f"sites={len(result.sites)} n={result.n:.0f} AUC={_f(result.auc, 4)} [{_f(result.auc_ci[0], 4)}, "
-            f"{_f(result.auc_ci[1], 4)}] epsilon={result.epsilon:g} delta={result.delta:g}>")
+            f"{_f(result.auc_ci[1], 4)}] epsilon={result.guarantee_epsilon:.4g} delta={result.delta:g}>")
 
 
 def _ci(e) -> str:
@@ -172,7 +176,7 @@ def result_html(result) -> str:
     sites = f"{len(result.sites)} site{'' if len(result.sites) == 1 else 's'}"
     head = (f"<p><b>Distributed validation</b> of {html.escape(result.score_description)} on dataset "
             f"'{html.escape(result.dataset)}', outcome '{html.escape(result.outcome)}': {sites}, {n}, "
-            f"&epsilon; = {result.epsilon:g}, &delta; = {result.delta:g}, {html.escape(result.protocol)} protocol "
+            f"{html.escape(guarantee_text(result))}, {html.escape(result.protocol)} protocol "
             f"(privacy unit: {html.escape(result.privacy_unit)})</p>")
     table = "<table>" + "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{v}</td></tr>"
                                 for k, v in rows) + "</table>"

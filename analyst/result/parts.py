@@ -243,7 +243,10 @@ class SitePrivacy(PlainRecord):
     Attributes
     ----------
     epsilon, delta : float
-        The guarantee of this site's release.
+        The guarantee of this site's answers in this validation: every release it made (or replayed) for it --
+        all stages, strata, a second model -- composed by the site's ledger's accountant, as epsilon at the
+        request's delta (``accounting`` says by which bound); a site that cannot compose them (an older site):
+        the guarantee of its last release.
     noise_sd : float
         Standard deviation of the noise on each released value (a score in the paper protocol, a
         count in the histogram protocol).
@@ -256,6 +259,14 @@ class SitePrivacy(PlainRecord):
         False for ``model``: a data-derived estimate, not a formal bound.
     n : float
         Patients behind the site's answers (an estimate from noisy counts in the histogram protocol).
+    releases : int
+        The releases composed into ``epsilon`` (0: the site did not compose them).
+    accounting : str
+        The bound ``epsilon`` rests on (``"gaussian-dp (exact)"``, ``"pure epsilon-dp (basic composition)"`` or
+        ``"privacy loss distribution (pessimistic)"``).
+    epsilon_spent_at_delta : float
+        All releases so far at this population (this validation's and earlier ones), as epsilon at the request's
+        delta, by the same bound as ``epsilon_spent`` (NaN when the site does not say).
     mu_charged : float
         Gaussian-DP cost of this validation (0 for a repeated release; NaN when the site does not say).
     repeated : bool
@@ -263,7 +274,8 @@ class SitePrivacy(PlainRecord):
     epsilon_spent : float
         All releases so far, as epsilon at ``budget_delta``.
     budget_epsilon, budget_delta, mu_spent, mu_remaining : float
-        The site's total budget and what is spent and left of it as Gaussian-DP mu.
+        The site's total budget and what is spent and left of it as Gaussian-DP mu (the mu fields NaN unless the
+        history holds Gaussian releases only: histogram releases are not accounted as Gaussian DP).
     note : str
         The site's explanation of its sensitivity.
     """
@@ -283,6 +295,9 @@ class SitePrivacy(PlainRecord):
     mu_spent: float = math.nan
     mu_remaining: float = math.nan
     note: str = ""
+    releases: int = 0
+    accounting: str = ""
+    epsilon_spent_at_delta: float = math.nan
 
 
 @dataclass(frozen=True)

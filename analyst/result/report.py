@@ -48,7 +48,8 @@ def write_report(result, out_dir: str | Path, *, extra: Mapping[str, Any] | None
     out.mkdir(parents=True, exist_ok=True)
     paths = {kind: out / name for kind, name in REPORT_FILES.items()}
     result.to_json(paths["json"], extra=extra)
-    paths["summary"].write_text(str(result) + ("\n\n" + summary_extra if summary_extra else "") + "\n",
+    # the archived summary is the whole one (the screen gets one page: ``str(result)``)
+    paths["summary"].write_text(result.summary(verbose=True) + ("\n\n" + summary_extra if summary_extra else "") + "\n",
                                 encoding="utf-8")
     plt = pyplot()
     figures = {"figure": validation_figure(result, references=roc_references),

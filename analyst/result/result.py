@@ -42,7 +42,8 @@ class ValidationResult:
         The score column or the GLM the sites evaluated (``score_description`` says it in words).
     sites : tuple of str
     epsilon, delta : float
-        The privacy request of each site's release.
+        The privacy request (``guarantee_epsilon``: what the sites' accountants compose this validation's releases
+        to, at ``delta``).
     level : float
         Confidence level of every interval.
     n, n0, n1 : float
@@ -67,8 +68,11 @@ class ValidationResult:
     test : TestResult or None
         Test of ``H0: AUC <= a0``.
     warnings : tuple of str
-        Advice about the analysis (settings outside the study's recommendations, improper curves,
-        quantities that could not be estimated).
+        What needs the reader's attention (settings outside the study's recommendations, improper curves,
+        quantities that could not be estimated); empty when the analysis went as planned.
+    notes : tuple of str
+        How the estimates were made (which AUC estimator and why, how the calibration slope's interval was
+        formed, what survival's grouped times imply): in ``summary(verbose=True)`` and the JSON, not warnings.
     timing : dict of str to float
         Seconds per step (``analysis_cpu``: CPU seconds of the post-processing, where the protocol measures it).
     heterogeneity : analyst.protocols.histogram.multicentre.Heterogeneity or None
@@ -127,8 +131,17 @@ class ValidationResult:
     comparison: Any = None
     time: str | None = None
     horizon: float | None = None
+    notes: tuple[str, ...] = ()
 
     __test__ = False
+
+    @property
+    def guarantee_epsilon(self) -> float:
+        """This validation's epsilon at ``delta`` per patient: every release each site made (or replayed) for it, all
+        stages, strata and a second model included, composed by that site's ledger's accountant
+        (:attr:`SitePrivacy.epsilon`), and the largest over the sites (a patient's data is at one site, and each
+        site's releases are of its own patients only)."""
+        return max((float(p.epsilon) for p in self.privacy.values()), default=float("nan"))
 
     @property
     def analysis(self) -> str:
@@ -151,6 +164,7 @@ class ValidationResult:
             "dataset": self.dataset, "outcome": self.outcome, "score_source": self.score_source,
             "score_description": self.score_description, "sites": list(self.sites),
             "epsilon": num(self.epsilon), "delta": num(self.delta), "level": num(self.level),
+            "guarantee_epsilon": num(self.guarantee_epsilon),
             "n": {"total": num(self.n), "negatives": num(self.n0), "positives": num(self.n1),
                   "exact": bool(self.counts_exact)},
             "auc": {"value": num(self.auc), "lower": num(self.auc_ci[0]), "upper": num(self.auc_ci[1]),
@@ -163,7 +177,7 @@ class ValidationResult:
             "confusion": None if self.confusion is None else self.confusion.to_dict(),
             "test": None if self.test is None else self.test.to_dict(),
             "privacy": {s: p.to_dict() for s, p in self.privacy.items()},
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings), "notes": list(self.notes),
             "timing": {k: num(v) for k, v in self.timing.items()},
             "heterogeneity": None if self.heterogeneity is None else self.heterogeneity.to_dict(),
             "decision_curve": None if self.decision_curve is None else _decision_curve_dict(self.decision_curve),
@@ -236,10 +250,15 @@ class ValidationResult:
 
         return result_repr(self)
 
-    def __str__(self) -> str:
-        from analyst.result.summary import summary_text
+    def summary(self, *, verbose: bool = False) -> str:
+        """The text summary: one screen (at most 25 lines for a validation without extras) by default; with
+        ``verbose`` every estimate, the calibration per bin, the protocol's detail and the notes."""
+        from analyst.result.brief import summary_text
 
-        return summary_text(self)
+        return summary_text(self, verbose=verbose)
+
+    def __str__(self) -> str:
+        return self.summary()
 
     def plot(self, *, figure=None):
         """One figure: ROC curve, calibration curve with the risk histogram, and a statistics box.
@@ -262,4 +281,6 @@ class ValidationResult:
 def _decision_curve_dict(dc) -> dict[str, Any]:
     """JSON-ready dictionary of a :class:`dsroc.multicentre.DecisionCurve`."""
     keys = ("thresholds", "net_benefit", "lower", "upper", "treat_all", "treat_all_lower", "treat_all_upper")
-    return {k: [num(x) for x in getattr(dc, k)] for k in keys} | {"treat_none": 0.0, "prevalence": num(dc.prevalence)}
+    table = () if dc.tp is None else ("tp", "fp", "fn", "tn")  # the confusion table at each threshold
+    return ({k: [num(x) for x in getattr(dc, k)] for k in keys + table}
+            | {"treat_none": 0.0, "prevalence": num(dc.prevalence)})

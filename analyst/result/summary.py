@@ -8,7 +8,8 @@ import textwrap
 
 import numpy as np
 
-__all__ = ["bin_labels", "describe_source", "fmt", "interval_text", "plural", "summary_text"]
+__all__ = ["bin_labels", "describe_source", "fmt", "full_lines", "guarantee_text", "head_lines", "interval_text",
+           "plural", "privacy_lines"]
 
 _CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
 
@@ -63,14 +64,20 @@ def _ci(e, pct: int, digits: int = 3) -> str:
     return f"{fmt(e.value, digits)} {pct}% CI [{fmt(e.lower, digits)}, {fmt(e.upper, digits)}]"
 
 
-def _spent_at(p, delta: float) -> str:
-    """Epsilon of a site's releases so far at ``delta``, from their Gaussian-DP mu ("-" when the history holds
-    releases that mu does not count, e.g. histogram releases, or when unknown)."""
-    import dsroc
+def _spent_at(p) -> str:
+    """Epsilon of a site's releases so far at the request's delta, by its accountant ("-" when the site does not say)."""
+    return f"{p.epsilon_spent_at_delta:.2f}" if math.isfinite(p.epsilon_spent_at_delta) else "-"
 
-    if not math.isfinite(p.mu_spent) or (p.mu_spent <= 0 and not p.epsilon_spent <= 0):
-        return "-"
-    return "0" if p.mu_spent <= 0 else f"{dsroc.gdp_epsilon(p.mu_spent, delta):.2f}"
+
+def guarantee_text(r) -> str:
+    """What this validation's releases compose to per patient (:attr:`ValidationResult.guarantee_epsilon`), with the
+    request and the releases per site; the request alone when no site composed them (sites from before)."""
+    counts = sorted({p.releases for p in r.privacy.values()})
+    if not counts or counts[0] == 0:
+        return f"epsilon = {r.epsilon:g}, delta = {r.delta:g} per release (not composed by the sites)"
+    releases = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    return (f"this validation: epsilon {r.guarantee_epsilon:.4g} at delta {r.delta:g} per patient ({releases} "
+            f"release{'s' if counts[-1] > 1 else ''} per site composed by its ledger; asked epsilon {r.epsilon:g})")
 
 
 def _head(r) -> list[str]:
@@ -84,8 +91,8 @@ def _head(r) -> list[str]:
     return [
         f"Distributed validation of {r.score_description} on dataset '{r.dataset}', {what}",
         f"  {plural(len(r.sites), 'site')}: {', '.join(r.sites)}   {counts}",
-        f"  protocol: {r.protocol}   privacy unit: {r.privacy_unit}   epsilon = {r.epsilon:g}, delta = {r.delta:g} "
-        "per site",
+        f"  protocol: {r.protocol}   privacy unit: {r.privacy_unit}",
+        f"  privacy: {guarantee_text(r)}",
         "  covered: " + textwrap.fill(r.guarantee, width=100, subsequent_indent="    "),
         "",
     ]
@@ -143,15 +150,18 @@ def _calibration(r, pct: int) -> list[str]:
 
 def _privacy(r) -> list[str]:
     w = max([4] + [len(n) for n in r.privacy])
-    lines = ["", "Privacy per site (each site chose its sensitivity and noise; budget composed as Gaussian DP)",
-             f"  {'site':<{w}}  {'n':>7}  {'sensitivity':<14} {'noise SD':<9} {'epsilon':<8} {'delta':<8} "
-             f"epsilon spent so far at delta {r.delta:g}; at the budget's delta, of the budget"]
+    bounds = sorted({p.accounting for p in r.privacy.values() if p.accounting})
+    how = f"composed by each site's ledger: {', '.join(bounds)}" if bounds else "as each site reported its release"
+    lines = ["", f"Privacy per site (each site chose its sensitivity and noise; this validation's releases {how})",
+             f"  {'site':<{w}}  {'n':>7}  {'sensitivity':<14} {'noise SD':<9} {'releases':>8}  "
+             f"{'epsilon':<8} epsilon spent so far at delta {r.delta:g}; at the budget's delta, of the budget"]
     for name, p in r.privacy.items():
         sens = f"{p.sensitivity:.4g} ({p.sensitivity_rule})"
         budget = (f"{p.epsilon_spent:.2f} of {p.budget_epsilon:g} at delta {p.budget_delta:g}"
                   if math.isfinite(p.budget_epsilon) else f"{p.epsilon_spent:.3g} at the budget's delta")
-        lines.append(f"  {name:<{w}}  {p.n:>7.0f}  {sens:<14} {p.noise_sd:<9.4g} {p.epsilon:<8g} {p.delta:<8g} "
-                     f"{_spent_at(p, r.delta)}; {budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
+        releases = str(p.releases) if p.releases else "-"
+        lines.append(f"  {name:<{w}}  {p.n:>7.0f}  {sens:<14} {p.noise_sd:<9.4g} {releases:>8}  {p.epsilon:<8.4g} "
+                     f"{_spent_at(p)}; {budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
     if any(not p.formal_bound for p in r.privacy.values()):
         lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
     return lines
@@ -164,9 +174,15 @@ def _decision_curve(dc, pct: int) -> list[str]:
     return lines
 
 
-def summary_text(r) -> str:
-    """The summary of a :class:`analyst.ValidationResult`: what was validated, the estimates with what
-    their intervals include, calibration, privacy per site, the protocol's own detail and warnings."""
+def _wrapped(title: str, items) -> list[str]:
+    if not items:
+        return []
+    return ["", title] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
+                                       break_on_hyphens=False) for w in items]
+
+
+def full_lines(r) -> list[str]:
+    """Every line: the estimates, calibration per bin, privacy, extras, the protocol's detail, warnings and notes."""
     pct = round(100 * r.level)
     lines = _head(r) + _headline(r, pct) + _calibration(r, pct) + _privacy(r)
     if r.heterogeneity is not None:
@@ -178,7 +194,9 @@ def summary_text(r) -> str:
             lines += extra.summary_lines(pct)
     if r.detail is not None:
         lines += [""] + r.detail.detail_lines(r)
-    if r.warnings:
-        lines += ["", "Warnings"] + [textwrap.fill(w, width=104, initial_indent="  - ", subsequent_indent="    ",
-                                                  break_on_hyphens=False) for w in r.warnings]
-    return "\n".join(lines)
+    return lines + _wrapped("Warnings", r.warnings) + _wrapped("Notes (how the estimates were made)", r.notes)
+
+
+#: The parts of this layout that the one-screen summary (:mod:`analyst.result.brief`) shows as they are.
+head_lines = _head
+privacy_lines = _privacy

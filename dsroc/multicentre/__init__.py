@@ -1,9 +1,10 @@
 """Multicentre validation: random-effects pooling across sites, decision curves, subgroups and paired model comparison."""
 
 from .decision_curve import DecisionCurve, decision_curve
-from .meta_analysis import MetaAnalysis, PooledEstimate, logit_auc, log_oe, pool_estimates, random_effects
+from .meta_analysis import (MetaAnalysis, PooledEstimate, logit_auc, log_oe, pool_estimates, pooled_weights,
+                            random_effects)
 from .paired import PairedAUC, paired_auc_difference
 from .subgroups import StratumDifference, SubgroupAnalysis, subgroup_analysis
 
-__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "PooledEstimate", "pool_estimates", "DecisionCurve", "decision_curve",
+__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "PooledEstimate", "pool_estimates", "pooled_weights", "DecisionCurve", "decision_curve",
            "PairedAUC", "paired_auc_difference", "StratumDifference", "SubgroupAnalysis", "subgroup_analysis"]

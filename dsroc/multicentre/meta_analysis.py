@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
-__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "PooledEstimate", "pool_estimates"]
+__all__ = ["MetaAnalysis", "random_effects", "logit_auc", "log_oe", "PooledEstimate", "pool_estimates", "pooled_weights"]
 
 _METHODS = ("reml", "dl")
 
@@ -32,7 +32,8 @@ class MetaAnalysis:
     ci, prediction_interval : tuple of float
         Confidence interval of ``mu``; interval for the effect of a new site (NaN with fewer than 3 sites).
     tau2, i2, q : float
-        Between-site variance, Higgins' I^2 (share of the variation due to heterogeneity), Cochran's Q.
+        Between-site variance, Higgins' I^2 ``tau2 / (tau2 + s^2)`` with the typical within-site variance ``s^2``
+        (share of the variation due to heterogeneity, from the same tau^2 estimator), Cochran's Q.
     weights : ndarray
         Relative random-effects weights ``(v_i + tau^2)^-1``, summing to one.
     k : int
@@ -96,8 +97,10 @@ def random_effects(effects, variances, *, method: str = "reml", hartung_knapp: b
     else:
         se = float(np.sqrt(1.0 / w.sum()))
         crit = stats.norm.ppf(0.5 + level / 2)
-    # I^2 from Q with the typical within-site variance (Higgins and Thompson 2002), as metafor reports it
-    i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
+    # I^2 from this tau^2 and the typical within-site variance s^2 (Higgins and Thompson 2002), as metafor's rma
+    # reports it for every estimator: tau^2 = 0 gives I^2 = 0; for DerSimonian-Laird it equals (Q - (k - 1)) / Q
+    typical = (k - 1) * w_fe.sum() / (w_fe.sum() ** 2 - np.sum(w_fe**2))
+    i2 = float(tau2 / (tau2 + typical))
     if k >= 3:
         half = stats.t.ppf(0.5 + level / 2, k - 2) * np.sqrt(tau2 + se**2)
         pi = (mu - half, mu + half)
@@ -182,3 +185,13 @@ def pool_estimates(statistic: str, estimates, variances, *, scale: str, level: f
     return PooledEstimate(statistic, scale, float(back(m.estimate)), float(back(m.ci[0])), float(back(m.ci[1])),
                           float(back(m.prediction_interval[0])), float(back(m.prediction_interval[1])), m.tau2, m.i2,
                           m.q, int(m.k), method)
+
+
+def pooled_weights(estimates, variances, *, scale: str, tau2: float) -> np.ndarray:
+    """Each site's share of a random-effects pooling (:func:`pool_estimates` of the same sites): ``1 / (v_i + tau^2)``
+    on the pooling ``scale`` (``"logit"`` or ``"log"``), normalised to sum to one, as metafor's forest plot lists."""
+    if scale not in _SCALES:
+        raise ValueError(f"scale must be one of {sorted(_SCALES)}, got {scale!r}")
+    _, v = _SCALES[scale][0](estimates, variances)
+    w = 1.0 / (np.asarray(v, dtype=np.float64) + float(tau2))
+    return w / w.sum()

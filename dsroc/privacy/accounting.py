@@ -278,6 +278,20 @@ class Accountant:
             return gdp_epsilon(self.gaussian_mu, delta)
         return float(self._pld.get_epsilon_for_delta(delta)) * _ROUND_UP
 
+    def guarantee(self, delta: float, *, tight: bool = True) -> tuple[float, str]:
+        """The history's epsilon at ``delta`` and the bound it rests on (EXACT_GAUSSIAN, BASIC_COMPOSITION or PLD).
+
+        :meth:`epsilon` with ``tight``: a pure history by the smaller of basic composition and its privacy-loss
+        distribution, or (``tight=False``) by basic composition alone. Non-increasing in ``delta``, as each bound
+        is. The guarantee of a set of releases (one validation's), apart from any budget.
+        """
+        epsilon = self.epsilon(delta, tight=tight)
+        if self.exact:
+            return epsilon, EXACT_GAUSSIAN
+        if self.pure and epsilon >= pure_epsilon(self.pure_epsilon, float(delta)):
+            return epsilon, BASIC_COMPOSITION
+        return epsilon, PLD
+
     def accounting(self, epsilon: float, delta: float) -> str:
         """Which bound the budget check at (epsilon, delta) rests on: EXACT_GAUSSIAN, BASIC_COMPOSITION or PLD.
 

@@ -80,7 +80,7 @@ class Column(_message.Message):
     def __init__(self, name: _Optional[str] = ..., dtype: _Optional[str] = ...) -> None: ...
 
 class BudgetStatus(_message.Message):
-    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases", "delta_spent", "epsilon_remaining", "accounting", "reservations", "left")
+    __slots__ = ("dataset", "budget_epsilon", "budget_delta", "mu_budget", "mu_spent", "mu_remaining", "epsilon_spent", "releases", "delta_spent", "epsilon_remaining", "accounting", "reservations", "left", "epsilon_at_delta", "validation_epsilon", "validation_releases", "validation_accounting")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     BUDGET_EPSILON_FIELD_NUMBER: _ClassVar[int]
     BUDGET_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,10 @@ class BudgetStatus(_message.Message):
     ACCOUNTING_FIELD_NUMBER: _ClassVar[int]
     RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
     LEFT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_AT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_RELEASES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_ACCOUNTING_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     budget_epsilon: float
     budget_delta: float
@@ -107,7 +111,11 @@ class BudgetStatus(_message.Message):
     accounting: str
     reservations: int
     left: _containers.RepeatedCompositeFieldContainer[ReleasesLeft]
-    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ..., reservations: _Optional[int] = ..., left: _Optional[_Iterable[_Union[ReleasesLeft, _Mapping]]] = ...) -> None: ...
+    epsilon_at_delta: float
+    validation_epsilon: float
+    validation_releases: int
+    validation_accounting: str
+    def __init__(self, dataset: _Optional[str] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., mu_budget: _Optional[float] = ..., mu_spent: _Optional[float] = ..., mu_remaining: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., releases: _Optional[int] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., accounting: _Optional[str] = ..., reservations: _Optional[int] = ..., left: _Optional[_Iterable[_Union[ReleasesLeft, _Mapping]]] = ..., epsilon_at_delta: _Optional[float] = ..., validation_epsilon: _Optional[float] = ..., validation_releases: _Optional[int] = ..., validation_accounting: _Optional[str] = ...) -> None: ...
 
 class ReleaseQuery(_message.Message):
     __slots__ = ("protocol", "epsilon", "delta", "scalars", "count_share", "score_sums")
@@ -162,7 +170,7 @@ class DatasetInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ..., time_columns: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites", "strata", "histogram_max_cells", "survival_time_edges", "survival_max_time_bins")
+    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites", "strata", "histogram_max_cells", "survival_time_edges", "survival_max_time_bins", "survival_max_tau", "survival_min_censoring_survival")
     PRIVACY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     MAX_EPSILON_FIELD_NUMBER: _ClassVar[int]
     MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -190,6 +198,8 @@ class Policy(_message.Message):
     HISTOGRAM_MAX_CELLS_FIELD_NUMBER: _ClassVar[int]
     SURVIVAL_TIME_EDGES_FIELD_NUMBER: _ClassVar[int]
     SURVIVAL_MAX_TIME_BINS_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_MAX_TAU_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_MIN_CENSORING_SURVIVAL_FIELD_NUMBER: _ClassVar[int]
     privacy_level: int
     max_epsilon: float
     max_delta: float
@@ -217,7 +227,9 @@ class Policy(_message.Message):
     histogram_max_cells: int
     survival_time_edges: _containers.RepeatedScalarFieldContainer[float]
     survival_max_time_bins: int
-    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ..., strata: _Optional[_Iterable[_Union[StrataColumn, _Mapping]]] = ..., histogram_max_cells: _Optional[int] = ..., survival_time_edges: _Optional[_Iterable[float]] = ..., survival_max_time_bins: _Optional[int] = ...) -> None: ...
+    survival_max_tau: float
+    survival_min_censoring_survival: float
+    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ..., strata: _Optional[_Iterable[_Union[StrataColumn, _Mapping]]] = ..., histogram_max_cells: _Optional[int] = ..., survival_time_edges: _Optional[_Iterable[float]] = ..., survival_max_time_bins: _Optional[int] = ..., survival_max_tau: _Optional[float] = ..., survival_min_censoring_survival: _Optional[float] = ...) -> None: ...
 
 class StrataColumn(_message.Message):
     __slots__ = ("column", "cuts")
@@ -282,12 +294,16 @@ class CloseSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class BudgetRequest(_message.Message):
-    __slots__ = ("dataset", "queries")
+    __slots__ = ("dataset", "queries", "release_ids", "delta")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     QUERIES_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_IDS_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     queries: _containers.RepeatedCompositeFieldContainer[ReleaseQuery]
-    def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ...) -> None: ...
+    release_ids: _containers.RepeatedScalarFieldContainer[str]
+    delta: float
+    def __init__(self, dataset: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[ReleaseQuery, _Mapping]]] = ..., release_ids: _Optional[_Iterable[str]] = ..., delta: _Optional[float] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
     __slots__ = ("scores", "histogram", "boyd", "survival", "hold_seconds", "follow_up", "follow_up_reservation_id")
@@ -608,16 +624,18 @@ class ConfusionPartsResponse(_message.Message):
     def __init__(self, tp: _Optional[int] = ..., fp: _Optional[int] = ..., fn: _Optional[int] = ..., tn: _Optional[int] = ...) -> None: ...
 
 class PaperAggregatesRequest(_message.Message):
-    __slots__ = ("session_id", "calibration", "confusion", "rocglm")
+    __slots__ = ("session_id", "calibration", "confusion", "rocglm", "budget")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
     CONFUSION_FIELD_NUMBER: _ClassVar[int]
     ROCGLM_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     calibration: CalibrationPartsRequest
     confusion: ConfusionPartsRequest
     rocglm: RocGlmPartsRequest
-    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ...) -> None: ...
+    budget: BudgetRequest
+    def __init__(self, session_id: _Optional[str] = ..., calibration: _Optional[_Union[CalibrationPartsRequest, _Mapping]] = ..., confusion: _Optional[_Union[ConfusionPartsRequest, _Mapping]] = ..., rocglm: _Optional[_Union[RocGlmPartsRequest, _Mapping]] = ..., budget: _Optional[_Union[BudgetRequest, _Mapping]] = ...) -> None: ...
 
 class PaperAggregatesResponse(_message.Message):
     __slots__ = ("moments", "brier", "calibration", "budget", "confusion", "rocglm")

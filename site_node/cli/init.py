@@ -67,6 +67,8 @@ histogram_spacings = ["equal", "logit"] # equal width on the score range, or on 
 histogram_logit_range = [0.0001, 0.9999]  # range of logit-spaced grids
 # survival_time_edges = [180.0, 365.0, 730.0, 1095.0]  # survival: the public time grid (empty: no survival release)
 # survival_max_time_bins = 24   # survival: most time bins of one release
+# survival_max_tau = 0.0        # survival: the largest truncation time of Uno's C (0: no limit)
+# survival_min_censoring_survival = 0.0  # survival: Uno's C only where the censoring survival G >= this
 privacy_level = 5               # q (paper protocol): every released aggregate covers at least q patients
 max_epsilon = 10.0              # largest epsilon of one noisy release
 max_delta = 0.01                # largest delta of one noisy release
@@ -74,7 +76,11 @@ budget_epsilon = 20.0           # total privacy budget per population (datasets 
 budget_delta = 0.05             # composed over every release by the site's accountant
 sensitivity = "range"           # l2-sensitivity rule: "value" (sensitivity_value below), "range" (score
                                 # range width, a formal bound) or "model" (data-derived estimate, GLMs only)
-# sensitivity_value = 0.1
+# sensitivity_value = 0.05      # the paper protocol: at "range" (Delta 1) its noise is too large for an accurate
+                                # AUC at any epsilon <= 10, delta <= 0.01, and analysts' requests are refused
+                                # (docs/analyst.md, "The paper protocol's settings"); with sensitivity = "value" and
+                                # Delta 0.05, epsilon 1 or 5 at delta 0.01 work -- a guarantee for score changes up
+                                # to 0.05 only, not a formal bound on a score in [0, 1]
 model_sensitivity_bins = 10     # histogram bins of the "model" rule
 max_glm_evaluations = 30        # ROC-GLM theta-evaluations per uploaded survivor function
 max_thresholds = 100            # largest ROC-GLM grid (and number of calibration bins)

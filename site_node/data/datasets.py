@@ -11,13 +11,14 @@ import numpy as np
 
 from ..config import DatasetConfig
 from ..errors import InvalidArgument, NotFound
-from .tables import FileTable, SqlTable, Table, TableSource, column_dtype, open_table, read_table
+from .tables import FileTable, SqlTable, Table, TableSource, column_dtype, open_table, read_error, read_table
 
 __all__ = [
     "TableSource",
     "FileTable",
     "SqlTable",
     "open_table",
+    "read_error",
     "Table",
     "read_table",
     "DatasetStore",
@@ -83,9 +84,13 @@ class DatasetStore:
             if name not in self._tables:
                 try:
                     self._tables[name] = self._reader(config)
-                except Exception:
-                    # The reason (path, driver message) is for the administrator, not the analyst.
-                    log.exception("cannot read dataset %s", name)
+                except Exception as exc:
+                    # The reason (path, driver message) is for the administrator, not the analyst; a missing or
+                    # unreadable file in one line, anything unexpected with its traceback.
+                    if isinstance(exc, OSError):
+                        log.error("cannot read dataset %s: %s", name, read_error(config, exc))
+                    else:
+                        log.exception("cannot read dataset %s: %s", name, read_error(config, exc))
                     raise InvalidArgument(
                         f"dataset {name!r} cannot be read at this site; the site administrator can see why in the site log"
                     ) from None

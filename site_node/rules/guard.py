@@ -66,6 +66,26 @@ def check_release_parameters(policy: Policy, epsilon: float, delta: float) -> tu
     return epsilon, delta
 
 
+#: slack of the per-request cap on releases held together: the analyst's split of its epsilon into stages sums back
+#: to it only up to floating point (a request of 10 at a cap of 10 is accepted)
+_SPLIT_SLACK = 1e-9
+
+
+def check_held_together(policy: Policy, parts) -> None:
+    """Apply the per-release caps to one request made of several releases held together (a histogram release and the
+    release that follows it, PrepareRequest.follow_up: the quantile grid's two stages): ``parts`` their (epsilon,
+    delta). Pure releases compose by adding their epsilons (and the analyst splits its delta between them), so the
+    request is their sums, the number the analyst asked for; it must meet max_epsilon and max_delta as one release."""
+    parts = [(_finite("epsilon", e), _finite("delta", d)) for e, d in parts]
+    for k, name, cap in ((0, "epsilon", policy.max_epsilon), (1, "delta", policy.max_delta)):
+        total = sum(p[k] for p in parts)
+        if total > cap * (1.0 + _SPLIT_SLACK):
+            split = " + ".join(f"{p[k]:.6g}" for p in parts)
+            raise PermissionDenied(f"policy: {name} {total:.6g} (one request: this release and the one that follows "
+                                   f"it, held together, {split}) is above this site's limit per release ({cap:g}); "
+                                   f"ask for {name} <= {cap:g}")
+
+
 @dataclass(frozen=True)
 class SiteSensitivity:
     """The site's l2-sensitivity for a session's scores and how it was decided."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dsroc.v1 import site_pb2 as pb
 
-from ..protocols.budget import ReleaseQuery
+from ..protocols.budget import ReleaseQuery, check_query_count
 from ..store.ledger import BudgetStatus
 
 __all__ = ["budget_message", "query_message", "planned_releases"]
@@ -16,14 +16,18 @@ def budget_message(b: BudgetStatus) -> pb.BudgetStatus:
         dataset=b.dataset, budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta, mu_budget=b.mu_budget,
         mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, epsilon_spent=b.epsilon_spent, releases=b.releases,
         delta_spent=b.delta_spent, epsilon_remaining=b.epsilon_remaining,
-        accounting=b.accounting, reservations=b.reservations,
+        accounting=b.accounting, reservations=b.reservations, epsilon_at_delta=b.epsilon_at_delta,
+        validation_epsilon=b.validation_epsilon, validation_releases=b.validation_releases,
+        validation_accounting=b.validation_accounting,
         left=[pb.ReleasesLeft(query=query_message(x.query), releases=x.releases, at_least=x.at_least,
                               refused=x.refused) for x in b.left],
     )
 
 
 def planned_releases(messages) -> list[ReleaseQuery]:
-    """``dsroc.v1.ReleaseQuery`` messages as :class:`~site_node.protocols.budget.ReleaseQuery` records."""
+    """``dsroc.v1.ReleaseQuery`` messages as :class:`~site_node.protocols.budget.ReleaseQuery` records (at most
+    :data:`~site_node.protocols.budget.MAX_QUERIES`, checked before any is read)."""
+    check_query_count(len(messages))
     return [ReleaseQuery(q.protocol, q.epsilon, q.delta, tuple(q.scalars), q.count_share, q.score_sums)
             for q in messages]
 

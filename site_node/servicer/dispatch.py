@@ -22,6 +22,7 @@ from ..protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
 from ..protocols.histogram.release import LAPLACE, PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION
 from ..protocols.histogram.secagg import Advertisement, Receipt
 from ..protocols.histogram.survival import KIND as SURVIVAL
+from ..rules.guard import check_held_together
 from ..site import Site
 from .budget_messages import budget_message, planned_releases
 from .paper_calls import PaperCalls
@@ -62,6 +63,8 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
             strata=[pb.StrataColumn(column=c, cuts=list(cuts)) for c, cuts in policy.strata],
             histogram_max_cells=policy.histogram_max_cells,
             survival_time_edges=policy.survival_time_edges, survival_max_time_bins=policy.survival_max_time_bins,
+            survival_max_tau=policy.survival_max_tau,
+            survival_min_censoring_survival=policy.survival_min_censoring_survival,
         )
 
     def Describe(self, request, context):
@@ -226,7 +229,8 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
 
     def Budget(self, request, context):
         return pb.BudgetResponse(budget=budget_message(
-            self.site.budget(current_analyst(), request.dataset, planned_releases(request.queries))))
+            self.site.budget(current_analyst(), request.dataset, planned_releases(request.queries),
+                             delta=request.delta, release_ids=tuple(request.release_ids))))
 
     def PrepareRelease(self, request, context):
         return self._prepare(request)
@@ -234,6 +238,8 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
     def _prepare(self, request, session=None) -> pb.PrepareResponse:
         """PrepareRelease (``session``: the session of a scores release, instead of its request's)."""
         which = request.WhichOneof("release")
+        if which == "histogram" and request.HasField("follow_up"):  # one request: capped as a whole, first
+            check_held_together(self.site.policy, [(r.epsilon, r.delta) for r in (request.histogram, request.follow_up)])
         if which == "scores":
             r = request.scores
             plan = self.paper.plan(session or self._session(r.session_id), epsilon=r.epsilon, delta=r.delta,

@@ -164,7 +164,9 @@ class PaperCalls:
         with part("CalibrationParts", request_parameters(request.calibration)):
             out.calibration.CopyFrom(_calibration_message(self.paper.calibration_parts(session, request.calibration)))
         with part("Budget", {"dataset": session.data.dataset}):
-            out.budget.CopyFrom(budget_message(self.site.budget(current_analyst(), session.data.dataset)))
+            out.budget.CopyFrom(budget_message(self.site.budget(
+                current_analyst(), session.data.dataset, delta=request.budget.delta,
+                release_ids=tuple(request.budget.release_ids))))
         if request.HasField("rocglm"):
             with _unset_if_refused("RocGlmParts", request_parameters(request.rocglm)):
                 out.rocglm.CopyFrom(self._rocglm(session, request.rocglm))

@@ -20,6 +20,7 @@ import secrets
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -29,7 +30,7 @@ from dsroc.privacy.accounting import PLD, VALUE_DISCRETIZATION, Accountant, deco
 from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
-                         Reservation, budget_mu)
+                         Reservation, asked_delta, budget_mu, validation_ids)
 from .hold_limits import check_new_holds, end_cancelled, end_expired
 from .ledger_file import open_ledger_file, open_memory_ledger
 from .query_caps import SqliteQueryCaps
@@ -121,10 +122,30 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
                 accountant = accountant.add(decode_event(event))
         return accountant, count, len(rows)
 
-    def budget(self, population: str, policy: Policy) -> BudgetStatus:
+    def budget(self, population: str, policy: Policy, *, delta: float = 0.0, release_ids=()) -> BudgetStatus:
+        delta = asked_delta(delta, release_ids)
         with self._lock:
             accountant, count, holds = self._committed(population)
-        return _status(population, policy, accountant, count, holds)
+            events = self._events_of(population, release_ids) if release_ids else None
+        status = _status(population, policy, accountant, count, holds, delta=delta)
+        if events is None:
+            return status
+        # by the bound of the history's report: a validation that is the whole history gets its value, a part never more
+        accountant = Accountant(events, value_discretization_interval=self.interval)
+        epsilon, accounting = accountant.guarantee(delta, tight=status.accounting == PLD)
+        return replace(status, validation_epsilon=epsilon, validation_releases=len(set(release_ids)), validation_accounting=accounting)
+
+    def _events_of(self, population: str, release_ids) -> list:
+        """The events of the population's releases ``release_ids`` (each once; :func:`validation_ids`), or
+        InvalidArgument naming the ids that are none of its releases (call with the lock held)."""
+        ids = validation_ids(release_ids)
+        rows = dict(self._db.execute(
+            f"SELECT release_id, events FROM releases WHERE population = ? AND release_id IN "
+            f"({','.join('?' * len(ids))})", (population, *ids)).fetchall())
+        unknown = [r for r in ids if r not in rows]
+        if unknown:
+            raise InvalidArgument(f"release_ids: {', '.join(map(repr, unknown[:5]))} are no releases of its patients")
+        return [decode_event(e) for r in ids for e in json.loads(rows[r])]
 
     def releases_left(self, population, policy, events):
         with self._lock:
@@ -362,14 +383,18 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         return rows
 
 
-def _status(population: str, policy: Policy, accountant: Accountant, count: int, holds: int = 0) -> BudgetStatus:
+def _status(population: str, policy: Policy, accountant: Accountant, count: int, holds: int = 0, *,
+            delta: float = 0.0) -> BudgetStatus:
     # The spent budget by the bound the budget check rests on: a pure history past basic composition's reach is
-    # accepted by its privacy-loss distribution, and reported by it (lower: both bounds are valid).
+    # accepted by its privacy-loss distribution, and reported by it (lower: both bounds are valid); at another delta
+    # by the same bound too (one curve epsilon(delta), never rising with delta).
     accounting = accountant.accounting(policy.budget_epsilon, policy.budget_delta)
     tight = accounting == PLD
+    at_delta = accountant.epsilon(delta, tight=tight) if delta > 0.0 else 0.0
     return BudgetStatus(
         dataset=population, budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
         mu_budget=budget_mu(policy.budget_epsilon, policy.budget_delta), mu_spent=accountant.gaussian_mu,
         releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta, tight=tight),
         delta_spent=accountant.delta(policy.budget_epsilon, tight=tight), accounting=accounting, reservations=holds,
+        epsilon_at_delta=at_delta,
     )

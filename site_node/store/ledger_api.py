@@ -13,14 +13,38 @@ from dsroc import analytic_gaussian_sigma, gdp_release_mu
 from dsroc.privacy.accounting import EXACT_GAUSSIAN, Accountant, Gaussian
 
 from ..config import Policy
+from ..errors import InvalidArgument
 
 __all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus", "budget_mu", "Ledger",
-           "HOLD_SECONDS", "MAX_RELEASES_LEFT"]
+           "HOLD_SECONDS", "MAX_RELEASES_LEFT", "MAX_VALIDATION_RELEASES", "asked_delta", "validation_ids"]
 
 # How long a PrepareRelease holds its budget at most (the analyst's commit follows within a round trip).
 HOLD_SECONDS = 60.0
 # Releases-left counts stop here ("at least").
 MAX_RELEASES_LEFT = 1000
+# The most releases one Budget call composes for a validation (BudgetRequest.release_ids): a validation makes a few
+# per site (two stages, strata, a second model), and the composition's CPU stays bounded per call.
+MAX_VALIDATION_RELEASES = 64
+
+
+def asked_delta(delta, release_ids) -> float:
+    """BudgetRequest.delta: 0 (not asked; refused with release ids) or in (0, 1), else InvalidArgument."""
+    delta = float(delta)
+    if delta == 0.0 and not release_ids:
+        return 0.0
+    if not 0.0 < delta < 1.0:
+        raise InvalidArgument(f"delta must lie strictly between 0 and 1 (the delta at which the releases' epsilon is "
+                              f"reported), got {delta}")
+    return delta
+
+
+def validation_ids(release_ids) -> list[str]:
+    """BudgetRequest.release_ids, each once and sorted, or InvalidArgument when there are too many to compose."""
+    ids = sorted({str(r) for r in release_ids})
+    if len(ids) > MAX_VALIDATION_RELEASES:
+        raise InvalidArgument(f"release_ids: at most {MAX_VALIDATION_RELEASES} releases are composed at once, "
+                              f"got {len(ids)}")
+    return ids
 
 
 @dataclass(frozen=True)
@@ -112,6 +136,12 @@ class BudgetStatus:
     accounting: str = EXACT_GAUSSIAN
     reservations: int = 0
     left: tuple = ()  # site_node.protocols.budget.ReleasesLeft per asked-for release
+    # Asked with a delta: the history's epsilon at it (the bound epsilon_spent rests on); asked with release ids
+    # too: those releases alone, composed by the accountant at that delta (Accountant.guarantee), and how many.
+    epsilon_at_delta: float = 0.0
+    validation_epsilon: float = 0.0
+    validation_releases: int = 0
+    validation_accounting: str = ""
 
     @property
     def mu_remaining(self) -> float:
@@ -135,8 +165,9 @@ class Ledger(ABC):
     """Interface of a privacy ledger (see :class:`SqliteLedger`)."""
 
     @abstractmethod
-    def budget(self, population: str, policy: Policy) -> BudgetStatus:
-        """Spent and remaining budget of ``population``."""
+    def budget(self, population: str, policy: Policy, *, delta: float = 0.0, release_ids=()) -> BudgetStatus:
+        """Spent and remaining budget of ``population``; with ``delta`` (in (0, 1)) its epsilon at that delta too, and
+        with ``release_ids`` (its releases) those releases composed alone (``BudgetStatus.validation_epsilon``)."""
 
     @abstractmethod
     def release(self, key: ReleaseKey, *, dataset: str, analyst: str, events: tuple, epsilon: float, delta: float,

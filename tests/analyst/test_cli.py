@@ -32,7 +32,7 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
     out = tmp_path / "report"
     rc = main(["validate", "--protocol", "paper", "--federation", str(fed), "--dataset", "test", "--outcome", "y", "--model", str(model),
                "--epsilon", "1", "--delta", "0.01", "--out", str(out), "--threshold", "0.5", "--a0", "0.6",
-               "--sensitivity", "0.19"])
+               "--sensitivity", "0.19", "--outside-study"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
     for key in ("auc", "roc", "brier", "calibration", "privacy", "confusion", "test", "detail"):
@@ -45,12 +45,20 @@ def test_validate_writes_a_report_folder(tmp_path, five_sites, pki, helpers, cap
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     summary = (out / "summary.txt").read_text()
     assert f"{auc['value']:.4f}" in summary
-    # (1, 0.01) is not recommended for Delta = 0.19: a warning in the report and the summary, not a refusal
-    assert "not among the settings" in report["warnings"][0]
+    # (1, 0.01) at Delta = 0.19 is outside the study (refused without --outside-study) and not recommended: both
+    # warnings in the report and the summary
+    assert report["warnings"][0].startswith("outside the simulation study") and "tau = " in report["warnings"][0]
+    assert "not among the settings" in report["warnings"][1]
     assert all(" ".join(w.split()) in " ".join(summary.split()) for w in report["warnings"])
     assert "[0.00, 0.10)" in summary and "[0.90, 1.00]" in summary and "logit-scale CI" in summary
     captured = capsys.readouterr()
-    assert "noisy release" in captured.err and "[s4]" in captured.err  # progress per step and site
+    # one progress line per step (every site's with --verbose), the one-screen summary and where the report is
+    assert "noisy release" in captured.err and "ROC-GLM fit" in captured.err
+    assert len(captured.err.splitlines()) <= 8 and captured.err.count("noisy release") == 1
+    printed = captured.out.split("\n\nvalidate took")[0]
+    warned = printed.split("\nWarnings\n")[1].splitlines()  # this request's two warnings take their lines
+    assert len(printed.splitlines()) - len(warned) <= 25 and f"{auc['value']:.3f}" in printed
+    assert "[0.00, 0.10)" not in printed
 
     assert main(["describe", "--federation", str(fed)]) == 0
     assert "dataset 'test'" in capsys.readouterr().out
@@ -124,7 +132,9 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     # the histogram validation of the demo also reports per site and a decision curve, and nothing else
     assert sorted(p.name for p in (out / "report-histogram").iterdir()) == sorted(
         [*REPORT_FILES.values(), OPTIONAL_REPORT_FILES["forest"], OPTIONAL_REPORT_FILES["decision_curve"]])
-    assert "Per site (each from its own release" in proc.stdout and "Decision curve" in proc.stdout
+    assert "AUC pooled across sites" in proc.stdout and "Decision curve at" in proc.stdout
+    # one screen per part: the paper protocol's summary, the comparisons, per site, survival (was ~250 lines)
+    assert len(proc.stdout.splitlines()) <= 100 and "dsroc demo --verbose" in proc.stdout
     # the daemons were stopped cleanly (SIGTERM): each log ends without a traceback
     for k in range(1, 6):
         assert "Traceback" not in (out / "sites" / f"site{k}" / "daemon.log").read_text()

@@ -141,21 +141,33 @@ def test_wald_interval_at_another_level(five_sites, pki, negligible, helpers):
     assert res.auc == pytest.approx(negligible.auc, abs=1e-12)
     half = norm.ppf(0.95) * np.sqrt(negligible.auc_variance)
     assert res.auc_ci == pytest.approx((res.auc - half, res.auc + half), abs=1e-9)
-    assert res.level == pytest.approx(0.9) and "90% CI" in str(res) and "Wald (AUC-scale) CI" in str(res)
+    assert res.level == pytest.approx(0.9) and "90% CI" in res.summary(verbose=True) and "Wald (AUC-scale) CI" in res.summary(verbose=True)
 
 
-def test_settings_outside_the_recommendation_are_flagged_not_refused(five_sites, pki, helpers):
+def test_settings_outside_the_study_are_refused_before_any_charge_unless_asked_for(five_sites, pki, helpers):
     _, addresses, _ = five_sites
     with helpers.federation(addresses, pki) as fed:
-        res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=1, delta=0.01, sensitivity=0.19)
+        before = {n: (b["releases"], b["reservations"]) for n, b in fed.budget("test").items()}
+        with pytest.raises(ValueError) as err:
+            fed.validate("test", "y", protocol="paper", score="pred", epsilon=1, delta=0.01, sensitivity=0.19)
+        assert {n: (b["releases"], b["reservations"]) for n, b in fed.budget("test").items()} == before
+        res = fed.validate("test", "y", protocol="paper", score="pred", epsilon=1, delta=0.01, sensitivity=0.19,
+                           outside_study=True)
+    why = str(err.value)
+    # tau of Delta 0.19 at (1, 0.01), analytic Gaussian: far above the study's; the reason and what works
+    assert "tau = 0.357" in why and "sensitivity 0.19 at site s0: asked for by the analyst" in why
+    assert "recommends for Delta 0.2: (5, 0.01)" in why and "epsilon >= 5.97 at delta 0.01" in why
+    assert "histogram protocol" in why and "outside_study=True" in why
+    assert why.endswith("nothing was released or charged at any site")
     assert all(p.sensitivity == pytest.approx(0.19) for p in res.privacy.values())
+    assert res.warnings[0].startswith("outside the simulation study (outside_study): the paper protocol at epsilon 1")
     # the study recommends epsilon >= 5 for Delta = 0.2 (e.g. (5, 0.01), (10, 0.01)), not (1, 0.01)
-    assert "epsilon = 1, delta = 0.01 is not among" in res.warnings[0]
+    assert "epsilon = 1, delta = 0.01 is not among" in res.warnings[1]
     # the noise (tau ~ 0.8 on scores of SD ~ 0.25) bends the fitted curve below the diagonal: said too
-    assert all("below the diagonal" in w for w in res.warnings[1:])
-    assert "(5, 0.01)" in res.warnings[0] and "(10, 0.01)" in res.warnings[0]
+    assert all("below the diagonal" in w for w in res.warnings[2:])
+    assert "(5, 0.01)" in res.warnings[1] and "(10, 0.01)" in res.warnings[1]
     assert res.to_dict()["warnings"] == list(res.warnings)
-    assert "Warnings\n  - epsilon = 1, delta = 0.01 is not among" in str(res)
+    assert "Warnings\n  - outside the simulation study" in str(res)
 
 
 def test_a_model_sent_as_coefficients_gives_the_score_column_result(five_sites, pki, negligible, helpers):

@@ -91,3 +91,20 @@ def test_scales_and_bad_input():
         random_effects([0.1, 0.2], [0.01, 0.01], method="pm")
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
         logit_auc([1.0, 0.5], [0.01, 0.01])
+
+
+def test_i2_comes_from_the_same_tau2_as_metafor_reports_it():
+    # metafor's rma: I^2 = tau^2 / (tau^2 + s^2), s^2 = (k - 1) sum w / ((sum w)^2 - sum w^2), w = 1 / v
+    for y, v in _designs(seed=5):
+        m = random_effects(y, v)
+        w = 1 / v
+        s2 = (len(v) - 1) * w.sum() / (w.sum() ** 2 - (w**2).sum())
+        assert m.i2 == pytest.approx(m.tau2 / (m.tau2 + s2), rel=1e-12, abs=1e-15)
+    # REML tau^2 = 0 although Q exceeds its degrees of freedom: no heterogeneity is reported, not a Q-based I^2
+    rng = np.random.default_rng(0)
+    for _ in range(24):
+        v = rng.uniform(0.005, 0.05, 5)
+        y = rng.normal(0.8, np.sqrt(v))
+    m = random_effects(y, v)
+    assert m.tau2 == 0.0 and m.q > 4 and (m.q - 4) / m.q > 0.2
+    assert m.i2 == 0.0

@@ -17,12 +17,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from dsroc.histogram.validation import histogram_validation
-from dsroc.multicentre import PooledEstimate, decision_curve, pool_estimates
+from dsroc.multicentre import PooledEstimate, decision_curve, pool_estimates, pooled_weights
 
-from analyst.result.parts import PlainRecord
+from analyst.result.parts import PlainRecord, num
 from analyst.result.summary import interval_text
 
-__all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "site_heterogeneity", "result_decision_curve",
+__all__ = ["SiteEstimates", "Pooled", "Heterogeneity", "poolable_auc", "site_heterogeneity", "result_decision_curve",
            "PartitionedAnalyses"]
 
 
@@ -59,7 +59,18 @@ class Heterogeneity:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
         return {"sites": [s.to_dict() for s in self.sites], "auc": None if self.auc is None else self.auc.to_dict(),
-                "oe": None if self.oe is None else self.oe.to_dict(), "notes": list(self.notes)}
+                "oe": None if self.oe is None else self.oe.to_dict(), "notes": list(self.notes),
+                "auc_weights": [num(w) for w in self.auc_weights()]}
+
+    def auc_weights(self) -> list[float]:
+        """Each site's share of the pooled AUC (``1 / (v_i + tau^2)`` on the logit scale, summing to one over the
+        pooled sites; NaN for a site left out of the pooling or when no AUC is pooled)."""
+        used = [s for s in self.sites if poolable_auc(s)]
+        if self.auc is None or len(used) < 2:
+            return [math.nan] * len(self.sites)
+        shares = dict(zip((s.site for s in used), pooled_weights(
+            [s.auc for s in used], [s.auc_variance for s in used], scale="logit", tau2=self.auc.tau2)))
+        return [float(shares.get(s.site, math.nan)) for s in self.sites]
 
     def summary_lines(self, pct: int) -> list[str]:
         """The lines of the text summary."""
@@ -73,6 +84,11 @@ class Heterogeneity:
                              f"({p.method})   {pct}% prediction interval for a new site [{p.prediction_lower:.3f}, "
                              f"{p.prediction_upper:.3f}]   tau^2 {p.tau2:.3g} ({p.scale} scale), I^2 {100 * p.i2:.0f}%")
         return lines + [f"  note: {n}" for n in self.notes]
+
+
+def poolable_auc(s: SiteEstimates) -> bool:
+    """Whether a site's AUC enters the pooling on the logit scale: finite, inside (0, 1), with a positive variance."""
+    return math.isfinite(s.auc) and 0 < s.auc < 1 and math.isfinite(s.auc_variance) and s.auc_variance > 0
 
 
 def _pool(statistic: str, scale: str, estimates, variances, level: float) -> Pooled:
@@ -96,7 +112,7 @@ def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, esti
             *((oe.value, oe.lower, oe.upper, oe.variance) if oe is not None else (math.nan,) * 4)))
         notes += [f"site {name}: {what} not estimable from its own release ({why})" for what, why in v.unavailable.items()
                   if what in ("auc", "oe")]
-    auc_ok = [s for s in sites if math.isfinite(s.auc) and 0 < s.auc < 1 and s.auc_variance > 0]
+    auc_ok = [s for s in sites if poolable_auc(s)]
     oe_ok = [s for s in sites if math.isfinite(s.oe) and s.oe > 0 and s.oe_variance > 0]
     auc = (_pool("AUC", "logit", [s.auc for s in auc_ok], [s.auc_variance for s in auc_ok], level)
            if len(auc_ok) >= 2 else None)
@@ -106,12 +122,13 @@ def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, esti
     return Heterogeneity(tuple(sites), auc, oe, tuple(notes))
 
 
-def result_decision_curve(counts0, counts1, edges, *, sigma: float, level: float):
-    """The decision curve at the grid's interior edges in (0, 1), or None when the scores are not risks."""
+def result_decision_curve(counts0, counts1, edges, *, sigma: float, level: float, thresholds=None):
+    """The decision curve at the grid's interior edges in (0, 1) (``thresholds``: at those edges only), or None when
+    the scores are not risks."""
     e = np.asarray(edges, dtype=np.float64)
     if e[0] < 0 or e[-1] > 1 or e.size < 3:
         return None
-    return decision_curve(counts0, counts1, e, noise_variance=sigma**2, level=level)
+    return decision_curve(counts0, counts1, e, noise_variance=sigma**2, level=level, thresholds=thresholds)
 
 
 class PartitionedAnalyses:

@@ -117,6 +117,7 @@ def collect_partitioned(session: ValidationSession, step: str, *, epsilon: float
 
     def ask(conn, held):
         r = conn.call("ReleaseHistogram", request(conn, held))
+        session.note_release(conn.name, r.release_id)
         shape = (len(r.edges) - 1, r.parts)
         if (r.parts < 2 or len(r.negatives) != shape[0] * shape[1]
                 or (score_sums and len(r.negative_sums) != len(r.negatives))):

@@ -184,7 +184,7 @@ class SecAggProtocol(Protocol):
                 n_bins = allowed_n_bins(allowed, epsilon=request.epsilon, delta=request.delta, shares=len(s.sites) - t)
             total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, n_bins=n_bins, spacing=o.spacing,
                                    colluders=t, score_sums=o.score_sums, dropouts=o.dropouts)
-        budgets = s.budget()
+        budgets = s.budget(delta=request.delta)
         timing["release"] = time.perf_counter() - clock
         clock, cpu = time.perf_counter(), time.thread_time()
         sums = {} if total.sums0 is None else dict(sums0=total.sums0, sums1=total.sums1, sums_sigma=total.sums_sd)
@@ -200,7 +200,7 @@ class SecAggProtocol(Protocol):
             for name, a in total.sites.items()}
         result = summed_result(request.common(s, self), v, privacy, a0=o.a0, with_sums=bool(sums), timing=timing,
                                detail=SecAggDetail(v, total, int(total.edges.size - 1), o.spacing, first),
-                               warnings=(PER_SITE,))
+                               notes=(PER_SITE,))
         timing["analysis"] = time.perf_counter() - clock
         timing["analysis_cpu"] = time.thread_time() - cpu  # CPU seconds of this thread: the post-processing
         return result

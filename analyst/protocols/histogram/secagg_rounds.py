@@ -298,6 +298,8 @@ def unmask_round(session, r: SecAggRound) -> SecAggRound:
         raise_first_failure(failed, f"; no sum: {', '.join(done) or 'no site'} revealed its seed and was charged, "
                                     f"the failed sites' holds were returned; {session.charges_text()}")
     r.unmasked = dict(zip(survivors.sites, seeds))
+    for name, m in r.unmasked.items():
+        session.note_release(name, m.release_id)
     transcript = r.transcript
     for name, s in r.unmasked.items():
         if seed_commitment(transcript, s.self_seed) != r.masked[name].receipt.commitment:

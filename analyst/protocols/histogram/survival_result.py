@@ -20,10 +20,11 @@ from analyst.result.summary import fmt, plural
 __all__ = ["SURVIVAL_GUARANTEE", "SurvivalDetail", "SurvivalSite", "survival_result", "survival_report"]
 
 SURVIVAL_GUARANTEE = (
-    "survival release (histogram protocol): each site's whole answer is epsilon-DP under add/remove-one-patient "
-    "adjacency (discrete Laplace noise on the counts of a (time bin x status x score bin) histogram, and on its cells' "
-    "risk sums when asked for, pure epsilon-DP per site, charged once to the site's ledger; delta is checked by the "
-    "policies but not used); every number below is post-processing of those releases"
+    "survival release (histogram protocol): each site's release is differentially private under add/remove-one-patient "
+    "adjacency at the epsilon of the privacy line, what the site's ledger composes it to (discrete Laplace noise on "
+    "the counts of a (time bin x status x score bin) histogram, and on its cells' risk sums when asked for, pure "
+    "epsilon-DP, charged once to the site's ledger; delta is checked by the policies and only states that "
+    "composition); every number below is post-processing of those releases"
 )
 
 
@@ -60,6 +61,10 @@ class SurvivalSite:
                 "mechanism": self.mechanism}
 
 
+def _pair(label: str, i) -> str:
+    return f"{label} {fmt(i.value, 3)} [{fmt(i.lower, 3)}, {fmt(i.upper, 3)}]"
+
+
 def _interval(i) -> dict[str, Any]:
     return {"value": num(i.value), "se": num(i.se), "lower": num(i.lower), "upper": num(i.upper), "draws": int(i.draws)}
 
@@ -72,6 +77,9 @@ def _estimate(i) -> Estimate | None:
     if not math.isfinite(i.value):
         return None
     return Estimate(i.value, i.lower, i.upper, i.se**2, INCLUDES)
+
+
+UNO = "Uno's C"
 
 
 @dataclass(frozen=True)
@@ -106,11 +114,24 @@ class SurvivalDetail:
             return (f"{label:<22} {fmt(i.value)}   {pct}% CI [{fmt(i.lower)}, {fmt(i.upper)}]" + (f"   ({note})" if note
                                                                                                   else ""))
         return [line("Harrell's C", v.harrell_c, "pairs in different time bins, cross-site pairs included"),
-                line(f"Uno's C (tau {v.tau:g})", v.uno_c, "weights 1/G(T-)^2"),
+                line(f"Uno's C (tau {v.tau:g})", v.uno_c, "weights 1/G(T-)^2") if math.isfinite(v.tau) else
+                f"{UNO:<22} not reported (the released censoring survival is below the sites' minimum: see the warnings)",
                 line(f"Integrated Brier", v.integrated_brier, f"grid points up to {v.horizon:g}"),
                 line(f"Scaled Brier({v.horizon:g})", v.scaled_brier, "1 - Brier / Brier of the Kaplan-Meier null model"),
                 line(f"Observed risk({v.horizon:g})", v.observed, "1 - Kaplan-Meier"),
                 line(f"Mean predicted risk", v.expected)]
+
+    def brief_lines(self, result, pct: int) -> list[str]:
+        """The one-screen summary's row after AUC(t): both C-indices."""
+        v = self.validation
+        uno = (_pair(f"Uno (tau {v.tau:g})", v.uno_c) if math.isfinite(v.tau) else
+               "Uno not reported (censoring survival below the sites' minimum: see the warnings)")
+        return [f"{'C-index':<26} {_pair('Harrell', v.harrell_c)}   {uno}"]
+
+    def brier_note(self, result) -> str:
+        """The one-screen summary's words beside the Brier score: its horizon, the integrated and the scaled one."""
+        v = self.validation
+        return (f"at {v.horizon:g}; {_pair('integrated', v.integrated_brier)}, {_pair('scaled', v.scaled_brier)}")
 
     def detail_lines(self, result) -> list[str]:
         """The release in words at the end of the summary."""
@@ -210,11 +231,14 @@ def survival_result(common: Mapping[str, Any], v: SurvivalValidation, sites: Map
 
 
 def survival_report(common: Mapping[str, Any], v: SurvivalValidation, privacy, detail: SurvivalDetail, *, timing,
-                    on_edge: bool, warnings=()) -> ValidationResult:
+                    on_edge: bool, warnings=(), notes=()) -> ValidationResult:
     """The :class:`analyst.ValidationResult` of the summed estimates ``v``, with each site's ``privacy`` (whatever
-    protocol released the sum) and the release's ``detail``; ``warnings`` are the protocol's own."""
+    protocol released the sum) and the release's ``detail``; ``warnings`` and ``notes`` are the protocol's own."""
     fpr, tpr = v.roc
-    warnings = list(v.notes) + list(warnings)
+    # how the estimates are made (Uno's truncation, grouped times) is a note; what could not be estimated a warning
+    method = ("Uno's C truncated at tau", "the integrated Brier score over", "times are grouped")
+    notes = tuple(notes) + tuple(n for n in v.notes if n.startswith(method))
+    warnings = [n for n in v.notes if not n.startswith(method)] + list(warnings)
     if not on_edge:
         warnings.append(f"the horizon {v.horizon:g} is not a time edge of the release: the patients of its time bin "
                         "count as followed beyond it (their binned time is the bin's right edge)")
@@ -228,5 +252,5 @@ def survival_report(common: Mapping[str, Any], v: SurvivalValidation, privacy, d
         roc=RocCurve(fpr, tpr, f"IPCW ROC points at {h:g} at the score edges (cases: events by {h:g} weighted "
                                "1/G(T-); controls: patients followed beyond it)"),
         calibration=_calibration(v, detail.risk_sums), brier=_estimate(v.brier), privacy=privacy, pr=None,
-        warnings=tuple(warnings), timing={} if timing is None else timing, heterogeneity=_heterogeneity(v),
+        warnings=tuple(warnings), notes=notes, timing={} if timing is None else timing, heterogeneity=_heterogeneity(v),
         detail=detail, time=detail.time, horizon=h)

@@ -18,7 +18,7 @@ from analyst.hierarchy import calibration_summary, improper_warning
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0
 from analyst.protocols.paper.steps import PaperSession
 from analyst.protocols.paper.wire import PaperAnswers
-from analyst.recommend import recommendation_warning
+from analyst.recommend import paper_setting_refusal, recommendation_warning
 from analyst.result import ValidationResult
 from analyst.result.parts import Calibration, Estimate, RocCurve, num
 from analyst.result.pr import pr_from_released_scores
@@ -54,6 +54,10 @@ class PaperOptions(ProtocolOptions):
         Ask the sites for a larger Delta than their rules give (never smaller).
     ci_method : {"logit", "wald"}
         The AUC's CI on the logit scale (default) or the AUC scale (pROC's).
+    outside_study : bool
+        Run even where the sites' noise is larger than the simulation study vouches for
+        (:func:`analyst.recommend.paper_setting_refusal`; by default such a request is refused before anything is
+        released, with the settings that work): the AUC may then be biased beyond its interval, and a warning says so.
     """
 
     grid: Any = None
@@ -63,6 +67,7 @@ class PaperOptions(ProtocolOptions):
     a0: float | None = None
     sensitivity: float | None = None
     ci_method: str = "logit"
+    outside_study: bool = False
 
     def __post_init__(self):
         if self.ci_method not in ("logit", "wald"):
@@ -119,6 +124,16 @@ class PaperDetail:
         lines.append(f"{'ROC-GLM':<22} gamma1 = {fmt(fit.params[0])}, gamma2 = {fmt(fit.params[1])}, "
                      f"{fit.iterations} iterations, {'converged' if fit.converged else 'NOT converged'}")
         return lines + [f"  warning: {w}" for w in fit.warnings]
+
+    def brief_lines(self, result, pct: int) -> list[str]:
+        """The one-screen summary's rows after the AUC: the noise-corrected AUC, and the fit's warnings."""
+        from analyst.result.brief import estimate_row
+
+        c = self.auc_corrected
+        lines = [] if c is None else [estimate_row(
+            "AUC (noise-corrected)", c.auc, c.ci.lower if c.ci.defined else math.nan,
+            c.ci.upper if c.ci.defined else math.nan, pct, "its CI includes the release noise, the one above not")]
+        return lines + [f"  warning: {w}" for w in self.rocglm.warnings]
 
     def detail_lines(self, result) -> list[str]:
         """The protocol's own lines at the end of the summary."""
@@ -191,6 +206,23 @@ class PaperProtocol(Protocol):
     def check(self, request: ValidationRequest, options: PaperOptions) -> None:
         check_privacy_request(epsilon=request.epsilon, delta=request.delta, sensitivity=options.sensitivity)
 
+    @staticmethod
+    def _outside_study(s, request: ValidationRequest, o: PaperOptions, sens) -> str | None:
+        """Refuse, before any release (the holds made with the sessions return when they close), a setting whose
+        noise the simulation study does not vouch for (:func:`analyst.recommend.paper_setting_refusal`), with the
+        settings that work; with ``outside_study`` the reason, as a warning."""
+        deltas = {name: (o.sensitivity, "asked for by the analyst") if (o.sensitivity or 0.0) > r.sensitivity
+                  else (r.sensitivity, f"rule '{r.rule}'") for name, r in sens.items()}
+        policies = list(s.policies.values())
+        why = paper_setting_refusal(request.epsilon, request.delta, deltas,
+                                    max_epsilon=min(p.max_epsilon for p in policies),
+                                    max_delta=min(p.max_delta for p in policies))
+        if why is None:
+            return None
+        if not o.outside_study:
+            raise ValueError(f"refused: {why}; nothing was released or charged at any site")
+        return f"outside the simulation study (outside_study): {why.split('. To run it anyway')[0]}"
+
     def hold_request(self, request: ValidationRequest, options: PaperOptions) -> pb.PrepareRequest:
         """The noisy release, held with the sessions (one round trip fewer); :meth:`PaperSession.release` uses it."""
         return pb.PrepareRequest(scores=pb.ReleaseRequest(epsilon=request.epsilon, delta=request.delta,
@@ -201,6 +233,7 @@ class PaperProtocol(Protocol):
         level = request.level
         clock = time.perf_counter()
         sens = s.sensitivity()
+        outside = self._outside_study(s, request, o, sens)
         releases = s.release(epsilon=request.epsilon, delta=request.delta, sensitivity=o.sensitivity)
         timing["release"] = time.perf_counter() - clock
         s0_noisy, s1_noisy = s.pool(releases)
@@ -221,7 +254,8 @@ class PaperProtocol(Protocol):
         clock = time.perf_counter()
         # The answers on the survivor functions and the fit's first evaluation come back with the upload.
         answers = s.upload_survivors(releases, answers=s.answers_request(
-            n_bins=o.n_bins, edges=o.edges, threshold=o.threshold, theta=DEFAULT_START, grid=o.grid))
+            n_bins=o.n_bins, edges=o.edges, threshold=o.threshold, theta=DEFAULT_START, grid=o.grid,
+            delta=request.delta))
         timing["upload"] = time.perf_counter() - clock
 
         def timed(step, fn):
@@ -239,7 +273,7 @@ class PaperProtocol(Protocol):
                 # The confusion matrix first: a site's disclosure auditor refuses a threshold that would tell
                 # something with answers given before, while calibration only withholds more bins.
                 confusion = None if o.threshold is None else s.confusion(o.threshold)
-                got = PaperAnswers(*s.aggregates(n_bins=o.n_bins, edges=o.edges), confusion)
+                got = PaperAnswers(*s.aggregates(n_bins=o.n_bins, edges=o.edges, delta=request.delta), confusion)
             corrected = s.noise_corrected_auc(releases, got.moments, summary=summary_done.result(), level=level,
                                               method=o.ci_method)
             return got, corrected
@@ -250,7 +284,7 @@ class PaperProtocol(Protocol):
         moments, (brier, n), curve, confusion, budgets = got.moments, got.brier, got.calibration, got.confusion, got.budgets
         ci = dsroc.auc_ci(fit.auc, moments.variance, level=level, method=o.ci_method)
         roc_points, pr = curves_done.result()
-        privacy = s.privacy(releases, sens, budgets=budgets)
+        privacy = s.privacy(releases, sens, budgets=budgets)  # the ledgers composed this validation's release
         advice = recommendation_warning(request.epsilon, request.delta, [p.sensitivity for p in privacy.values()],
                                         tau=max(p.noise_sd for p in privacy.values()))
         hierarchy = calibration_summary(curve, level=level)
@@ -267,5 +301,5 @@ class PaperProtocol(Protocol):
             calibration=paper_calibration(curve, hierarchy),
             brier=Estimate(brier, includes="exact sums over every patient, no noise"), privacy=privacy,
             pr=pr, confusion=confusion, test=a0_test(o.a0, level, ci),
-            warnings=tuple(w for w in (advice, improper_warning(fit.params)) if w is not None),
+            warnings=tuple(w for w in (outside, advice, improper_warning(fit.params)) if w is not None),
             timing=timing, detail=detail)

@@ -14,7 +14,9 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.connection import SiteError, fan_out
 from analyst.protocols.paper.wire import (UPLOAD_CHUNK, PaperAnswers, PlacementSummary, SiteRelease,
                                           calibration_parts, calibration_request, confusion_result, grid_spec,
-                                          parts_at_theta, pooled_brier, read_release, survivor_chunks, with_session)
+                                          parts_at_theta, pooled_brier, read_release, survivor_chunks, with_budget,
+                                          with_session)
+from analyst.protocols.base import site_privacy_from_budget
 from analyst.result.parts import ConfusionResult, SitePrivacy
 from analyst.session import ValidationSession, check_privacy_request, concurrently
 
@@ -105,6 +107,7 @@ class PaperSession(ValidationSession):
             if set(classes) != {pb.SCORE_CLASS_NEGATIVES, pb.SCORE_CLASS_POSITIVES}:
                 raise ValueError("the release stream did not send both classes")
             (neg, info0), (pos, info1) = classes[pb.SCORE_CLASS_NEGATIVES], classes[pb.SCORE_CLASS_POSITIVES]
+            self.note_release(conn.name, info0.release_id, info1.release_id)
             self.progress("noisy release", conn.name, f"{neg.size} negatives, tau = {info0.tau:.4g}")
             self.progress("noisy release", conn.name, f"{pos.size} positives, tau = {info1.tau:.4g}")
             return SiteRelease(neg, pos, info0, info1)
@@ -181,7 +184,7 @@ class PaperSession(ValidationSession):
                 return r.evaluations_left
 
             def both():
-                yield from section(pb.SCORE_CLASS_NEGATIVES, answers)
+                yield from section(pb.SCORE_CLASS_NEGATIVES, with_budget(answers, None, self.release_ids.get(conn.name, [])))
                 yield from section(pb.SCORE_CLASS_POSITIVES)
 
             try:
@@ -220,11 +223,14 @@ class PaperSession(ValidationSession):
         return self._answers(replies, answers)
 
     def answers_request(self, *, n_bins: int = 10, edges=None, threshold: float | None = None,
-                        theta=None, grid=None) -> pb.PaperAggregatesRequest:
+                        theta=None, grid=None, delta: float | None = None) -> pb.PaperAggregatesRequest:
         """What :meth:`upload_survivors` asks with the upload: the placement moments, Brier sums, calibration
-        cells (``n_bins`` or ``edges``) and budget, the confusion matrix at ``threshold`` (answered first) and the
+        cells (``n_bins`` or ``edges``) and budget (with ``delta``: this session's releases composed at it, each
+        site's own filled in as it is asked), the confusion matrix at ``threshold`` (answered first) and the
         ROC-GLM parts at ``theta`` on ``grid`` (the fit's first evaluation, :func:`dsroc.fit_rocglm`'s start)."""
         request = pb.PaperAggregatesRequest(calibration=calibration_request(n_bins, edges))
+        if delta:
+            request.budget.delta = float(delta)
         if threshold is not None:
             if not np.isfinite(threshold):
                 raise ValueError(f"threshold must be finite, got {threshold}")
@@ -340,16 +346,16 @@ class PaperSession(ValidationSession):
         replies = self._each("calibration", lambda c: c.call("CalibrationParts", with_session(request, self._sid(c))))
         return dsroc.aggregate_calibration([calibration_parts(r) for r in replies], site_names=self.sites)
 
-    def aggregates(self, *, n_bins: int = 10, edges=None) -> tuple["PlacementSummary", tuple[float, int],
-                                                                     dsroc.CalibrationCurve, dict[str, pb.BudgetStatus]]:
-        """:meth:`placement_moments`, :meth:`brier`, :meth:`calibration` and :meth:`budget` in one round trip
-        to every site (``PaperAggregates``); separately from sites that predate that call."""
+    def aggregates(self, *, n_bins: int = 10, edges=None, delta: float | None = None
+                   ) -> tuple["PlacementSummary", tuple[float, int], dsroc.CalibrationCurve, dict[str, pb.BudgetStatus]]:
+        """:meth:`placement_moments`, :meth:`brier`, :meth:`calibration` and :meth:`budget` (at ``delta``) in one
+        round trip to every site (``PaperAggregates``); separately from sites that predate that call."""
         request = calibration_request(n_bins, edges)
 
         def ask(conn):
             try:
-                return conn.call("PaperAggregates", pb.PaperAggregatesRequest(session_id=self._sid(conn),
-                                                                              calibration=request))
+                return conn.call("PaperAggregates", with_budget(pb.PaperAggregatesRequest(
+                    session_id=self._sid(conn), calibration=request), delta, self.release_ids.get(conn.name, [])))
             except SiteError as exc:
                 if exc.code != grpc.StatusCode.UNIMPLEMENTED:
                     raise
@@ -357,7 +363,8 @@ class PaperSession(ValidationSession):
 
         replies = self._each("moments, Brier, calibration and budget", ask)
         if any(r is None for r in replies):
-            return self.placement_moments(), self.brier(), self.calibration(n_bins=n_bins, edges=edges), self.budget()
+            return (self.placement_moments(), self.brier(), self.calibration(n_bins=n_bins, edges=edges),
+                    self.budget(delta))
         got = self._answers(replies, pb.PaperAggregatesRequest())
         return got.moments, got.brier, got.calibration, got.budgets
 
@@ -378,12 +385,10 @@ class PaperSession(ValidationSession):
         for name in self.sites:
             r, s, b = releases[name], sensitivities[name], budgets[name]
             info = r.info_negatives
-            out[name] = SitePrivacy(
-                epsilon=info.epsilon, delta=info.delta, noise_sd=info.tau, sensitivity=info.sensitivity,
+            out[name] = site_privacy_from_budget(
+                b, epsilon=info.epsilon, delta=info.delta, noise_sd=info.tau, sensitivity=info.sensitivity,
                 sensitivity_rule=info.rule or s.rule, formal_bound=s.formal_bound,
                 n=float(r.info_negatives.n + r.info_positives.n),
                 mu_charged=float(np.hypot(r.info_negatives.mu_charged, r.info_positives.mu_charged)),
-                repeated=bool(r.info_negatives.repeated and r.info_positives.repeated),
-                epsilon_spent=b.epsilon_spent, budget_epsilon=b.budget_epsilon, budget_delta=b.budget_delta,
-                mu_spent=b.mu_spent, mu_remaining=b.mu_remaining, note=s.note)
+                repeated=bool(r.info_negatives.repeated and r.info_positives.repeated), note=s.note)
         return out

@@ -14,7 +14,7 @@ from analyst.result.parts import ConfusionResult
 
 __all__ = ["UPLOAD_CHUNK", "PaperAnswers", "PlacementSummary", "SiteRelease", "calibration_parts",
            "calibration_request", "confusion_result", "grid_spec", "parts_at_theta", "pooled_brier", "read_release",
-           "survivor_chunks", "with_session"]
+           "survivor_chunks", "with_budget", "with_session"]
 
 UPLOAD_CHUNK = 65536  # scores per streamed message (512 KiB), lowered to the site's policy cap
 _SCORES_TAG = bytes([pb.SurvivorChunk.DESCRIPTOR.fields_by_name["scores"].number << 3 | 2])  # length-delimited
@@ -175,3 +175,15 @@ def calibration_parts(r: pb.CalibrationPartsResponse) -> dsroc.CalibrationParts:
         sum_score=np.array([b.sum_scores for b in r.bins], dtype=np.float64),
         sum_label=np.array([b.sum_labels for b in r.bins], dtype=np.float64),
         suppressed=np.asarray(r.suppressed, dtype=np.int64))
+
+
+def with_budget(request: pb.PaperAggregatesRequest | None, delta: float | None, release_ids
+                ) -> pb.PaperAggregatesRequest | None:
+    """A copy of ``request`` whose budget is asked at ``delta`` (or its own) for ``release_ids``, one site's releases in
+    this session (:meth:`analyst.session.ValidationSession.budget`); ``request`` itself without a delta."""
+    if request is None or not (delta := delta or request.budget.delta):
+        return request
+    out = pb.PaperAggregatesRequest()
+    out.CopyFrom(request)
+    out.budget.CopyFrom(pb.BudgetRequest(delta=float(delta), release_ids=list(release_ids)))
+    return out

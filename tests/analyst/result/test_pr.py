@@ -76,7 +76,7 @@ def test_validation_returns_pr_from_the_release(five_sites, pki, helpers):
     assert result.pr.n1 == result.n1 and result.pr.prevalence == pytest.approx(result.n1 / result.n)
     report = result.to_dict()["pr"]
     assert report["ap"] == pytest.approx(result.pr.ap) and len(report["recall"]) == len(report["precision"])
-    assert "PR (paper protocol" in str(result)
+    assert "PR (paper protocol" in result.summary(verbose=True)
     assert PrecisionRecallPlot.from_result(result).summary is result.pr
 
 

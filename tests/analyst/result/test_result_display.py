@@ -61,12 +61,17 @@ def test_withheld_cells_carry_no_numbers_in_the_paper_report(both):
 @pytest.mark.parametrize("protocol", ["paper", "histogram"])
 def test_summary_names_the_numbers_and_what_the_intervals_include_in_user_words(both, protocol):
     res = both[protocol]
-    text = str(res)
+    text = res.summary(verbose=True)
     assert f"{res.auc:.4f}" in text and f"{res.brier.value:.4f}" in text and "Privacy per site" in text
     assert f"AUC ({res.auc_estimator})" in text and f"includes {res.auc_ci_includes}" in text
     assert "column:" not in text and "glm:" not in text and "score column 'pred'" in text
     assert "2 sites: a, b" in text and "H0: AUC <= 0.6" in text
     assert "O/E" in text and "calibration slope" in text and "binned ICI" in text
+    brief = str(res)  # the one screen: the same numbers at three decimals, fewer words
+    assert f"{res.auc:.3f}" in brief and f"{res.brier.value:.3f}" in brief and "Privacy per site" in brief
+    assert f"AUC ({res.auc_estimator})" in brief and "2 sites: a, b" in brief and "H0: AUC <= 0.6" in brief
+    assert "O/E" in brief and "calibration slope" in brief and "binned ICI" in brief and "score column 'pred'" in brief
+    assert len(brief.splitlines()) <= 25 < len(text.splitlines())
 
 
 def test_the_displays_do_not_shadow_scikit_learns():
@@ -78,20 +83,20 @@ def test_the_displays_do_not_shadow_scikit_learns():
 
 def test_one_site_is_singular(helpers):
     res = helpers.results.histogram_result_of(sites=("only",))
-    assert "  1 site: only" in str(res) and "1 sites" not in str(res) and "1 sites" not in res._repr_html_()
+    assert "  1 site: only" in str(res) and "1 sites" not in res.summary(verbose=True) and "1 sites" not in res._repr_html_()
 
 
 def test_summary_labels_bins_half_open_and_names_the_ci_and_the_test(both):
     res = both["paper"]
-    text = str(res)
+    text = res.summary(verbose=True)
     rows = [line.split()[:2] for line in text.splitlines() if line.startswith("  [")]
     assert [" ".join(r) for r in rows] == [f"[{k / 10:.2f}, {(k + 1) / 10:.2f}{']' if k == 9 else ')'}"
                                           for k in range(10)]
     assert f"logit-scale CI, SE {np.sqrt(res.auc_variance):.4f}" in text
     verdict = "rejected" if res.test.reject else "not rejected"
     assert f"H0: AUC <= 0.6   {verdict}" in text and "one-sided level 0.025" in text
-    assert "Wald (AUC-scale) CI" in str(replace(res, ci_method="wald"))
-    assert "Warnings" not in text
+    assert "Wald (AUC-scale) CI" in replace(res, ci_method="wald").summary(verbose=True)
+    assert "Warnings" not in text and "Warnings" not in str(res)
     assert "Warnings\n  - look out" in str(replace(res, warnings=("look out",)))
     assert bin_labels([0.0, 0.05, 0.125], [0.05, 0.125, 1.0]) == ["[0.000, 0.050)", "[0.050, 0.125)",
                                                                   "[0.125, 1.000]"]
@@ -105,7 +110,7 @@ def test_a_bin_no_site_released_shows_no_count(helpers):
     curve = dsroc.aggregate_calibration([dsroc.calibration_parts(s, y, dsroc.calibration_edges(10), privacy_level=5)],
                                         site_names=["a"])
     res = helpers.results.paper_result(calibration=paper_calibration(curve, dsroc.calibration_hierarchy(curve)))
-    top = next(line for line in str(res).splitlines() if line.startswith("  [0.90, 1.00]"))
+    top = next(line for line in res.summary(verbose=True).splitlines() if line.startswith("  [0.90, 1.00]"))
     assert top.split()[2:5] == ["-", "-", "-"] and "withheld by every site" in top
 
 
@@ -131,7 +136,7 @@ def test_the_roc_band_has_the_auc_ci_as_its_areas(both, protocol):
 def test_without_a_plausible_fit_the_binned_polyline_is_the_quoted_curve(helpers):
     res = helpers.results.histogram_result_of(noise_sd=8.0)
     assert res.auc_estimator == "binned empirical" and res.roc.params is None and res.roc.band is None
-    assert any("no plausible ROC-GLM fit" in w for w in res.warnings)
+    assert any("no plausible ROC-GLM fit" in w for w in res.notes) and not res.warnings  # how, not a problem
     # the binned empirical AUC is the trapezoidal area under the binned points (ties within a bin count one half)
     assert np.trapezoid(res.roc.tpr, res.roc.fpr) == pytest.approx(res.auc, abs=1e-12)
     frame = res.to_frame("roc", points=201)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import glob
+import grp
 import os
+import pwd
+import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 
@@ -123,6 +128,48 @@ def _pg_bindir() -> Path | None:
     return Path(found[-1]).parent if found else None
 
 
+def unreachable_by(path: Path, uid: int) -> str | None:
+    """Why the user ``uid`` cannot reach ``path`` (a parent folder it may not enter), or None."""
+    for folder in reversed(path.parents):
+        st = folder.stat()
+        if st.st_uid == uid:
+            continue
+        groups = {g.gr_gid for g in grp.getgrall() if pwd.getpwuid(uid).pw_name in g.gr_mem} | {pwd.getpwuid(uid).pw_gid}
+        if not st.st_mode & (0o010 if st.st_gid in groups else 0o001):
+            return (f"the temporary folder {path} is not reachable by user {pwd.getpwuid(uid).pw_name}: {folder} has "
+                    f"mode {stat.filemode(st.st_mode)}; point TMPDIR at a folder it may enter (e.g. TMPDIR=/tmp)")
+    return None
+
+
+def _pg_run(cmd: list[str], what: str, base: Path, uid: int) -> None:
+    """Run a PostgreSQL tool; on failure fail the test with its output, its log and why it may not have started."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode == 0:
+        return
+    log = base / "log"
+    why = unreachable_by(base / "data", uid)
+    server_log = log.read_text()[-2000:] if log.exists() else ""
+    shutil.rmtree(base, ignore_errors=True)  # nothing started: leave no cluster folder behind
+    pytest.fail(f"PostgreSQL {what} failed (exit status {proc.returncode}): {(proc.stderr or proc.stdout).strip()}"
+                + (f"\nserver log: {server_log}" if server_log else "") + (f"\n{why}" if why else ""),
+                pytrace=False)
+
+
+def test_the_postgresql_fixture_names_an_unreachable_temporary_folder():
+    other = next(p for p in pwd.getpwall() if p.pw_uid not in (os.geteuid(), 0))
+    root = Path(tempfile.mkdtemp(prefix="dsroc-reach-", dir="/tmp"))  # /tmp: every user may enter it
+    try:
+        root.chmod(0o755)
+        (root / "locked" / "pg").mkdir(parents=True)
+        (root / "locked").chmod(0o700)
+        why = unreachable_by(root / "locked" / "pg" / "data", other.pw_uid)
+        assert why is not None and f"{root / 'locked'} has mode drwx------" in why and "TMPDIR" in why
+        (root / "locked").chmod(0o755)
+        assert unreachable_by(root / "locked" / "pg" / "data", other.pw_uid) is None
+    finally:
+        shutil.rmtree(root)
+
+
 @pytest.fixture
 def postgres():
     """A throwaway PostgreSQL cluster on 127.0.0.1 in a temp dir; yields its SQLAlchemy URL."""
@@ -138,11 +185,11 @@ def postgres():
         shutil.chown(base, "postgres", "postgres")
     port = free_port()
     user = "postgres" if as_root else os.environ.get("USER", "postgres")
-    subprocess.run(run_as + [str(bindir / "initdb"), "-D", str(data), "-U", user, "--auth=trust"],
-                   check=True, capture_output=True)
-    subprocess.run(run_as + [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w", "-o",
-                             f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base}",
-                             "start"], check=True, capture_output=True)
+    uid = pwd.getpwnam("postgres").pw_uid if as_root else os.geteuid()
+    _pg_run(run_as + [str(bindir / "initdb"), "-D", str(data), "-U", user, "--auth=trust"], "initdb", base, uid)
+    _pg_run(run_as + [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w", "-o",
+                      f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base}", "start"],
+            "pg_ctl start", base, uid)
     try:
         yield f"postgresql+psycopg://{user}@127.0.0.1:{port}/postgres"
     finally:
@@ -182,3 +229,40 @@ def test_describe_survives_an_unreadable_dataset(make_site_config, client_cls):
         described = {d.name: len(d.columns) for d in c.Describe(pb.DescribeRequest()).datasets}
         assert described == {"test": 6, "gone": 0}
         c.close()
+
+
+def test_a_semicolon_csv_with_decimal_commas_is_read_as_its_columns(make_site_config, client_cls, tmp_path):
+    frame = sample_dataset(120, seed=8)
+    config = make_site_config(frames={"t": frame})
+    path = config.datasets["t"].path
+    frame.to_csv(path, sep=";", decimal=",", index=False)  # as a spreadsheet writes it in much of Europe
+    assert path.read_text().splitlines()[0].count(";") == frame.shape[1] - 1 and "," in path.read_text()
+    from site_node.data.datasets import open_table
+
+    read = open_table(config.datasets["t"]).load()
+    assert list(read.columns) == list(frame.columns)
+    assert np.allclose(read["pred"].to_numpy(float), frame["pred"].to_numpy(float))
+    _check_session(config, "t", frame, client_cls)
+
+
+def test_check_names_a_missing_data_file_without_a_traceback(tmp_path, capsys):
+    from site_node.cli import main
+
+    result = init_site(tmp_path / "s")
+    data = load_config(result.config).datasets["sample"].path
+    data.unlink()
+    rc = main(["check", "--config", str(result.config)])
+    out, err = capsys.readouterr()
+    assert rc != 0 and f"dataset sample: cannot be read: data file not found: {data} (datasets.sample.path)" in out
+    assert "Traceback" not in out + err and "see the log above" not in out
+
+
+def test_an_unparsable_port_is_refused_with_the_field_and_the_rule(tmp_path):
+    result = init_site(tmp_path / "s")
+    text = result.config.read_text()
+    for bad in ("127.0.0.1:abc", "127.0.0.1:70000", ":50051", "127.0.0.1"):
+        result.config.write_text(re.sub(r'listen = "[^"]*"', f'listen = "{bad}"', text))
+        with pytest.raises(ConfigError, match=r"site.listen: must be host:port with a port from 0 to 65535"):
+            load_config(result.config)
+    result.config.write_text(re.sub(r'listen = "[^"]*"', 'listen = "[::1]:50051"', text))
+    assert load_config(result.config).listen == "[::1]:50051"

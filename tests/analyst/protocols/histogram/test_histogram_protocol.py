@@ -67,15 +67,17 @@ def test_with_a_huge_epsilon_the_answers_equal_brute_force(exact_sites, pki, hel
     assert abs(v.auc_resolved - empirical_auc(s, y)) < 0.002
     assert res.detail.sigma < 1e-2 and all(not r.repeated for r in res.detail.releases.values())
     # the unified result says where its mean predictions come from and reports the resolved AUC
-    assert res.calibration.predicted_from.startswith("within-bin mean score") and "AUC (resolved)" in str(res)
+    assert res.calibration.predicted_from.startswith("within-bin mean score") and "AUC (resolved)" in res.summary(verbose=True)
     text = str(res)
     assert "protocol: histogram" in text and "privacy unit: add or remove one patient" in text
-    assert "epsilon = 4000" in text and "delta = 0.01" in text
+    # the privacy line: what the ledgers composed this validation's one release to, beside the request
+    assert f"this validation: epsilon {res.guarantee_epsilon:.4g} at delta 0.01 per patient (1 release per site" in text
+    assert "asked epsilon 4000)" in text and abs(res.guarantee_epsilon - 4000.0) < 1.0
     report = json.loads(res.to_json())
     assert report["protocol"] == "histogram" and report["privacy_unit"] == "add or remove one patient"
     assert report["epsilon"] == 4000.0 and report["delta"] == 0.01 and "post-processing" in report["guarantee"]
     assert "histogram protocol" in res.plot()._suptitle.get_text()
-    assert "discrete Laplace, pure epsilon-DP per site" in " ".join(str(res).split())
+    assert "discrete Laplace, pure epsilon-DP per site" in " ".join(res.summary(verbose=True).split())
     assert report["detail"]["mechanism"] == "discrete Laplace, pure epsilon-DP per site"
     assert all(r["mechanism"] == "discrete_laplace" for r in report["detail"]["releases"].values())
 
@@ -203,7 +205,7 @@ def test_the_default_quantile_grid_follows_the_scores_and_charges_both_stages(ex
         first, second = d.grid_releases[name], d.releases[name]
         assert not first.repeated and not second.repeated and first.epsilon < second.epsilon < 3000.0
         assert second.epsilon_spent == first.epsilon_spent > 0
-    assert "quantiles of a first release" in str(res) and "shows two modes" not in str(res)
+    assert "quantiles of a first release" in res.summary(verbose=True) and "shows two modes" not in res.summary(verbose=True)
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert set(report["detail"]["grid_releases"]) == set(d.releases)
@@ -263,7 +265,7 @@ def test_per_site_heterogeneity_and_decision_curve_equal_brute_force(exact_sites
     brute = [np.mean(y & (s >= t)) - np.mean(~y & (s >= t)) * t / (1 - t) for t in dc.thresholds]
     np.testing.assert_allclose(dc.net_benefit, brute, atol=1e-9)
     # the report: text, JSON (same schema), frames and the two extra figures
-    text = str(res)
+    text = res.summary(verbose=True)
     assert "Per site" in text and "prediction interval for a new site" in text and "Decision curve" in text
     report = json.loads(res.to_json())
     helpers.check_schema(report)
@@ -360,4 +362,4 @@ def test_two_modes_in_the_first_release_raise_the_second_stages_bin_count(protoc
     assert second_stage_bins(h[0].sum(), h[1].sum(), sd2, most=12) == 5
     assert max(valley_depth(c, sd1, edges=first_edges) for c in h) > MODE_Z
     assert d.n_bins == 7 and res.detail.validation.edges.size == 8
-    assert "A class's first release shows two modes" in " ".join(str(res).split())
+    assert "A class's first release shows two modes" in " ".join(res.summary(verbose=True).split())

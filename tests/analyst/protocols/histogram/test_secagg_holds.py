@@ -180,7 +180,7 @@ def test_a_site_that_drops_out_of_a_round_with_dropouts_is_left_out_and_not_char
     assert [_ledger(p) for p in paths] == [(2, 0)] * 3 + [(1, 0)]
     n3, n4 = sum(len(f) for f in frames[:3]), len(frames[3])
     assert abs(res.n - n3) < 0.25 * n4  # s3's patients are not in the sum
-    assert "dropped out" in str(res) and res.to_dict()["detail"]["dropped"] == ["s3"]
+    assert "dropped out" in res.summary(verbose=True) and res.to_dict()["detail"]["dropped"] == ["s3"]
 
 
 def test_a_site_unreachable_at_the_advertisement_is_left_out_of_a_round_with_dropouts(tmp_path, pki, helpers):

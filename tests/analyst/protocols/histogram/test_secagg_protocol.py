@@ -107,7 +107,7 @@ def test_validate_by_secagg_gives_the_histogram_report_without_per_site_counts(e
     np.testing.assert_array_equal(res.detail.validation.counts1, h1)
     # the same estimates as the histogram protocol on the same (noise-free) counts
     assert res.auc == pytest.approx(plain.auc, abs=1e-12) and res.n == plain.n == sum(len(f) for f in frames)
-    text = str(res)
+    text = res.summary(verbose=True)
     assert "protocol: secagg" in text and "unavailable by design" in text
     assert all(np.isnan(p.n) for p in res.privacy.values())
     report = json.loads(res.to_json())
@@ -168,8 +168,8 @@ def test_the_default_secagg_validation_sums_two_rounds_with_score_sums(exact_sit
         assert np.all(np.abs(sums - exact) <= 0.5 * counts + 1e-9)
     assert res.n == sum(len(f) for f in frames)
     assert res.calibration.predicted_from.startswith("within-bin mean score")
-    assert np.isfinite(d.validation.auc_resolved) and "AUC (resolved)" in str(res)
-    assert "at the class-balanced quantiles of a first round" in str(res) and "unavailable by design" in str(res)
+    assert np.isfinite(d.validation.auc_resolved) and "AUC (resolved)" in res.summary(verbose=True)
+    assert "at the class-balanced quantiles of a first round" in res.summary(verbose=True) and "unavailable by design" in res.summary(verbose=True)
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert report["detail"]["score_sums"] and len(report["detail"]["grid_round"]["edges"]) == helpers.default_fine().size

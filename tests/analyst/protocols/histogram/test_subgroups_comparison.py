@@ -113,8 +113,11 @@ def test_subgroups_equal_brute_force_and_delong_per_stratum(exact, pki, helpers,
     # one more release per site, charged: the main release and the stratified one
     assert all(b["releases"] == 2 for b in budget.values())
     # the report: text, JSON against the schema, HTML, frames and the figure
-    text = str(res)
+    text = res.summary(verbose=True)
     assert "Subgroups by age" in text and "AUC age >= 60 minus age < 60" in text
+    brief = str(res).splitlines()  # one screen: the AUC difference in a line, the strata in the verbose text
+    assert any(x.startswith(f"Subgroups by age: AUC age >= 60 minus age < 60 {d.difference:+.3f}") for x in brief)
+    assert len(brief) <= 27
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert [s["label"] for s in report["subgroups"]["strata"]] == ["age < 60", "age >= 60"]
@@ -152,8 +155,12 @@ def test_two_models_compared_equal_an_independent_paired_delong(exact, pki, help
         half = stats.norm.ppf(0.975) * np.sqrt(_auc_var(idx, y)[1])
         assert (lo, hi) == pytest.approx((auc - half, auc + half), abs=1e-4)
     assert c.model_a == "pred" and c.model_b == "pred2" and c.n_bins == 8
-    text = str(res)
+    text = res.summary(verbose=True)
     assert "Two models compared on the same patients" in text and "A minus B" in text
+    # one screen: the paired difference, both binned AUCs and why A's differs from the headline AUC
+    brief = " ".join(str(res).split())
+    assert f"Compared with pred2 on the same patients: AUC difference {c.difference:+.3f}" in brief
+    assert f"{c.auc_a:.3f} against {c.auc_b:.3f}" in brief and "differs from its AUC above" in brief
     report = json.loads(res.to_json())
     helpers.check_schema(report)
     assert report["comparison"]["model_b"] == "pred2" and report["subgroups"] is None
