@@ -7,6 +7,7 @@ runs this module and nothing heavier.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from abc import ABC, abstractmethod
@@ -19,8 +20,10 @@ from ..config.site_config import DatasetConfig
 if TYPE_CHECKING:  # pandas is imported when a table is read, not at daemon start-up
     import pandas as pd
 
-__all__ = ["TableSource", "FileTable", "SqlTable", "open_table", "Table", "read_table", "read_parquet_plain",
-           "column_dtype"]
+log = logging.getLogger("dsroc.site")
+
+__all__ = ["TableSource", "FileTable", "SqlTable", "open_table", "read_error", "Table", "read_table",
+           "read_parquet_plain", "column_dtype"]
 
 
 class TableSource(ABC):
@@ -35,16 +38,35 @@ class TableSource(ABC):
 
 
 class FileTable(TableSource):
-    """A CSV or Parquet file."""
+    """A CSV or Parquet file. A CSV whose header holds no comma but semicolons (as spreadsheets write it where the
+    decimal separator is a comma) is read with ``;`` as the separator, and with ``,`` as the decimal mark when its
+    numbers are written so."""
 
     def load(self) -> pd.DataFrame:
-        if self.config.format == "csv":
-            import pandas as pd
-
-            return pd.read_csv(self.config.path)
         import pandas as pd
 
-        return pd.read_parquet(self.config.path)
+        path = self.config.path
+        if self.config.format != "csv":
+            return pd.read_parquet(path)
+        frame = pd.read_csv(path)
+        header = str(frame.columns[0]) if frame.shape[1] == 1 else ""
+        if ";" not in header:
+            return frame
+        frame = pd.read_csv(path, sep=";")
+        text = frame.select_dtypes(include="object")
+        if text.shape[1] and text.apply(lambda c: c.astype(str).str.fullmatch(r"-?\d+,\d*").any()).any():
+            frame = pd.read_csv(path, sep=";", decimal=",")
+        log.info("dataset file %s: read with ';' as the column separator (its header has no comma)", path)
+        return frame
+
+
+def read_error(config: DatasetConfig, exc: BaseException) -> str:
+    """Why a dataset could not be read, in one line for its administrator (the file, the driver's message)."""
+    if isinstance(exc, FileNotFoundError):
+        return f"data file not found: {config.path} (datasets.{config.name}.path)"
+    if isinstance(exc, PermissionError):
+        return f"data file not readable by this user: {config.path}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 class SqlTable(TableSource):
