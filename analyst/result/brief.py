@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import textwrap
 
-from analyst.result.summary import fmt, full_lines, head_lines, privacy_lines
+from analyst.result.summary import fmt, full_lines, guarantee_text, head_lines, spent_at
 from analyst.wording import plain
 
 __all__ = ["BRIEF_LINES", "brief_lines", "estimate_row", "extra_lines", "plain", "summary_text", "wrap"]
@@ -101,6 +101,21 @@ def _comparison(c) -> list[str]:
                 "from the validation's own release)", first="")
 
 
+def _privacy(r) -> list[str]:
+    """One row per site: its noise, this validation's releases and what they compose to, and its budget spent (the
+    verbose text has the sensitivity rules and the budget's own delta)."""
+    w = max([len("Privacy per site") - 2] + [len(n) for n in r.privacy])
+    lines = ["", f"{'Privacy by site':<{w + 2}}  {'n':>7}  {'noise SD':<9} {'releases':>8}  {'epsilon':<8} spent so far "
+                 f"at delta {r.delta:g}, of the budget"]
+    for name, p in r.privacy.items():
+        budget = f" of {p.budget_epsilon:g}" if math.isfinite(p.budget_epsilon) else ""
+        lines.append(f"  {name:<{w}}  {p.n:>7.0f}  {p.noise_sd:<9.4g} {p.releases or '-':>8}  {p.epsilon:<8.4g} "
+                     f"{spent_at(p)}{budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
+    if any(not p.formal_bound for p in r.privacy.values()):
+        lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
+    return lines
+
+
 def extra_lines(r) -> list[str]:
     """A line or two for each extra part a result holds: pooling across sites, decision curve, subgroups, comparison."""
     pct, extra = round(100 * r.level), []
@@ -118,7 +133,9 @@ def extra_lines(r) -> list[str]:
 def brief_lines(r) -> list[str]:
     """The lines of the one-screen summary (:data:`BRIEF_LINES` at most for a validation without extra parts)."""
     pct = round(100 * r.level)
-    lines = head_lines(r)[:4] + wrap(f"covered: {plain(r.guarantee)}") + [""] + _estimates(r, pct) + privacy_lines(r)
+    # the privacy line and what it covers in one paragraph: the head's two lines, wrapped together
+    lines = (head_lines(r)[:3] + wrap(f"privacy: {guarantee_text(r)}; covered: {plain(r.guarantee)}") + [""]
+             + _estimates(r, pct) + _privacy(r))
     extra = extra_lines(r)
     lines += ([""] + extra if extra else [])
     if r.warnings:

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 
 __all__ = ["bin_labels", "describe_source", "fmt", "full_lines", "guarantee_text", "head_lines", "interval_text",
-           "plural", "privacy_lines"]
+           "plural", "spent_at"]
 
 _CI_NAMES = {"logit": "logit-scale", "wald": "Wald (AUC-scale)"}
 
@@ -64,7 +64,7 @@ def _ci(e, pct: int, digits: int = 3) -> str:
     return f"{fmt(e.value, digits)} {pct}% CI [{fmt(e.lower, digits)}, {fmt(e.upper, digits)}]"
 
 
-def _spent_at(p) -> str:
+def spent_at(p) -> str:
     """Epsilon of a site's releases so far at the request's delta, by its accountant ("-" when the site does not say)."""
     return f"{p.epsilon_spent_at_delta:.2f}" if math.isfinite(p.epsilon_spent_at_delta) else "-"
 
@@ -161,7 +161,7 @@ def _privacy(r) -> list[str]:
                   if math.isfinite(p.budget_epsilon) else f"{p.epsilon_spent:.3g} at the budget's delta")
         releases = str(p.releases) if p.releases else "-"
         lines.append(f"  {name:<{w}}  {p.n:>7.0f}  {sens:<14} {p.noise_sd:<9.4g} {releases:>8}  {p.epsilon:<8.4g} "
-                     f"{_spent_at(p)}; {budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
+                     f"{spent_at(p)}; {budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
     if any(not p.formal_bound for p in r.privacy.values()):
         lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
     return lines
@@ -199,4 +199,3 @@ def full_lines(r) -> list[str]:
 
 #: The parts of this layout that the one-screen summary (:mod:`analyst.result.brief`) shows as they are.
 head_lines = _head
-privacy_lines = _privacy

@@ -16,7 +16,8 @@ from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest, check_a0, site_privacy_from_budget
-from analyst.protocols.histogram.protocol import summed_result, two_modes_lines
+from analyst.protocols.histogram.detail import two_modes_lines
+from analyst.protocols.histogram.protocol import summed_result
 from analyst.protocols.histogram.release import allowed_n_bins, check_grid_options, fine_release
 from analyst.protocols.histogram.secagg_rounds import SecAggSum, among, cancel_follow_ups, collect_secagg, round_colluders
 from analyst.result import ValidationResult
