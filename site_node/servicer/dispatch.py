@@ -260,7 +260,8 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
                                       "the histogram release it follows")
             follow_up = self._histogram_plan(request.follow_up)
         held = self.site.prepare(plan, request.hold_seconds, follow_up=follow_up,
-                                 takes_over=request.follow_up_reservation_id)
+                                 takes_over=request.follow_up_reservation_id,
+                                 session_id=session.session_id if session else getattr(request, which).session_id)
         note(parameters={"reservation_id": held.reservation_id, "kind": plan.key.kind, "repeated": held.repeated,
                          "follow_up_reservation_id": held.follow_up_id})
         budget = self.site.budget(current_analyst(), plan.dataset)
