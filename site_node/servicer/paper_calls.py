@@ -157,9 +157,10 @@ class PaperCalls:
     def _answers(self, session, request) -> pb.PaperAggregatesResponse:
         """The request's parts, each answered and audited as its own call, after
         :meth:`PaperProtocol.check_aggregates`: first those that change nothing and may refuse the call (moments,
-        Brier, budget), then those that record what they answer (calibration, which withholds bins rather than
-        refuse; confusion and ROC-GLM, optional, left unset when refused: their own call tells why), so no refusal
-        comes after a change (issue 36: a refused call recorded its confusion matrix)."""
+        Brier, budget), then those that record what they answer (confusion and ROC-GLM, optional, left unset when
+        refused: their own call tells why; calibration, which withholds bins rather than refuse, after the
+        confusion matrix, which the auditor would otherwise refuse), so no refusal comes after a change (issue 36:
+        a refused call recorded its confusion matrix)."""
         out = pb.PaperAggregatesResponse()
         with part("PlacementMoments"):
             out.moments.CopyFrom(_moments_message(self.paper.placement_moments(session, None)))
@@ -167,11 +168,11 @@ class PaperCalls:
             out.brier.CopyFrom(_brier_message(self.paper.brier_parts(session)))
         with part("Budget", {"dataset": session.data.dataset}):
             out.budget.CopyFrom(budget_message(self.site.budget(current_analyst(), session.data.dataset)))
-        with part("CalibrationParts", request_parameters(request.calibration)):
-            out.calibration.CopyFrom(_calibration_message(self.paper.calibration_parts(session, request.calibration)))
-        if request.HasField("confusion"):
+        if request.HasField("confusion"):  # before the calibration cells, which withhold bins for it
             with _unset_if_refused("ConfusionParts", request_parameters(request.confusion)):
                 out.confusion.CopyFrom(self._confusion(session, request.confusion.threshold))
+        with part("CalibrationParts", request_parameters(request.calibration)):
+            out.calibration.CopyFrom(_calibration_message(self.paper.calibration_parts(session, request.calibration)))
         if request.HasField("rocglm"):
             with _unset_if_refused("RocGlmParts", request_parameters(request.rocglm)):
                 out.rocglm.CopyFrom(self._rocglm(session, request.rocglm))

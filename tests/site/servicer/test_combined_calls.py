@@ -53,11 +53,11 @@ def test_upload_survivors_stores_both_classes_and_answers_as_each_call_would(cli
     first = next(i for i, r in enumerate(records) if r["call"] == "UploadSurvivors")
     parts = records[first:first + 9]
     assert [(r["call"], r["decision"]) for r in parts] == [("UploadSurvivors", "OK")] + [(c, "OK") for c in (
-        "UploadSurvivor", "UploadSurvivor", "PlacementMoments", "BrierParts", "Budget", "CalibrationParts",
-        "ConfusionParts", "RocGlmParts")]
+        "UploadSurvivor", "UploadSurvivor", "PlacementMoments", "BrierParts", "Budget", "ConfusionParts",
+        "CalibrationParts", "RocGlmParts")]
     assert all(r["parameters"]["in_call"] == "UploadSurvivors" for r in parts[1:])
     assert [r["parameters"]["score_class"] for r in parts[1:3]] == [NEG, POS]
-    assert parts[7]["parameters"]["threshold"] == 0.5 and parts[8]["parameters"]["theta"] == theta
+    assert parts[6]["parameters"]["threshold"] == 0.5 and parts[8]["parameters"]["theta"] == theta
 
 
 def test_upload_survivors_refuses_a_malformed_stream_and_audits_a_refused_part(client, server, peer_release):
@@ -113,8 +113,8 @@ def test_upload_survivors_refuses_a_malformed_stream_and_audits_a_refused_part(c
     last = read_audit(server.config.audit_path)[-8:]
     assert [(r["call"], r["decision"]) for r in last] == [
         ("UploadSurvivors", "OK"), ("UploadSurvivor", "OK"), ("UploadSurvivor", "OK"), ("PlacementMoments", "OK"),
-        ("BrierParts", "OK"), ("Budget", "OK"), ("CalibrationParts", "OK"), ("ConfusionParts", "INVALID_ARGUMENT")]
-    assert "lattice" in last[7]["message"]
+        ("BrierParts", "OK"), ("Budget", "OK"), ("ConfusionParts", "INVALID_ARGUMENT"), ("CalibrationParts", "OK")]
+    assert "lattice" in last[6]["message"]
 
 
 def test_open_session_holds_a_release_as_prepare_release_would_and_opens_nothing_when_refused(client, server):
