@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pandas is imported where tables are read, not at daemon sta
     import pandas as pd
 
 __all__ = ["populations", "require_declared_populations", "suspected_shared_patients", "RowSketch", "row_sketch",
-           "shared_rows", "SKETCH_SIZE", "SHARED_ROWS_FLAGGED"]
+           "shared_rows", "TableSummary", "summarize", "SKETCH_SIZE", "SHARED_ROWS_FLAGGED"]
 
 #: Row hashes kept per entry (the smallest ones, a bottom-k sketch): the share of rows two entries have in common is
 #: estimated within about 0.05 (one standard error <= 0.5 / sqrt(SKETCH_SIZE) of the Jaccard index), exact for
@@ -47,15 +47,29 @@ def _file_digest(path: Path) -> str | None:
         return None
 
 
-def _column_digests(table: pd.DataFrame) -> set[tuple[str, int, str]]:
-    """(column, rows, hash of its sorted values) per column of at least 10 distinct values: equal for two
-    copies of one cohort in any row order, and unlikely for two cohorts (a binary outcome could be)."""
+def _canonical_hashes(values: pd.Series) -> np.ndarray:
+    """A 64-bit hash of each value: numbers as float64 (an integer stored as a float is the same value), anything
+    else as its text; equal values hash equally in any file format."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        canonical = np.asarray(values, dtype=np.float64)
+    else:
+        canonical = np.asarray(values.astype(str), dtype=object)
+    return pd.util.hash_array(canonical, categorize=False)
+
+
+def _column_digests(table: pd.DataFrame, hashes: dict | None = None) -> set[tuple[str, int, str]]:
+    """(column, rows, hash of its sorted value hashes) per column of at least 10 distinct values: equal for two
+    copies of one cohort in any row order or file format, and unlikely for two cohorts (a binary outcome could be).
+    ``hashes``: each column's :func:`_canonical_hashes`, when already made."""
     out = set()
     for column in table.columns:
-        values = np.sort(np.asarray(table[column].astype(str)))
-        if np.unique(values).size < 10:
+        values = hashes[str(column)] if hashes is not None else _canonical_hashes(table[column])
+        ordered = np.sort(values)
+        if ordered.size and np.count_nonzero(np.diff(ordered)) + 1 < 10:
             continue
-        out.add((str(column), len(table), hashlib.sha256("\x1f".join(values).encode()).hexdigest()))
+        out.add((str(column), len(table), hashlib.sha256(ordered.tobytes()).hexdigest()))
     return out
 
 
@@ -68,17 +82,18 @@ class RowSketch:
     hashes: np.ndarray
 
 
-def row_sketch(table: pd.DataFrame) -> RowSketch:
-    """The bottom-k sketch of ``table``'s rows: each row hashed over every column by name (numbers as float64, so an
-    integer stored as a float is the same value; anything else as text), the smallest distinct hashes kept."""
-    import pandas as pd
-
-    columns = {str(c): table[c] for c in table.columns}
-    canonical = pd.DataFrame({name: (values.astype("float64") if pd.api.types.is_numeric_dtype(values) or
-                                     pd.api.types.is_bool_dtype(values) else values.astype(str))
-                              for name, values in sorted(columns.items())})
-    hashes = np.unique(pd.util.hash_pandas_object(canonical, index=False).to_numpy(np.uint64))
-    return RowSketch(int(hashes.size), hashes[:SKETCH_SIZE])
+def row_sketch(table: pd.DataFrame, hashes: dict | None = None) -> RowSketch:
+    """The bottom-k sketch of ``table``'s rows: each row's hash combines its columns' :func:`_canonical_hashes` in
+    the order of the columns' names, and the smallest distinct row hashes are kept (``hashes``: the columns'
+    hashes, when already made)."""
+    hashes = hashes if hashes is not None else {str(c): _canonical_hashes(table[c]) for c in table.columns}
+    rows = np.zeros(len(table), dtype=np.uint64)
+    with np.errstate(over="ignore"):  # arithmetic modulo 2^64
+        for name in sorted(hashes):
+            rows = rows * np.uint64(0x100000001B3) + hashes[name]
+            rows ^= rows >> np.uint64(29)
+    distinct = np.unique(rows)
+    return RowSketch(int(distinct.size), distinct[:SKETCH_SIZE])
 
 
 def shared_rows(a: RowSketch, b: RowSketch) -> float:
@@ -122,7 +137,22 @@ def _database_key(url: str):
     return (dialect, host.lower(), tail.split("?", 1)[0])
 
 
-def suspected_shared_patients(config: SiteConfig, tables: dict[str, pd.DataFrame] | None = None) -> list[str]:
+@dataclass(frozen=True)
+class TableSummary:
+    """What the look-alike checks keep of a table: its column digests and its row sketch (the table itself can go)."""
+
+    columns: set
+    rows: RowSketch
+
+
+def summarize(table: pd.DataFrame) -> TableSummary:
+    """The :class:`TableSummary` of ``table`` (each column hashed once for both)."""
+    hashes = {str(c): _canonical_hashes(table[c]) for c in table.columns}
+    return TableSummary(_column_digests(table, hashes), row_sketch(table, hashes))
+
+
+def suspected_shared_patients(config: SiteConfig, tables: dict[str, pd.DataFrame] | None = None, *,
+                              summaries: dict[str, TableSummary] | None = None) -> list[str]:
     """Pairs of entries that may hold the same patients but would get separate budgets, in plain words.
 
     Flags entries over one SQL database (another table, a view, or the same table through a
@@ -138,11 +168,14 @@ def suspected_shared_patients(config: SiteConfig, tables: dict[str, pd.DataFrame
     ----------
     config : SiteConfig
     tables : mapping of dataset name to DataFrame, optional
-        The datasets that could be read; without them only the sources are compared.
+        The datasets that could be read; without them (and ``summaries``) only the sources are compared.
+    summaries : mapping of dataset name to TableSummary, optional
+        Instead of ``tables``: what :func:`summarize` keeps of them.
     """
     notes = []
-    digests = {name: _column_digests(table) for name, table in (tables or {}).items()}
-    sketches = {name: row_sketch(table) for name, table in (tables or {}).items()}
+    summaries = {**{name: summarize(table) for name, table in (tables or {}).items()}, **(summaries or {})}
+    digests = {name: summary.columns for name, summary in summaries.items()}
+    sketches = {name: summary.rows for name, summary in summaries.items()}
     files = {name: (_file_key(ds.path), os.path.getsize(ds.path) if _file_key(ds.path) else None)
              for name, ds in config.datasets.items() if ds.format != "sql"}
     content: dict[str, str | None] = {}
@@ -187,15 +220,15 @@ def require_declared_populations(config: SiteConfig) -> None:
     tables of every entry that could be flagged (read here; one that cannot be read is left to its first request),
     as ``dsroc-site check`` does. Otherwise each look-alike entry would get a full privacy budget of its own.
     """
-    tables = {}
-    for name in _candidates(config):
-        try:
-            from .datasets import open_table
+    from .datasets import open_table
 
-            tables[name] = open_table(config.datasets[name]).load()
+    summaries = {}
+    for name in _candidates(config):  # one table in memory at a time: only its summary is kept
+        try:
+            summaries[name] = summarize(open_table(config.datasets[name]).load())
         except Exception:  # noqa: BLE001 - an unreadable entry answers nothing; its request says why
             continue
-    notes = suspected_shared_patients(config, tables)
+    notes = suspected_shared_patients(config, summaries=summaries)
     if notes:
         raise ConfigError(f"{config.source or '<config>'}: datasets: " + "; ".join(notes))
 
