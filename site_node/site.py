@@ -19,6 +19,7 @@ from .data.datasets import DatasetStore, feature_values, outcome_values, time_va
 from .data.scores import ScoreSpec, compute_scores
 from .errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from .protocols.budget import releases_left
+from .rules.calibrations import Calibrations
 from .protocols.paper.release_cache import ReleaseCache
 from .rules.approvals import ModelApprovals
 from .rules.disclosure import DisclosureStore
@@ -65,6 +66,8 @@ class Site:
         self.signer = ReleaseSigner(config.name, config.signing_key_path, config.peers)
         self.noise_key = NoiseKey(config.noise_key_path)
         self.releases = ReleaseCache(_RELEASE_CACHE_BYTES)  # opened score releases (paper protocol)
+        # calibrations made on request (secagg shares, planned releases' events): kept, their CPU bounded per analyst
+        self.calibrations = Calibrations(config.calibration_cpu_seconds_per_minute)
         self.datasets = datasets if datasets is not None else DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
@@ -95,19 +98,21 @@ class Site:
                 columns = list(self.datasets.table(name).kinds.items())
             except InvalidArgument:
                 columns = []  # unreadable (logged for the administrator); the others are still described
-            out.append(DatasetSummary(config, columns, self.sensitivity_rule(config), self.budget_of(config, queries)))
+            out.append(DatasetSummary(config, columns, self.sensitivity_rule(config),
+                                      self.budget_of(config, queries, analyst=analyst)))
         return out
 
-    def budget_of(self, config: DatasetConfig, queries=()) -> BudgetStatus:
+    def budget_of(self, config: DatasetConfig, queries=(), *, analyst: str = "") -> BudgetStatus:
         """Spent and remaining privacy budget of a dataset's population, without a permission check, and how
-        many more releases of each :class:`site_node.protocols.budget.ReleaseQuery` fit it."""
-        left = releases_left(self, config.population, queries) if queries else ()
+        many more releases of each :class:`site_node.protocols.budget.ReleaseQuery` fit it (their calibrations
+        within ``analyst``'s allowance, :mod:`site_node.rules.calibrations`)."""
+        left = releases_left(self, config.population, queries, analyst=analyst) if queries else ()
         return replace(self.ledger.budget(config.population, self.policy), dataset=config.name, left=left)
 
     def budget(self, analyst: str, dataset: str, queries=()) -> BudgetStatus:
         """Spent and remaining privacy budget of a dataset's population (shared by entries over the same
         patients), and how many more releases of each query fit it."""
-        return self.budget_of(self._allowed(analyst, dataset), queries)
+        return self.budget_of(self._allowed(analyst, dataset), queries, analyst=analyst)
 
     # ------------------------------------------------------------------ all or nothing
     def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0, *, follow_up: ReleasePlan | None = None,

@@ -36,7 +36,10 @@ def cmd_describe(args) -> int:
                   + f"; at most {p.get('histogram_max_cells')} cells per class")
         if p.get("survival_time_edges"):  # --time: the public time edges a survival release may use
             edges = ", ".join(f"{e:g}" for e in p["survival_time_edges"])
-            print(f"  survival (--time): time edges {edges}; at most {p.get('survival_max_time_bins')} time bins")
+            uno = ((f"; Uno's C at tau <= {p['survival_max_tau']:g}" if p.get("survival_max_tau") else "")
+                   + (f"; Uno's C where the censoring survival >= {p['survival_min_censoring_survival']:g}"
+                      if p.get("survival_min_censoring_survival") else ""))
+            print(f"  survival (--time): time edges {edges}; at most {p.get('survival_max_time_bins')} time bins{uno}")
         for ds in d.get("datasets", []):
             b = ds.get("budget", {})
             cols = ", ".join(c["name"] for c in ds.get("columns", []))

@@ -57,9 +57,10 @@ def protocol_options(args):
                              "validation (--time)")
         if args.horizon is None:
             raise ValueError("--horizon is required with --time (the time the model's risks are predicted at)")
-        given = {k: getattr(args, k) for k in ("n_bins", "time_edges", "tau") if getattr(args, k, None) is not None}
+        given = {k: getattr(args, k) for k in ("n_bins", "time_edges", "tau", "auc_times")
+                 if getattr(args, k, None) is not None}
         return SurvivalOptions(horizon=args.horizon, **given)
-    for flag in ("horizon", "time_edges", "tau"):
+    for flag in ("horizon", "time_edges", "tau", "auc_times"):
         if getattr(args, flag, None) is not None:
             raise ValueError(f"--{flag.replace('_', '-')} applies to a survival validation only: give --time too")
     own = fields[args.protocol]
@@ -162,8 +163,20 @@ def add_validate(sub) -> None:
                          "further release")
     ho.add_argument("--decision-curve", action="store_true",
                     help="also the net benefit at the grid's edges against treat all / treat none, with intervals "
-                         "including the noise (decision_curve.png); use --n-bins / --spacing logit to resolve the "
-                         "thresholds you need")
+                         "including the noise (decision_curve.png); --thresholds puts the thresholds you need on "
+                         "the grid")
+    ho.add_argument("--thresholds", type=_float_list, default=None, metavar="T1,T2,...",
+                    help="decision thresholds (risks) put on the quantile grid as bin edges exactly, beside its quantile "
+                         "edges: net benefit, the confusion table and calibration from one release, and the decision "
+                         "curve (decision_curve.png) at these thresholds; each an edge of a grid every site allows (e.g. "
+                         "multiples of 0.005 under the default policy), refused before any site is charged otherwise")
+    ho.add_argument("--max-auc-width", type=float, default=None, metavar="W",
+                    help="with --planned: refuse, before anything is held or charged, a request whose AUC interval at "
+                         "--epsilon would be wider than W for the planned size, naming the epsilon that would do "
+                         "(simulated validations through the default protocol; dsroc recommend --protocol histogram)")
+    ho.add_argument("--planned", type=_float_list, default=None, metavar="N,E[,AUC]",
+                    help="the expected patients N and events E (and the AUC to plan for, default 0.75) for "
+                         "--max-auc-width")
     ho.add_argument("--strata", default=None, metavar="COLUMN",
                     help="also every statistic per stratum of COLUMN and the differences between strata "
                          "(subgroups.png): one more release per site at --epsilon/--delta on the validation's grid, "
@@ -202,7 +215,15 @@ def add_validate(sub) -> None:
                          "the edges the sites share, thinned to the fewest survival_max_time_bins, keeping the "
                          "horizon)")
     sv.add_argument("--tau", type=float, default=None, metavar="T",
-                    help="truncation time of Uno's C (default: the horizon)")
+                    help="truncation time of Uno's C (default: the horizon, or the smallest survival_max_tau of the "
+                         "sites' policies when the horizon lies beyond it); beyond a site's survival_max_tau: refused "
+                         "before anything is held. Where the released censoring survival falls below a site's "
+                         "survival_min_censoring_survival, Uno's C is truncated earlier (the report says so)")
+    sv.add_argument("--auc-times", type=_float_list, default=None, metavar="T1,T2,...",
+                    help="times of the AUC(t) curve (report.json detail.auc_curve, survival.png), e.g. 365,730,1095: each positive "
+                         "and at most the release's last finite time edge, checked before anything is held; a time "
+                         "inside a time bin counts that bin's patients as event-free (default: up to 8 of the grid's "
+                         "times, spread evenly)")
     pp = v.add_argument_group("paper protocol (PaperOptions; an error with --protocol histogram)")
     pp.add_argument("--grid", type=int, default=None, metavar="M",
                     help="ROC-GLM grid: linspace(0,1,M) without end points (default 30 -> 28 thresholds)")

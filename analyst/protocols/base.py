@@ -19,7 +19,8 @@ HISTOGRAM_ONLY = {
            "histogram protocol makes (the paper protocol's exact answers per stratum or per pair of models would be "
            "new q-protected questions about fewer patients; secagg sums one grid of one model)")
     for name in ("strata", "compare")
-}
+} | {"thresholds": ("decision thresholds are put on the histogram protocol's quantile grid only (the paper protocol "
+                    "answers one --threshold on its lattice; secagg's grid is advertised without them)")}
 
 
 @dataclass(frozen=True)

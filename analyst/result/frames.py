@@ -55,8 +55,10 @@ def _decision_curve_frame(result):
     dc = result.decision_curve
     if dc is None:
         return pd.DataFrame(columns=["threshold", "net_benefit", "lower", "upper", "treat_all", "treat_none"])
+    table = {} if dc.tp is None else {"tp": dc.tp, "fp": dc.fp, "fn": dc.fn, "tn": dc.tn,
+                                      "sensitivity": dc.sensitivity, "specificity": dc.specificity}
     return pd.DataFrame({"threshold": dc.thresholds, "net_benefit": dc.net_benefit, "lower": dc.lower,
-                         "upper": dc.upper, "treat_all": dc.treat_all, "treat_none": 0.0})
+                         "upper": dc.upper, "treat_all": dc.treat_all, "treat_none": 0.0, **table})
 
 
 def _subgroups_frame(result):

@@ -262,4 +262,6 @@ class ValidationResult:
 def _decision_curve_dict(dc) -> dict[str, Any]:
     """JSON-ready dictionary of a :class:`dsroc.multicentre.DecisionCurve`."""
     keys = ("thresholds", "net_benefit", "lower", "upper", "treat_all", "treat_all_lower", "treat_all_upper")
-    return {k: [num(x) for x in getattr(dc, k)] for k in keys} | {"treat_none": 0.0, "prevalence": num(dc.prevalence)}
+    table = () if dc.tp is None else ("tp", "fp", "fn", "tn")  # the confusion table at each threshold
+    return ({k: [num(x) for x in getattr(dc, k)] for k in keys + table}
+            | {"treat_none": 0.0, "prevalence": num(dc.prevalence)})

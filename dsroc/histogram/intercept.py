@@ -21,7 +21,10 @@ def calibration_intercept(events, counts, mean_predictions, *, level: float = 0.
     offset, a = logit(r), 0.0
     for _ in range(max_iter):
         mu = expit(a + offset)
-        step = np.sum(k - m * mu) / np.sum(m * mu * (1.0 - mu))
+        information = np.sum(m * mu * (1.0 - mu))
+        if not information > 0:  # every cell's fitted rate at 0 or 1: the steps ran off (events at one end only)
+            raise ValueError("the calibration intercept diverged: no cell keeps a fitted rate inside (0, 1)")
+        step = np.sum(k - m * mu) / information
         a += step
         if abs(step) < tol:
             break

@@ -33,6 +33,8 @@ class DecisionCurve:
     prevalence : float
     n : float
         Patients (the released total; noisy under a noisy release).
+    tp, fp, fn, tn : ndarray
+        The confusion table at each threshold (patients at or above it by class, and below it), estimated counts.
     """
 
     thresholds: np.ndarray
@@ -44,9 +46,29 @@ class DecisionCurve:
     treat_all_upper: np.ndarray
     prevalence: float
     n: float
+    tp: np.ndarray | None = None
+    fp: np.ndarray | None = None
+    fn: np.ndarray | None = None
+    tn: np.ndarray | None = None
+
+    @property
+    def sensitivity(self) -> np.ndarray:
+        """Share of the positives treated at each threshold (``tp / (tp + fn)``; NaN where no positive is left)."""
+        return _share(self.tp, self.tp + self.fn)
+
+    @property
+    def specificity(self) -> np.ndarray:
+        """Share of the negatives not treated at each threshold (``tn / (tn + fp)``)."""
+        return _share(self.tn, self.tn + self.fp)
 
 
-def decision_curve(counts0, counts1, edges, *, noise_variance=0.0, level: float = 0.95) -> DecisionCurve:
+def _share(part, whole) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(whole > 0, part / whole, np.nan)
+
+
+def decision_curve(counts0, counts1, edges, *, noise_variance=0.0, level: float = 0.95,
+                   thresholds=None) -> DecisionCurve:
     """Net benefit at each interior edge of a histogram of predicted risks, by class.
 
     Parameters
@@ -61,6 +83,9 @@ def decision_curve(counts0, counts1, edges, *, noise_variance=0.0, level: float 
         sites; 0 for exact counts.
     level : float, keyword-only
         Coverage of the intervals.
+    thresholds : sequence of float, optional
+        Only these thresholds, each an interior edge (to :data:`dsroc.histogram.grid.EDGE_TOLERANCE`; e.g. a
+        clinician's, put on the grid by ``HistogramOptions(thresholds=...)``); default every interior edge in (0, 1).
     """
     h0 = np.asarray(counts0, dtype=np.float64)
     h1 = np.asarray(counts1, dtype=np.float64)
@@ -79,6 +104,8 @@ def decision_curve(counts0, counts1, edges, *, noise_variance=0.0, level: float 
     inner = (e > 0) & (e < 1)
     inner[-1] = False  # the last edge closes the last bin: nobody is at or above a threshold beyond it
     j = np.flatnonzero(inner)
+    if thresholds is not None:
+        j = _edge_indices(e, j, thresholds)
     t = e[j]
     odds = t / (1 - t)
     # patients at or above each edge, by class: reversed cumulative sums of the bins
@@ -100,5 +127,21 @@ def decision_curve(counts0, counts1, edges, *, noise_variance=0.0, level: float 
                + var_noise.sum() * ((1 - treat_all) ** 2 + (odds + treat_all) ** 2) / n**2)
     z = stats.norm.ppf(0.5 + level / 2)
     sd, sd_all = np.sqrt(var), np.sqrt(var_all)
+    n1, n0 = float(h1.sum()), float(h0.sum())
     return DecisionCurve(t, nb, nb - z * sd, nb + z * sd, treat_all, treat_all - z * sd_all, treat_all + z * sd_all,
-                         prevalence, n)
+                         prevalence, n, tp, fp, n1 - tp, n0 - fp)
+
+
+def _edge_indices(e: np.ndarray, inner: np.ndarray, thresholds) -> np.ndarray:
+    """The indices among the interior edges ``inner`` of ``e`` of each of ``thresholds`` (ValueError for one that is
+    not an interior edge)."""
+    from ..histogram.grid import EDGE_TOLERANCE
+
+    out = []
+    for t in np.atleast_1d(np.asarray(thresholds, dtype=np.float64)):
+        at = inner[np.abs(e[inner] - t) <= EDGE_TOLERANCE] if inner.size else inner
+        if at.size == 0:
+            raise ValueError(f"thresholds: {float(t)!r} is not an interior edge of the histogram in (0, 1); put it on the grid "
+                             "(HistogramOptions(thresholds=...))")
+        out.append(int(at[0]))
+    return np.asarray(out, dtype=np.int64)

@@ -33,6 +33,7 @@ _EXPORTS = {
     # .discrimination
     "TimeDependentAUC": "discrimination", "case_weights": "discrimination",
     "cumulative_dynamic_auc": "discrimination", "harrell_c": "discrimination", "uno_c": "discrimination",
+    "UnoTruncation": "discrimination", "uno_truncation": "discrimination",
     # .brier
     "brier_score": "brier", "integrated_brier_score": "brier", "scaled_brier": "brier",
     # .calibration
@@ -50,6 +51,7 @@ __all__ = [
     "SurvivalHistogram", "sum_histograms", "check_time_edges", "check_score_edges",
     "SurvivalCurve", "kaplan_meier", "censoring_survival",
     "TimeDependentAUC", "case_weights", "cumulative_dynamic_auc", "harrell_c", "uno_c",
+    "UnoTruncation", "uno_truncation",
     "brier_score", "integrated_brier_score", "scaled_brier",
     "ObservedExpected", "SurvivalCalibration", "calibration_at",
     "GroupedCalibration", "grouped_calibration",

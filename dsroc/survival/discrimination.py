@@ -24,8 +24,8 @@ import numpy as np
 from .counts import SurvivalHistogram, check_number
 from .kaplan_meier import SurvivalCurve, censoring_survival, check_level
 
-__all__ = ["TimeDependentAUC", "case_weights", "weights_of", "cumulative_dynamic_auc", "auc_by_index", "concordance",
-           "harrell_c", "uno_c", "uno_weights"]
+__all__ = ["TimeDependentAUC", "UnoTruncation", "case_weights", "weights_of", "cumulative_dynamic_auc", "auc_by_index",
+           "concordance", "harrell_c", "uno_c", "uno_weights", "uno_truncation"]
 
 
 def case_weights(hist: SurvivalHistogram) -> np.ndarray:
@@ -181,3 +181,46 @@ def uno_weights(weights, times, tau) -> np.ndarray:
     if not (np.isfinite(t) and t > 0.0):
         raise ValueError(f"tau must be a positive finite time or None, got {tau!r}")
     return np.where(times < t, weights, 0.0)
+
+
+@dataclass(frozen=True)
+class UnoTruncation:
+    """Where Uno's C may be truncated on a histogram: ``tau`` asked, ``used`` (NaN: not estimable) and the censoring
+    survival ``G(tau-)`` at each (``censoring_asked``, ``censoring_used``), against ``minimum``."""
+
+    tau: float
+    used: float
+    censoring_asked: float
+    censoring_used: float
+    minimum: float
+
+    @property
+    def truncated(self) -> bool:
+        """True when ``used`` differs from ``tau`` (earlier, or NaN)."""
+        return not self.used == self.tau
+
+
+def uno_truncation(censoring: SurvivalCurve, tau, minimum: float = 0.0) -> UnoTruncation:
+    """The truncation time of Uno's C at or before ``tau`` at which the censoring survival stays at least ``minimum``.
+
+    Uno's C weighs an event of time bin ``k`` (``t_k < tau``) by ``1 / G^2`` with ``G`` between ``G(t_{k-1})`` and
+    ``G(t_k)``; ``G(tau-)``, the censoring survival at the last time point before ``tau`` (1 when none), is the
+    smallest ``G`` any weight uses. When it is at least ``minimum``, ``tau`` is kept. Otherwise ``used`` is the first
+    time point ``t_m`` with ``G(t_m) < minimum``: Uno's C truncated there counts the events of the bins before it,
+    each of ``G >= minimum``; NaN when already the first bin's ``G`` is below (no event may count). ``G`` is
+    non-increasing, so the bins kept are a prefix. On a noisy release ``G`` is the released one: post-processing.
+    """
+    t = check_number(tau, name="tau")
+    if not (np.isfinite(t) and t > 0.0):
+        raise ValueError(f"tau must be a positive finite time, got {tau!r}")
+    m = check_number(minimum, name="minimum")
+    if not 0.0 <= m < 1.0:
+        raise ValueError(f"minimum censoring survival must lie in [0, 1), got {minimum!r}")
+    times, g = np.asarray(censoring.times, dtype=np.float64), np.asarray(censoring.survival, dtype=np.float64)
+    before = int(np.searchsorted(times, t, side="left"))  # time points < tau: the bins whose events count
+    asked = 1.0 if before == 0 else float(g[before - 1])
+    if asked >= m:
+        return UnoTruncation(t, t, asked, asked, m)
+    kept = int(np.count_nonzero(g[:before] >= m))  # a prefix: G is non-increasing
+    used = float(times[kept]) if kept > 0 else float("nan")
+    return UnoTruncation(t, used, asked, float(g[kept - 1]) if kept > 0 else float("nan"), m)

@@ -32,6 +32,7 @@ class SiteRelease:
     histogram: SurvivalHistogram
     count_sd: float
     sums_sd: float = 0.0
+    min_censoring: float = 0.0  # the site's policy.survival_min_censoring_survival: its own Uno's C needs G >= this
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,14 @@ class SiteSurvival:
 
 def site_estimates(name: str, release: SiteRelease, horizon: float, tau: float, *, level: float, draws: int,
                    seed) -> SiteSurvival:
-    """The site's estimates at ``horizon`` (Uno's C truncated at ``tau``) from its own release."""
+    """The site's estimates at ``horizon`` (Uno's C truncated at ``tau``; NaN for a NaN ``tau``) from its own
+    release."""
     h = release.histogram
     kh = h.horizon_index(horizon)
 
     def estimates(x):
-        return np.column_stack([x.auc(kh), x.harrell_c(), x.uno_c(tau), x.brier(kh),
+        uno = x.uno_c(tau) if np.isfinite(tau) else np.full(x.counts.shape[0], np.nan)
+        return np.column_stack([x.auc(kh), x.harrell_c(), uno, x.brier(kh),
                                 x.observed_expected(kh, 0, h.shape[2])[2]])
 
     value, reps = bootstrap(h, estimates, count_sd=release.count_sd, sums_sd=release.sums_sd, draws=draws, seed=seed)

@@ -17,9 +17,9 @@ import numpy as np
 from .bootstrap import Stacked, bootstrap, interval_from
 from .calibration import check_groups
 from .counts import SurvivalHistogram, check_number
-from .discrimination import case_weights
+from .discrimination import UnoTruncation, case_weights, uno_truncation
 from .intervals import SurvivalInterval
-from .kaplan_meier import check_level, kaplan_meier
+from .kaplan_meier import censoring_survival, check_level, kaplan_meier
 from .recalibration import grouped_calibration
 from ..multicentre.meta_analysis import PooledEstimate
 from .pooling import SiteRelease, SiteSurvival, pool_sites, site_estimates
@@ -178,7 +178,8 @@ class _Plan:
         overall = x.observed_expected(kh, 0, x.counts.shape[-1])
         fits = [grouped_calibration(x.cells.histogram(i), self.horizon, groups) for i in range(out.shape[0])]
         out[:, self.slices["scalars"]] = np.column_stack([
-            x.auc(kh), x.harrell_c(), x.uno_c(self.tau), x.brier(kh), x.integrated_brier(kh), x.scaled_brier(kh),
+            x.auc(kh), x.harrell_c(), x.uno_c(self.tau) if np.isfinite(self.tau) else np.full(out.shape[0], np.nan),
+            x.brier(kh), x.integrated_brier(kh), x.scaled_brier(kh),
             overall[2], overall[1], overall[0], [f.intercept for f in fits]])
         by_group = [x.observed_expected(kh, a, b) for a, b in zip(groups[:-1], groups[1:])]
         for i, name in enumerate(("observed", "expected", "ratio")):
@@ -202,9 +203,25 @@ def _roc_at(hist: SurvivalHistogram, kh: int) -> tuple[np.ndarray, np.ndarray]:
     return above(controls)[::-1], above(cases)[::-1]
 
 
+def truncation_notes(cut: UnoTruncation, site: str = "") -> list[str]:
+    """Why Uno's C is truncated earlier than asked, or not estimated, or nothing. ``site``: the note of that site's own
+    estimate, which is not reported rather than truncated (the sites' estimates are pooled at one tau)."""
+    if not cut.truncated:
+        return []
+    rule = (f"the released censoring survival G({cut.tau:g}-) = {cut.censoring_asked:.3f} is below the minimum "
+            f"{cut.minimum:g} (policy: survival_min_censoring_survival)")
+    if site:
+        return [f"site {site}: its own Uno's C is not reported: {rule.replace('the released', 'its released')}"]
+    if np.isnan(cut.used):
+        return [f"Uno's C is not reported: {rule}, already at the first time point"]
+    return [f"Uno's C is truncated at tau = {cut.used:g} instead of {cut.tau:g}: {rule}; "
+            f"G({cut.used:g}-) = {cut.censoring_used:.3f}"]
+
+
 def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, sums_sd: float = 0.0,
-                        sites: Mapping[str, SiteRelease] | None = None, tau=None, groups=None, auc_times=None,
-                        level: float = 0.95, draws: int = 100, seed=0) -> SurvivalValidation:
+                        sites: Mapping[str, SiteRelease] | None = None, tau=None, min_censoring: float = 0.0,
+                        groups=None, auc_times=None, level: float = 0.95, draws: int = 100, seed=0,
+                        notes=()) -> SurvivalValidation:
     """Every survival estimate at ``horizon`` from the summed release ``hist``, with intervals and per-site pooling.
 
     Parameters
@@ -219,7 +236,12 @@ def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, su
     sites : mapping of str to SiteRelease, optional
         Each site's own release and noise: per-site estimates and their random-effects pooling (two sites or more).
     tau : float, optional
-        Truncation time of Uno's C; default the horizon.
+        Truncation time of Uno's C asked for; default the horizon.
+    min_censoring : float
+        The smallest censoring survival ``G(tau-)`` of ``hist`` Uno's C may use (:func:`~dsroc.survival.
+        discrimination.uno_truncation`): below it ``tau`` moves earlier, or Uno's C is not reported (NaN), with a
+        note; ``SurvivalValidation.tau`` is the ``tau`` used. Each site's own Uno's C (at that ``tau``) needs its
+        own ``SiteRelease.min_censoring``, else it is NaN.
     groups : sequence of int, optional
         Risk-group boundaries on the score bins (``0 = b_0 < ... < b_G = J``); default :func:`default_groups`.
     auc_times : sequence of float, optional
@@ -231,11 +253,15 @@ def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, su
         Bootstrap replicates (each site's: half as many, at least 20).
     seed
         Seed of the bootstrap.
+    notes : sequence of str
+        Notes of the caller, reported first (e.g. why ``tau`` is not the one asked for).
     """
     level = check_level(level)
     kh = hist.horizon_index(horizon)
     horizon = float(horizon)
-    tau = horizon if tau is None else check_number(tau, name="tau")
+    cut = uno_truncation(censoring_survival(hist), horizon if tau is None else check_number(tau, name="tau"),
+                         min_censoring)
+    tau, notes = cut.used, list(notes) + truncation_notes(cut)
     bounds = default_groups(hist, count_sd) if groups is None else np.asarray(groups, dtype=np.int64)
     plan = _Plan(hist, horizon, tau, bounds, auc_times)
     value, reps = bootstrap(hist, plan.estimates, count_sd=count_sd, sums_sd=sums_sd, draws=draws, seed=seed)
@@ -261,12 +287,17 @@ def survival_validation(hist: SurvivalHistogram, horizon, *, count_sd: float, su
     auc_curve = _curve(plan.auc_times[auc_ok], value[sl["auc_curve"]][auc_ok], reps[:, sl["auc_curve"]][:, auc_ok],
                        level)
     # a site's SE only weighs it in the pooling: half the replicates (SE within about 10 % at 50) are enough
-    site_rows = () if not sites else tuple(site_estimates(name, s, horizon, tau, level=level, draws=max(20, draws // 2),
-                                                          seed=seed) for name, s in sites.items())
-    notes = [f"Uno's C truncated at tau = {tau:g}; the integrated Brier score over the grid's time points up to the "
-             f"horizon {horizon:g}",
-             "times are grouped in the time bins: Kaplan-Meier curves are life tables, two patients in one bin "
-             "count half a comparable pair; competing risks are not handled"]
+    site_rows = []
+    for name, s in (sites or {}).items():
+        own = uno_truncation(censoring_survival(s.histogram), tau, s.min_censoring) if np.isfinite(tau) else None
+        notes += truncation_notes(own, name) if own is not None else []
+        site_rows.append(site_estimates(name, s, horizon, tau if own is None or not own.truncated else np.nan,
+                                        level=level, draws=max(20, draws // 2), seed=seed))
+    site_rows = tuple(site_rows)
+    notes += [(f"Uno's C truncated at tau = {tau:g}; " if np.isfinite(tau) else "") + "the integrated Brier score "
+              f"over the grid's time points up to the horizon {horizon:g}",
+              "times are grouped in the time bins: Kaplan-Meier curves are life tables, two patients in one bin "
+              "count half a comparable pair; competing risks are not handled"]
     if not np.isfinite(value[scalars["intercept"]]) or not np.isfinite(value[-1]):
         notes.append("the calibration intercept or slope could not be estimated (no event before the horizon, one "
                      "score bin with patients, or no convergence of the grouped fit)")

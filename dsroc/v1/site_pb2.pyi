@@ -162,7 +162,7 @@ class DatasetInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ..., outcome_columns: _Optional[_Iterable[str]] = ..., score_columns: _Optional[_Iterable[str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., budget: _Optional[_Union[BudgetStatus, _Mapping]] = ..., time_columns: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites", "strata", "histogram_max_cells", "survival_time_edges", "survival_max_time_bins")
+    __slots__ = ("privacy_level", "max_epsilon", "max_delta", "budget_epsilon", "budget_delta", "sensitivity_rule", "max_glm_evaluations", "max_thresholds", "session_idle_seconds", "max_chunk_scores", "max_survivor_scores", "max_survivor_uploads", "max_models", "threshold_steps", "protocols", "histogram_bins", "histogram_spacings", "histogram_logit_min", "histogram_logit_max", "privacy_unit", "max_calls_in_progress", "secagg_colluders", "secagg_min_sites", "strata", "histogram_max_cells", "survival_time_edges", "survival_max_time_bins", "survival_max_tau", "survival_min_censoring_survival")
     PRIVACY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     MAX_EPSILON_FIELD_NUMBER: _ClassVar[int]
     MAX_DELTA_FIELD_NUMBER: _ClassVar[int]
@@ -190,6 +190,8 @@ class Policy(_message.Message):
     HISTOGRAM_MAX_CELLS_FIELD_NUMBER: _ClassVar[int]
     SURVIVAL_TIME_EDGES_FIELD_NUMBER: _ClassVar[int]
     SURVIVAL_MAX_TIME_BINS_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_MAX_TAU_FIELD_NUMBER: _ClassVar[int]
+    SURVIVAL_MIN_CENSORING_SURVIVAL_FIELD_NUMBER: _ClassVar[int]
     privacy_level: int
     max_epsilon: float
     max_delta: float
@@ -217,7 +219,9 @@ class Policy(_message.Message):
     histogram_max_cells: int
     survival_time_edges: _containers.RepeatedScalarFieldContainer[float]
     survival_max_time_bins: int
-    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ..., strata: _Optional[_Iterable[_Union[StrataColumn, _Mapping]]] = ..., histogram_max_cells: _Optional[int] = ..., survival_time_edges: _Optional[_Iterable[float]] = ..., survival_max_time_bins: _Optional[int] = ...) -> None: ...
+    survival_max_tau: float
+    survival_min_censoring_survival: float
+    def __init__(self, privacy_level: _Optional[int] = ..., max_epsilon: _Optional[float] = ..., max_delta: _Optional[float] = ..., budget_epsilon: _Optional[float] = ..., budget_delta: _Optional[float] = ..., sensitivity_rule: _Optional[str] = ..., max_glm_evaluations: _Optional[int] = ..., max_thresholds: _Optional[int] = ..., session_idle_seconds: _Optional[float] = ..., max_chunk_scores: _Optional[int] = ..., max_survivor_scores: _Optional[int] = ..., max_survivor_uploads: _Optional[int] = ..., max_models: _Optional[int] = ..., threshold_steps: _Optional[int] = ..., protocols: _Optional[_Iterable[str]] = ..., histogram_bins: _Optional[_Iterable[int]] = ..., histogram_spacings: _Optional[_Iterable[str]] = ..., histogram_logit_min: _Optional[float] = ..., histogram_logit_max: _Optional[float] = ..., privacy_unit: _Optional[str] = ..., max_calls_in_progress: _Optional[int] = ..., secagg_colluders: _Optional[int] = ..., secagg_min_sites: _Optional[int] = ..., strata: _Optional[_Iterable[_Union[StrataColumn, _Mapping]]] = ..., histogram_max_cells: _Optional[int] = ..., survival_time_edges: _Optional[_Iterable[float]] = ..., survival_max_time_bins: _Optional[int] = ..., survival_max_tau: _Optional[float] = ..., survival_min_censoring_survival: _Optional[float] = ...) -> None: ...
 
 class StrataColumn(_message.Message):
     __slots__ = ("column", "cuts")

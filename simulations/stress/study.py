@@ -237,7 +237,7 @@ def histogram_release(data: DataSet, cell: StressCell, edges, seed: int, protoco
 
 
 def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: bool = True,
-                     protocol: str = "histogram", site=None) -> Release:
+                     protocol: str = "histogram", site=None, thresholds=()) -> Release:
     """The default two-stage release, summed: every site's noisy counts of its negatives and positives on the fine
     grid (the analyst sums them over sites); the analyst's second-stage bin count from their estimated class sizes
     and edges at the quantiles of their class-balanced mixture (:func:`dsroc.histogram.stages.second_stage_grid`;
@@ -246,7 +246,8 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
 
     Per replication one stream ``[seed, cell, rep]`` draws the first stage's noise ``(sites, 2, B1)``, then the
     second stage's as :func:`histogram_release`. ``site``: each patient's site within a replication, shape ``(n,)``
-    (default patient ``i`` at site ``i mod sites``: equal sites).
+    (default patient ``i`` at site ``i mod sites``: equal sites). ``thresholds``: decision thresholds put on the second
+    grid as edges exactly, as ``HistogramOptions(thresholds=...)`` does (the grid at most the policy's largest count).
     """
     b, k, n = data.batch, cell.sites, cell.n
     plan = quantile_plan(cell.epsilon, cell.delta, score_sums, shares=k if protocol == "secagg" else 0, sites=k)
@@ -271,7 +272,8 @@ def quantile_release(data: DataSet, cell: StressCell, seed: int, *, score_sums: 
         totals.append(classes.sum(axis=0))
         # as analyst.protocols.histogram.release.quantile_grid and analyst.protocols.histogram.secagg
         interior = second_stage_grid(classes[0], classes[1], plan.fine_edges, plan.central2, most=max(POLICY_BINS),
-                                     candidates=candidates, first_sigma=first_sd)
+                                     candidates=candidates, first_sigma=first_sd, thresholds=thresholds,
+                                     small_noise=protocol != "secagg")
         edges = np.concatenate([[0.0], interior, [1.0]])  # the site's explicit grid: its score range around them
         sl = slice(i * n, (i + 1) * n)
         c, t = _summed_release(b.scores[sl], b.labels[sl], site, k, edges, plan.sigma2, plan.sums_sigma, rng,

@@ -67,6 +67,8 @@ histogram_spacings = ["equal", "logit"] # equal width on the score range, or on 
 histogram_logit_range = [0.0001, 0.9999]  # range of logit-spaced grids
 # survival_time_edges = [180.0, 365.0, 730.0, 1095.0]  # survival: the public time grid (empty: no survival release)
 # survival_max_time_bins = 24   # survival: most time bins of one release
+# survival_max_tau = 0.0        # survival: the largest truncation time of Uno's C (0: no limit)
+# survival_min_censoring_survival = 0.0  # survival: Uno's C only where the censoring survival G >= this
 privacy_level = 5               # q (paper protocol): every released aggregate covers at least q patients
 max_epsilon = 10.0              # largest epsilon of one noisy release
 max_delta = 0.01                # largest delta of one noisy release

@@ -112,6 +112,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         site.fail("audit_max_total_bytes", f"must be at least twice site.audit_max_bytes ({2 * audit_max_bytes})")
     audit_age = site.positive("audit_max_age_days", float, None)
     audit_rate = site.positive("audit_unauthenticated_per_minute", int, 600)
+    calibration_cpu = site.positive("calibration_cpu_seconds_per_minute", float, 6.0)
     marker = site.get("state_marker", str, None)
     noise_key = site.get("noise_key", str, None)
     crl = site.get("crl", str, None)
@@ -186,6 +187,7 @@ def parse_config(data: dict, *, source: Path | None = None) -> SiteConfig:
         tls=tls, session_idle_seconds=idle, max_sessions=max_sessions,
         max_sessions_per_analyst=per_analyst, max_message_bytes=max_bytes, audit_max_bytes=audit_max_bytes,
         audit_max_total_bytes=audit_total, audit_max_age_days=audit_age, audit_unauthenticated_per_minute=audit_rate,
+        calibration_cpu_seconds_per_minute=calibration_cpu,
         state_marker=_path(base, marker) if marker else None, noise_key=_path(base, noise_key) if noise_key else None,
         crl=_path(base, crl) if crl else None, peers=peers, source=source,
     )
@@ -228,6 +230,8 @@ def _parse_policy(p: _Reader) -> Policy:
         histogram_max_cells=p.positive("histogram_max_cells", int, d.histogram_max_cells),
         survival_time_edges=_time_edges(p),
         survival_max_time_bins=_count(p, "survival_max_time_bins", d.survival_max_time_bins, 2),
+        survival_max_tau=_tau_limit(p, d.survival_max_tau),
+        survival_min_censoring_survival=_min_censoring(p, d.survival_min_censoring_survival),
         max_holds_per_analyst=_count(p, "max_holds_per_analyst", d.max_holds_per_analyst, 1),
         max_held_epsilon=p.positive("max_held_epsilon", float, d.max_held_epsilon),
         hold_seconds_per_hour=p.positive("hold_seconds_per_hour", float, d.hold_seconds_per_hour),
@@ -269,6 +273,22 @@ def _time_edges(p: _Reader) -> tuple[float, ...]:
             or any(b <= a for a, b in zip(edges, edges[1:]))):
         p.fail("survival_time_edges", f"must be a list of finite, positive, strictly increasing times, got {edges!r}")
     return tuple(float(v) for v in edges)
+
+
+def _tau_limit(p: _Reader, default: float) -> float:
+    """``policy.survival_max_tau``: the largest truncation time of Uno's C, finite and >= 0 (0: no limit)."""
+    value = p.get("survival_max_tau", float, default, rule="a time (0: no limit)")
+    if not math.isfinite(value) or value < 0:
+        p.fail("survival_max_tau", f"must be a finite time >= 0 (0: no limit), got {value!r}")
+    return float(value)
+
+
+def _min_censoring(p: _Reader, default: float) -> float:
+    """``policy.survival_min_censoring_survival``: the smallest censoring survival of Uno's C, in [0, 1)."""
+    value = p.get("survival_min_censoring_survival", float, default, rule="a probability in [0, 1)")
+    if not 0.0 <= value < 1.0:
+        p.fail("survival_min_censoring_survival", f"must be a probability in [0, 1) (0: no minimum), got {value!r}")
+    return float(value)
 
 
 def _count(p: _Reader, name: str, default: int, least: int) -> int:

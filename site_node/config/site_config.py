@@ -75,6 +75,12 @@ class Policy:
     # survival release) and the most time bins of one release (its interior edges plus one).
     survival_time_edges: tuple[float, ...] = ()
     survival_max_time_bins: int = 24
+    # Uno's C: the largest truncation time tau it may be reported at (0: no limit) and the smallest censoring
+    # survival G(tau-) of the released histogram it may be reported with (0: none). Published for the analyst
+    # library, which refuses a larger tau before any hold and truncates tau where G falls below the minimum; tau is
+    # post-processing of the release, never sent to the site (docs/site.md, docs/privacy.md).
+    survival_max_tau: float = 0.0
+    survival_min_censoring_survival: float = 0.0
     # Budget holds (PrepareRelease, secagg masks) of one analyst on one population: at most this many unexpired,
     # holding at most this epsilon composed (None: half the budget; a first validation's holds are always allowed),
     # and holds that end unused (expired or cancelled) spend at most this many seconds of hold time an hour.
@@ -165,6 +171,7 @@ class SiteConfig:
     audit_max_total_bytes: int = 1024 * 1024 * 1024
     audit_max_age_days: float | None = None
     audit_unauthenticated_per_minute: int = 600
+    calibration_cpu_seconds_per_minute: float = 6.0
     state_marker: Path | None = None
     noise_key: Path | None = None
     crl: Path | None = None

@@ -18,7 +18,7 @@ from typing import Iterator
 from ..errors import status_for
 
 __all__ = ["AuditRecord", "AuditLog", "bounded", "note", "part", "unsent_parts", "read_audit", "audit_files",
-           "MAX_LOGGED_CHARS", "MAX_MESSAGE_CHARS", "DEFAULT_MAX_BYTES"]
+           "charges_path", "is_charge", "MAX_LOGGED_CHARS", "MAX_MESSAGE_CHARS", "DEFAULT_MAX_BYTES"]
 
 # Every string an analyst can put in the log (dataset names, session ids, messages quoting them) is
 # cut to this length; the marker keeps its full length and a hash, so equal long strings stay recognisable.
@@ -136,7 +136,10 @@ class AuditLog:
     When the file reaches ``max_bytes`` it is renamed to ``<name>.000001`` (then ``.000002``, ...) and
     a new file is started. Retention: after a rotation (and when the log is opened) the oldest rotated
     files go while all files together would exceed ``max_total_bytes`` or while a file's last record
-    is older than ``max_age_days``; each deletion is itself recorded (``AuditRetention``). Refusals
+    is older than ``max_age_days``; each deletion is itself recorded (``AuditRetention``). The records of
+    releases the ledger charged (:func:`is_charge`) are never deleted: before a file goes, they are appended to
+    ``<name>.charges`` (:func:`charges_path`), which retention keeps for as long as the ledger keeps the charge,
+    for good; it grows by one line per charged release, as the ledger does by one row. Refusals
     of callers without a valid token are logged one by one up to ``unauthenticated_per_minute`` a
     minute, the rest counted in one summary record per minute, so that a flood of such calls cannot
     fill the disk.
@@ -238,33 +241,38 @@ class AuditLog:
                 os.close(fd)
 
     def _rotate(self) -> None:
-        rotated = audit_files(self.path)[:-1]
+        rotated = _rotated(self.path)
         number = int(rotated[-1].name.rsplit(".", 1)[1]) + 1 if rotated else 1
         os.rename(self.path, self.path.with_name(f"{self.path.name}.{number:06d}"))
 
     def _retain(self) -> None:
-        """Delete the oldest rotated files beyond the total size or age, recording each deletion."""
+        """Delete the oldest rotated files beyond the total size or age, recording each deletion, after moving their
+        records of charged releases to the charges file."""
         if self.max_total_bytes is None and self.max_age_days is None:
             return
-        files = audit_files(self.path)
-        rotated = [f for f in files if f != self.path]
-        sizes = {f: f.stat().st_size for f in files}
+        rotated, charges = _rotated(self.path), charges_path(self.path)
+        sizes = {f: f.stat().st_size for f in rotated}
         # the current file may grow to max_bytes (and a deletion record) before the next rotation
-        total = sum(sizes[f] for f in rotated) + self.max_bytes
+        total = sum(sizes.values()) + self.max_bytes + (charges.stat().st_size if charges.exists() else 0)
         oldest_kept = time.time() - self.max_age_days * 86400 if self.max_age_days else None
         for f in rotated:
             last = f.stat().st_mtime
             if not ((self.max_total_bytes is not None and total > self.max_total_bytes)
                     or (oldest_kept is not None and last < oldest_kept)):
                 break
+            kept = _charge_lines(f)
+            if kept:  # durable before the file goes (a crash in between may copy them twice, never lose them)
+                _append_synced(charges, b"".join(kept))
             f.unlink()
-            total -= sizes[f]
+            total += sum(map(len, kept)) - sizes[f]
+            moved = f"; its {len(kept)} records of charged releases moved to {charges.name}" if kept else ""
             line = json.dumps(AuditRecord(
-                "", "AuditRetention", peer="site", parameters={"deleted": f.name, "bytes": sizes[f]},
+                "", "AuditRetention", peer="site", parameters={"deleted": f.name, "bytes": sizes[f],
+                                                               "charges_kept": len(kept)},
                 message=f"deleted the rotated audit file {f.name} (last record "
                         f"{datetime.fromtimestamp(last, timezone.utc).isoformat(timespec='seconds')}): beyond "
                         f"site.audit_max_total_bytes = {self.max_total_bytes} or site.audit_max_age_days = "
-                        f"{self.max_age_days}").as_dict(), sort_keys=True) + "\n"
+                        f"{self.max_age_days}{moved}").as_dict(), sort_keys=True) + "\n"
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, line.encode("utf-8"))
@@ -272,13 +280,55 @@ class AuditLog:
                 os.close(fd)
 
 
-def audit_files(path) -> list[Path]:
-    """The rotated files of an audit log, oldest first, then the current file (those that exist)."""
+def is_charge(entry: dict) -> bool:
+    """Whether an audit entry records a release the ledger charged: a privacy cost (the paper protocol's mu), an
+    ``epsilon_charged`` (histogram, survival, boyd) or a secagg unmask that ``charged``; a replay charges nothing."""
+    parameters = entry.get("parameters") or {}
+    return bool(entry.get("privacy_cost")) or bool(parameters.get("epsilon_charged")) or \
+        parameters.get("charged") is True
+
+
+def _charge_lines(path: Path) -> list[bytes]:
+    """The lines of an audit file that record charged releases (:func:`is_charge`), as written."""
+    kept = []
+    with path.open("rb") as f:
+        for line in f:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and is_charge(entry):
+                kept.append(line if line.endswith(b"\n") else line + b"\n")
+    return kept
+
+
+def _append_synced(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def charges_path(path) -> Path:
+    """The file that keeps an audit log's records of charged releases once their rotated files are deleted."""
     path = Path(path)
+    return path.with_name(path.name + ".charges")
+
+
+def _rotated(path: Path) -> list[Path]:
     prefix = path.name + "."
-    rotated = sorted(p for p in path.parent.glob(prefix + "*")
-                     if p.name[len(prefix):].isdigit()) if path.parent.exists() else []
-    return rotated + ([path] if path.exists() else [])
+    return sorted(p for p in path.parent.glob(prefix + "*")
+                  if p.name[len(prefix):].isdigit()) if path.parent.exists() else []
+
+
+def audit_files(path) -> list[Path]:
+    """The files of an audit log, oldest records first: the kept charges (:func:`charges_path`), the rotated
+    files, then the current file (those that exist)."""
+    path = Path(path)
+    charges = charges_path(path)
+    return ([charges] if charges.exists() else []) + _rotated(path) + ([path] if path.exists() else [])
 
 
 def read_audit(path, *, last: int | None = None) -> list[dict]:

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import secrets
 import threading
+from concurrent import futures
 from typing import Iterable
 
 import grpc
@@ -27,6 +28,9 @@ log = logging.getLogger("dsroc.site")
 # can watch the daemon; it reveals nothing but SERVING / NOT_SERVING.
 OPEN_METHOD_PREFIXES = ("/grpc.health.v1.Health/",)
 _MAX_LOGGED_LIST = 50
+# Requests of the open methods read at once (a health check's is a few bytes), by threads of their own: any client
+# with a certificate of the site's CA may call them, and each request may be up to site.max_message_bytes.
+OPEN_READS = 1
 
 _analyst: contextvars.ContextVar[str | None] = contextvars.ContextVar("dsroc_analyst", default=None)
 
@@ -69,7 +73,11 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
     """Authenticate every call, write its audit record and turn exceptions into status codes.
 
     Deny by default: a call without a known token, or to a method outside ``methods``, is refused
-    with ``UNAUTHENTICATED`` (and audited) before any servicer code runs.
+    with ``UNAUTHENTICATED`` (and audited) before any servicer code runs, and before its request is read:
+    whatever it sends beyond the HTTP/2 stream window (:func:`site_node.server.server_options`) is never
+    taken in. A unary request too is read only once the caller's certificate is found not revoked and a
+    call slot of theirs is free, so that neither a revoked certificate nor calls beyond an analyst's slots
+    make the daemon buffer a message (``tests/site/security/test_pre_auth_memory.py``).
 
     Parameters
     ----------
@@ -91,6 +99,11 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
         self._methods = frozenset(methods)
         self._slots = slots
         self.revoked = revoked if revoked is not None else RevokedCertificates()
+        self._open_pool = futures.ThreadPoolExecutor(max_workers=OPEN_READS, thread_name_prefix="dsroc-open")
+
+    def close(self) -> None:
+        """Let the open methods' reading thread go (the server has stopped)."""
+        self._open_pool.shutdown(wait=False)
 
     def set_analysts(self, analysts: Iterable[AnalystConfig]) -> None:
         """Replace the known analysts and token hashes (a reload): the next call is checked against these."""
@@ -106,7 +119,7 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
     def intercept_service(self, continuation, details):
         method = details.method
         if method.startswith(OPEN_METHOD_PREFIXES):
-            return continuation(details)
+            return _open_method(continuation(details), self._open_pool)
         analyst = self._authenticate(details.invocation_metadata)
         call = method.rsplit("/", 1)[-1]
         handler = continuation(details) if method in self._methods else None
@@ -141,6 +154,7 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
                 if streaming_request:
                     request = _parsed_stream(request)
                 else:
+                    request = _one_message(request)
                     _require_parsed(request)
                     record.parameters = request_parameters(request)
                 # A server-streaming servicer does all checks and charging before returning its
@@ -207,9 +221,12 @@ class _Releasing:
 
 
 def _wrap(handler, wrap_behavior, analyst: str, call: str):
+    # Every behaviour is served as request-streaming: gRPC then reads no message before the behaviour asks for
+    # it, and a unary behaviour gets its one message (:func:`_one_message`) only after the revocation and slot
+    # checks. Served as unary, the whole message (up to site.max_message_bytes) is read first.
     kinds = (
-        ("unary_unary", grpc.unary_unary_rpc_method_handler, False, False),
-        ("unary_stream", grpc.unary_stream_rpc_method_handler, False, True),
+        ("unary_unary", grpc.stream_unary_rpc_method_handler, False, False),
+        ("unary_stream", grpc.stream_stream_rpc_method_handler, False, True),
         ("stream_unary", grpc.stream_unary_rpc_method_handler, True, False),
         ("stream_stream", grpc.stream_stream_rpc_method_handler, True, True),
     )
@@ -245,10 +262,41 @@ def _require_parsed(message) -> None:
         raise InvalidArgument("the request message could not be parsed (malformed protobuf for this call)")
 
 
+def _one_message(messages):
+    """The request of a unary call, read from its stream only now."""
+    for message in messages:
+        return message
+    raise InvalidArgument("the call carries no request message (this call takes exactly one)")
+
+
 def _parsed_stream(messages):
     for message in messages:
         _require_parsed(message)
         yield message
+
+
+def _open_method(handler, pool: futures.ThreadPoolExecutor):
+    """An open method's handler (the health service, no token needed) served request-streaming on ``pool``: at
+    most its :data:`OPEN_READS` threads read such requests at once (the others wait unread, each in HTTP/2's
+    window), never one of the workers that serve the analysts, and a request that does not parse is refused as
+    ``INVALID_ARGUMENT`` (gRPC would answer INTERNAL). Health calls are answered at once (Watch by callbacks),
+    so the pool's thread is not held beyond the read."""
+    if handler is None or handler.request_streaming:
+        return handler
+    behavior = handler.unary_unary or handler.unary_stream
+
+    def run(requests, context, *callback):
+        request = next(requests, None)
+        if request is None or request is _UNPARSABLE:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the request message is missing or could not be parsed")
+        return behavior(request, context, *callback)
+
+    run.experimental_thread_pool = pool
+    if getattr(behavior, "experimental_non_blocking", False):  # health Watch answers by callbacks
+        run.experimental_non_blocking = True
+    make = grpc.stream_stream_rpc_method_handler if handler.response_streaming else grpc.stream_unary_rpc_method_handler
+    return make(run, request_deserializer=_tolerant(handler.request_deserializer),
+                response_serializer=handler.response_serializer)
 
 
 def _refuse(handler, message: str, record: AuditRecord, audit: AuditLog):
@@ -258,16 +306,13 @@ def _refuse(handler, message: str, record: AuditRecord, audit: AuditLog):
     address known: the one thing worth keeping about someone without a valid token.
     """
 
-    def abort(request, context):
+    def abort(requests, context):
         record.peer = context.peer()
         audit.write_unauthenticated(record)
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
-    if handler is None or handler.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(abort)
-    # Do not deserialize the request of an unauthenticated caller.
-    if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(abort)
-    if handler.stream_unary is not None:
+    # Request-streaming whatever the method: the request of an unauthenticated caller is never read (a unary
+    # handler would take in the whole message, up to site.max_message_bytes, before refusing it).
+    if handler is None or not handler.response_streaming:
         return grpc.stream_unary_rpc_method_handler(abort)
     return grpc.stream_stream_rpc_method_handler(abort)

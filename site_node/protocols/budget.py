@@ -7,16 +7,25 @@ from dataclasses import dataclass
 from dsroc import analytic_gaussian_sigma
 from dsroc.privacy.accounting import Gaussian
 
-from ..errors import InvalidArgument, SiteError
+from ..errors import InvalidArgument, ResourceExhausted, SiteError
 from ..rules.guard import analyst_input, check_release_parameters
 from .base import require_protocol
 from .boyd import boyd_events, check_count_share
 from .histogram.release import plan_histogram
 from .histogram.survival import plan_survival
 
-__all__ = ["ReleaseQuery", "ReleasesLeft", "query_events", "releases_left"]
+__all__ = ["MAX_QUERIES", "ReleaseQuery", "ReleasesLeft", "check_query_count", "query_events", "releases_left"]
 
 PROTOCOLS = ("paper", "histogram", "boyd", "survival")
+#: Release queries one Budget or Describe call may ask (a validation asks one per protocol): each costs up to a
+#: calibration, and a single 16 MiB call of them took ~80 s of CPU.
+MAX_QUERIES = 16
+
+
+def check_query_count(count: int) -> None:
+    """InvalidArgument when a call asks more than :data:`MAX_QUERIES` release queries."""
+    if count > MAX_QUERIES:
+        raise InvalidArgument(f"queries: a call may ask at most {MAX_QUERIES} release queries, got {count}")
 
 
 @dataclass(frozen=True)
@@ -73,12 +82,20 @@ def query_events(site, query: ReleaseQuery) -> tuple:
     return plan.events
 
 
-def releases_left(site, population: str, queries) -> tuple[ReleasesLeft, ...]:
-    """For each query, how many more such releases the population's ledger would accept (holds counted as spent)."""
+def releases_left(site, population: str, queries, *, analyst: str = "") -> tuple[ReleasesLeft, ...]:
+    """For each query, how many more such releases the population's ledger would accept (holds counted as spent).
+
+    A query's events are calibrated once and kept (``site.calibrations``); a new calibration counts against
+    ``analyst``'s allowance, and the call is refused (ResourceExhausted) when it is used up.
+    """
+    check_query_count(len(queries))
     out = []
     for query in queries:
         try:
-            events = query_events(site, query)
+            events = site.calibrations.get(analyst, ("release query", query), lambda: query_events(site, query),
+                                           what="release query")
+        except ResourceExhausted:
+            raise
         except SiteError as exc:
             out.append(ReleasesLeft(query, 0, refused=str(exc)))
             continue

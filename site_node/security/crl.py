@@ -7,7 +7,7 @@ accepts it only when the CA it trusts for client certificates signed it, and ref
 with a revoked certificate (``UNAUTHENTICATED``, audited), whatever token comes with it: a revoked
 analyst cannot keep using the site with another analyst's token, and a copied key is dead too.
 gRPC's Python server offers no CRL check in the handshake, so it is done by the interceptor, before
-any servicer code, on the certificate the TLS layer verified.
+any servicer code and before the call's request is read, on the certificate the TLS layer verified.
 """
 
 from __future__ import annotations

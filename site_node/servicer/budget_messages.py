@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dsroc.v1 import site_pb2 as pb
 
-from ..protocols.budget import ReleaseQuery
+from ..protocols.budget import ReleaseQuery, check_query_count
 from ..store.ledger import BudgetStatus
 
 __all__ = ["budget_message", "query_message", "planned_releases"]
@@ -23,7 +23,9 @@ def budget_message(b: BudgetStatus) -> pb.BudgetStatus:
 
 
 def planned_releases(messages) -> list[ReleaseQuery]:
-    """``dsroc.v1.ReleaseQuery`` messages as :class:`~site_node.protocols.budget.ReleaseQuery` records."""
+    """``dsroc.v1.ReleaseQuery`` messages as :class:`~site_node.protocols.budget.ReleaseQuery` records (at most
+    :data:`~site_node.protocols.budget.MAX_QUERIES`, checked before any is read)."""
+    check_query_count(len(messages))
     return [ReleaseQuery(q.protocol, q.epsilon, q.delta, tuple(q.scalars), q.count_share, q.score_sums)
             for q in messages]
 

@@ -63,6 +63,8 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
             strata=[pb.StrataColumn(column=c, cuts=list(cuts)) for c, cuts in policy.strata],
             histogram_max_cells=policy.histogram_max_cells,
             survival_time_edges=policy.survival_time_edges, survival_max_time_bins=policy.survival_max_time_bins,
+            survival_max_tau=policy.survival_max_tau,
+            survival_min_censoring_survival=policy.survival_min_censoring_survival,
         )
 
     def Describe(self, request, context):

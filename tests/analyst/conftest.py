@@ -116,6 +116,17 @@ def balanced_edges(s, y, fine, n_bins: int, share=None) -> np.ndarray:
     return np.array([0.0, *allowed[picked], 1.0])
 
 
+def ledger_counts(config) -> tuple[int, int]:
+    """(releases, unexpired holds) in a site's ledger file (``config``: its site.toml), read directly."""
+    import sqlite3
+    import time
+
+    with sqlite3.connect(config.parent / "state" / "ledger.sqlite") as db:
+        releases = db.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
+        holds = db.execute("SELECT COUNT(*) FROM reservations WHERE expires > ?", (time.time(),)).fetchone()[0]
+    return releases, holds
+
+
 def _sibling(name: str):
     """A helper module next to this conftest (test modules cannot import siblings under importlib mode)."""
     import importlib.util
@@ -135,5 +146,6 @@ def helpers():
     h = H()
     h.TOKEN, h.MODEL, h.site_frames, h.write_site, h.federation = TOKEN, MODEL, site_frames, write_site, federation
     h.check_schema, h.balanced_edges, h.default_fine = check_schema, balanced_edges, default_fine
+    h.ledger_counts = ledger_counts
     h.results = _sibling("results")  # results of both protocols built in process: paper_result, histogram_result_of
     return h

@@ -71,3 +71,16 @@ def test_histogram_validation_reports_it_and_says_why_when_there_is_none():
     assert v.citl.value == pytest.approx(direct.value, abs=1e-12)
     none = histogram_validation(h0 + h1, np.zeros(7), EDGES, sigma=0.0, noise_draws=5)
     assert none.citl is None and "no events" in none.unavailable["citl"]
+
+
+def test_a_fit_that_runs_off_is_refused_without_a_numpy_warning():
+    """Every patient an event: the intercept runs off to infinity; once every fitted rate is 1 in floating point the
+    fit says so (a ValueError histogram_citl turns into no estimate) instead of dividing by zero."""
+    import warnings
+
+    from dsroc.histogram.intercept import calibration_intercept
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="diverged"):
+            calibration_intercept([5.0, 5.0], [5.0, 5.0], [0.3, 0.4])

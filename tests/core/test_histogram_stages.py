@@ -259,3 +259,34 @@ def test_policy_candidates_read_the_policys_range_when_the_first_grid_is_explici
     fine = np.concatenate([[0.0], first_stage_edges([bins], 0.0001, 0.9999), [1.0]])  # as the sites bin it
     got = policy_candidates([bins, bins], fine, "logit", lo=0.0001, hi=0.9999)
     np.testing.assert_array_equal(got, allowed_edges(bins, "logit", lo=0.0001, hi=0.9999))
+
+
+def test_at_small_noise_the_histogram_protocol_takes_at_least_seven_bins():
+    """Issue 35: 250 patients at prevalence 0.3 give n_eff / sigma below 200 at any noise SD above 0.35, so the rule
+    gives 5 bins; where a summed count's noise SD is at most 1.5 (epsilon 3 and more over 5 sites) the histogram
+    protocol takes 7 (the secagg protocol, small_noise off, keeps 5), and not at SD 4.4 (epsilon 1), nor when a class
+    holds nobody after the noise."""
+    from dsroc.histogram.stages import SMALL_NOISE, first_stage_grid, policy_candidates
+
+    POLICY = (5, 8, 10, 12, 20, 50, 100, 200)  # the default policy's bin counts
+
+    rng = np.random.default_rng(3)
+    y = (rng.random(250) < 0.3).astype(int)
+    risk = 1 / (1 + np.exp(-(np.where(y == 1, -0.2, -1.2) + rng.standard_normal(250))))
+    fine = first_stage_grid([POLICY], 0.0001, 0.9999)
+    h0, h1 = bin_scores(risk, y, fine)
+    candidates = policy_candidates([POLICY], fine, "logit", lo=0.0001, hi=0.9999)
+    assert SMALL_NOISE == (1.5, 7)
+    n_eff = (h0.sum() ** -2.0 + h1.sum() ** -2.0) ** -0.5
+    for sigma, small, bins in ((0.57, True, 7), (1.5, True, 7), (0.57, False, 5), (4.4, True, 5)):
+        assert n_eff / sigma < 200  # the rule's 5 bins
+        interior = second_stage_grid(h0.astype(float), h1.astype(float), fine, sigma, most=12, candidates=candidates,
+                                     small_noise=small)
+        assert interior.size + 1 == bins, (sigma, small)
+    empty = second_stage_grid(h0.astype(float), np.zeros(fine.size - 1), fine, 0.57, most=12, candidates=candidates,
+                              small_noise=True)
+    assert empty.size + 1 == 5
+    # asked for: n_bins is the analyst's
+    asked = second_stage_grid(h0.astype(float), h1.astype(float), fine, 0.57, most=12, n_bins=5, candidates=candidates,
+                              small_noise=True)
+    assert asked.size + 1 == 5

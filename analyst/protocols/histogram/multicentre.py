@@ -106,12 +106,13 @@ def site_heterogeneity(releases: Mapping[str, Any], edges, *, level: float, esti
     return Heterogeneity(tuple(sites), auc, oe, tuple(notes))
 
 
-def result_decision_curve(counts0, counts1, edges, *, sigma: float, level: float):
-    """The decision curve at the grid's interior edges in (0, 1), or None when the scores are not risks."""
+def result_decision_curve(counts0, counts1, edges, *, sigma: float, level: float, thresholds=None):
+    """The decision curve at the grid's interior edges in (0, 1) (``thresholds``: at those edges only), or None when
+    the scores are not risks."""
     e = np.asarray(edges, dtype=np.float64)
     if e[0] < 0 or e[-1] > 1 or e.size < 3:
         return None
-    return decision_curve(counts0, counts1, e, noise_variance=sigma**2, level=level)
+    return decision_curve(counts0, counts1, e, noise_variance=sigma**2, level=level, thresholds=thresholds)
 
 
 class PartitionedAnalyses:

@@ -15,9 +15,11 @@ from dsroc.histogram.validation import histogram_validation
 
 from analyst.protocols.base import (Protocol, ProtocolOptions, ValidationRequest, a0_test, check_a0,
                                     site_privacy_from_budget)
+from analyst.protocols.histogram.planning import check_informative, planning_options, width_plan
 from analyst.protocols.histogram.multicentre import PartitionedAnalyses, result_decision_curve, site_heterogeneity
-from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, check_grid_options, collect_histograms,
-                                                 quantile_bin_cap, quantile_grid)
+from analyst.protocols.histogram.release import (HistogramSite, allowed_n_bins, check_grid_options,
+                                                 check_threshold_policies, collect_histograms, quantile_bin_cap,
+                                                 quantile_grid)
 from analyst.result import ValidationResult
 from analyst.result.parts import Calibration, Estimate, RocCurve, num
 from analyst.result.pr import pr_from_counts
@@ -92,6 +94,14 @@ class HistogramOptions(ProtocolOptions):
         q patients (PERMISSION_DENIED; nothing is held or charged there, decided before any site is charged): every
         estimate is then of the other sites' patients, ``result.sites`` lists those, a warning names each site left
         out and why (``detail.left_out``). Off by default: leaving a hospital out changes the population validated.
+    thresholds : sequence of float, optional
+        Risks put on the quantile grid as edges exactly, beside its quantile edges (the grid up to the policies' largest
+        bin count): net benefit, confusion table, calibration and the decision curve at them from one release. Each must
+        be an edge of a grid every site allows (default policy: multiples of 0.005), else refused before any hold.
+    max_auc_width, planned : float and (patients, events[, auc]), optional
+        Refuse, before anything is held or charged, a request whose AUC interval at the requested epsilon would be
+        wider than ``max_auc_width`` for the planned size (simulated validations through the default protocol, AUC
+        0.75 unless given; :func:`analyst.recommend.histogram_width_plan`), naming the epsilon that would do.
     """
 
     n_bins: int | None = None
@@ -105,9 +115,14 @@ class HistogramOptions(ProtocolOptions):
     strata: str | None = None
     compare: Any = None
     skip_refusing_sites: bool = False
+    thresholds: tuple = ()
+    max_auc_width: float | None = None
+    planned: tuple | None = None
 
     def __post_init__(self):
         check_grid_options(self.n_bins, self.spacing, self.estimator)
+        for name, value in planning_options(self.thresholds, self.spacing, self.max_auc_width, self.planned).items():
+            object.__setattr__(self, name, value)
         object.__setattr__(self, "scalars", tuple(self.scalars))
         if not set(self.scalars) <= set(SCALARS):
             raise ValueError(f"scalars must be among {SCALARS}, got {self.scalars!r}")
@@ -259,6 +274,8 @@ class HistogramProtocol(Protocol):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
         s.leave_out_small = o.skip_refusing_sites
+        if o.max_auc_width is not None:  # before any hold: an uninformative answer is refused uncharged
+            check_informative(width_plan(s, request, o))
         n_bins, allowed, grid_releases = o.n_bins, [p.histogram_bins for p in s.policies.values()], {}
         grid_edges = None
         if o.spacing == "quantile":
@@ -269,13 +286,16 @@ class HistogramProtocol(Protocol):
             else:
                 partitions.check(n_bins)
                 most = n_bins
+            grid_most = quantile_bin_cap(partitions, allowed, top=max(map(max, allowed))) if o.thresholds else most
+            check_threshold_policies(s, o.thresholds, grid_most)
             second, held = dict(epsilon=stages.epsilon2, delta=stages.delta2, n_bins=n_bins, scalars=o.scalars,
                                 score_sums=o.score_sums), {}
             try:  # the first stage holds the second's budget too: no site charges one and refuses the other
                 # its hold is planned on a grid every site allows (the fine one): its noise does not depend on the grid
-                following = {**second, "n_bins": first_stage_bins(allowed)}
+                following = {**second, "n_bins": first_stage_bins(allowed), "edges": o.thresholds}
                 interior, grid_releases, grid_edges = quantile_grid(s, stages, n_bins, allowed, most=most,
-                                                                    following=following, held=held)
+                                                                    following=following, held=held,
+                                                                    thresholds=o.thresholds, grid_most=grid_most)
                 edges, releases = collect_histograms(s, spacing="", interior=interior, follow_ups=held, **second)
             except BaseException:
                 s.cancel(held)  # the second stage's holds not taken over
@@ -351,8 +371,9 @@ def histogram_result(common: Mapping[str, Any], edges, releases: Mapping[str, Hi
                                grid_edges, left_out),
         heterogeneity=(site_heterogeneity(releases, edges, level=level, estimator=o.estimator)
                        if o.by_site and len(releases) >= 2 else None),
-        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level)
-                        if o.decision_curve else None), **(extra or {}))
+        decision_curve=(result_decision_curve(v.counts0, v.counts1, edges, sigma=sigma, level=level,
+                                              thresholds=o.thresholds or None)
+                        if o.decision_curve or o.thresholds else None), **(extra or {}))
 
 
 def summed_result(common: Mapping[str, Any], v, privacy, *, a0, with_sums: bool, timing, detail,

@@ -14,13 +14,14 @@ from dsroc.histogram.estimates import ESTIMATORS
 from dsroc.histogram.grid import recommended_n_bins
 from dsroc.histogram.stages import (STAGE1_BINS, STAGE2_BINS, first_stage_bins, first_stage_edges, laplace_count_sd,
                                     policy_candidates, second_stage_grid)
+from dsroc.histogram.thresholds import off_policy
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError
 from analyst.result.parts import num
 
-__all__ = ["HistogramSite", "allowed_n_bins", "check_grid_options", "collect_histograms", "default_n_bins", "fine_release", "quantile_bin_cap",
-           "quantile_grid"]
+__all__ = ["HistogramSite", "allowed_n_bins", "check_grid_options", "check_threshold_policies", "collect_histograms",
+           "default_n_bins", "fine_release", "quantile_bin_cap", "quantile_grid"]
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,14 @@ def collect_histograms(session, *, epsilon: float, delta: float, n_bins: int, sp
         out = pb.PrepareRequest(histogram=request(conn, ""),
                                 follow_up_reservation_id=(follow_ups or {}).get(conn.name, ""))
         if following is not None:  # its grid is not known yet; its noise, all that its hold depends on, is
+            # the decision thresholds, when given, are its only known edges: the site checks them against its policy
+            # with this hold, before anything is charged (their noise does not depend on the grid either)
+            known = [float(v) for v in following.get("edges", ())]
             out.follow_up.CopyFrom(pb.HistogramRequest(
                 session_id=session.session_ids[conn.name], epsilon=float(following["epsilon"]),
-                delta=float(following["delta"]), n_bins=int(following["n_bins"]), spacing="equal",
-                scalars=list(following["scalars"]), score_sums=bool(following["score_sums"])))
+                delta=float(following["delta"]), n_bins=0 if known else int(following["n_bins"]),
+                spacing="" if known else "equal", edges=known, scalars=list(following["scalars"]),
+                score_sums=bool(following["score_sums"])))
         return out
 
     holds = session.hold("histogram release", prepare, follow_ups=held)
@@ -154,15 +159,16 @@ def fine_release(session, release):
 
 
 def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = STAGE2_BINS[-1][1],
-                  following: Mapping | None = None, held: dict | None = None
-                  ) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
+                  following: Mapping | None = None, held: dict | None = None, thresholds=(),
+                  grid_most: int | None = None) -> tuple[np.ndarray, dict[str, HistogramSite], np.ndarray]:
     """First stage of the quantile grid: every site's release of both classes' counts on a fine grid
     (:func:`fine_release`) at ``stages.epsilon1``, and the second stage's interior edges at the quantiles of the
     class-balanced mixture of the summed counts, for ``n_bins`` bins or, when None, as many as the first stage's
     estimated class sizes and the second stage's summed noise call for (at most ``most``;
     :func:`dsroc.histogram.stages.second_stage_grid`), each an edge every site's policy allows
     (:func:`dsroc.histogram.stages.policy_candidates`): post-processing of the first release. ``following`` and
-    ``held``: the second stage, held with the first (:func:`collect_histograms`)."""
+    ``held``: the second stage, held with the first (:func:`collect_histograms`); ``thresholds``: decision thresholds
+    added as edges exactly (checked first by :func:`check_threshold_policies`), the grid at most ``grid_most`` bins."""
     spacing, (edges, releases), (lo, hi) = fine_release(session, lambda **grid: collect_histograms(
         session, epsilon=stages.epsilon1, delta=stages.delta1, scalars=(), following=following, held=held,
         **{"n_bins": 0, "spacing": "", **grid}))
@@ -170,16 +176,39 @@ def quantile_grid(session, stages, n_bins: int | None, allowed, *, most: int = S
     h1 = np.sum([r.positives for r in releases.values()], axis=0).astype(np.float64)
     interior = second_stage_grid(h0, h1, edges, stages.sigma2 * math.sqrt(len(releases)), most=most, n_bins=n_bins,
                                  candidates=policy_candidates(allowed, edges, spacing, lo=lo, hi=hi),
-                                 first_sigma=math.sqrt(sum(r.noise_sd**2 for r in releases.values())))
+                                 first_sigma=math.sqrt(sum(r.noise_sd**2 for r in releases.values())),
+                                 thresholds=thresholds, grid_most=grid_most, small_noise=True)
     return interior, releases, edges
 
 
-def quantile_bin_cap(partitions, allowed) -> int:
+def check_threshold_policies(session, thresholds, most: int) -> None:
+    """Refuse decision thresholds before any site is asked for a release: more than ``most - 1`` of them (the
+    largest grid every site's policy allows in this validation, :func:`quantile_bin_cap`), or one that is not an
+    edge of a grid some site's policy allows for probabilities (:func:`dsroc.histogram.thresholds.off_policy`). Each
+    site checks them again with the first stage's hold (the second stage's known edges), on its own score range."""
+    if not thresholds:
+        return
+    if len(thresholds) + 1 > most:
+        raise ValueError(f"thresholds: {len(thresholds)} thresholds make {len(thresholds) + 1} bins, more than the "
+                         f"{most} every site's policy allows in this validation (policy: histogram_bins, "
+                         "histogram_max_cells); nothing was held or charged at any site")
+    for name in session.sites:  # in federation order: the same site named every time
+        p = session.policies[name]
+        off = off_policy(thresholds, p.histogram_bins, p.histogram_spacings,
+                         (p.histogram_logit_min, p.histogram_logit_max))
+        if off:
+            raise ValueError(f"thresholds: {off[0]!r} is not an edge of a grid site {name}'s policy allows "
+                             f"(histogram_bins {list(p.histogram_bins)} x histogram_spacings "
+                             f"{list(p.histogram_spacings)}: e.g. an equal grid's edge on [0, 1]); nothing was held "
+                             "or charged at any site")
+
+
+def quantile_bin_cap(partitions, allowed, *, top: int = STAGE2_BINS[-1][1]) -> int:
     """The most bins the quantile grid's second stage may have, checked before any release: every site's largest
     allowed bin count (an explicit grid's limit) and, with strata or a second model, the cells each site's
-    ``histogram_max_cells`` allows (the largest count up to :data:`dsroc.histogram.stages.STAGE2_BINS`' that
-    passes; a refusal even at 2 bins is raised)."""
-    top = min(STAGE2_BINS[-1][1], *(max(a) for a in allowed))
+    ``histogram_max_cells`` allows (the largest count up to ``top``, by default :data:`dsroc.histogram.stages.
+    STAGE2_BINS`' largest, that passes; a refusal even at 2 bins is raised)."""
+    top = min(int(top), *(max(a) for a in allowed))
     for bins in range(top, 1, -1):
         try:
             partitions.check(bins)

@@ -20,7 +20,8 @@ from dsroc.survival.validation import survival_validation
 from analyst.protocols.base import Protocol, ValidationRequest, site_privacy_from_budget
 from analyst.protocols.histogram.secagg import PER_SITE
 from analyst.protocols.histogram.secagg_rounds import collect_secagg, round_colluders
-from analyst.protocols.histogram.survival import SURVIVAL, SurvivalOptions, SurvivalProtocol, checked_time_grid
+from analyst.protocols.histogram.survival import (SURVIVAL, SurvivalOptions, SurvivalProtocol, checked_time_grid,
+                                                  uno_rule)
 from analyst.protocols.histogram.survival_result import SurvivalDetail, survival_report
 
 __all__ = ["SECAGG_SURVIVAL_GUARANTEE", "SecAggSurvivalProtocol", "SECAGG_SURVIVAL", "survival_strategy"]
@@ -50,7 +51,7 @@ class SecAggSurvivalProtocol(Protocol):
     def run(self, s, request: ValidationRequest, o: SurvivalOptions, *, executor=None, timing=None):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
-        time_edges = checked_time_grid(s.policies, o)
+        time_edges, uno = checked_time_grid(s.policies, o), uno_rule(s.policies, o)
         grid = dict(interior=list(o.edges)) if o.edges is not None else dict(n_bins=int(o.n_bins), spacing="equal")
         total = collect_secagg(s, epsilon=request.epsilon, delta=request.delta, colluders=round_colluders(s, None),
                                survival_edges=time_edges, **grid)
@@ -64,8 +65,9 @@ class SecAggSurvivalProtocol(Protocol):
         except ValueError as exc:
             raise ValueError(f"the secagg sum does not fit its advertised grids ({exc})") from None
         hist = release.histogram(total.time_edges, total.edges)
-        v = survival_validation(hist, float(o.horizon), count_sd=total.noise_sd, sums_sd=0.0, sites=None, tau=o.tau,
-                                auc_times=o.auc_times, level=request.level, draws=int(o.draws), seed=o.seed)
+        v = survival_validation(hist, float(o.horizon), count_sd=total.noise_sd, sums_sd=0.0, sites=None, tau=uno.tau,
+                                min_censoring=uno.min_censoring, auc_times=o.auc_times, level=request.level,
+                                draws=int(o.draws), seed=o.seed, notes=uno.notes)
         share_sd = math.sqrt(summed_noise_variance(total.share_sigma, 1))
         privacy = {name: site_privacy_from_budget(
             budgets[name], epsilon=request.epsilon, delta=request.delta, noise_sd=share_sd, sensitivity=1.0,

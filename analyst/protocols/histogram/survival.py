@@ -23,8 +23,8 @@ from dsroc.v1 import site_pb2 as pb
 from analyst.protocols.base import Protocol, ProtocolOptions, ValidationRequest
 from analyst.protocols.histogram.survival_result import SURVIVAL_GUARANTEE, SurvivalSite, survival_result
 
-__all__ = ["SURVIVAL", "SurvivalOptions", "SurvivalProtocol", "checked_time_grid", "collect_survival",
-           "survival_time_grid"]
+__all__ = ["SURVIVAL", "SurvivalOptions", "SurvivalProtocol", "UnoRule", "checked_time_grid", "collect_survival",
+           "survival_time_grid", "uno_rule"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,10 @@ class SurvivalOptions(ProtocolOptions):
         ``K x 2`` cells: with many time bins it costs more than the midpoints' bias (GBSG2 at epsilon 5, 22 time bins:
         the mean predicted risk's SD 0.05 with the sums, 0.016 without).
     tau : float, optional
-        Truncation time of Uno's C; default the horizon.
+        Truncation time of Uno's C; default the horizon (or the smallest ``policy.survival_max_tau`` of the sites
+        when the horizon lies beyond it). A ``tau`` beyond a site's ``survival_max_tau`` is refused before any hold;
+        where the released censoring survival falls below a site's ``survival_min_censoring_survival``, Uno's C is
+        truncated earlier, with a note (:class:`UnoRule`).
     auc_times : sequence of float, optional
         Times of the AUC(t) curve (e.g. 365, 730, 1095), each within the time grid; default up to 8 grid times.
     by_site : bool, default True
@@ -147,6 +150,38 @@ def checked_time_grid(policies: Mapping[str, pb.Policy], o: SurvivalOptions) -> 
     return time_edges
 
 
+@dataclass(frozen=True)
+class UnoRule:
+    """The sites' rules for Uno's C, as their policies publish them: the ``tau`` to ask for, the smallest censoring
+    survival ``G(tau-)`` of the summed release (the largest of the sites' minimums: each site's patients are in the
+    sum), each site's own minimum (for its own estimate), and a note when ``tau`` is not the default horizon's."""
+
+    tau: float
+    min_censoring: float
+    site_min_censoring: Mapping[str, float]
+    notes: tuple[str, ...] = ()
+
+
+def uno_rule(policies: Mapping[str, pb.Policy], o: SurvivalOptions) -> UnoRule:
+    """Uno's C's ``tau`` and minimum censoring survival from every site's policy (``survival_max_tau``,
+    ``survival_min_censoring_survival``; 0: no rule). ``o.tau`` beyond a site's ``survival_max_tau`` is a
+    ``ValueError`` naming ``tau``, the site and the key, before any hold: ``tau`` is never sent to a site (Uno's C is
+    post-processing of the release), so the analyst library applies the sites' rule. Without ``o.tau``: the horizon,
+    or the smallest ``survival_max_tau`` when the horizon lies beyond it (noted)."""
+    mins = {name: float(p.survival_min_censoring_survival) for name, p in policies.items()}
+    limits = {name: float(p.survival_max_tau) for name, p in policies.items() if p.survival_max_tau > 0}
+    strict = min(sorted(limits), key=limits.get) if limits else None  # ties: the first name, whatever the answer order
+    tau, notes = float(o.horizon) if o.tau is None else float(o.tau), ()
+    if strict is not None and tau > limits[strict]:
+        if o.tau is not None:
+            raise ValueError(f"tau: {tau:g} lies beyond site {strict}'s largest truncation time of Uno's C "
+                             f"{limits[strict]:g} (policy: survival_max_tau); give tau <= {limits[strict]:g}")
+        notes = (f"Uno's C is truncated at site {strict}'s largest tau {limits[strict]:g} (policy: survival_max_tau), "
+                 f"before the horizon {tau:g}",)
+        tau = limits[strict]
+    return UnoRule(tau, max(mins.values(), default=0.0), mins, notes)
+
+
 def _request(session, conn, o: SurvivalOptions, request: ValidationRequest, time_edges,
              held: str) -> pb.SurvivalRequest:
     grid = dict(edges=list(o.edges)) if o.edges is not None else dict(n_bins=int(o.n_bins), spacing="equal")
@@ -203,7 +238,7 @@ class SurvivalProtocol(Protocol):
     def run(self, s, request: ValidationRequest, o: SurvivalOptions, *, executor=None, timing=None):
         timing = {} if timing is None else timing
         clock = time.perf_counter()
-        time_edges = checked_time_grid(s.policies, o)
+        time_edges, uno = checked_time_grid(s.policies, o), uno_rule(s.policies, o)
         sites = collect_survival(s, request, o, time_edges)
         budgets = s.budget()
         timing["release"] = time.perf_counter() - clock
@@ -214,10 +249,12 @@ class SurvivalProtocol(Protocol):
                                     np.concatenate([x.release.squares for x in sites.values()])) if o.risk_sums
                                    else (None, None)))
         hist = summed.histogram(first.time_edges, first.score_edges)
-        own = {name: SiteRelease(x.histogram, x.noise_sd, x.sums_sd) for name, x in sites.items()} if o.by_site else None
+        own = ({name: SiteRelease(x.histogram, x.noise_sd, x.sums_sd, uno.site_min_censoring[name])
+                for name, x in sites.items()} if o.by_site else None)
         v = survival_validation(hist, float(o.horizon), count_sd=math.sqrt(sum(x.noise_sd**2 for x in sites.values())),
-                                sums_sd=math.sqrt(sum(x.sums_sd**2 for x in sites.values())), sites=own, tau=o.tau,
-                                auc_times=o.auc_times, level=request.level, draws=int(o.draws), seed=o.seed)
+                                sums_sd=math.sqrt(sum(x.sums_sd**2 for x in sites.values())), sites=own, tau=uno.tau,
+                                min_censoring=uno.min_censoring, auc_times=o.auc_times, level=request.level,
+                                draws=int(o.draws), seed=o.seed, notes=uno.notes)
         result = survival_result(request.common(s, self), v, sites, budgets, time_column=request.time, timing=timing,
                                  risk_sums=o.risk_sums, on_edge=float(o.horizon) in time_edges)
         timing["analysis"] = time.perf_counter() - clock

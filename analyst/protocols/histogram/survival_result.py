@@ -74,6 +74,9 @@ def _estimate(i) -> Estimate | None:
     return Estimate(i.value, i.lower, i.upper, i.se**2, INCLUDES)
 
 
+UNO = "Uno's C"
+
+
 @dataclass(frozen=True)
 class SurvivalDetail:
     """What only a survival validation has: every estimate of :class:`dsroc.survival.SurvivalValidation`, the time
@@ -106,7 +109,8 @@ class SurvivalDetail:
             return (f"{label:<22} {fmt(i.value)}   {pct}% CI [{fmt(i.lower)}, {fmt(i.upper)}]" + (f"   ({note})" if note
                                                                                                   else ""))
         return [line("Harrell's C", v.harrell_c, "pairs in different time bins, cross-site pairs included"),
-                line(f"Uno's C (tau {v.tau:g})", v.uno_c, "weights 1/G(T-)^2"),
+                line(f"Uno's C (tau {v.tau:g})", v.uno_c, "weights 1/G(T-)^2") if math.isfinite(v.tau) else
+                f"{UNO:<22} not reported (the released censoring survival is below the sites' minimum: see the notes)",
                 line(f"Integrated Brier", v.integrated_brier, f"grid points up to {v.horizon:g}"),
                 line(f"Scaled Brier({v.horizon:g})", v.scaled_brier, "1 - Brier / Brier of the Kaplan-Meier null model"),
                 line(f"Observed risk({v.horizon:g})", v.observed, "1 - Kaplan-Meier"),

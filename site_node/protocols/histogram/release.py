@@ -161,7 +161,7 @@ def _explicit_edges(policy: Policy, lo: float, hi: float, interior, n_bins: int,
     if np.any(off > EDGE_TOLERANCE):
         raise PermissionDenied("policy: every explicit edge must be an edge of a grid this site allows "
                                f"(histogram_bins {list(policy.histogram_bins)} x histogram_spacings "
-                               f"{list(policy.histogram_spacings)}); {e[off > EDGE_TOLERANCE][0]!r} is not")
+                               f"{list(policy.histogram_spacings)}); {float(e[off > EDGE_TOLERANCE][0])!r} is not")
     return np.concatenate([[lo], e, [hi]])
 
 

@@ -113,10 +113,10 @@ class SecAggProtocol(SiteProtocol):
             # sized on the request's own grid (not the ledger's), so every site computes the same share
             score_sums, honest = bool(score_sums), honest_shares(floor, int(colluders))
             parts = tuple(release_parts(score_sums=score_sums))
-            sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed_sigma else \
+            sigma = self._share(session.analyst, epsilon, delta, honest, parts) if not proposed_sigma else \
                 self._check_proposed(float(proposed_sigma), epsilon, delta, honest, parts)
         sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
-        following, follow_up = self._next_round(next_round, honest, floor)
+        following, follow_up = self._next_round(session.analyst, next_round, honest, floor)
         plan = HistogramPlan(edges, edges.size - 1, grid, (), epsilon, delta, sigma, 0.0, score_sums, sums_sigma)
         request = {"protocol": "secagg", "edges": edges.tolist(), "epsilon": epsilon, "delta": delta,
                    "sites": sites, "colluders": int(colluders), "share_sigma": sigma}
@@ -175,7 +175,7 @@ class SecAggProtocol(SiteProtocol):
         """Whether the analyst's round ``round_id`` is a survival round (False for a round this site does not hold)."""
         return self._rounds.survival(analyst, bytes(round_id))
 
-    def _next_round(self, next_round, honest: int, n_sites: int) -> tuple[dict, tuple]:
+    def _next_round(self, analyst: str, next_round, honest: int, n_sites: int) -> tuple[dict, tuple]:
         """The next round's checked privacy parameters (for the request digest) and the events its hold charges."""
         if next_round is None:
             return {}, ()
@@ -188,11 +188,17 @@ class SecAggProtocol(SiteProtocol):
         with analyst_input(where):
             check_noise_size(epsilon, delta)
             score_sums, parts = bool(score_sums), tuple(release_parts(score_sums=bool(score_sums)))
-            sigma = share_sigma(epsilon, delta, honest, parts=parts) if not proposed else \
+            sigma = self._share(analyst, epsilon, delta, honest, parts) if not proposed else \
                 self._check_proposed(float(proposed), epsilon, delta, honest, parts)
         sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
         following = {"epsilon": epsilon, "delta": delta, "share_sigma": sigma, "score_sums": score_sums}
         return following, self._charged_events(n_sites, sigma, sums_sigma)
+
+    def _share(self, analyst: str, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
+        """The share calibrated for the round (:func:`dsroc.secagg.share_sigma`): made once and kept, a new one
+        within the analyst's CPU allowance (:mod:`site_node.rules.calibrations`; ResourceExhausted beyond)."""
+        return self.site.calibrations.get(analyst, ("secagg share", epsilon, delta, honest, parts),
+                                          lambda: share_sigma(epsilon, delta, honest, parts=parts), what="secagg share")
 
     @staticmethod
     def _check_proposed(sigma: float, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
@@ -228,11 +234,7 @@ class SecAggProtocol(SiteProtocol):
                                        takes_over=str(follow_up), session_id=session.session_id)
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
-            if payload is None and r.survival is not None:
-                payload = encode_survival_release(draw_survival(r.survival, data.times, data.labels, data.scores,
-                                                                np.random.default_rng(), sample_discrete_gaussian))
-            elif payload is None:
-                payload = draw_histogram(r.plan, data.scores, data.labels, np.random.default_rng())
+            payload = self.draw(r, data) if payload is None else payload
             seed = secrets.token_bytes(32)
             with analyst_input("advertisements"):  # a key that is no X25519 point: refused, nothing kept
                 masked = mask_vector(np.frombuffer(payload, dtype=np.int64), site=site.config.name,
@@ -243,6 +245,16 @@ class SecAggProtocol(SiteProtocol):
             r.masked = MaskedRelease(masked, Receipt(site.config.name, digest, commitment, signature),
                                      held.reservation_id, held.follow_up_id)
             return r.masked
+
+    @staticmethod
+    def draw(r: Round, data) -> bytes:
+        """The round's noisy vector of the session's ``data``, freshly drawn (before masking): its counts (a survival
+        round's ``K x 2 x J`` cells, else the histogram's, with score sums when asked) plus this site's discrete
+        Gaussian share of the round's parameter."""
+        if r.survival is not None:
+            return encode_survival_release(draw_survival(r.survival, data.times, data.labels, data.scores,
+                                                         np.random.default_rng(), sample_discrete_gaussian))
+        return draw_histogram(r.plan, data.scores, data.labels, np.random.default_rng())
 
     def _events(self, r: Round) -> tuple:
         """What the ledger charges: the sum of the shares no coalition this site's policy accepts can know, of

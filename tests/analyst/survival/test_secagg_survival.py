@@ -134,6 +134,11 @@ def test_a_wrong_time_grid_is_refused_before_any_hold_or_charge(sites):
     with pytest.raises(ValueError, match="risk_sums"):
         fed.validate("surv", "event", score="risk", epsilon=EPSILON, delta=DELTA, time="time", horizon=HORIZON,
                      protocol="secagg", risk_sums=True)
+    # Uno's C beyond the sites' survival_max_tau (1800, written by write_site): refused before the round
+    with pytest.raises(ValueError, match=r"tau: 2000 lies beyond site s0's largest truncation time of Uno's C 1800 "
+                                         r"\(policy: survival_max_tau\)"):
+        fed.validate("surv", "event", score="risk", epsilon=EPSILON, delta=DELTA, time="time", horizon=HORIZON,
+                     protocol="secagg", tau=2000.0)
     after = fed.budget("surv")
     for name in fed.names:
         for key in ("releases", "reservations", "epsilon_spent"):

@@ -44,6 +44,12 @@ def cohort(seed: int = 3) -> pd.DataFrame:
     return pd.DataFrame({"x": x, "risk": risk, "time": time, "event": event})
 
 
+# Uno's C rules of the sites' policies: every site reports it up to tau 1800 at most; site s2 only where the released
+# censoring survival is at least 0.5 (the others: no minimum). Censoring is uniform on (200, 2600): G(720) ~ 0.8,
+# G(1800) ~ 0.35, so the default tau (the horizon) is untouched and a tau of 1800 is truncated.
+MAX_TAU, STRICT, MIN_G = 1800.0, "s2", 0.5
+
+
 def write_site(directory, name, frame, pki):
     directory.mkdir(parents=True, exist_ok=True)
     frame.to_csv(directory / "data.csv", index=False)
@@ -64,6 +70,8 @@ max_delta = 0.05
 budget_epsilon = 20.0
 budget_delta = 0.05
 survival_time_edges = {json.dumps(GRID)}
+survival_max_tau = {MAX_TAU}
+survival_min_censoring_survival = {MIN_G if name == STRICT else 0.0}
 
 [analysts.tester]
 token_sha256 = "{hash_token(TOKEN)}"
@@ -204,6 +212,71 @@ def test_bad_requests_are_refused_before_any_charge(sites):
     assert all(after[n]["epsilon_spent"] == before[n].get("epsilon_spent", 0.0) for n in fed.names)
 
 
+def _ledgers(fed):
+    """What each site's ledger says of the dataset: spent epsilon, releases and holds."""
+    return {n: (b.get("epsilon_spent", 0.0), b.get("releases", 0), b.get("reservations", 0))
+            for n, b in fed.budget("surv").items()}
+
+
+def test_a_tau_beyond_a_sites_largest_is_refused_before_any_hold(sites):
+    """Attack: Uno's C asked at a tau beyond what a site's policy allows (survival_max_tau). Refused naming tau, the
+    site (of those at the smallest limit, the first by name) and the key, before any site holds or charges anything:
+    the ledgers unchanged."""
+    _, fed = sites
+    before = _ledgers(fed)
+    for tau in (1800.5, 5000.0):
+        with pytest.raises(ValueError, match=rf"tau: {tau:g} lies beyond site s0's largest truncation time of Uno's C "
+                                             r"1800 \(policy: survival_max_tau\); give tau <= 1800"):
+            fed.validate("surv", "event", score="risk", epsilon=1.0, delta=1e-6, time="time",
+                         options=SurvivalOptions(horizon=720, tau=tau, draws=20))
+    assert _ledgers(fed) == before
+
+
+def _life_table_g(counts: np.ndarray) -> np.ndarray:
+    """Censoring survival at each time bin's right edge from (K, 2, J) counts, one bin at a time (the events of a bin
+    count half at risk of its censorings; noisy counts per time point clipped at 0, as the estimator does)."""
+    per_bin = np.maximum(counts.sum(axis=2), 0.0)
+    g, out = 1.0, []
+    for k in range(per_bin.shape[0]):
+        at_risk = per_bin[k:].sum() - 0.5 * per_bin[k, 1]
+        g *= 1.0 - min(per_bin[k, 0], at_risk) / at_risk if at_risk > 0 else 1.0
+        out.append(g)
+    return np.array(out)
+
+
+def _expected_tau(g: np.ndarray, points: np.ndarray, tau: float, minimum: float) -> float:
+    counted = [k for k in range(points.size) if points[k] < tau]
+    if not counted or g[counted[-1]] >= minimum:
+        return tau
+    kept = [k for k in counted if g[k] >= minimum]
+    return float(points[len(kept)]) if kept else float("nan")
+
+
+def test_uno_c_is_truncated_where_the_released_censoring_survival_falls_below_a_sites_minimum(sites):
+    """Site s2 reports Uno's C only where G >= 0.5: at tau 1800 (allowed) the summed release's G is about 0.35, so
+    tau moves to the first time point where G falls below 0.5, computed here from the released counts; s2's own Uno's
+    C needs its own G >= 0.5 there. Post-processing of the charged release: one release per site, as any validation."""
+    _, fed = sites
+    before = _ledgers(fed)
+    res = fed.validate("surv", "event", score="risk", epsilon=2.0, delta=1e-6, time="time",
+                       options=SurvivalOptions(horizon=720, tau=MAX_TAU, draws=20))
+    v, releases = res.detail.validation, res.detail.releases
+    summed = sum(r.release.counts[0].astype(float) for r in releases.values())
+    points = np.asarray(GRID + [2.0 * GRID[-1] - GRID[-2]])
+    expected = _expected_tau(_life_table_g(summed), points, MAX_TAU, MIN_G)
+    assert expected < MAX_TAU and v.tau == expected
+    (note,) = [n for n in v.notes if f"truncated at tau = {expected:g} instead of 1800" in n]
+    assert "below the minimum 0.5 (policy: survival_min_censoring_survival)" in note
+    assert any(f"Uno's C (tau {expected:g})" in line for line in str(res).splitlines())
+    own = _expected_tau(_life_table_g(releases[STRICT].release.counts[0].astype(float)), points, expected, MIN_G)
+    strict = next(s for s in v.sites if s.site == STRICT)
+    assert np.isfinite(strict.uno_c.value) == (own == expected)
+    assert any(n.startswith(f"site {STRICT}: its own Uno's C is not reported") for n in v.notes) == (own != expected)
+    assert all(np.isfinite(s.uno_c.value) for s in v.sites if s.site != STRICT)  # no minimum of their own
+    after = _ledgers(fed)
+    assert all(after[n][1] == before[n][1] + 1 for n in fed.names)  # the one release each, nothing more
+
+
 def test_budget_and_describe_count_the_survival_validations_that_fit(sites):
     from analyst.cli.sites import left_counts
 
@@ -240,14 +313,33 @@ def test_the_cli_validates_a_survival_outcome(sites, pki, tmp_path, capsys):
     assert "--horizon applies to a survival validation only" in capsys.readouterr().err
     assert main(common + ["--out", str(tmp_path / "c"), "--time", "time", "--horizon", "720", "--a0", "0.6"]) == 2
     assert "--a0: not an option of a survival validation" in capsys.readouterr().err
+    before = _ledgers(fed)
+    for flags, message in ((["--auc-times", "360,720"], "--auc-times applies to a survival validation only"),
+                           (["--time", "time", "--horizon", "720", "--auc-times", "360,-5"],
+                            "auc_times must be a non-empty list of positive finite times"),
+                           (["--time", "time", "--horizon", "720", "--auc-times", ","],
+                            "auc_times must be a non-empty list of positive finite times"),
+                           (["--time", "time", "--horizon", "720", "--auc-times", "360,5000"],
+                            "auc_times: 5000 lies beyond the release's last finite time edge 1980")):
+        assert main(common + ["--out", str(tmp_path / "d"), *flags]) == 2
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit) as parsed:  # argparse's own error: usage and exit status 2
+        main(common + ["--out", str(tmp_path / "d"), "--time", "time", "--horizon", "720", "--auc-times", "1e3,x"])
+    assert parsed.value.code == 2
+    assert "argument --auc-times: expected comma-separated numbers, got '1e3,x'" in capsys.readouterr().err
+    assert _ledgers(fed) == before  # each refused before anything was held
     assert main(["describe", "--federation", str(tmp_path / "federation.toml")]) == 0
     described = capsys.readouterr().out
     assert "survival (--time): time edges 90, 180," in described and "time columns ['time']" in described
+    assert described.count("; Uno's C at tau <= 1800") == N_SITES  # every site's survival_max_tau
+    assert described.count("Uno's C where the censoring survival >= 0.5") == 1  # s2's minimum only
     out = tmp_path / "report"
     assert main(common + ["--out", str(out), "--time", "time", "--horizon", "720", "--n-bins", "5",
-                          "--time-edges", "180,360,720,1080,1440"]) == 0
+                          "--time-edges", "180,360,720,1080,1440", "--auc-times", "1080, 360,720"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["analysis"] == "survival" and report["horizon"] == 720
+    assert report["detail"]["auc_curve"]["times"] == [360, 720, 1080]  # the times asked for, in order
+    assert report["detail"]["auc_curve"]["values"][1] == pytest.approx(report["detail"]["auc"]["value"], abs=1e-12)
     assert report["detail"]["time_edges"][1:-1] == [180, 360, 720, 1080, 1440] and len(report["detail"]["score_edges"]) == 6
     assert (out / "survival.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -266,3 +358,25 @@ def test_survival_views_refuse_a_binary_result_and_draw_without_loading_matplotl
             "print('matplotlib' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
         == "False"
+
+
+def test_the_sites_uno_rules_combine_to_the_strictest():
+    """uno_rule from the policies: the horizon beyond the smallest survival_max_tau gives that tau (noted); the summed
+    release needs the largest minimum, each site its own; no rule (0) changes nothing."""
+    from analyst.protocols.histogram.survival import uno_rule
+
+    from dsroc.v1 import site_pb2 as pb
+
+    policies = {"b": pb.Policy(survival_max_tau=900.0, survival_min_censoring_survival=0.1),
+                "a": pb.Policy(survival_max_tau=600.0), "c": pb.Policy(survival_min_censoring_survival=0.3)}
+    capped = uno_rule(policies, SurvivalOptions(horizon=720))
+    assert capped.tau == 600.0 and capped.min_censoring == 0.3
+    assert dict(capped.site_min_censoring) == {"a": 0.0, "b": 0.1, "c": 0.3}
+    assert capped.notes == ("Uno's C is truncated at site a's largest tau 600 (policy: survival_max_tau), before the "
+                            "horizon 720",)
+    assert uno_rule(policies, SurvivalOptions(horizon=500)).tau == 500.0
+    assert uno_rule(policies, SurvivalOptions(horizon=720, tau=600.0)).notes == ()
+    with pytest.raises(ValueError, match="tau: 601 lies beyond site a's largest"):
+        uno_rule(policies, SurvivalOptions(horizon=720, tau=601.0))
+    free = uno_rule({"a": pb.Policy(), "b": pb.Policy()}, SurvivalOptions(horizon=720, tau=5000.0))
+    assert free.tau == 5000.0 and free.min_censoring == 0.0 and free.notes == ()

@@ -51,3 +51,24 @@ def test_at_3_x_150_patients_the_slope_is_estimated_where_a_bins_noisy_mean_reac
     slope = rows.set_index("estimand").loc["slope"]
     assert slope["failure"] == ""
     assert slope["lower"] <= slope["pooled"] <= slope["upper"]
+
+
+def test_net_benefit_and_calibration_at_the_thresholds_cover_the_pooled_values_on_one_release():
+    """Issue 35, item 3: 3 000 patients at prevalence 0.2 over 5 sites, epsilon 1, thresholds 0.1, 0.2, 0.3 on the
+    quantile grid (the study's release runs the analyst's second_stage_grid with them): every replication's grid has
+    them as edges, and the net benefit there (brute force on the replication's patients) and the CITL, slope and O/E
+    are each covered in at least 0.93 of 100 replications."""
+    from simulations.stress.cells import StressCell
+    from simulations.stress.study import generate_data, quantile_release
+
+    setting = SETTINGS["thresholds 0.1/0.2/0.3"]
+    data = generate_data(setting.design, setting.n, range(5), 35)
+    release = quantile_release(data, StressCell(setting.design, setting.n, 5, 1.0), 35,
+                               site=site_of(setting.n, setting.shares), thresholds=setting.thresholds)
+    assert all(set(setting.thresholds) <= set(e.tolist()) for e in release.edges)
+    summary = coverage_summary(calibration_rows(setting, range(100), seed=35, noise_draws=10)).set_index("estimand")
+    names = ["citl", "slope", "oe"] + [f"net benefit at {t:g}" for t in setting.thresholds]
+    assert list(summary.index) == names
+    assert (summary["available"] == 1.0).all()
+    assert (summary["coverage"] >= 0.93).all(), summary["coverage"]
+    assert (summary["bias"].abs() <= 0.5 * summary["mean_se"]).all()

@@ -153,3 +153,35 @@ def test_the_target_cells(tmp_path):
     run_survival(tmp_path, grid="targets", reps=200, workers=2, progress=None)
     missed = _missed_targets(tmp_path)
     assert missed.empty, missed.to_string()
+
+
+def test_the_report_says_why_a_missed_mae_misses():
+    """A target cell whose DP estimate has three times the sampling SD: its MAE above 0.01 is put down to the privacy
+    noise, with the SDs, the noise SD, the sampling floor and the binning's bias computed from the replications;
+    a cell that meets its targets gets no reason."""
+    from simulations.survival.report import missed_reasons, summarise, target_table
+    from simulations.survival.run import TARGETS
+
+    rng = np.random.default_rng(7)
+    frames = []
+    for cell, noise in ((TARGETS[2], 0.015), (TARGETS[0], 0.002)):
+        reps = 400
+        pooled = 0.75 + rng.normal(0.0, 0.005, reps)
+        estimate = pooled + rng.normal(0.0, noise, reps)
+        se = np.full(reps, np.hypot(0.005, noise))
+        frames.append(pd.DataFrame({
+            "cell": cell.name, "model": "weibull", "risk": 0.3, "censoring": 0.7, "calibration": "calibrated",
+            "n": 10000, "sites": 5, "epsilon": 1.0, "statistic": "auc", "population": 0.75, "pooled": pooled,
+            "binned": 0.7504, "estimate": estimate, "se": se, "lower": estimate - 1.96 * se,
+            "upper": estimate + 1.96 * se}))
+    summary = summarise(pd.concat(frames, ignore_index=True))
+    targets = target_table(summary)
+    assert targets["met"].tolist() == [False, True]
+    (reason,) = missed_reasons(summary, targets)
+    heavy = frames[0]
+    sd, sampling = heavy["estimate"].std(ddof=1), heavy["pooled"].std(ddof=1)
+    mae = (heavy["estimate"] - 0.75).abs().mean()
+    assert reason.startswith(f"{TARGETS[2].name}, auc: MAE {mae:.4f} > 0.01: the privacy noise sets it")
+    assert f"the DP estimate's SD {sd:.4f} is {sd / sampling:.1f} x the sampling SD {sampling:.4f}" in reason
+    assert f"noise SD about {np.sqrt(sd**2 - sampling**2):.4f}" in reason and "binning's bias +0.0004" in reason
+    assert f"own MAE {(heavy['pooled'] - 0.75).abs().mean():.4f}" in reason and "coarser public grid" in reason

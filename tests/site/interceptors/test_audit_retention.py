@@ -3,7 +3,9 @@ callers without a valid token (a real daemon, real calls, real files)."""
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import time
 
 import grpc
@@ -69,3 +71,36 @@ def test_rotated_files_older_than_the_age_bound_are_deleted_and_the_deletion_rec
     assert [r["call"] for r in records if r["call"].startswith("Call")] == ["Call2", "Call3"]
     assert [r["parameters"]["deleted"] for r in records if r["call"] == "AuditRetention"] == \
         ["audit.jsonl.000001", "audit.jsonl.000002"]
+
+
+def test_retention_never_deletes_the_record_of_a_charged_release(make_site_config, client_cls):
+    # Before: an analyst's cheap calls pushed its own release records out of the kept files (10 000 Budget calls
+    # under a 2 MiB cap; here 300 under 16 KiB), while the ledger kept charging them.
+    config = make_site_config(site={"audit_max_bytes": 4096, "audit_max_total_bytes": 16384})
+    with running_server(config) as server:
+        client = client_cls(server)
+        session = client.open()
+        paper, _, _ = client.release(session, pb.SCORE_CLASS_NEGATIVES)
+        client.release(session, pb.SCORE_CLASS_NEGATIVES)  # its replay: nothing charged, nothing to keep
+        histogram = client.ReleaseHistogram(pb.HistogramRequest(session_id=session, epsilon=2.0, delta=1e-5,
+                                                                n_bins=10, spacing="equal"))
+        for _ in range(300):
+            client.Budget(pb.BudgetRequest(dataset="test"))
+        client.close()
+    records = read_audit(config.audit_path)
+    assert [r for r in records if r["call"] == "AuditRetention"], "retention deleted no file"
+    with sqlite3.connect(config.ledger_path) as db:
+        charged = {row[0] for row in db.execute("SELECT release_id FROM releases")}
+    assert charged == {paper.release_id, histogram.release_id}
+    kept = [r for r in records if r["parameters"].get("release_id") in charged]
+    # every release the ledger charged keeps its record (the first of each), once, with what it charged
+    assert [(r["call"], r["parameters"]["release_id"]) for r in kept[:2]] == \
+        [("ReleaseNoisyScores", paper.release_id), ("ReleaseHistogram", histogram.release_id)]
+    assert kept[0]["privacy_cost"] > 0 and kept[1]["parameters"]["epsilon_charged"] == 2.0
+    # the kept records are the only ones beyond the size bound; the Budget calls' oldest records are gone
+    charges = config.audit_path.with_name("audit.jsonl.charges")
+    assert [json.loads(line)["parameters"]["release_id"] for line in charges.read_text().splitlines()] == \
+        [paper.release_id, histogram.release_id]
+    files = audit_files(config.audit_path)
+    assert files[0] == charges and sum(f.stat().st_size for f in files[1:]) <= 16384
+    assert sum(r["call"] == "Budget" for r in records) < 300

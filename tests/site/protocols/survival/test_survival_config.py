@@ -16,6 +16,8 @@ def _uncommented(text: str) -> str:
     """The init template with its survival keys switched on (the sample data gets a time column below)."""
     return (text.replace("# survival_time_edges", "survival_time_edges")
             .replace("# survival_max_time_bins", "survival_max_time_bins")
+            .replace("# survival_max_tau = 0.0", "survival_max_tau = 1095.0")
+            .replace("# survival_min_censoring_survival = 0.0", "survival_min_censoring_survival = 0.2")
             .replace("# time_columns", "time_columns"))
 
 
@@ -25,7 +27,10 @@ def test_the_templates_survival_keys_load(tmp_path):
     config = load_config(result.config)
     assert config.policy.survival_time_edges == (180.0, 365.0, 730.0, 1095.0)
     assert config.policy.survival_max_time_bins == 24 and config.datasets["sample"].time_columns == ("time",)
-    assert load_config(init_site(tmp_path / "plain").config).policy.survival_time_edges == ()  # absent: none
+    assert config.policy.survival_max_tau == 1095.0 and config.policy.survival_min_censoring_survival == 0.2
+    plain = load_config(init_site(tmp_path / "plain").config).policy
+    assert plain.survival_time_edges == ()  # absent: none
+    assert plain.survival_max_tau == 0.0 and plain.survival_min_censoring_survival == 0.0  # absent: no limit
 
 
 @pytest.mark.parametrize("edit, key", [
@@ -39,6 +44,18 @@ def test_the_templates_survival_keys_load(tmp_path):
      "policy.survival_max_time_bins: must be an integer of at least 2"),
     (lambda t: t.replace("survival_max_time_bins = 24", "survival_max_time_bins = 5000"),
      "policy.survival_max_time_bins: must be at most 1000"),
+    (lambda t: t.replace("survival_max_tau = 1095.0", "survival_max_tau = -1.0"),
+     "policy.survival_max_tau: must be a finite time >= 0 (0: no limit), got -1.0"),
+    (lambda t: t.replace("survival_max_tau = 1095.0", "survival_max_tau = inf"),
+     "policy.survival_max_tau: must be a finite time >= 0"),
+    (lambda t: t.replace("survival_max_tau = 1095.0", 'survival_max_tau = "3 years"'),
+     "policy.survival_max_tau: must be a time (0: no limit), got '3 years'"),
+    (lambda t: t.replace("survival_min_censoring_survival = 0.2", "survival_min_censoring_survival = 1.0"),
+     "policy.survival_min_censoring_survival: must be a probability in [0, 1) (0: no minimum), got 1.0"),
+    (lambda t: t.replace("survival_min_censoring_survival = 0.2", "survival_min_censoring_survival = -0.1"),
+     "policy.survival_min_censoring_survival: must be a probability in [0, 1)"),
+    (lambda t: t.replace("survival_min_censoring_survival = 0.2", "survival_min_censoring_survival = true"),
+     "policy.survival_min_censoring_survival: must be a probability in [0, 1), got True"),
     (lambda t: t.replace('time_columns = ["time"]', 'time_columns = ["y"]'),
      "datasets.sample.time_columns: a time column cannot also be an outcome, score or model column: ['y']"),
     (lambda t: t.replace('time_columns = ["time"]', 'time_columns = "time"'),

@@ -45,9 +45,10 @@ def test_with_a_huge_epsilon_the_cells_equal_brute_force(survival_site):
 
 
 def test_describe_reports_the_time_columns_and_the_policy_grid(survival_site):
-    _, client, _ = survival_site()
+    _, client, _ = survival_site(policy={"survival_max_tau": 1095.0, "survival_min_censoring_survival": 0.25})
     reply = client.Describe(pb.DescribeRequest())
     assert list(reply.policy.survival_time_edges) == TIME_GRID and reply.policy.survival_max_time_bins == 6
+    assert reply.policy.survival_max_tau == 1095.0 and reply.policy.survival_min_censoring_survival == 0.25
     assert [list(d.time_columns) for d in reply.datasets] == [["time"]]
 
 
