@@ -6,7 +6,8 @@ changes at every call (a fresh share calibration each, ~0.1 s of CPU). Before, h
 the daemons' CPU and alice's histogram validation, measured alternately without and with mallory calling, waited
 1.7 s more (median 0.49 s alone, 2.19 s attacked). Each analyst's costly calls now run one at a time
 (:mod:`site_node.protocols.costly`): 0.30 s more (0.55 s alone, 0.84 s attacked), beside bob's validations, within
-the 1 s the target allows.
+the 1 s the target allows. With the per-analyst calibration allowance and without this serialization the wait was
+1.29 s and 1.51 s in two runs; with both, 0.24 s and 0.28 s.
 """
 
 from __future__ import annotations
