@@ -1,17 +1,23 @@
-"""One authenticated gRPC channel per site, calls with deadlines, retry on UNAVAILABLE, parallel fan-out."""
+"""How the analyst's protocols ask a site: the :class:`SiteTransport` interface, its gRPC implementation (one
+authenticated channel per site, calls with deadlines, retry on UNAVAILABLE) and the parallel fan-out.
+
+Every protocol asks through ``conn.call(method, request)`` only, so another engine (the Flower transport of
+:mod:`analyst.flower`) carries the same protocol code by implementing :class:`SiteTransport`.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Protocol, Sequence, TypeVar
 
 import grpc
 
 from analyst.config import SiteConfig
 
-__all__ = ["MAX_RETRIES", "SiteConnection", "SiteError", "explain", "fan_out", "fan_out_partial", "retry_service_config"]
+__all__ = ["MAX_RETRIES", "SiteConnection", "SiteError", "SiteTransport", "explain", "fan_out", "fan_out_partial",
+           "retry_service_config"]
 
 T = TypeVar("T")
 
@@ -81,8 +87,28 @@ class SiteError(RuntimeError):
         super().__init__(f"site '{site}': {code.name}: {message}")
 
 
+class SiteTransport(Protocol):
+    """What the analyst's protocols need from the way to one site (``dsroc.v1.SiteService`` calls by name).
+
+    ``call`` sends ``request`` (a ``dsroc.v1`` message) to ``method`` as the analyst of ``config.token`` and returns
+    the reply message, or raises :class:`SiteError` with the site's status and explanation; ``stream``,
+    ``on_message`` and ``reply_type`` are the streaming calls' options (see :meth:`SiteConnection.call`), which a
+    transport may refuse with UNIMPLEMENTED. ``limit_calls`` bounds the calls in progress at once.
+    """
+
+    name: str
+    config: SiteConfig
+
+    def call(self, method: str, request, *, timeout: float | None = None, stream: bool = False,
+             on_message: Callable[[object], None] | None = None, reply_type=None): ...
+
+    def limit_calls(self, limit: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class SiteConnection:
-    """A channel to one site and a stub on it.
+    """A channel to one site and a stub on it: the :class:`SiteTransport` over the sites' own gRPC daemons.
 
     Parameters
     ----------
@@ -179,7 +205,7 @@ class SiteConnection:
         self.channel.close()
 
 
-def fan_out_partial(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection], T], *,
+def fan_out_partial(connections: Sequence[SiteTransport], fn: Callable[[SiteTransport], T], *,
                     on_done: Callable[[str], None] | None = None,
                     executor: Executor | None = None) -> list[T | SiteError]:
     """Run ``fn(connection)`` for every site in parallel; each site's result or its :class:`SiteError`, in site order.
@@ -208,7 +234,7 @@ def fan_out_partial(connections: Sequence[SiteConnection], fn: Callable[[SiteCon
         return list(pool.map(run, connections))
 
 
-def fan_out(connections: Sequence[SiteConnection], fn: Callable[[SiteConnection], T], *,
+def fan_out(connections: Sequence[SiteTransport], fn: Callable[[SiteTransport], T], *,
             on_done: Callable[[str], None] | None = None, executor: Executor | None = None) -> list[T]:
     """Run ``fn(connection)`` for every site in parallel and return the results in site order.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from time import perf_counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from google.protobuf.json_format import MessageToDict
@@ -14,7 +14,7 @@ from dsroc.v1 import site_pb2 as pb
 from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
 from analyst.config import SiteConfig, load_federation_file
-from analyst.connection import SiteConnection, SiteError, fan_out_partial
+from analyst.connection import SiteConnection, SiteError, SiteTransport, fan_out_partial
 from analyst.protocols import ProtocolOptions, ValidationRequest, get_protocol
 from analyst.protocols.histogram.secagg_survival import survival_strategy
 from analyst.protocols.histogram.survival import SurvivalOptions
@@ -37,7 +37,7 @@ def release_queries(epsilon: float, delta: float, *, survival: bool = False) -> 
             for p in protocols]
 
 
-def site_queries(conn: SiteConnection, epsilon: float | None, delta: float | None) -> list[pb.ReleaseQuery]:
+def site_queries(conn: SiteTransport, epsilon: float | None, delta: float | None) -> list[pb.ReleaseQuery]:
     """:func:`release_queries` for one site: with its survival release when its policy allows survival (lists
     ``survival_time_edges``); none without ``epsilon``."""
     if epsilon is None:
@@ -82,6 +82,10 @@ class Federation:
         Deadline of each call in seconds (streamed releases and uploads get longer).
     retries : int
         Retries of a call that failed with UNAVAILABLE (exponential backoff); other errors are not retried.
+    connect : callable, optional
+        ``connect(site_config)``: the :class:`~analyst.connection.SiteTransport` to each site; by default a gRPC
+        :class:`~analyst.connection.SiteConnection` to its daemon (``timeout`` and ``retries`` apply to it). The
+        Flower transport (:func:`analyst.flower.flower_federation`) passes its own.
 
     Examples
     --------
@@ -89,7 +93,8 @@ class Federation:
     >>> res = fed.validate("test", "y", score="pred", epsilon=5, delta=0.01)  # doctest: +SKIP
     """
 
-    def __init__(self, sites: Sequence[SiteConfig], *, timeout: float = 30.0, retries: int = 3):
+    def __init__(self, sites: Sequence[SiteConfig], *, timeout: float = 30.0, retries: int = 3,
+                 connect: Callable[[SiteConfig], SiteTransport] | None = None):
         sites = list(sites)
         if not sites:
             raise ValueError("a federation needs at least one site")
@@ -101,7 +106,10 @@ class Federation:
         if isinstance(retries, bool) or int(retries) != retries or retries < 0:
             raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
         self.sites = sites
-        self.connections = [SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries) for s in sites]
+        if connect is None:
+            def connect(s: SiteConfig) -> SiteTransport:
+                return SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries)
+        self.connections: list[SiteTransport] = [connect(s) for s in sites]
         # One pool for every fan-out of this federation's steps (a validation makes about twenty).
         # Up to five steps run at once (the fit beside the moments, Brier, calibration and budget), so five
         # workers per site, and two for the analyst's own post-processing that runs meanwhile -- but never

@@ -15,7 +15,7 @@ from dsroc.privacy.guard import PRIVACY_LEVEL_RULE
 from dsroc.privacy.request import check_privacy_request as privacy_request
 from dsroc.v1 import site_pb2 as pb
 
-from analyst.connection import SiteConnection, SiteError, fan_out, fan_out_partial
+from analyst.connection import SiteError, SiteTransport, fan_out, fan_out_partial
 
 __all__ = ["Progress", "ValidationInterrupted", "ValidationSession", "check_privacy_request", "concurrently",
            "raise_first_failure", "score_source"]
@@ -126,7 +126,7 @@ class ValidationSession:
     session and the others go on; ``left_out`` maps each such site to its refusal.
     """
 
-    def __init__(self, connections: Sequence[SiteConnection], *, dataset: str, outcome: str,
+    def __init__(self, connections: Sequence[SiteTransport], *, dataset: str, outcome: str,
                  source: pb.ScoreSource, progress: Progress | None = None, executor: Executor | None = None,
                  with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None, time: str | None = None):
         self.connections = list(connections)
@@ -193,7 +193,7 @@ class ValidationSession:
         return self.session_ids[conn.name]
 
     # -- all or nothing -------------------------------------------------------------------------
-    def hold(self, step: str, prepare: Callable[[SiteConnection], pb.PrepareRequest], *,
+    def hold(self, step: str, prepare: Callable[[SiteTransport], pb.PrepareRequest], *,
              follow_ups: dict | None = None) -> dict[str, str]:
         """Every site checks a release and holds its budget before any site releases (PrepareRelease).
 
@@ -265,7 +265,7 @@ class ValidationSession:
         fan_out_partial(live, lambda c: c.call("CancelReservation", pb.CancelReservationRequest(
             reservation_id=holds[c.name]), timeout=5.0), executor=self.executor)
 
-    def commit(self, step: str, holds: Mapping[str, str], release: Callable[[SiteConnection, str], object]) -> list:
+    def commit(self, step: str, holds: Mapping[str, str], release: Callable[[SiteTransport, str], object]) -> list:
         """Make every site's held release: ``release(conn, reservation_id)``, results in site order.
 
         A site that fails now (down since it held) is named with the sites that did release: their

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import threading
 import time
@@ -16,7 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from dsroc.privacy.accounting import discretization_for
 from dsroc.v1 import site_pb2, site_pb2_grpc
 
-from .config import ConfigError, SiteConfig, load_config
+from .config import ConfigError, SiteConfig, is_loopback, load_config
 from .data.datasets import DatasetStore, read_table
 from .data.populations import require_declared_populations
 from .data.table_reader import read_table_in_helper, read_tables_in_helper
@@ -103,17 +102,6 @@ def crl_serials(config: SiteConfig) -> frozenset[int]:
         return revoked_serials(config.crl_path, config.tls.client_ca)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{config.source or '<config>'}: site.crl: {exc}") from None
-
-
-def is_loopback(address: str) -> bool:
-    """Whether a listen address ``host:port`` binds to the loopback interface only."""
-    host = address.rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class SiteServer:

@@ -2,7 +2,7 @@
 
 from .parse import load_config, parse_config
 from .site_config import (FORMATS, PROTOCOLS, SENSITIVITY_RULES, SPACINGS, AnalystConfig, ConfigError, DatasetConfig, Policy,
-                          SiteConfig, TlsConfig, source_identity)
+                          SiteConfig, TlsConfig, is_loopback, source_identity)
 
 __all__ = ["ConfigError", "TlsConfig", "Policy", "AnalystConfig", "DatasetConfig", "SiteConfig", "load_config", "parse_config",
-           "SENSITIVITY_RULES", "PROTOCOLS", "SPACINGS", "FORMATS", "source_identity"]
+           "SENSITIVITY_RULES", "PROTOCOLS", "SPACINGS", "FORMATS", "source_identity", "is_loopback"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
     "ConfigError",
+    "is_loopback",
     "TlsConfig",
     "Policy",
     "AnalystConfig",
@@ -225,3 +227,14 @@ class SiteConfig:
     def audit_path(self) -> Path:
         """The append-only JSON-lines audit log."""
         return self.state_dir / "audit.jsonl"
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a listen address ``host:port`` binds to the loopback interface only."""
+    host = address.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -23,7 +23,7 @@ def test_readme_first_command_makes_and_uses_a_virtual_environment():
     # python3 (a stock Debian has no 'python'), a venv (Debian refuses system-wide pip), then install and demo
     assert steps[0] == "python3 -m venv .venv"
     assert steps[1] == ". .venv/bin/activate"
-    assert steps[2] == 'pip install -c constraints.txt -e ".[test]"'  # the lock, as .ci/run uses it
+    assert steps[2] == 'pip install -c constraints.txt -e ".[test,flower]"'  # the lock, as .ci/run uses it
     assert steps[-1] == "dsroc demo"
     assert tests == "python -m pytest"  # inside the activated venv, 'python' exists
 
@@ -40,7 +40,7 @@ def test_ci_runs_exactly_the_readme_test_command_inside_its_own_venv():
         assert "python" not in words and "pip" not in words, ln
     _, tests = readme_two_commands()
     assert lines[-1] == tests
-    assert any('install --quiet -c constraints.txt -e ".[test]"' in ln for ln in lines[activate:])
+    assert any('install --quiet -c constraints.txt -e ".[test,flower]"' in ln for ln in lines[activate:])
     assert "postgresql" in script and "python3-venv" in script  # the apt step stays, venv added when missing
     assert (ROOT / ".ci" / "run").stat().st_mode & 0o111
 
@@ -56,8 +56,24 @@ def test_the_lock_pins_every_dependency_exactly():
     pins = dict(ln.split("==") for ln in lock.splitlines() if ln and not ln.startswith("#"))
     assert all(re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", v) for v in pins.values()), pins
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = pyproject["dependencies"] + pyproject["optional-dependencies"]["test"]
+    extras = pyproject["optional-dependencies"]
+    declared = pyproject["dependencies"] + extras["test"] + extras["flower"]
     names = {re.split(r"[<>=\[ ]", d)[0].lower().replace("_", "-") for d in declared}
     assert names <= {p.lower().replace("_", "-") for p in pins}, names - set(pins)
     refresh = (ROOT / ".ci" / "refresh-lock").read_text(encoding="utf-8")
     assert "python -m pytest" in refresh and refresh.index("python -m pytest") < refresh.index("mv constraints.txt.new")
+
+
+def test_the_lock_holds_flwr_and_the_protobuf_the_committed_stubs_were_generated_for():
+    """One environment: the locked protobuf is < 7 (flwr's bound) and not older than the stubs' gencode."""
+    lock = (ROOT / "constraints.txt").read_text(encoding="utf-8")
+    pins = dict(ln.split("==") for ln in lock.splitlines() if ln and not ln.startswith("#"))
+    protobuf = tuple(int(x) for x in pins["protobuf"].split(".")[:3])
+    assert "flwr" in pins and protobuf < (7,)
+    gencode = re.search(r"ValidateProtobufRuntimeVersion\(\s*_runtime_version.Domain.PUBLIC,\s*(\d+),\s*(\d+),\s*(\d+),",
+                        (ROOT / "dsroc" / "v1" / "site_pb2.py").read_text(encoding="utf-8"))
+    assert protobuf >= tuple(int(x) for x in gencode.groups())
+    grpc_generated = re.search(r"GRPC_GENERATED_VERSION = '([\d.]+)'",
+                               (ROOT / "dsroc" / "v1" / "site_pb2_grpc.py").read_text(encoding="utf-8")).group(1)
+    assert tuple(map(int, pins["grpcio"].split("."))) >= tuple(map(int, grpc_generated.split(".")))
+    assert ".[test,flower]" in (ROOT / ".ci" / "refresh-lock").read_text(encoding="utf-8")
