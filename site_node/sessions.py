@@ -19,7 +19,12 @@ from .rules.guard import SiteSensitivity
 if TYPE_CHECKING:  # dsroc.roc.auc imports scipy.special: not before the daemon serves
     from dsroc import SurvivorFunction
 
-__all__ = ["Survivor", "ScoredData", "Session", "SessionStore"]
+__all__ = ["Survivor", "ScoredData", "Session", "SessionStore", "new_session_id"]
+
+
+def new_session_id() -> str:
+    """A fresh session id (128 random bits, hex)."""
+    return secrets.token_hex(16)
 
 
 @dataclass
@@ -124,51 +129,66 @@ class SessionStore:
         self._sessions: dict[str, tuple[Session, float]] = {}
         self._lock = threading.Lock()
         self.on_close: Callable[[], None] | None = None  # called when sessions are let go (the daemon's FreedMemory)
+        # Called with the sessions that ended (closed or expired), outside the store's lock: the site returns their
+        # holds to the budget (Site.end_sessions).
+        self.on_end: Callable[[list[Session]], None] | None = None
 
-    def _purge(self, now: float) -> None:
+    def _purge(self, now: float) -> list[Session]:
+        """Forget the sessions idle too long (call with the lock held); the ended sessions, for :meth:`_ended`."""
         expired = [sid for sid, (_, seen) in self._sessions.items() if now - seen > self.idle_seconds]
-        for sid in expired:
-            del self._sessions[sid]
-        if expired and self.on_close is not None:
+        return [self._sessions.pop(sid)[0] for sid in expired]
+
+    def _ended(self, sessions: list[Session]) -> None:
+        """Tell the hooks that ``sessions`` ended (call without the lock)."""
+        if not sessions:
+            return
+        if self.on_end is not None:
+            self.on_end(sessions)
+        if self.on_close is not None:
             self.on_close()
 
-    def add(self, analyst: str, make: Callable[[str], Session]) -> Session:
-        """Create a session of ``analyst`` with a fresh id via ``make(session_id)`` and store it."""
-        with self._lock:
-            now = self._clock()
-            self._purge(now)
-            if len(self._sessions) >= self.max_sessions:
-                raise ResourceExhausted(
-                    f"this site has {self.max_sessions} open sessions, its limit; close sessions you no longer need"
-                )
-            if sum(s.analyst == analyst for s, _ in self._sessions.values()) >= self.max_per_analyst:
-                raise ResourceExhausted(
-                    f"you have {self.max_per_analyst} open sessions at this site, the limit per analyst; "
-                    "close sessions you no longer need"
-                )
-            session = make(secrets.token_hex(16))
-            self._sessions[session.session_id] = (session, now)
-        return session
+    def add(self, analyst: str, make: Callable[[str], Session], *, session_id: str = "") -> Session:
+        """Create a session of ``analyst`` via ``make(session_id)`` (``session_id``: fresh unless given) and store it."""
+        expired: list[Session] = []
+        try:
+            with self._lock:
+                now = self._clock()
+                expired = self._purge(now)
+                if len(self._sessions) >= self.max_sessions:
+                    raise ResourceExhausted(
+                        f"this site has {self.max_sessions} open sessions, its limit; close sessions you no longer need"
+                    )
+                if sum(s.analyst == analyst for s, _ in self._sessions.values()) >= self.max_per_analyst:
+                    raise ResourceExhausted(
+                        f"you have {self.max_per_analyst} open sessions at this site, the limit per analyst; "
+                        "close sessions you no longer need"
+                    )
+                session = make(session_id or new_session_id())
+                self._sessions[session.session_id] = (session, now)
+            return session
+        finally:
+            self._ended(expired)
 
     def get(self, analyst: str, session_id: str) -> Session:
         """The analyst's session, refreshing its activity time; :class:`NotFound` if unknown or expired."""
         with self._lock:
             now = self._clock()
-            self._purge(now)
+            expired = self._purge(now)
             entry = self._sessions.get(session_id)
-            # Another analyst's session is "not found": session ids are not shared.
-            if entry is None or entry[0].analyst != analyst:
-                raise NotFound(f"session {session_id!r} does not exist or has expired after inactivity; open a new one")
-            self._sessions[session_id] = (entry[0], now)
-            return entry[0]
+            if entry is not None and entry[0].analyst == analyst:
+                self._sessions[session_id] = (entry[0], now)
+        self._ended(expired)
+        # Another analyst's session is "not found": session ids are not shared.
+        if entry is None or entry[0].analyst != analyst:
+            raise NotFound(f"session {session_id!r} does not exist or has expired after inactivity; open a new one")
+        return entry[0]
 
     def close(self, analyst: str, session_id: str) -> None:
-        """Forget a session."""
+        """Forget a session (its holds end with it: :attr:`on_end`)."""
         self.get(analyst, session_id)
         with self._lock:
-            self._sessions.pop(session_id, None)
-        if self.on_close is not None:
-            self.on_close()
+            entry = self._sessions.pop(session_id, None)
+        self._ended([entry[0]] if entry is not None else [])
 
     def __len__(self) -> int:
         with self._lock:

@@ -25,7 +25,7 @@ from .rules.approvals import ModelApprovals
 from .rules.disclosure import DisclosureStore
 from .security.noise_key import NoiseKey
 from .security.signing import ReleaseSigner
-from .sessions import ScoredData, Session, SessionStore
+from .sessions import ScoredData, Session, SessionStore, new_session_id
 from .store.ledger import BudgetStatus, Ledger, Release, ReleasePlan, Reservation
 
 __all__ = ["DatasetSummary", "Site"]
@@ -71,6 +71,7 @@ class Site:
         self.datasets = datasets if datasets is not None else DatasetStore(config.datasets)
         self.sessions = SessionStore(idle_seconds=config.session_idle_seconds, max_sessions=config.max_sessions,
                                      max_per_analyst=config.max_sessions_per_analyst)
+        self.sessions.on_end = self.end_sessions  # a session's holds end with it
         self._scored: OrderedDict[tuple[str, str, str], ScoredData] = OrderedDict()
         self._scored_lock = threading.Lock()
 
@@ -120,14 +121,24 @@ class Site:
 
     # ------------------------------------------------------------------ all or nothing
     def prepare(self, plan: ReleasePlan, hold_seconds: float = 0.0, *, follow_up: ReleasePlan | None = None,
-                takes_over: str = "") -> Reservation:
-        """Hold the budget of a checked release (PrepareRelease): nothing is released or charged. ``follow_up``: the
-        checked release that follows it, held too (``Reservation.follow_up_id``); ``takes_over``: such a hold made
-        for this release (:meth:`site_node.store.ledger_api.Ledger.reserve`)."""
+                takes_over: str = "", session_id: str = "") -> Reservation:
+        """Hold the budget of a checked release (PrepareRelease) in the analyst's session ``session_id`` (the hold
+        ends with it): nothing is released or charged. ``follow_up``: the checked release that follows it, held
+        too (``Reservation.follow_up_id``); ``takes_over``: such a hold made for this release
+        (:meth:`site_node.store.ledger_api.Ledger.reserve`)."""
         return self.ledger.reserve(plan.key, dataset=plan.dataset, analyst=plan.analyst, events=plan.events,
                                    epsilon=plan.epsilon, delta=plan.delta, fingerprint=plan.fingerprint,
                                    policy=self.policy, hold_seconds=hold_seconds,
-                                   follow_up=() if follow_up is None else follow_up.events, takes_over=takes_over)
+                                   follow_up=() if follow_up is None else follow_up.events, takes_over=takes_over,
+                                   session_id=session_id)
+
+    def end_sessions(self, sessions) -> None:
+        """Return the holds made in ``sessions`` (closed, or expired after inactivity) to the budget."""
+        by_analyst: dict[str, list[str]] = {}
+        for session in sessions:
+            by_analyst.setdefault(session.analyst, []).append(session.session_id)
+        for analyst, ids in by_analyst.items():
+            self.ledger.end_sessions(analyst, ids)
 
     def cancel(self, analyst: str, reservation_id: str) -> bool:
         """Return the analyst's hold to the budget (False when unknown, used or expired)."""
@@ -146,7 +157,7 @@ class Site:
         """Open a session after checking permission, columns and data (problems are named per column).
 
         ``time``: a declared time column (a survival session; the outcome is then the event indicator).
-        ``before(session)``: run on the session-to-be (not stored yet, no id) before it opens, e.g. a release's
+        ``before(session)``: run on the session-to-be (its id drawn, not stored yet) before it opens, e.g. a release's
         hold; it returns what undoes it when the session then cannot open (or None).
         """
         config = self._allowed(analyst, dataset)
@@ -166,9 +177,10 @@ class Site:
                 self.ledger.record_model(config.population, spec.key, self.policy.max_models)
             return Session(session_id, analyst, data)
 
-        undo = before(Session("", analyst, data)) if before is not None else None
+        session_id = new_session_id()  # known before it opens: a hold made by ``before`` belongs to it
+        undo = before(Session(session_id, analyst, data)) if before is not None else None
         try:
-            return self.sessions.add(analyst, make)
+            return self.sessions.add(analyst, make, session_id=session_id)
         except BaseException:
             if undo is not None:
                 undo()

@@ -102,18 +102,30 @@ def _comparison(c) -> list[str]:
 
 
 def _privacy(r) -> list[str]:
-    """One row per site: its noise, this validation's releases and what they compose to, and its budget spent (the
-    verbose text has the sensitivity rules and the budget's own delta)."""
+    """Each site's noise, this validation's releases and what they compose to, and its budget spent: one line when
+    every site says the same, else one row per site (the verbose text has the sensitivity rules and the budget's own
+    delta)."""
+    rows = {}
+    for name, p in r.privacy.items():
+        spent = spent_at(p)
+        budget = f" of {p.budget_epsilon:g}" if spent != "-" and math.isfinite(p.budget_epsilon) else ""
+        rows[name] = (f"{p.noise_sd:.4g}", f"{p.releases or '-'}", f"{p.epsilon:.4g}",
+                      f"{spent}{budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
+    note = (["  note: a 'model' sensitivity is estimated from the site's data, not a formal bound"]
+            if any(not p.formal_bound for p in r.privacy.values()) else [])
+    if len(set(rows.values())) == 1 and len(rows) > 1:
+        sd, releases, epsilon, spent = next(iter(rows.values()))
+        sizes = [p.n for p in r.privacy.values()]
+        return ["", *wrap(f"Privacy per site (all {len(rows)}, n {min(sizes):.0f} to {max(sizes):.0f}): noise SD {sd}, "
+                          f"releases {releases}, epsilon {epsilon}; spent so far at delta {r.delta:g}: {spent}",
+                          first="", rest="  "), *note]
     w = max([len("Privacy per site") - 2] + [len(n) for n in r.privacy])
-    lines = ["", f"{'Privacy by site':<{w + 2}}  {'n':>7}  {'noise SD':<9} {'releases':>8}  {'epsilon':<8} spent so far "
+    lines = ["", f"{'Privacy per site':<{w + 2}}  {'n':>7}  {'noise SD':<9} {'releases':>8}  {'epsilon':<8} spent so far "
                  f"at delta {r.delta:g}, of the budget"]
     for name, p in r.privacy.items():
-        budget = f" of {p.budget_epsilon:g}" if math.isfinite(p.budget_epsilon) else ""
-        lines.append(f"  {name:<{w}}  {p.n:>7.0f}  {p.noise_sd:<9.4g} {p.releases or '-':>8}  {p.epsilon:<8.4g} "
-                     f"{spent_at(p)}{budget}{' (repeated release, nothing charged)' if p.repeated else ''}")
-    if any(not p.formal_bound for p in r.privacy.values()):
-        lines.append("  note: a 'model' sensitivity is estimated from the site's data, not a formal bound")
-    return lines
+        sd, releases, epsilon, spent = rows[name]
+        lines.append(f"  {name:<{w}}  {p.n:>7.0f}  {sd:<9} {releases:>8}  {epsilon:<8} {spent}")
+    return lines + note
 
 
 def extra_lines(r) -> list[str]:

@@ -53,7 +53,7 @@ STAGE2_BINS = ((0.0, 5), (200.0, 7), (400.0, 10), (1500.0, 12))
 # The histogram protocol's second stage takes at least SMALL_NOISE[1] bins where a summed count's noise SD is at most
 # SMALL_NOISE[0] (epsilon 3 and more over 5 sites): there a bin's noise is about a patient, and at a few hundred patients
 # 5 bins left so many within-bin pairs that the rule fell back to the shape AUC widened by the whole resolved shift.
-# 40 replications per cell, 5 sites (issue 35): interval / pooled DeLong width 1.68 -> 1.14 (binormal, n = 250,
+# 40 replications per cell, 5 sites: interval / pooled DeLong width 1.68 -> 1.14 (binormal, n = 250,
 # epsilon 5), 2.16 -> 1.49 (epsilon 3), 1.40 -> 1.17 (skewed), 1.61 -> 1.36 (prevalence 0.1, n = 500), MAE and
 # coverage (1.00) unchanged but skewed 0.0074 -> 0.0100; the GBSG2 demo's 249 patients at epsilon 5 (20 runs) 1.30 ->
 # 1.10 on average, 7 of 20 runs beyond 1.3 x -> 2. At epsilon 1 (SD 4.4) 7 bins gave no narrower interval and a

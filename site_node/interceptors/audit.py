@@ -17,8 +17,8 @@ from typing import Iterator
 
 from ..errors import status_for
 
-__all__ = ["AuditRecord", "AuditLog", "bounded", "note", "part", "read_audit", "audit_files", "charges_path",
-           "is_charge", "MAX_LOGGED_CHARS", "MAX_MESSAGE_CHARS", "DEFAULT_MAX_BYTES"]
+__all__ = ["AuditRecord", "AuditLog", "bounded", "note", "part", "unsent_parts", "read_audit", "audit_files",
+           "charges_path", "is_charge", "MAX_LOGGED_CHARS", "MAX_MESSAGE_CHARS", "DEFAULT_MAX_BYTES"]
 
 # Every string an analyst can put in the log (dataset names, session ids, messages quoting them) is
 # cut to this length; the marker keeps its full length and a hash, so equal long strings stay recognisable.
@@ -104,6 +104,19 @@ def part(call: str, parameters: dict | None = None) -> Iterator[AuditRecord | No
         raise
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def unsent_parts() -> Iterator[None]:
+    """A combined call whose refusal drops the records of the parts answered before it (their answers were never
+    sent): the log keeps the call's refusal and the refusing part's, nothing answered."""
+    try:
+        yield
+    except BaseException:
+        record = _current.get()
+        if record is not None:
+            record.parts[:] = [p for p in record.parts if p.decision != "OK"]
+        raise
 
 
 def note(*, parameters: dict | None = None, privacy_cost: float | None = None) -> None:

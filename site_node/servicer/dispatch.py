@@ -19,6 +19,7 @@ from ..interceptors.audit import note, part
 from ..interceptors.auth import current_analyst, request_parameters
 from ..protocols import BoydProtocol, HistogramProtocol, PaperProtocol, SecAggProtocol, SurvivalProtocol
 from ..protocols.boyd import PRIVACY_UNIT as BOYD_PRIVACY_UNIT
+from ..protocols.costly import costly
 from ..protocols.histogram.release import LAPLACE, PRIVACY_UNIT, SCALAR_RESOLUTION, SUMS_RESOLUTION
 from ..protocols.histogram.secagg import Advertisement, Receipt
 from ..protocols.histogram.survival import KIND as SURVIVAL
@@ -68,6 +69,10 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
         )
 
     def Describe(self, request, context):
+        with costly(current_analyst()):  # each planned release's query is a calibration
+            return self._describe(request)
+
+    def _describe(self, request) -> pb.DescribeResponse:
         datasets = [
             pb.DatasetInfo(
                 name=d.config.name, description=d.config.description,
@@ -165,18 +170,22 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
     # ------------------------------------------------------------------ secagg (site_node.protocols.histogram.secagg)
     def SecAggAdvertise(self, request, context):
         session = self._session(request.session_id, survival=request.survival)
-        ad = self.secagg.advertise(session, round_id=request.round_id,
-                                   epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
-                                   spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
-                                   interior=list(request.edges), score_sums=request.score_sums,
-                                   proposed_sigma=request.share_sigma, next_round=_next_round(request),
-                                   dropouts=request.dropouts, survival=request.survival,
-                                   time_edges=list(request.time_edges))
+        with costly(session.analyst):  # a share calibration: a search of privacy-loss evaluations
+            ad = self._advertise(session, request)
         note(parameters={"kind": "secagg advertise", "round_id": ad.round_id.hex()})
         return pb.SecAggAdvertisement(site=ad.site, round_id=ad.round_id, request_sha256=ad.request_sha256,
                                       public_key=ad.public_key, signature=ad.signature, edges=list(ad.edges),
                                       share_sigma=ad.share_sigma, site_colluders=ad.site_colluders,
                                       sums_share_sigma=ad.sums_share_sigma, time_edges=list(ad.time_edges))
+
+    def _advertise(self, session, request) -> Advertisement:
+        return self.secagg.advertise(session, round_id=request.round_id,
+                                     epsilon=request.epsilon, delta=request.delta, n_bins=request.n_bins,
+                                     spacing=request.spacing, sites=list(request.sites), colluders=request.colluders,
+                                     interior=list(request.edges), score_sums=request.score_sums,
+                                     proposed_sigma=request.share_sigma, next_round=_next_round(request),
+                                     dropouts=request.dropouts, survival=request.survival,
+                                     time_edges=list(request.time_edges))
 
     def _round_session(self, request):
         """The session of a secagg round's later step: a survival session for a survival round, else binary."""
@@ -228,12 +237,14 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
         )
 
     def Budget(self, request, context):
-        return pb.BudgetResponse(budget=budget_message(
-            self.site.budget(current_analyst(), request.dataset, planned_releases(request.queries),
-                             delta=request.delta, release_ids=tuple(request.release_ids))))
+        with costly(current_analyst()):  # each planned release's query is a calibration and a search of compositions
+            return pb.BudgetResponse(budget=budget_message(
+                self.site.budget(current_analyst(), request.dataset, planned_releases(request.queries),
+                                 delta=request.delta, release_ids=tuple(request.release_ids))))
 
     def PrepareRelease(self, request, context):
-        return self._prepare(request)
+        with costly(current_analyst()):  # a plan's calibration and the budget check with every hold composed
+            return self._prepare(request)
 
     def _prepare(self, request, session=None) -> pb.PrepareResponse:
         """PrepareRelease (``session``: the session of a scores release, instead of its request's)."""
@@ -266,7 +277,8 @@ class SiteServicer(PaperCalls, site_pb2_grpc.SiteServiceServicer):
                                       "the histogram release it follows")
             follow_up = self._histogram_plan(request.follow_up)
         held = self.site.prepare(plan, request.hold_seconds, follow_up=follow_up,
-                                 takes_over=request.follow_up_reservation_id)
+                                 takes_over=request.follow_up_reservation_id,
+                                 session_id=session.session_id if session else getattr(request, which).session_id)
         note(parameters={"reservation_id": held.reservation_id, "kind": plan.key.kind, "repeated": held.repeated,
                          "follow_up_reservation_id": held.follow_up_id})
         budget = self.site.budget(current_analyst(), plan.dataset)

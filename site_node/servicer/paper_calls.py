@@ -12,7 +12,7 @@ from dsroc import DisclosureError
 from dsroc.v1 import site_pb2 as pb
 
 from ..errors import InvalidArgument, SiteError
-from ..interceptors.audit import note, part
+from ..interceptors.audit import note, part, unsent_parts
 from ..interceptors.auth import current_analyst, request_parameters
 from ..protocols.paper.protocol import NEGATIVES, POSITIVES
 from .budget_messages import budget_message
@@ -56,7 +56,12 @@ class PaperCalls:
 
     def UploadSurvivors(self, request_iterator, context):
         # Both classes in one stream, each checked (and audited) as its own UploadSurvivor, and every check of the
-        # answers made, before anything is stored: a refusal leaves ledger, auditor and session as they were.
+        # answers made, before anything is stored: a refusal leaves ledger, auditor, session and log as they were
+        # (but for its refusal).
+        with unsent_parts():
+            return self._upload_survivors(request_iterator)
+
+    def _upload_survivors(self, request_iterator) -> pb.UploadSurvivorsResponse:
         message = next(request_iterator, None)
         if message is None or not message.HasField("header"):
             raise InvalidArgument("the first UploadSurvivors message must carry S~0's header (session, class, n)")
@@ -144,29 +149,31 @@ class PaperCalls:
         return _calibration_message(self.paper.calibration_parts(self._session(request.session_id), request))
 
     def PaperAggregates(self, request, context):
-        session = self._session(request.session_id)
-        self.paper.check_aggregates(session, request.calibration)
-        return self._answers(session, request)
+        with unsent_parts():
+            session = self._session(request.session_id)
+            self.paper.check_aggregates(session, request.calibration)
+            return self._answers(session, request)
 
     def _answers(self, session, request) -> pb.PaperAggregatesResponse:
-        """The request's parts in its order (confusion, moments, Brier, calibration, budget, ROC-GLM), each answered
-        and audited as its own call, after :meth:`PaperProtocol.check_aggregates`: of the parts that change state,
-        the optional ones (confusion, ROC-GLM) are left unset when refused (their own call tells why), and the
-        calibration cells withhold bins rather than refuse, so no refusal comes after a change."""
+        """The request's parts, each answered and audited as its own call, after
+        :meth:`PaperProtocol.check_aggregates`: first those that change nothing and may refuse the call (moments,
+        Brier, budget), then those that record what they answer (confusion and ROC-GLM, optional, left unset when
+        refused: their own call tells why; calibration, which withholds bins rather than refuse, after the
+        confusion matrix, which the auditor would otherwise refuse), so no refusal comes after a change."""
         out = pb.PaperAggregatesResponse()
-        if request.HasField("confusion"):
-            with _unset_if_refused("ConfusionParts", request_parameters(request.confusion)):
-                out.confusion.CopyFrom(self._confusion(session, request.confusion.threshold))
         with part("PlacementMoments"):
             out.moments.CopyFrom(_moments_message(self.paper.placement_moments(session, None)))
         with part("BrierParts"):
             out.brier.CopyFrom(_brier_message(self.paper.brier_parts(session)))
-        with part("CalibrationParts", request_parameters(request.calibration)):
-            out.calibration.CopyFrom(_calibration_message(self.paper.calibration_parts(session, request.calibration)))
         with part("Budget", {"dataset": session.data.dataset}):
             out.budget.CopyFrom(budget_message(self.site.budget(
                 current_analyst(), session.data.dataset, delta=request.budget.delta,
                 release_ids=tuple(request.budget.release_ids))))
+        if request.HasField("confusion"):  # before the calibration cells, which withhold bins for it
+            with _unset_if_refused("ConfusionParts", request_parameters(request.confusion)):
+                out.confusion.CopyFrom(self._confusion(session, request.confusion.threshold))
+        with part("CalibrationParts", request_parameters(request.calibration)):
+            out.calibration.CopyFrom(_calibration_message(self.paper.calibration_parts(session, request.calibration)))
         if request.HasField("rocglm"):
             with _unset_if_refused("RocGlmParts", request_parameters(request.rocglm)):
                 out.rocglm.CopyFrom(self._rocglm(session, request.rocglm))

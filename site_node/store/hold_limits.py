@@ -21,7 +21,7 @@ from dsroc.privacy.accounting import Accountant, decode_event
 from ..config import Policy
 from ..errors import ResourceExhausted
 
-__all__ = ["WINDOW_SECONDS", "check_new_holds", "end_expired", "end_cancelled"]
+__all__ = ["WINDOW_SECONDS", "check_new_holds", "end_expired", "end_cancelled", "end_of_sessions"]
 
 WINDOW_SECONDS = 3600.0  # the allowance of unused hold time is per this sliding window
 
@@ -42,6 +42,21 @@ def end_cancelled(db: sqlite3.Connection, reservation_id: str, analyst: str, now
                "WHERE reservation_id=? AND analyst=? AND expires > ?", (now, now, reservation_id, analyst, now))
     return db.execute("DELETE FROM reservations WHERE reservation_id=? AND analyst=? AND expires > ?",
                       (reservation_id, analyst, now)).rowcount > 0
+
+
+def end_of_sessions(db: sqlite3.Connection, analyst: str, session_ids, now: float) -> int:
+    """Delete the analyst's unexpired holds made in the sessions ``session_ids`` (closed or expired after
+    inactivity), recording the time each was held as unused hold time, as a cancel would; how many (call in a
+    transaction). Holds made in no session (an earlier version's) are left to their expiry."""
+    ended = 0
+    for session_id in session_ids:
+        if not session_id:
+            continue
+        db.execute("INSERT INTO hold_usage SELECT analyst, population, ?, MAX(? - started, 0) FROM reservations "
+                   "WHERE session_id=? AND analyst=? AND expires > ?", (now, now, session_id, analyst, now))
+        ended += db.execute("DELETE FROM reservations WHERE session_id=? AND analyst=? AND expires > ?",
+                            (session_id, analyst, now)).rowcount
+    return ended
 
 
 def check_new_holds(db: sqlite3.Connection, policy: Policy, *, analyst: str, population: str, dataset: str,

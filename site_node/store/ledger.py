@@ -31,7 +31,7 @@ from ..config import Policy
 from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
                          Reservation, asked_delta, budget_mu, validation_ids)
-from .hold_limits import check_new_holds, end_cancelled, end_expired
+from .hold_limits import check_new_holds, end_cancelled, end_expired, end_of_sessions
 from .ledger_file import open_ledger_file, open_memory_ledger
 from .query_caps import SqliteQueryCaps
 
@@ -179,16 +179,16 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         ).fetchone()
 
     def reserve(self, key, *, dataset, analyst, events, epsilon, delta, fingerprint, policy, hold_seconds=HOLD_SECONDS,
-                follow_up=(), takes_over=""):
+                follow_up=(), takes_over="", session_id=""):
         events, follow_up = tuple(events), tuple(follow_up)
         hold = min(float(hold_seconds), HOLD_SECONDS) if hold_seconds and hold_seconds > 0 else HOLD_SECONDS
         out = []
 
         def insert(db, reservation_id, request, held_events, now):
             db.execute("INSERT INTO reservations (reservation_id, created, expires, analyst, population, dataset, "
-                       "source, outcome, kind, request, events, started) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                       "source, outcome, kind, request, events, started, session_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        (reservation_id, _now(), now + hold, analyst, key.population, dataset, key.source,
-                        key.outcome, key.kind, request, _events_json(held_events), now))
+                        key.outcome, key.kind, request, _events_json(held_events), now, str(session_id)))
 
         def body(db):
             now = time.time()
@@ -224,6 +224,15 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
                 insert(db, follow_id, _FOLLOW_UP + follow_id, follow_up, now)
                 main = Reservation(main.reservation_id, main.expires_in, main.repeated, follow_id)
             out.append(main)
+
+        self._transaction(body)
+        return out[0]
+
+    def end_sessions(self, analyst, session_ids):
+        out = []
+
+        def body(db):
+            out.append(end_of_sessions(db, analyst, tuple(session_ids), time.time()))
 
         self._transaction(body)
         return out[0]

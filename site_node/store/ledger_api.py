@@ -190,7 +190,7 @@ class Ledger(ABC):
     @abstractmethod
     def reserve(self, key: ReleaseKey, *, dataset: str, analyst: str, events: tuple, epsilon: float, delta: float,
                 fingerprint: str, policy: Policy, hold_seconds: float = HOLD_SECONDS, follow_up: tuple = (),
-                takes_over: str = "") -> Reservation:
+                takes_over: str = "", session_id: str = "") -> Reservation:
         """Hold the budget of a release for ``hold_seconds`` (at most HOLD_SECONDS) without releasing anything.
 
         Refused (ResourceExhausted, nothing held) when the release would not fit the budget with the
@@ -206,11 +206,18 @@ class Ledger(ABC):
         this population, score and outcome; its events must equal ``events`` (InvalidArgument otherwise,
         nothing changed), and it becomes this release's hold without a new budget check (the budget it holds
         is the same). An unknown or expired follow-up hold is no refusal: the release is checked as any other.
+
+        ``session_id``: the analyst's session the hold is made in; its new holds end with it (:meth:`end_sessions`).
         """
 
     @abstractmethod
     def cancel(self, reservation_id: str, analyst: str) -> bool:
         """Return a hold to the budget; False when it was unknown, used or expired."""
+
+    @abstractmethod
+    def end_sessions(self, analyst: str, session_ids) -> int:
+        """Return to the budget the analyst's unexpired holds made in ``session_ids`` (closed, or expired after
+        inactivity), each spending the time it was held from the analyst's allowance as a cancel does; how many."""
 
     @abstractmethod
     def releases_left(self, population: str, policy: Policy, events: tuple) -> tuple[int, bool]:

@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS reservations (
     kind TEXT NOT NULL,
     request TEXT NOT NULL,
     events TEXT NOT NULL,
-    started REAL NOT NULL DEFAULT 0
+    started REAL NOT NULL DEFAULT 0,
+    session_id TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS hold_usage (
     analyst TEXT NOT NULL,

@@ -1,4 +1,4 @@
-"""Planning a histogram validation before anything is charged (issue 35): the decision thresholds on its grid, and
+"""Planning a histogram validation before anything is charged: the decision thresholds on its grid, and
 refusing a request whose AUC interval would be too wide to inform, with the epsilon that would do."""
 
 from __future__ import annotations

@@ -235,7 +235,7 @@ class SecAggProtocol(SiteProtocol):
             held = site.ledger.reserve(r.key, dataset=data.dataset, analyst=session.analyst, events=self._events(r),
                                        epsilon=r.request["epsilon"], delta=r.request["delta"],
                                        fingerprint=data.fingerprint, policy=site.policy, follow_up=r.follow_up,
-                                       takes_over=str(follow_up))
+                                       takes_over=str(follow_up), session_id=session.session_id)
             # The same request over the same sites gets the same noisy counts (release once).
             payload = site.ledger.recorded(r.key, data.fingerprint)
             payload = self.draw(r, data) if payload is None else payload

@@ -45,13 +45,15 @@ def sites(tmp_path_factory, pki):
     paths = []
     for k, f in enumerate(frames):
         path = write_site(root / f"s{k}", f"s{k}", f, pki)
-        # a binary dataset of other patients (its own budget): the reference charge of a binary round
+        # a binary dataset declared another population (its own budget): the reference charge of a binary round
+        # (a copy of the same rows, so both entries declare their populations: serve refuses look-alikes otherwise)
         f.assign(x=-f["x"]).to_csv(root / f"s{k}" / "binary.csv", index=False)
         text = path.read_text().replace("max_epsilon = 10.0", "max_epsilon = 10000.0").replace(
-            "budget_epsilon = 20.0", "budget_epsilon = 100000.0")
+            "budget_epsilon = 20.0", "budget_epsilon = 100000.0").replace(
+            "[datasets.surv]\n", '[datasets.surv]\npopulation = "survival cohort"\n')
         path.write_text(text.replace('protocols = ["histogram"]', 'protocols = ["histogram", "secagg"]')
                         + '\n[datasets.bin]\npath = "binary.csv"\noutcomes = ["event"]\nscores = ["risk"]\n'
-                          'score_range = [0.0, 1.0]\n')
+                          'score_range = [0.0, 1.0]\npopulation = "binary reference"\n')
         paths.append(path)
     link_peers(paths)
     with contextlib.ExitStack() as stack:

@@ -90,10 +90,11 @@ def test_parquet_and_sqlite_datasets(make_site_config, client_cls, tmp_path):
     frame.to_sql("cohort", engine, index=False)
     engine.dispose()
     common = {"outcomes": ["y"], "scores": ["pred"]}
-    # Entries over one database must declare their populations (serve refuses look-alikes otherwise); this
-    # test reads formats, not budgets, so each entry is declared a population of its own.
+    # Entries over one database, and copies of a table in another format, must declare their populations (serve
+    # refuses look-alikes otherwise); this test reads formats, not budgets, so each entry is declared a population
+    # of its own.
     config = make_site_config("site", frames={}, datasets={
-        "pq": {"path": "data/cohort.parquet", **common},
+        "pq": {"path": "data/cohort.parquet", **common, "population": "c"},
         "lite": {"format": "sql", "url": "sqlite:///data/cohort.db", "table": "cohort", **common, "population": "a"},
         "litequery": {"format": "sql", "url": "sqlite:///data/cohort.db",
                       "query": "SELECT * FROM cohort WHERE age > 50", **common, "population": "b"},

@@ -242,18 +242,15 @@ def test_expired_session(make_site_config, client_cls):
 
 
 def test_bad_data_is_named_per_column_without_counts(make_site_config, client_cls):
-    frame = sample_dataset(50, seed=4)
-    with_nan = frame.copy()
+    # Each entry its own patients (copies of one frame would be look-alikes, which serve refuses).
+    with_nan, bad_label, out_of_range, missing_label, bad_feature = (sample_dataset(50, seed=4 + k) for k in range(5))
     # Three bad rows each: the message must name the column and the rule, never how many rows.
     rows = [3, 7, 11]
     with_nan.loc[rows, "pred"] = np.nan
-    bad_label = frame.copy()
     bad_label.loc[rows, "y"] = 2
-    out_of_range = frame.copy()
     out_of_range.loc[rows, "pred"] = 1.5
-    missing_label = frame.copy().astype({"y": float})
+    missing_label = missing_label.astype({"y": float})
     missing_label.loc[rows, "y"] = np.nan
-    bad_feature = frame.copy()
     bad_feature.loc[rows, "age"] = np.nan
     frames = {"nan": with_nan, "label": bad_label, "range": out_of_range, "missing": missing_label,
               "feature": bad_feature}

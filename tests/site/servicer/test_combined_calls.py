@@ -53,11 +53,11 @@ def test_upload_survivors_stores_both_classes_and_answers_as_each_call_would(cli
     first = next(i for i, r in enumerate(records) if r["call"] == "UploadSurvivors")
     parts = records[first:first + 9]
     assert [(r["call"], r["decision"]) for r in parts] == [("UploadSurvivors", "OK")] + [(c, "OK") for c in (
-        "UploadSurvivor", "UploadSurvivor", "ConfusionParts", "PlacementMoments", "BrierParts", "CalibrationParts",
-        "Budget", "RocGlmParts")]
+        "UploadSurvivor", "UploadSurvivor", "PlacementMoments", "BrierParts", "Budget", "ConfusionParts",
+        "CalibrationParts", "RocGlmParts")]
     assert all(r["parameters"]["in_call"] == "UploadSurvivors" for r in parts[1:])
     assert [r["parameters"]["score_class"] for r in parts[1:3]] == [NEG, POS]
-    assert parts[3]["parameters"]["threshold"] == 0.5 and parts[8]["parameters"]["theta"] == theta
+    assert parts[6]["parameters"]["threshold"] == 0.5 and parts[8]["parameters"]["theta"] == theta
 
 
 def test_upload_survivors_refuses_a_malformed_stream_and_audits_a_refused_part(client, server, peer_release):
@@ -89,7 +89,7 @@ def test_upload_survivors_refuses_a_malformed_stream_and_audits_a_refused_part(c
         client.UploadSurvivor(iter([header(NEG, negatives, answers=pb.PaperAggregatesRequest())]))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "header.answers" in error.value.details()
     # Every check of the answers comes before anything is stored: a refused one leaves ledger and session as
-    # they were; the audit keeps each class's checked upload as its own record beside the refusal.
+    # they were; the audit keeps the refusal alone (each class's checked upload was never stored nor answered).
     bad = pb.PaperAggregatesRequest(calibration=pb.CalibrationPartsRequest(edges=pb.Values(values=[0.0, 0.123456, 1.0])))
     def stored():
         with sqlite3.connect(server.config.ledger_path) as db:
@@ -98,10 +98,10 @@ def test_upload_survivors_refuses_a_malformed_stream_and_audits_a_refused_part(c
     before = stored()
     error = refused([header(NEG, negatives, answers=bad), header(POS, positives)])
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "edges" in error.details()
-    last = read_audit(server.config.audit_path)[-3:]
-    assert [(r["call"], r["decision"]) for r in last] == [
-        ("UploadSurvivors", "INVALID_ARGUMENT"), ("UploadSurvivor", "OK"), ("UploadSurvivor", "OK")]
-    assert "edges" in last[0]["message"] and stored() == before
+    last = read_audit(server.config.audit_path)[-2:]
+    assert [(r["call"], r["decision"]) for r in last] == [("UploadSurvivor", "INVALID_ARGUMENT"),  # the call before
+                                                          ("UploadSurvivors", "INVALID_ARGUMENT")]
+    assert "edges" in last[-1]["message"] and stored() == before
     with pytest.raises(grpc.RpcError) as error:
         client.PlacementMoments(pb.PlacementMomentsRequest(session_id=session))
     assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "upload the survivor function" in error.value.details()
@@ -112,10 +112,9 @@ def test_upload_survivors_refuses_a_malformed_stream_and_audits_a_refused_part(c
     assert not out.answers.HasField("confusion") and out.answers.moments.pv0.n > 0
     last = read_audit(server.config.audit_path)[-8:]
     assert [(r["call"], r["decision"]) for r in last] == [
-        ("UploadSurvivors", "OK"), ("UploadSurvivor", "OK"), ("UploadSurvivor", "OK"),
-        ("ConfusionParts", "INVALID_ARGUMENT"), ("PlacementMoments", "OK"), ("BrierParts", "OK"),
-        ("CalibrationParts", "OK"), ("Budget", "OK")]
-    assert "lattice" in last[3]["message"]
+        ("UploadSurvivors", "OK"), ("UploadSurvivor", "OK"), ("UploadSurvivor", "OK"), ("PlacementMoments", "OK"),
+        ("BrierParts", "OK"), ("Budget", "OK"), ("ConfusionParts", "INVALID_ARGUMENT"), ("CalibrationParts", "OK")]
+    assert "lattice" in last[6]["message"]
 
 
 def test_open_session_holds_a_release_as_prepare_release_would_and_opens_nothing_when_refused(client, server):
@@ -200,3 +199,33 @@ def test_paper_aggregates_answer_the_four_calls_in_one(client, frame):
         client.PaperAggregates(pb.PaperAggregatesRequest(session_id=session, calibration=pb.CalibrationPartsRequest(
             edges=pb.Values(values=[0.0, 0.123456, 1.0]))))
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "edges" in refused.value.details()
+
+
+def test_a_refused_paper_aggregates_records_nothing(client, server):
+    """Issue 36, item 7: PaperAggregates asked before the survivor functions were uploaded is refused (its moments
+    need them), and before, its confusion part had already been answered, recorded in the disclosure store and
+    logged "ConfusionParts OK" for an answer never sent. Now the parts that record run after every part that may
+    refuse: the disclosure store is unchanged and the log holds the refusal alone (the call's and its refusing
+    part's)."""
+    from site_node.interceptors.audit import read_audit
+
+    def answered():
+        with sqlite3.connect(server.config.disclosure_path) as db:
+            return db.execute("SELECT * FROM answered_counts ORDER BY 1, 2, 3, 4, 5, 6").fetchall()
+
+    session = client.open()
+    before, logged = answered(), len(read_audit(server.config.audit_path))
+    request = pb.PaperAggregatesRequest(session_id=session, confusion=pb.ConfusionPartsRequest(threshold=0.5),
+                                        calibration=pb.CalibrationPartsRequest(
+                                            edges=pb.Values(values=np.linspace(0, 1, 6).tolist())))
+    with pytest.raises(grpc.RpcError) as error:
+        client.PaperAggregates(request)
+    assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "upload the survivor function" in error.value.details()
+    assert answered() == before
+    new = read_audit(server.config.audit_path)[logged:]
+    assert [(r["call"], r["decision"]) for r in new] == [("PaperAggregates", "FAILED_PRECONDITION"),
+                                                         ("PlacementMoments", "FAILED_PRECONDITION")]
+    # the same confusion part asked on its own is answered and recorded then
+    assert client.ConfusionParts(pb.ConfusionPartsRequest(session_id=session, threshold=0.5)).tp > 0
+    assert len(answered()) > len(before)

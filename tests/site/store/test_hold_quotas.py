@@ -10,6 +10,7 @@ time (``policy.hold_seconds_per_hour``); a hold used by its release costs nothin
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import time
 
 import grpc
@@ -43,8 +44,8 @@ def _code(call):
     return C.OK, ""
 
 
-def _three(tls_site, client_factory, tls_pki, **policy):
-    server, alice = tls_site(analysts=ANALYSTS, policy={"protocols": ["histogram"], **policy})
+def _three(tls_site, client_factory, tls_pki, site=None, protocols=("histogram",), **policy):
+    server, alice = tls_site(analysts=ANALYSTS, policy={"protocols": list(protocols), **policy}, site=site)
     bob = tls_client(client_factory, server.bound_address, tls_pki, TOKENS["bob"])
     mallory = tls_client(client_factory, server.bound_address, tls_pki, MALLORY)
     return server, alice, bob, mallory
@@ -128,3 +129,72 @@ def test_the_hold_limits_are_checked_in_the_config(make_site_config, key, value,
 
     with pytest.raises(ConfigError, match=f"policy.{key}: .*{rule}"):
         make_site_config(policy={key: value})
+
+
+def _reservations(server):
+    with sqlite3.connect(server.config.ledger_path) as db:
+        return db.execute("SELECT analyst, session_id FROM reservations ORDER BY analyst, session_id").fetchall()
+
+
+def _unused_seconds(server, analyst):
+    with sqlite3.connect(server.config.ledger_path) as db:
+        return db.execute("SELECT COALESCE(SUM(seconds), 0), COUNT(*) FROM hold_usage WHERE analyst=?",
+                          (analyst,)).fetchone()
+
+
+def test_closing_a_session_returns_its_holds_and_only_its_own(tls_site, client_factory, tls_pki):
+    """Before, a hold outlived the session it was made in: mallory held the whole budget, closed her session and
+    the victim was refused until the hold expired (60 s). Now CloseSession returns the session's holds (the time
+    each was held spent from the allowance, as a cancel), and leaves her other session's and alice's holds."""
+    server, alice, _, mallory = _three(tls_site, client_factory, tls_pki, max_held_epsilon=20.0, max_epsilon=20.0)
+    m, other, a = mallory.open(), mallory.open(), alice.open()
+    first = _hold(mallory, m, 15.0, n_bins=5)
+    _hold(mallory, m, 1.0, n_bins=8)
+    kept = _hold(mallory, other, 1.0, n_bins=10)
+    mine = _hold(alice, a, 1.0, n_bins=12)
+    code, details = _code(lambda: _release(alice, a, epsilon=5.0, n_bins=50))
+    assert code == C.RESOURCE_EXHAUSTED and "held by validations in progress" in details
+    assert [row[0] for row in _reservations(server)] == ["alice", "mallory", "mallory", "mallory"]
+    started = time.monotonic()
+    mallory.CloseSession(pb.CloseSessionRequest(session_id=m))
+    held_for = time.monotonic() - started
+    assert sorted(_reservations(server)) == sorted([("alice", a), ("mallory", other)])
+    seconds, ended = _unused_seconds(server, "mallory")
+    assert ended == 2 and 0.0 <= seconds < 2 * (held_for + 30.0)  # the time held, not the 60 s lifetimes
+    assert _release(alice, a, epsilon=5.0, n_bins=50).epsilon == 5.0  # the victim gets through at once
+    # the closed session's hold is gone: its release is refused, nothing charged
+    code, details = _code(lambda: mallory.ReleaseHistogram(pb.HistogramRequest(
+        session_id=other, epsilon=15.0, delta=1e-5, n_bins=5, reservation_id=first.reservation_id)))
+    assert code == C.FAILED_PRECONDITION and "unknown, used or expired" in details
+    for client, session, held, n_bins in ((mallory, other, kept, 10), (alice, a, mine, 12)):  # the others are used
+        out = client.ReleaseHistogram(pb.HistogramRequest(session_id=session, epsilon=1.0, delta=1e-5,
+                                                          n_bins=n_bins, reservation_id=held.reservation_id))
+        assert out.epsilon == 1.0
+    assert _reservations(server) == []
+
+
+def test_a_session_expired_after_inactivity_returns_its_holds(tls_site, client_factory, tls_pki):
+    """mallory holds the whole budget and stops calling; once her session expires (session_idle_seconds 1.5 here),
+    the next call of anyone ends it and returns its holds, well before their 60 s lifetime."""
+    server, alice, _, mallory = _three(tls_site, client_factory, tls_pki, max_held_epsilon=20.0, max_epsilon=20.0,
+                                       site={"session_idle_seconds": 1.5})
+    m = mallory.open()
+    _hold(mallory, m, 19.0, n_bins=5)
+    a = alice.open()
+    code, _ = _code(lambda: _release(alice, a, epsilon=2.0))
+    assert code == C.RESOURCE_EXHAUSTED
+    time.sleep(1.7)  # mallory's session idles out (alice's too)
+    assert _release(alice, alice.open(), epsilon=2.0).epsilon == 2.0  # her OpenSession ended mallory's
+    assert _reservations(server) == []
+    assert _unused_seconds(server, "mallory")[1] == 1
+
+
+def test_a_hold_made_with_open_session_belongs_to_that_session(tls_site, client_factory, tls_pki):
+    server, alice, _, mallory = _three(tls_site, client_factory, tls_pki, protocols=("histogram", "paper"))
+    opened = mallory.OpenSession(pb.OpenSessionRequest(
+        dataset="test", outcome="y", score=pb.ScoreSource(score_column="pred"),
+        prepare=pb.PrepareRequest(scores=pb.ReleaseRequest(epsilon=2.0, delta=1e-5))))
+    assert opened.prepared.reservation_id
+    assert _reservations(server) == [("mallory", opened.session_id)]
+    mallory.CloseSession(pb.CloseSessionRequest(session_id=opened.session_id))
+    assert _reservations(server) == []
