@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from google.protobuf.json_format import MessageToDict
 
+from dsroc.secagg.calibrations import CalibrationCache
 from dsroc.v1 import site_pb2 as pb
 from dsroc.v1.site_pb2_grpc import SiteServiceStub
 
@@ -86,6 +87,10 @@ class Federation:
         ``connect(site_config)``: the :class:`~analyst.connection.SiteTransport` to each site; by default a gRPC
         :class:`~analyst.connection.SiteConnection` to its daemon (``timeout`` and ``retries`` apply to it). The
         Flower transport (:func:`analyst.flower.flower_federation`) passes its own.
+    calibration_cache : path, optional
+        A file where the secagg protocol's calibrations (its budget split and share sigmas) are kept across
+        processes (:mod:`dsroc.secagg.calibrations`): a validation asking what one asked before skips them. Every
+        site checks the share it is proposed whatever its source. Default: kept for this federation's life only.
 
     Examples
     --------
@@ -94,7 +99,8 @@ class Federation:
     """
 
     def __init__(self, sites: Sequence[SiteConfig], *, timeout: float = 30.0, retries: int = 3,
-                 connect: Callable[[SiteConfig], SiteTransport] | None = None):
+                 connect: Callable[[SiteConfig], SiteTransport] | None = None,
+                 calibration_cache: str | Path | None = None):
         sites = list(sites)
         if not sites:
             raise ValueError("a federation needs at least one site")
@@ -106,6 +112,12 @@ class Federation:
         if isinstance(retries, bool) or int(retries) != retries or retries < 0:
             raise ValueError(f"retries must be a non-negative integer, got {retries!r}")
         self.sites = sites
+        self._calibrations = None
+        if calibration_cache is not None:
+            from site_node.store.calibrations import CalibrationFile  # the site's kind of file (the store's import)
+
+            self._calibrations = CalibrationFile(calibration_cache)
+        self._memory_calibrations = CalibrationCache() if calibration_cache is None else None
         if connect is None:
             def connect(s: SiteConfig) -> SiteTransport:
                 return SiteConnection(s, SiteServiceStub, timeout=timeout, retries=retries)
@@ -175,9 +187,11 @@ class Federation:
     def _open(self, session_type: type[ValidationSession], dataset: str, outcome: str, *, score, model, progress,
               with_sensitivity: bool, hold: pb.PrepareRequest | None, time: str | None):
         self._wait_closing()
-        return session_type(self.connections, dataset=dataset, outcome=outcome,
-                            source=score_source(score=score, model=model), progress=progress,
-                            executor=self.executor, with_sensitivity=with_sensitivity, hold=hold, time=time)
+        session = session_type(self.connections, dataset=dataset, outcome=outcome,
+                               source=score_source(score=score, model=model), progress=progress,
+                               executor=self.executor, with_sensitivity=with_sensitivity, hold=hold, time=time)
+        session.calibrations = self._memory_calibrations if self._calibrations is None else self._calibrations.cache
+        return session
 
     def close_later(self, session: ValidationSession) -> None:
         """Close ``session`` in the background (off the end of a validation); the next session waits for it,
@@ -268,6 +282,9 @@ class Federation:
                 self.close_later(s)
             except KeyboardInterrupt:
                 raise ValidationInterrupted(s) from None
+            finally:
+                if self._calibrations is not None:
+                    self._calibrations.save()
         timing["total"] = perf_counter() - started
         return result
 

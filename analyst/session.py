@@ -131,6 +131,8 @@ class ValidationSession:
                  with_sensitivity: bool = False, hold: pb.PrepareRequest | None = None, time: str | None = None):
         self.connections = list(connections)
         self.executor = executor
+        # The federation's secagg calibrations (dsroc.secagg.calibrations.CalibrationCache; None: none kept).
+        self.calibrations = None
         self.dataset, self.outcome = dataset, outcome
         self.progress = progress or _quiet
         self.session_ids: dict[str, str] = {}

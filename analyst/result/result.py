@@ -74,7 +74,7 @@ class ValidationResult:
         How the estimates were made (which AUC estimator and why, how the calibration slope's interval was
         formed, what survival's grouped times imply): in ``summary(verbose=True)`` and the JSON, not warnings.
     timing : dict of str to float
-        Seconds per step.
+        Seconds per step (``analysis_cpu``: CPU seconds of the post-processing, where the protocol measures it).
     heterogeneity : analyst.protocols.histogram.multicentre.Heterogeneity or None
         Each site's AUC and O/E from its own release and their random-effects pooling (``by_site``).
     decision_curve : dsroc.multicentre.DecisionCurve or None

@@ -50,10 +50,11 @@ def memory_and_peak_mb(pid: int) -> tuple[float, float]:
     return memory_mb(pid), peak_mb(pid)
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + sys) a process has used so far, in seconds."""
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """CPU time (user + sys) a process has used so far, in seconds; with ``children``, also its children's that it
+    waited for (a daemon's table-reader helper)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11:15 if children else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def worker_answer(script: Path, tree: Path, job: dict, harness: Path):

@@ -47,14 +47,15 @@ def site_configs(addresses, pki, token: str = TOKEN) -> list:
                        client_key=pki.client_key) for k, a in enumerate(addresses)]
 
 
-def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str, data_dir: Path | None = None) -> list[Path]:
+def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str, data_dir: Path | None = None,
+                protocols=("histogram", "paper")) -> list[Path]:
     """One folder per site: its config (TLS, generous budget, one dataset per n) and Parquet files (written
     under ``data_dir`` once and shared, or under each site's folder)."""
     from site_node.testing import write_site_config
 
     data_dir = Path(data_dir) if data_dir is not None else root / "data"
     write_data(data_dir, k_sites, sizes)
-    policy = {"protocols": ["histogram", "paper"], "sensitivity": "value", "sensitivity_value": 0.1,
+    policy = {"protocols": list(protocols), "sensitivity": "value", "sensitivity_value": 0.1,
               "budget_epsilon": 1000.0, "budget_delta": 0.5, "max_survivor_scores": 20_000_000}
     return [write_site_config(root / f"site{k}", site={"state_dir": "state"}, tls=pki, policy=policy,
                               analysts={"bench": {"token_sha256": token_hash, "datasets": ["*"]}},
@@ -63,14 +64,15 @@ def write_sites(root: Path, k_sites: int, sizes, pki, token_hash: str, data_dir:
             for k in range(k_sites)]
 
 
-def write_dev_sites(root: Path, k_sites: int, sizes, *, token: str = TOKEN, data_dir: Path | None = None):
+def write_dev_sites(root: Path, k_sites: int, sizes, *, token: str = TOKEN, data_dir: Path | None = None,
+                    protocols=("histogram", "paper")):
     """A development PKI under ``root/pki`` and :func:`write_sites`' configs whose analyst holds ``token``;
     returns the PKI and the configs' paths."""
     from site_node.interceptors.auth import hash_token
     from site_node.security.pki import generate_dev_pki
 
     pki = generate_dev_pki(root / "pki")
-    return pki, write_sites(root, k_sites, sizes, pki, hash_token(token), data_dir)
+    return pki, write_sites(root, k_sites, sizes, pki, hash_token(token), data_dir, protocols)
 
 
 def start_daemons(configs, *, tree: Path = ROOT, wait_ready: bool = False, ready_timeout: float = 900.0):

@@ -155,31 +155,55 @@ def logistic_classes(z, base, share, du) -> tuple[np.ndarray, np.ndarray]:
     share = np.clip(np.broadcast_to(share, shape), 1e-6, 1 - 1e-6).reshape(-1)
     du = np.broadcast_to(du, shape).reshape(-1)
     a, b = np.log(share / (1 - share)), np.zeros(share.shape)
-    rows, bins = np.arange(share.size), np.arange(share.size) % zs.shape[0]
+    n, t = share.size, SUBPOINT_POSITIONS
+    rows, zb = np.arange(n), zs[np.arange(n) % zs.shape[0]]  # each row's bin's covariate
+    # every step's arrays in buffers made once (the same operations as fresh arrays, in the same order)
+    buffers = np.empty((9,) + zb.shape)
     for _ in range(_NEWTON):
-        wr, zr, sr = w[rows], zs[bins[rows]], share[rows]
-        p = 1.0 / (1.0 + np.exp(-(a[rows, None] + b[rows, None] * zr)))
-        wp, wq = wr * p, wr * (1 - p)
-        q = wp * (1 - p)
-        qz = q * zr
+        k = rows.size
+        p, one_p, wp, wq, q, qz, tmp, wr, zr = (x[:k] for x in buffers)
+        if k == n:  # no copies of the rows while none has stopped
+            wr, zr, sr, dr, ar, br = w, zb, share, du, a, b
+        else:
+            np.take(w, rows, axis=0, out=wr)
+            np.take(zb, rows, axis=0, out=zr)
+            sr, dr, ar, br = share[rows], du[rows], a[rows], b[rows]
+        np.multiply(br[:, None], zr, out=p)  # p = 1 / (1 + exp(-(a + b z)))
+        np.add(ar[:, None], p, out=p)
+        np.negative(p, out=p)
+        np.exp(p, out=p)
+        np.add(1.0, p, out=p)
+        np.divide(1.0, p, out=p)
+        np.subtract(1, p, out=one_p)
+        np.multiply(wr, p, out=wp)
+        np.multiply(wr, one_p, out=wq)
+        np.multiply(wp, one_p, out=q)
+        np.multiply(q, zr, out=qz)
         s = wp.sum(-1)
-        m1, m0 = (wp * SUBPOINT_POSITIONS).sum(-1) / s, (wq * SUBPOINT_POSITIONS).sum(-1) / (1 - s)
+        m1 = np.multiply(wp, t, out=tmp).sum(-1) / s
+        m0 = np.multiply(wq, t, out=tmp).sum(-1) / (1 - s)
         sa, sb = q.sum(-1), qz.sum(-1)
-        qt, qzt = (q * SUBPOINT_POSITIONS).sum(-1), (qz * SUBPOINT_POSITIONS).sum(-1)
+        qt, qzt = np.multiply(q, t, out=tmp).sum(-1), np.multiply(qz, t, out=tmp).sum(-1)
         da_ = (qt - m1 * sa) / s + (qt - m0 * sa) / (1 - s)
         db_ = (qzt - m1 * sb) / s + (qzt - m0 * sb) / (1 - s)
-        r1, r2 = sr - s, du[rows] - (m1 - m0)
+        r1, r2 = sr - s, dr - (m1 - m0)
         det = sa * db_ - sb * da_
         ok = np.abs(det) > 1e-14
         det = np.where(ok, det, 1.0)
         step_a = np.where(ok, np.clip((db_ * r1 - sb * r2) / det, -2, 2), 0.0)
         step_b = np.where(ok, np.clip((-da_ * r1 + sa * r2) / det, -2, 2), 0.0)
-        a[rows], b[rows] = a[rows] + step_a, np.clip(b[rows] + step_b, -30.0, 30.0)
+        a[rows], b[rows] = ar + step_a, np.clip(br + step_b, -30.0, 30.0)
         rows = rows[np.maximum(np.abs(step_a), np.abs(step_b)) >= 1e-10]
         if rows.size == 0:
             break
-    p = 1.0 / (1.0 + np.exp(-(a[:, None] + b[:, None] * zs[bins])))
-    f1, f0 = w * p, w * (1 - p)
+    p = buffers[0]
+    np.multiply(b[:, None], zb, out=p)
+    np.add(a[:, None], p, out=p)
+    np.negative(p, out=p)
+    np.exp(p, out=p)
+    np.add(1.0, p, out=p)
+    np.divide(1.0, p, out=p)
+    f1, f0 = w * p, w * np.subtract(1, p, out=buffers[1])
     full = shape + zs.shape[-1:]
     return (f0 / f0.sum(-1, keepdims=True)).reshape(full), (f1 / f1.sum(-1, keepdims=True)).reshape(full)
 

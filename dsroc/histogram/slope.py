@@ -168,7 +168,7 @@ def _tilted(base, mean):
 
     def moments(rows, lam):
         """Mean offset and its derivative in ``lam`` (the offsets' variance) of the tilted shapes of ``rows``."""
-        w = b[rows] * np.exp(lam[:, None] * t)
+        w = (b if rows.size == target.size else b[rows]) * np.exp(lam[:, None] * t)  # no copy of every row
         w /= w.sum(-1, keepdims=True)
         mu = (w * SUBPOINT_POSITIONS).sum(-1)
         return mu, (w * (SUBPOINT_POSITIONS - mu[:, None]) ** 2).sum(-1)

@@ -9,6 +9,7 @@ from typing import Iterable
 from .events import (ApproximateDp, DiscreteGaussian, DiscreteGaussianSum, DiscreteLaplace, Event, Gaussian, Laplace,
                      PureEpsilon, RandomizedResponse, decode_event, encode_event, positive)
 from .gaussian import gdp_delta, gdp_epsilon
+from .pld_kernels import install as install_pld_kernels
 from .pure import grid_steps, pure_delta, pure_delta_floor, pure_epsilon, top_loss_log_probability
 
 __all__ = ["Gaussian", "DiscreteGaussian", "DiscreteGaussianSum", "DiscreteLaplace", "Laplace", "RandomizedResponse",
@@ -56,6 +57,7 @@ def _pure_epsilon(event) -> tuple[float, float] | None:
 
 @lru_cache(maxsize=512)
 def _event_pld(event, interval: float):
+    install_pld_kernels()  # the accountant composes what it builds: by the exact numpy helpers
     return event.pld(interval)
 
 
@@ -63,6 +65,7 @@ def _event_pld(event, interval: float):
 def _gaussian_pld(mu: float, interval: float):
     from dp_accounting.pld import privacy_loss_distribution as pld
 
+    install_pld_kernels()
     return pld.from_gaussian_mechanism(1.0 / mu, value_discretization_interval=interval)
 
 

@@ -81,9 +81,13 @@ def summed_noise_variance(sigma: float, count: int) -> float:
     return float(np.sum(np.exp(log_p) * x**2))
 
 
+@lru_cache(maxsize=1)
 def _privacy_loss_class():
-    """``dp-accounting``'s discrete Gaussian privacy loss, generalised to a tabulated symmetric log-concave pmf."""
+    """``dp-accounting``'s discrete Gaussian privacy loss, generalised to a tabulated symmetric log-concave pmf (its
+    connect-the-dots deltas by one vectorised inverse, :func:`dsroc.privacy.pld_kernels.vector_inverse`)."""
     from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    from .pld_kernels import vector_inverse
 
     class TabulatedPrivacyLoss(plm.DiscreteGaussianPrivacyLoss):
         """Additive integer noise of a tabulated pmf (symmetric, log-concave: the loss falls as x grows).
@@ -128,11 +132,23 @@ def _privacy_loss_class():
             above = int(np.searchsorted(-self._losses, -privacy_loss, side="right"))
             return -self._truncation_bound + above - 1
 
+        def _losses_of(self, x: np.ndarray) -> np.ndarray:
+            # the loss above at an array of integer points at once: the same values
+            bound, s = self._truncation_bound, self.sensitivity
+            inside = self._losses[np.clip(x + bound, 0, self._losses.size - 1)]
+            return np.where(x > bound - s, -np.inf, np.where(x < -bound, np.inf, inside))
+
+        def _inverse_losses(self, losses: np.ndarray) -> np.ndarray:
+            # the inverse above for an array of losses at once: the same integers
+            above = np.searchsorted(-self._losses, -losses, side="right")
+            return np.where(losses == -np.inf, self._truncation_bound - self.sensitivity,
+                            -self._truncation_bound + above - 1).astype(np.int64)
+
         def standard_deviation(self) -> float:
             x = np.arange(-self._truncation_bound, self._truncation_bound + 1, dtype=np.float64)
             return math.sqrt(float(np.sum(self._pmf_array[1:] * x**2)))
 
-    return TabulatedPrivacyLoss
+    return vector_inverse(TabulatedPrivacyLoss)
 
 
 def summed_noise_pld(sigma: float, count: int, sensitivity: int, interval: float):
@@ -145,9 +161,8 @@ def summed_noise_pld(sigma: float, count: int, sensitivity: int, interval: float
     """
     from dp_accounting.pld import privacy_loss_distribution as pld
 
+    from .pld_kernels import connect_dots_pmf
+
     lo, log_p = summed_noise_log_pmf(sigma, count)
     loss = _privacy_loss_class()(lo, log_p, int(sensitivity))
-    # a private helper of dp-accounting 0.6: the one that builds the discrete Gaussian's PLD
-    pmf = pld._create_pld_pmf_from_monotone_privacy_loss(
-        loss, pessimistic_estimate=True, value_discretization_interval=interval, use_connect_dots=True)
-    return pld.PrivacyLossDistribution(pmf)
+    return pld.PrivacyLossDistribution(connect_dots_pmf(loss, interval))

@@ -52,13 +52,12 @@ class DiscreteGaussian:
             raise ValueError(f"sensitivity must be a positive integer, got {self.sensitivity!r}")
 
     def pld(self, interval: float):
-        from dp_accounting.pld import privacy_loss_distribution as pld
+        from .pld_kernels import discrete_gaussian_pld
 
         # The PLD is built on +-(40 sigma + 2): the mass outside is below exp(-800); it can move delta by
         # at most (1 + e^eps) times that, below exp(-100) for every epsilon a check uses (<= 700).
         bound = int(math.ceil(40.0 * self.sigma)) + 2
-        return pld.from_discrete_gaussian_mechanism(self.sigma, sensitivity=self.sensitivity, truncation_bound=bound,
-                                                    value_discretization_interval=interval, use_connect_dots=True)
+        return discrete_gaussian_pld(self.sigma, self.sensitivity, bound, interval)
 
 
 @dataclass(frozen=True)

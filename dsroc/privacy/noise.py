@@ -6,8 +6,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import logsumexp
 
 from .request import check_privacy_request
 
@@ -43,6 +41,8 @@ def _log_pmf(sigma: float, extra: int = 0) -> tuple[np.ndarray, np.ndarray]:
     bound = int(math.ceil(_TAIL_SIGMAS * sigma)) + 40 + extra
     x = np.arange(-bound, bound + 1)
     log_w = -0.5 * (x / sigma) ** 2
+    from scipy.special import logsumexp
+
     return x, log_w - logsumexp(log_w)
 
 
@@ -65,6 +65,8 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, *, sensitivity: int = 
     lower = x > threshold + sensitivity / 2.0
     if not upper.any():
         return 0.0
+    from scipy.special import logsumexp
+
     log_a = logsumexp(log_p[upper])
     log_b = epsilon + logsumexp(log_p[lower]) if lower.any() else -math.inf
     if log_b >= log_a:
@@ -119,6 +121,7 @@ def _joint_sigma(epsilon: float, delta: float, parts: tuple, interval: float | N
 
     interval = discretization_for(epsilon) if interval is None else float(interval)
 
+    @lru_cache(maxsize=None)  # the search's last point is checked again: once is enough
     def excess(log_t: float) -> float:
         t = math.exp(log_t)
         accountant = Accountant([DiscreteGaussian(sigma=r * k * t, sensitivity=k) for k, r in parts],
@@ -157,8 +160,11 @@ def _secant(f, a: float, *, tol: float = 1e-7, steps: int = 30) -> float:
 
 def calibrate_scale(events, epsilon: float, delta: float, start: float, interval: float) -> float:
     """Smallest sigma with ``Accountant(events(sigma))`` (epsilon, delta)-DP (delta decreases with sigma)."""
+    from scipy.optimize import brentq
+
     from .accounting import Accountant
 
+    @lru_cache(maxsize=None)  # brentq's answer and the bracket's end are checked again: once is enough
     def excess(log_sigma: float) -> float:
         accountant = Accountant(events(math.exp(log_sigma)), value_discretization_interval=interval)
         return math.log(max(accountant.delta(epsilon), 1e-300)) - math.log(delta)
@@ -192,6 +198,8 @@ def calibrate_scale(events, epsilon: float, delta: float, start: float, interval
 
 def _exact_sigma(epsilon: float, delta: float, sensitivity: int) -> float:
     """The smallest sigma of the exact curve (Thm 7); delta decreases with sigma."""
+    from scipy.optimize import brentq
+
     def gap(log_sigma: float) -> float:
         return math.log(max(discrete_gaussian_delta(math.exp(log_sigma), epsilon, sensitivity=sensitivity),
                             1e-300)) - math.log(delta)

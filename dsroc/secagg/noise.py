@@ -54,9 +54,9 @@ def share_sigma(epsilon: float, delta: float, honest: int, *, interval: float | 
     interval = discretization_for(epsilon) if interval is None else float(interval)
     parts = _check_parts(parts)
     # a hint far above the answer (small shares, whose sum is no longer near a Gaussian) fails the first check
-    if hint is not None and \
-            not shares_meet(hint * (1 - _HINT_TOLERANCE), epsilon, delta, honest, interval=interval, parts=parts) and \
-            shares_meet(hint, epsilon, delta, honest, interval=interval, parts=parts):
+    # (the hint first: one evaluation settles a hint too small, the usual miss)
+    if hint is not None and shares_meet(hint, epsilon, delta, honest, interval=interval, parts=parts) and \
+            not shares_meet(hint * (1 - _HINT_TOLERANCE), epsilon, delta, honest, interval=interval, parts=parts):
         return float(hint)
     # the sum of the shares is within a hair of a discrete Gaussian, itself of the continuous one: the analytic
     # Gaussian's sigma split over the shares (in noise units a patient moves the parts by sqrt(sum 1 / ratio^2))

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import logging
 import threading
-from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..config import DatasetConfig
 from ..errors import InvalidArgument, NotFound
-
-if TYPE_CHECKING:  # pandas is imported when a table is read, not at daemon start-up
-    import pandas as pd
+from .tables import FileTable, SqlTable, Table, TableSource, column_dtype, open_table, read_error, read_table
 
 __all__ = [
     "TableSource",
@@ -35,144 +31,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("dsroc.site")
-
-
-class TableSource(ABC):
-    """Where a dataset's rows come from."""
-
-    def __init__(self, config: DatasetConfig):
-        self.config = config
-
-    @abstractmethod
-    def load(self) -> pd.DataFrame:
-        """Read the whole table."""
-
-
-class FileTable(TableSource):
-    """A CSV or Parquet file. A CSV whose header holds no comma but semicolons (as spreadsheets write it where the
-    decimal separator is a comma) is read with ``;`` as the separator, and with ``,`` as the decimal mark when its
-    numbers are written so."""
-
-    def load(self) -> pd.DataFrame:
-        import pandas as pd
-
-        path = self.config.path
-        if self.config.format != "csv":
-            return pd.read_parquet(path)
-        frame = pd.read_csv(path)
-        header = str(frame.columns[0]) if frame.shape[1] == 1 else ""
-        if ";" not in header:
-            return frame
-        frame = pd.read_csv(path, sep=";")
-        text = frame.select_dtypes(include="object")
-        if text.shape[1] and text.apply(lambda c: c.astype(str).str.fullmatch(r"-?\d+,\d*").any()).any():
-            frame = pd.read_csv(path, sep=";", decimal=",")
-        log.info("dataset file %s: read with ';' as the column separator (its header has no comma)", path)
-        return frame
-
-
-def read_error(config: DatasetConfig, exc: BaseException) -> str:
-    """Why a dataset could not be read, in one line for its administrator (the file, the driver's message)."""
-    if isinstance(exc, FileNotFoundError):
-        return f"data file not found: {config.path} (datasets.{config.name}.path)"
-    if isinstance(exc, PermissionError):
-        return f"data file not readable by this user: {config.path}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-class SqlTable(TableSource):
-    """A table or a query through an SQLAlchemy URL (an SQLite file, PostgreSQL, ...)."""
-
-    def load(self) -> pd.DataFrame:
-        import pandas as pd
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(self.config.url)
-        try:
-            with engine.connect() as conn:
-                if self.config.table is not None:
-                    return pd.read_sql_table(self.config.table, conn)
-                return pd.read_sql_query(sa.text(self.config.query), conn)
-        finally:
-            engine.dispose()
-
-
-def open_table(config: DatasetConfig) -> TableSource:
-    """The table source for a dataset config."""
-    return SqlTable(config) if config.format == "sql" else FileTable(config)
-
-
-def column_dtype(series: pd.Series) -> str:
-    """A short, portable dtype name for Describe."""
-    kind = series.dtype.kind
-    return {"f": "float", "i": "int", "u": "int", "b": "bool", "M": "datetime"}.get(kind, "string")
-
-
-@dataclass(frozen=True, eq=False)  # compared by identity: its columns are arrays
-class Table:
-    """A dataset as the site keeps it: no DataFrame, only what the site reads.
-
-    ``kinds`` names every column (in the table's order) with its dtype name for Describe; ``values``
-    holds, as read-only numpy arrays, the numeric columns a request may read (outcomes, scores, strata and
-    model columns: every column when the config lists no model columns; missing values as NaN);
-    ``missing`` names those of the readable columns, numeric or not, with missing values.
-    """
-
-    n_rows: int
-    kinds: dict[str, str]
-    values: dict[str, np.ndarray]
-    missing: frozenset[str] = frozenset()
-
-    @classmethod
-    def from_frame(cls, frame: pd.DataFrame, config: DatasetConfig) -> "Table":
-        """The columns of ``frame`` the dataset ``config`` lets the site read (numpy columns are not copied)."""
-        readable = set(config.outcomes) | set(config.scores) | set(config.strata_columns) | set(config.time_columns)
-        readable |= set(config.model_columns) if config.model_columns is not None else {str(c) for c in frame.columns}
-        kinds, values, missing = {}, {}, set()
-        for column in frame.columns:
-            series = frame[column]
-            name = str(column)
-            kinds[name] = column_dtype(series)
-            if name not in readable:
-                continue
-            has_missing = bool(series.isna().any())
-            if has_missing:
-                missing.add(name)
-            if series.dtype.kind in "iufb":
-                array = (series.to_numpy(dtype=np.float64, na_value=np.nan) if has_missing
-                         else series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", series.dtype)))
-                values[name] = _compact(np.ascontiguousarray(array))
-                values[name].flags.writeable = False
-        return cls(len(frame), kinds, values, frozenset(missing))
-
-    @property
-    def columns(self) -> list[str]:
-        """Every column's name."""
-        return list(self.kinds)
-
-    def __len__(self) -> int:
-        return self.n_rows
-
-    @property
-    def nbytes(self) -> int:
-        """Memory held by the column values."""
-        return sum(v.nbytes for v in self.values.values())
-
-
-def _compact(values: np.ndarray) -> np.ndarray:
-    """Integers in the smallest integer type that holds them all (a CSV's 0/1 outcome: int8, not int64)."""
-    if values.dtype.kind not in "iu" or values.size == 0:
-        return values
-    lo, hi = values.min(), values.max()
-    for dtype in (np.int8, np.int16, np.int32):
-        if np.iinfo(dtype).min <= lo and hi <= np.iinfo(dtype).max:
-            return values.astype(dtype)
-    return values
-
-
-def read_table(config: DatasetConfig) -> Table:
-    """Read a dataset in this process (pandas; SQLAlchemy for SQL)."""
-    return Table.from_frame(open_table(config).load(), config)
 
 
 class DatasetStore:

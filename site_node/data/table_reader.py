@@ -22,8 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..config import DatasetConfig
-from .datasets import Table, read_table
+from ..config.site_config import DatasetConfig
+from .tables import Table, read_table
 
 __all__ = ["read_table_in_helper", "read_tables_in_helper", "main"]
 

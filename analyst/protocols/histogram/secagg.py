@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from dsroc.histogram.estimates import DEFAULT_ESTIMATOR
-from dsroc.histogram.stages import policy_candidates, second_stage_grid, two_stage_plan
+from dsroc.histogram.stages import policy_candidates, second_stage_grid
+from dsroc.secagg.calibrations import cached_two_stage_plan
 from dsroc.histogram.validation import histogram_validation
 from dsroc.privacy.distributed import summed_noise_variance
 
@@ -186,7 +187,7 @@ class SecAggProtocol(Protocol):
                                    colluders=t, score_sums=o.score_sums, dropouts=o.dropouts)
         budgets = s.budget(delta=request.delta)
         timing["release"] = time.perf_counter() - clock
-        clock = time.perf_counter()
+        clock, cpu = time.perf_counter(), time.thread_time()
         sums = {} if total.sums0 is None else dict(sums0=total.sums0, sums1=total.sums1, sums_sigma=total.sums_sd)
         if sums and first is not None:  # the first round, summed over the classes, as the histogram protocol's
             sums.update(grid_edges=first.edges, grid_counts=first.counts0 + first.counts1,
@@ -201,7 +202,7 @@ class SecAggProtocol(Protocol):
         result = summed_result(request.common(s, self), v, privacy, a0=o.a0, with_sums=bool(sums), timing=timing,
                                detail=SecAggDetail(v, total, int(total.edges.size - 1), o.spacing, first),
                                notes=(PER_SITE,))
-        timing["analysis"] = time.perf_counter() - clock
+        timing["analysis"], timing["analysis_cpu"] = time.perf_counter() - clock, time.thread_time() - cpu  # wall, CPU
         return result
 
     @staticmethod
@@ -210,7 +211,7 @@ class SecAggProtocol(Protocol):
         classes' balanced mixture (as many as :func:`dsroc.histogram.stages.second_stage_grid` gives for its
         estimated class sizes and the second round's summed noise unless ``o.n_bins``), then the second round with
         the score sums; both at :func:`dsroc.histogram.stages.two_stage_plan`'s split. Returns both rounds' sums."""
-        stages = two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums)
+        stages = cached_two_stage_plan(request.epsilon, request.delta, score_sums=o.score_sums, cache=s.calibrations)
         second_round = dict(epsilon=stages.epsilon2, delta=stages.delta2, score_sums=o.score_sums,
                             summed_sigma=stages.sigma2)
         # the first round holds the second's budget too: no site is charged the first and then refuses the second

@@ -20,7 +20,8 @@ import numpy as np
 from dsroc.histogram.stages import SUMS_RESOLUTION, release_parts
 from dsroc.privacy.distributed import summed_noise_variance
 from dsroc.secagg import (check_plausible, honest_shares, masked_digest, remove_pair_masks, round_transcript,
-                          seed_commitment, share_sigma, unmask_sum)
+                          seed_commitment, unmask_sum)
+from dsroc.secagg.calibrations import cached_share_sigma
 from dsroc.v1 import site_pb2 as pb
 
 from analyst.connection import SiteError, fan_out_partial
@@ -158,8 +159,9 @@ def _share_sigma(session, epsilon: float, delta: float, colluders: int, score_su
     """The share every site adds, calibrated once here (each site checks it by one accountant evaluation), for the
     honest shares of the fewest survivors."""
     honest = honest_shares(len(session.sites) - int(dropouts), int(colluders))
-    return share_sigma(float(epsilon), float(delta), honest, parts=tuple(release_parts(score_sums=bool(score_sums))),
-                       hint=None if summed_sigma is None else float(summed_sigma) / honest**0.5)
+    return cached_share_sigma(float(epsilon), float(delta), honest, parts=tuple(release_parts(score_sums=bool(score_sums))),
+                              hint=None if summed_sigma is None else float(summed_sigma) / honest**0.5,
+                              cache=session.calibrations)
 
 
 def next_round(session, *, epsilon: float, delta: float, colluders: int, score_sums: bool = False,

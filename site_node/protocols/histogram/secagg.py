@@ -31,12 +31,13 @@ from dsroc.histogram.stages import SUMS_RATIO, SUMS_RESOLUTION, release_parts
 from dsroc.privacy.accounting import DiscreteGaussianSum
 from dsroc.privacy.noise import sample_discrete_gaussian
 from dsroc.secagg import (advertisement_message, honest_shares, mask_vector, masked_digest, pair_seed, receipt_message,
-                          request_digest, round_transcript, seed_commitment, share_sigma, shares_meet,
-                          survivors_message)
+                          request_digest, round_transcript, seed_commitment, survivors_message)
+from dsroc.secagg.calibrations import cached_share_sigma, cached_shares_meet
 from dsroc.survival.release import encode_survival_release
 
 from ...errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from ...rules.guard import analyst_input, check_release_parameters, require_privacy_level
+from ...store.calibrations import CALIBRATIONS_FILE, CalibrationFile
 from ...store.ledger import ReleaseKey
 from ..base import SiteProtocol
 from .release import MAX_SIGMA, HistogramPlan, check_noise_size, draw_histogram, histogram_grid
@@ -65,6 +66,7 @@ class SecAggProtocol(SiteProtocol):
     def __init__(self, site):
         super().__init__(site)
         self._rounds = RoundStore()
+        self._calibrations = CalibrationFile(site.config.state_dir / CALIBRATIONS_FILE)
 
     # ------------------------------------------------------------------ step 1: advertise
     def advertise(self, session, *, round_id: bytes, epsilon: float, delta: float, n_bins: int, spacing: str,
@@ -113,8 +115,7 @@ class SecAggProtocol(SiteProtocol):
             # sized on the request's own grid (not the ledger's), so every site computes the same share
             score_sums, honest = bool(score_sums), honest_shares(floor, int(colluders))
             parts = tuple(release_parts(score_sums=score_sums))
-            sigma = self._share(session.analyst, epsilon, delta, honest, parts) if not proposed_sigma else \
-                self._check_proposed(float(proposed_sigma), epsilon, delta, honest, parts)
+            sigma = self._share(session.analyst, float(proposed_sigma), epsilon, delta, honest, parts)
         sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
         following, follow_up = self._next_round(session.analyst, next_round, honest, floor)
         plan = HistogramPlan(edges, edges.size - 1, grid, (), epsilon, delta, sigma, 0.0, score_sums, sums_sigma)
@@ -188,26 +189,29 @@ class SecAggProtocol(SiteProtocol):
         with analyst_input(where):
             check_noise_size(epsilon, delta)
             score_sums, parts = bool(score_sums), tuple(release_parts(score_sums=bool(score_sums)))
-            sigma = self._share(analyst, epsilon, delta, honest, parts) if not proposed else \
-                self._check_proposed(float(proposed), epsilon, delta, honest, parts)
+            sigma = self._share(analyst, float(proposed), epsilon, delta, honest, parts)
         sums_sigma = SUMS_RATIO * SUMS_RESOLUTION * sigma if score_sums else 0.0
         following = {"epsilon": epsilon, "delta": delta, "share_sigma": sigma, "score_sums": score_sums}
         return following, self._charged_events(n_sites, sigma, sums_sigma)
 
-    def _share(self, analyst: str, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
-        """The share calibrated for the round (:func:`dsroc.secagg.share_sigma`): made once and kept, a new one
-        within the analyst's CPU allowance (:mod:`site_node.rules.calibrations`; ResourceExhausted beyond)."""
-        return self.site.calibrations.get(analyst, ("secagg share", epsilon, delta, honest, parts),
-                                          lambda: share_sigma(epsilon, delta, honest, parts=parts), what="secagg share")
-
-    @staticmethod
-    def _check_proposed(sigma: float, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
-        if not (math.isfinite(sigma) and 0.0 < sigma <= MAX_SIGMA):
-            raise InvalidArgument(f"share_sigma must be a positive number of at most {MAX_SIGMA:g}, got {sigma!r}")
-        if not shares_meet(sigma, epsilon, delta, honest, parts=parts):
-            raise InvalidArgument(f"share_sigma {sigma!r} is too small: {honest} honest shares of it do not make the "
-                                  f"release ({epsilon}, {delta})-DP (propose 0 and each site calibrates its share)")
-        return sigma
+    def _share(self, analyst: str, proposed: float, epsilon: float, delta: float, honest: int, parts: tuple) -> float:
+        """The round's share: the analyst's ``proposed`` sigma once checked by one accountant evaluation, or (0) this
+        site's own calibration, a new one within the analyst's CPU allowance (:mod:`site_node.rules.calibrations`;
+        ResourceExhausted beyond); both from this site's calibration cache when it computed them before."""
+        cache = self._calibrations.cache
+        try:
+            if not proposed:
+                return self.site.calibrations.get(
+                    analyst, ("secagg share", epsilon, delta, honest, parts),
+                    lambda: cached_share_sigma(epsilon, delta, honest, parts=parts, cache=cache), what="secagg share")
+            if not (math.isfinite(proposed) and 0.0 < proposed <= MAX_SIGMA):
+                raise InvalidArgument(f"share_sigma must be a positive number of at most {MAX_SIGMA:g}, got {proposed!r}")
+            if not cached_shares_meet(proposed, epsilon, delta, honest, parts=parts, cache=cache):
+                raise InvalidArgument(f"share_sigma {proposed!r} is too small: {honest} honest shares of it do not make "
+                                      f"the release ({epsilon}, {delta})-DP (propose 0 and each site calibrates its share)")
+            return proposed
+        finally:
+            self._calibrations.save()
 
     # ------------------------------------------------------------------ step 2: masked release
     def mask(self, session, *, round_id: bytes, advertisements, follow_up: str = "") -> MaskedRelease:

@@ -4,6 +4,8 @@ never loads pandas, pyarrow or scipy to start or to read its data."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import subprocess
 from pathlib import Path
 
@@ -189,3 +191,83 @@ def test_the_daemon_serves_and_reads_its_data_without_pandas(tmp_path):
                          metadata=md, timeout=60)
         channel.close()
         assert not _mapped_libraries(daemon.pid) & never
+
+
+def _plain_frames():
+    """Parquet files of plain columns (read by pyarrow alone) as pandas writes them or as arrow does."""
+    import pyarrow as pa
+
+    frame = _frame()
+    yield "pandas frame", frame, {}
+    yield "float32 with NaN, uint16", pd.DataFrame({"pred": np.array([0.1, np.nan, 0.7], dtype=np.float32),
+                                                   "y": np.array([0, 1, 1], dtype=np.uint16)}), {}
+    yield "row groups", frame, {"row_group_size": 7}
+    yield "no rows", frame.drop(columns="ward").iloc[:0], {}  # (an empty string column: pandas type "empty")
+    yield "arrow, float nulls, no pandas metadata", pa.table({
+        "pred": pa.array([0.2, None, 0.9, 0.4], type=pa.float64()), "y": pa.array([1, 0, 0, 1], type=pa.int8()),
+        "f": pa.array([None, 1.5, None, 2.0], type=pa.float32()), "s": pa.array(["a", None, "b", "c"]),
+        "b": pa.array([True, False, True, True])}), {"row_group_size": 3}
+
+
+@pytest.mark.parametrize("case", list(range(5)))
+def test_a_plain_parquet_file_is_read_by_pyarrow_alone_as_pandas_reads_it(tmp_path, case):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from site_node.data.tables import Table, read_parquet_plain
+
+    name, data, options = list(_plain_frames())[case]
+    path = tmp_path / "plain.parquet"
+    pq.write_table(data if isinstance(data, pa.Table) else pa.Table.from_pandas(data), path, **options)
+    config = DatasetConfig(name="cohort", format="parquet", path=path, outcomes=("y",), scores=("pred",))
+    mine, theirs = read_parquet_plain(config), Table.from_frame(pd.read_parquet(path), config)
+    assert mine is not None, name
+    assert (mine.n_rows, mine.kinds, mine.missing) == (theirs.n_rows, theirs.kinds, theirs.missing)
+    assert mine.values.keys() == theirs.values.keys()
+    for column, values in theirs.values.items():
+        assert mine.values[column].dtype == values.dtype and not mine.values[column].flags.writeable
+        np.testing.assert_array_equal(mine.values[column], values)  # NaN where pandas has NaN
+    assert mine.n_rows == len(pd.read_parquet(path))
+
+
+def test_a_parquet_file_pandas_restores_types_of_is_left_to_pandas(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from site_node.data.tables import read_parquet_plain
+
+    n = 6
+    frames = {
+        "nullable integers": pd.DataFrame({"pred": np.linspace(0, 1, n), "y": pd.array([0, 1, None, 1, 0, 1],
+                                                                                        dtype="Int64")}),
+        "a category": pd.DataFrame({"pred": np.linspace(0, 1, n), "y": [0, 1] * 3,
+                                    "ward": pd.Categorical(["a", "b"] * 3)}),
+        "dates": pd.DataFrame({"pred": np.linspace(0, 1, n), "y": [0, 1] * 3,
+                               "when": pd.date_range("2020-01-01", periods=n)}),
+        "an index kept as a column": pd.DataFrame({"pred": np.linspace(0, 1, n), "y": [0, 1] * 3},
+                                                  index=[f"p{i}" for i in range(n)]),
+    }
+    for name, frame in frames.items():
+        path = tmp_path / f"{name}.parquet"
+        frame.to_parquet(path)
+        config = DatasetConfig(name="cohort", format="parquet", path=path, outcomes=("y",), scores=("pred",))
+        assert read_parquet_plain(config) is None, name
+        assert read_table(config).n_rows == n  # pandas reads it
+    path = tmp_path / "int nulls.parquet"
+    pq.write_table(pa.table({"pred": [0.1, 0.2], "y": pa.array([1, None], type=pa.int64())}), path)
+    config = DatasetConfig(name="cohort", format="parquet", path=path, outcomes=("y",), scores=("pred",))
+    assert read_parquet_plain(config) is None
+    assert read_table(config).kinds["y"] == "float"  # pandas' float column with NaN
+
+
+def test_the_helper_reads_a_plain_parquet_file_without_pandas(tmp_path):
+    path = tmp_path / "cohort.parquet"
+    _frame().to_parquet(path)
+    code = ("import sys\nfrom pathlib import Path\nfrom site_node.config.site_config import DatasetConfig\n"
+            "from site_node.data.tables import read_table\n"
+            f"t = read_table(DatasetConfig(name='c', format='parquet', path=Path({str(path)!r}), outcomes=('y',), "
+            "scores=('pred',)))\n"
+            "print(t.n_rows, sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'grpc', 'cryptography')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    assert out.stdout.split(maxsplit=1) == ["50", "[]\n"]

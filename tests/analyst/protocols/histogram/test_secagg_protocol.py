@@ -239,3 +239,42 @@ def test_at_a_low_prevalence_the_secagg_grid_gives_the_positives_half_of_the_bin
     h1 = np.bincount(np.minimum(np.searchsorted(edges, s, side="right") - 1, b - 1)[y == 1], minlength=b)
     np.testing.assert_array_equal(d.round.counts1, h1)
     assert h1.max() < y.sum() / 3
+
+
+def test_a_calibration_cache_file_serves_the_next_process_and_the_sites_still_check(exact_sites, pki, helpers,
+                                                                                     tmp_path):
+    """With ``calibration_cache`` the analyst stores the budget split and both rounds' share sigmas; a federation
+    opened on the same file (another process's) reads them and adds nothing, proposes the same shares, and every
+    site checks them (a share sigma edited into the file, its hash made to match, is refused by the sites)."""
+    from dsroc.histogram.stages import release_parts, two_stage_plan
+    from dsroc.secagg import share_sigma
+    from dsroc.secagg.calibrations import CalibrationCache, _digest, calibration_key
+
+    path = tmp_path / "calibrations.json"
+    frames, addresses, _ = exact_sites
+    with helpers.federation(addresses, pki, calibration_cache=path) as fed:
+        first = fed.validate("test", "y", score="pred", epsilon=900.0, delta=0.01, protocol="secagg")
+    stored = path.read_bytes()
+    cache = CalibrationCache.loads(stored)
+    plan = two_stage_plan(900.0, 0.01)
+    assert len(cache) == 3
+    honest = len(addresses)
+    key = calibration_key("share_sigma", epsilon=plan.epsilon2, delta=plan.delta2, honest=honest,
+                          parts=tuple(release_parts(score_sums=True)), hint=plan.sigma2 / honest**0.5)
+    assert cache.get(key) == first.detail.round.share_sigma
+    assert first.detail.round.share_sigma == share_sigma(plan.epsilon2, plan.delta2, honest,
+                                                         parts=tuple(release_parts(score_sums=True)),
+                                                         hint=plan.sigma2 / honest**0.5)
+    with helpers.federation(addresses, pki, calibration_cache=path) as fed:
+        again = fed.validate("test", "y", score="pred", epsilon=900.0, delta=0.01, protocol="secagg")
+    assert path.read_bytes() == stored  # nothing new to store
+    assert again.detail.round.share_sigma == first.detail.round.share_sigma
+    body = json.loads(stored)
+    for entry in body["entries"]:  # a share too small for its round, its hash made to match (the analyst's file)
+        if json.loads(entry["key"])["kind"] == "share_sigma":
+            entry["value"] = repr(float(entry["value"]) * 0.5)
+            entry["sha256"] = _digest(entry["key"], float(entry["value"]))
+    path.write_text(json.dumps(body))
+    with helpers.federation(addresses, pki, calibration_cache=path) as fed, \
+            pytest.raises(Exception, match="share_sigma .* is too small"):
+        fed.validate("test", "y", score="pred", epsilon=900.0, delta=0.01, protocol="secagg")

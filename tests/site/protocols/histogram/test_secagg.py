@@ -9,6 +9,7 @@ each site's policy accepts.
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 
 import grpc
@@ -276,3 +277,37 @@ def test_a_proposed_share_is_checked_not_trusted(federation, snapshot):
                          score_sums=True, share_sigma=sigma)
     assert [a.request_sha256 for a in proposed] == [a.request_sha256 for a in own]
     assert [snapshot(c.ledger_path) for c in configs] == before
+
+
+def test_a_sites_calibration_cache_is_its_own_and_an_edited_entry_is_not_trusted(tmp_path, tls_pki, client_factory):
+    """A site keeps its share checks in its state folder and reads them back only when intact: a cache file edited to
+    say a too-small share meets the target (its hash left as the site wrote it) is not believed, the share is checked
+    again and refused, and the file then holds the site's own answers."""
+    from dsroc.secagg.calibrations import CalibrationCache, cached_shares_meet, calibration_key
+    from site_node.store.calibrations import CALIBRATIONS_FILE
+
+    tls = {"cert": str(tls_pki.server_cert), "key": str(tls_pki.server_key), "client_ca": str(tls_pki.ca_cert)}
+    configs = peered_configs(tmp_path / "fed", tls, {"max_epsilon": 5.0, "budget_epsilon": 100.0})
+    sigma = share_sigma(1.0, 1e-5, len(NAMES))
+    small = 0.5 * sigma
+    forged = CalibrationCache()
+    assert cached_shares_meet(small, 1.0, 1e-5, len(NAMES), cache=forged) is False
+    body = json.loads(forged.dumps())
+    body["entries"][0]["value"] = True
+    for c in configs:
+        c.state_dir.mkdir(parents=True, exist_ok=True)
+        (c.state_dir / CALIBRATIONS_FILE).write_text(json.dumps(body))
+    with contextlib.ExitStack() as stack:
+        clients = [tls_client(client_factory, stack.enter_context(running_server(c)).bound_address, tls_pki)
+                   for c in configs]
+        sessions = [c.open() for c in clients]
+        expect(C.INVALID_ARGUMENT, lambda: advertise(clients[:1], sessions[:1], secrets.token_bytes(32), epsilon=1.0,
+                                                     delta=1e-5, share_sigma=small), "share_sigma")
+        ads = advertise(clients, sessions, secrets.token_bytes(32), epsilon=1.0, delta=1e-5, share_sigma=sigma)
+        assert {a.share_sigma for a in ads} == {sigma}
+    stored = CalibrationCache.loads((configs[0].state_dir / CALIBRATIONS_FILE).read_bytes())
+    parts = ((1, 1.0),)
+    assert stored.get(calibration_key("shares_meet", sigma=small, epsilon=1.0, delta=1e-5, honest=len(NAMES),
+                                      parts=parts)) is False
+    assert stored.get(calibration_key("shares_meet", sigma=sigma, epsilon=1.0, delta=1e-5, honest=len(NAMES),
+                                      parts=parts)) is True
