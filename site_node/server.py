@@ -17,7 +17,7 @@ from dsroc.v1 import site_pb2, site_pb2_grpc
 
 from .config import ConfigError, SiteConfig, is_loopback, load_config
 from .data.datasets import DatasetStore, read_table
-from .data.populations import require_declared_populations
+from .data.look_alikes import require_declared_populations
 from .data.table_reader import read_table_in_helper, read_tables_in_helper
 from .interceptors.audit import AuditLog
 from .interceptors.auth import AuthAuditInterceptor

@@ -8,7 +8,7 @@ from importlib import import_module
 
 _WHERE = {"DatasetStore": "datasets", "feature_values": "datasets", "outcome_values": "datasets",
           "score_values": "datasets", "strata_values": "datasets", "Table": "tables", "open_table": "tables",
-          "read_table": "tables", "populations": "populations", "require_declared_populations": "populations",
+          "read_table": "tables", "populations": "populations", "require_declared_populations": "look_alikes",
           "suspected_shared_patients": "populations", "MAX_ABS_COEFFICIENT": "scores", "ScoreSpec": "scores",
           "compute_scores": "scores"}
 

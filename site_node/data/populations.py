@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..config import ConfigError, DatasetConfig, SiteConfig, source_identity
+from ..config import DatasetConfig, SiteConfig, source_identity
 
 if TYPE_CHECKING:  # pandas is imported where tables are read, not at daemon start-up
     import pandas as pd
 
-__all__ = ["populations", "require_declared_populations", "suspected_shared_patients", "RowSketch", "row_sketch",
+__all__ = ["populations", "candidates", "suspected_shared_patients", "RowSketch", "row_sketch",
            "shared_rows", "TableSummary", "summarize", "SKETCH_SIZE", "SHARED_ROWS_FLAGGED"]
 
 #: Row hashes kept per entry (the smallest ones, a bottom-k sketch): the share of rows two entries have in common is
@@ -213,27 +213,7 @@ def suspected_shared_patients(config: SiteConfig, tables: dict[str, pd.DataFrame
     return notes
 
 
-def require_declared_populations(config: SiteConfig) -> None:
-    """Refuse (``ConfigError``) a config whose entries look like the same patients without a declared population.
-
-    What ``serve`` checks before it makes any state: :func:`suspected_shared_patients` on the sources and on the
-    tables of every entry that could be flagged (read here; one that cannot be read is left to its first request),
-    as ``dsroc-site check`` does. Otherwise each look-alike entry would get a full privacy budget of its own.
-    """
-    from .datasets import open_table
-
-    summaries = {}
-    for name in _candidates(config):  # one table in memory at a time: only its summary is kept
-        try:
-            summaries[name] = summarize(open_table(config.datasets[name]).load())
-        except Exception:  # noqa: BLE001 - an unreadable entry answers nothing; its request says why
-            continue
-    notes = suspected_shared_patients(config, summaries=summaries)
-    if notes:
-        raise ConfigError(f"{config.source or '<config>'}: datasets: " + "; ".join(notes))
-
-
-def _candidates(config: SiteConfig) -> list[str]:
+def candidates(config: SiteConfig) -> list[str]:
     """The entries in a pair that could be flagged (another population, not both declared), in config order."""
     names = set()
     for (a, da), (b, db) in combinations(config.datasets.items(), 2):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,7 @@ import numpy as np
 from ..config.site_config import DatasetConfig
 from .tables import Table, read_table
 
-__all__ = ["read_table_in_helper", "read_tables_in_helper", "main"]
+__all__ = ["read_table_in_helper", "read_tables_in_helper", "summaries_in_helper", "main"]
 
 _FIELDS = ("name", "format", "path", "url", "table", "query", "outcomes", "scores", "model_columns", "strata_columns",
            "time_columns")
@@ -58,9 +59,7 @@ def read_tables_in_helper(configs: Sequence[DatasetConfig]) -> list[Table | Runt
     configs = list(configs)
     if not configs:
         return []
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[1])  # the folder holding site_node, installed or not
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env = _helper_env()
     out: list[Table | RuntimeError] = []
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen([sys.executable, "-m", "site_node.data.table_reader"], stdin=subprocess.PIPE,
@@ -96,6 +95,30 @@ def read_tables_in_helper(configs: Sequence[DatasetConfig]) -> list[Table | Runt
     return out
 
 
+def _helper_env() -> dict:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[1])  # the folder holding site_node, installed or not
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def summaries_in_helper(configs: Sequence[DatasetConfig]) -> dict:
+    """The look-alike summaries (:func:`site_node.data.populations.summarize`) of ``configs``' tables, by name, made
+    in one helper process, so that reading whole tables with pandas leaves nothing in the daemon's memory; a table
+    the helper cannot read is left out (its first request says why). Raises ``RuntimeError`` with the helper's
+    error output when the helper itself fails."""
+    configs = list(configs)
+    if not configs:
+        return {}
+    proc = subprocess.run([sys.executable, "-m", "site_node.data.table_reader", "--summaries"],
+                          input=json.dumps([_request(config) for config in configs]).encode("utf-8"),
+                          capture_output=True, env=_helper_env(), check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the dataset reader process failed (exit status {proc.returncode}) while comparing the "
+                           f"datasets' rows:\n{proc.stderr.decode('utf-8', 'replace').strip()}")
+    return pickle.loads(proc.stdout)  # our own child's answer, from the same code
+
+
 def read_table_in_helper(config: DatasetConfig) -> Table:
     """Read ``config``'s dataset in a helper process and return its :class:`Table` (:func:`read_tables_in_helper`).
 
@@ -107,13 +130,37 @@ def read_table_in_helper(config: DatasetConfig) -> Table:
     return table
 
 
+def _config(fields: dict) -> DatasetConfig:
+    return DatasetConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
+def _summaries(requests: list) -> dict:
+    """The helper's side of :func:`summaries_in_helper`: one table in memory at a time, only its summary kept."""
+    from .populations import summarize
+    from .tables import open_table
+
+    summaries = {}
+    for fields in requests:
+        try:
+            summaries[fields["name"]] = summarize(open_table(_config(fields)).load())
+        except Exception:  # noqa: BLE001 - an unreadable entry answers nothing; its request says why
+            traceback.print_exc()
+    return summaries
+
+
 def main() -> int:
     """The helper's side: read each dataset listed on stdin; write its header line and its columns to stdout, or a
-    header line with the error (the traceback also to stderr) for one it cannot read."""
+    header line with the error (the traceback also to stderr) for one it cannot read (with ``--summaries``: the
+    pickled look-alike summaries of those tables instead)."""
     out = sys.stdout.buffer
-    for fields in json.loads(sys.stdin.buffer.read()):
+    requests = json.loads(sys.stdin.buffer.read())
+    if "--summaries" in sys.argv[1:]:
+        out.write(pickle.dumps(_summaries(requests)))
+        out.flush()
+        return 0
+    for fields in requests:
         try:
-            table = read_table(DatasetConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}))
+            table = read_table(_config(fields))
         except Exception:  # noqa: BLE001 - reported to the daemon, which logs it for the administrator
             error = traceback.format_exc()
             sys.stderr.write(error)

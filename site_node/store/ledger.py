@@ -32,6 +32,7 @@ from ..errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from .ledger_api import (HOLD_SECONDS, MAX_RELEASES_LEFT, BudgetStatus, Ledger, Release, ReleaseKey, ReleasePlan,
                          Reservation, asked_delta, budget_mu, validation_ids)
 from .hold_limits import check_new_holds, end_cancelled, end_expired, end_of_sessions
+from .budget_status import budget_status
 from .ledger_file import open_ledger_file, open_memory_ledger
 from .query_caps import SqliteQueryCaps
 
@@ -40,8 +41,6 @@ __all__ = ["ReleaseKey", "ReleasePlan", "Release", "Reservation", "BudgetStatus"
            "HOLD_SECONDS", "MAX_RELEASES_LEFT"]
 
 SEED_BYTES = 32
-
-
 
 # The request of a follow-up hold (the release that takes it over is not known yet): no release has such a key.
 _FOLLOW_UP = "follow-up hold "
@@ -127,7 +126,7 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         with self._lock:
             accountant, count, holds = self._committed(population)
             events = self._events_of(population, release_ids) if release_ids else None
-        status = _status(population, policy, accountant, count, holds, delta=delta)
+        status = budget_status(population, policy, accountant, count, holds, delta=delta)
         if events is None:
             return status
         # by the bound of the history's report: a validation that is the whole history gets its value, a part never more
@@ -162,7 +161,7 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         for event in events:
             after = after.add(event)
         if not after.within(policy.budget_epsilon, policy.budget_delta):
-            spent = _status(population, policy, accountant, count, holds)
+            spent = budget_status(population, policy, accountant, count, holds)
             held = f" (and {holds} held by validations in progress)" if holds else ""
             raise ResourceExhausted(
                 f"privacy budget: this release (epsilon {epsilon}, delta {delta}){also} would exceed the total budget "
@@ -390,20 +389,3 @@ class SqliteLedger(SqliteQueryCaps, Ledger):
         for row in rows:
             row["request"], row["events"] = json.loads(row["request"]), json.loads(row["events"])
         return rows
-
-
-def _status(population: str, policy: Policy, accountant: Accountant, count: int, holds: int = 0, *,
-            delta: float = 0.0) -> BudgetStatus:
-    # The spent budget by the bound the budget check rests on: a pure history past basic composition's reach is
-    # accepted by its privacy-loss distribution, and reported by it (lower: both bounds are valid); at another delta
-    # by the same bound too (one curve epsilon(delta), never rising with delta).
-    accounting = accountant.accounting(policy.budget_epsilon, policy.budget_delta)
-    tight = accounting == PLD
-    at_delta = accountant.epsilon(delta, tight=tight) if delta > 0.0 else 0.0
-    return BudgetStatus(
-        dataset=population, budget_epsilon=policy.budget_epsilon, budget_delta=policy.budget_delta,
-        mu_budget=budget_mu(policy.budget_epsilon, policy.budget_delta), mu_spent=accountant.gaussian_mu,
-        releases=count, population=population, epsilon_spent=accountant.epsilon(policy.budget_delta, tight=tight),
-        delta_spent=accountant.delta(policy.budget_epsilon, tight=tight), accounting=accounting, reservations=holds,
-        epsilon_at_delta=at_delta,
-    )

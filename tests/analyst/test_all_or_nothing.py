@@ -414,7 +414,7 @@ def test_ctrl_c_after_the_first_stage_says_what_each_site_charged_and_returns_th
             if len(holds_seen) == 2:
                 raise KeyboardInterrupt
 
-    monkeypatch.setattr(validate_cli, "print_progress", progress)
+    monkeypatch.setattr(validate_cli, "progress_printer", lambda verbose=False: progress)
     with contextlib.ExitStack() as stack:
         addresses = [stack.enter_context(running_server(p)).bound_address for p in two_sites]
         (tmp_path / "token").write_text(helpers.TOKEN)

@@ -179,8 +179,10 @@ def test_budget_in_the_analysts_terms(tmp_path, pki, helpers, capsys):
     assert row["validations_left"]["paper"] == str(math.floor(left))
     assert f"paper {math.floor(left)}, histogram " in text and "boyd " in text
     # the summary says what one validation at (5, 0.01) spent in the request's terms: epsilon 5 at delta 0.01
-    line = next(x for x in str(res).splitlines() if x.startswith("  s0 "))
+    line = next(x for x in res.summary(verbose=True).splitlines() if x.startswith("  s0 "))
     assert "  5.00; " in line and "of 200 at delta 0.05" in line
+    brief = next(x for x in str(res).splitlines() if x.startswith("  s0 "))  # the one screen: spent, of the budget
+    assert brief.endswith(" 5.00 of 200")
 
 
 def test_after_histogram_releases_budget_and_describe_count_what_the_site_accepts(tmp_path, pki, helpers, capsys):

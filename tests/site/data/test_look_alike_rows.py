@@ -121,3 +121,27 @@ def test_the_row_sketch_estimates_the_shared_rows_within_its_error():
         exact = k / 10_000
         estimate = shared_rows(row_sketch(a), row_sketch(b))
         assert abs(estimate - exact) < 0.06, (shared, estimate)
+
+
+@pytest.mark.parametrize("look_alike", [False, True])
+def test_serve_compares_the_tables_in_a_helper_so_pandas_never_loads_in_the_daemon(tmp_path, look_alike):
+    import pickle
+    import subprocess
+    import sys
+
+    other = sample_dataset(300, seed=2)
+    config = _site(tmp_path, "parquet", change=(lambda f: f.iloc[1:]) if look_alike else (lambda f: other))
+    code = ("import pickle, sys\n"
+            "from site_node.config import ConfigError\n"
+            "from site_node.data.look_alikes import require_declared_populations\n"
+            "try:\n"
+            "    require_declared_populations(pickle.load(sys.stdin.buffer))\n"
+            "    print('served', 'pandas' in sys.modules)\n"
+            "except ConfigError as e:\n"
+            "    print('refused', 'pandas' in sys.modules, e)\n")
+    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(config), capture_output=True, check=True,
+                         timeout=120).stdout.decode()
+    # both tables were read and compared (a copy missing one patient is refused by its rows), and pandas stayed in
+    # the helper process
+    assert out.startswith("refused False" if look_alike else "served False"), out
+    assert ("may hold the same patients (rows:" in out) == look_alike
