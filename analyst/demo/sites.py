@@ -53,6 +53,7 @@ outcomes = ["{EVENT}"]        # the event indicator (1 recurrence or death, 0 ce
 scores = ["{RISK}"]           # the Cox model's predicted risk of an event within {HORIZON_DAYS} days
 score_range = [0.0, 1.0]
 time_columns = ["{TIME}"]     # follow-up in days
+population = "gbsg2-test"    # the same patients as the binary entry: one budget for both
 description = "GBSG2 test split, every patient: follow-up time, status and the Cox model's 2-year risk"
 """
         value = "" if sensitivity_value is None else f"sensitivity_value = {sensitivity_value!r}\n"
@@ -85,6 +86,7 @@ datasets = ["{DATASET}"{', "' + SURVIVAL_DATASET + '"' if survival is not None e
 path = "data.csv"
 outcomes = ["{OUTCOME}"]
 model_columns = {toml_list(FEATURES)}
+population = "gbsg2-test"    # the test patients; the survival entry holds them too, so both share one budget
 description = "GBSG2 test split, outcome: no recurrence or death within {HORIZON_DAYS} days"
 {surv_dataset}""", encoding="utf-8")
         sites.append((name, d / "site.toml", port))

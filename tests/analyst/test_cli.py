@@ -1,5 +1,6 @@
 """The dsroc CLI over real sites (validate, describe, budget) and the five-daemon demo as a subprocess."""
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -138,6 +139,13 @@ def test_demo_runs_five_tls_daemons_and_exits_0(tmp_path):
     # the daemons were stopped cleanly (SIGTERM): each log ends without a traceback
     for k in range(1, 6):
         assert "Traceback" not in (out / "sites" / f"site{k}" / "daemon.log").read_text()
+    # the binary and the survival entries hold the same patients: every release charged to one population's budget
+    import sqlite3
+
+    for k in range(1, 6):
+        with contextlib.closing(sqlite3.connect(out / "sites" / f"site{k}" / "state" / "ledger.sqlite")) as db:
+            charged = db.execute("SELECT DISTINCT dataset, population FROM releases").fetchall()
+        assert {d for d, _ in charged} == {"gbsg2_test", "gbsg2_survival_test"} and {p for _, p in charged} == {"gbsg2-test"}
     # a second run into the same folder is allowed (it was made by the demo); a foreign folder is not
     foreign = tmp_path / "foreign"
     foreign.mkdir()
