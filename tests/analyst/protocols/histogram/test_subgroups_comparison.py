@@ -172,6 +172,23 @@ def test_two_models_compared_equal_an_independent_paired_delong(exact, pki, help
     assert paths["comparison"].stat().st_size > 10_000
 
 
+def test_on_the_default_quantile_grid_the_joint_release_keeps_every_second_edge(exact, pki, helpers):
+    """The default grid (quantile, two stages): the sites accept the coarser joint grid, every edge one of the
+    validation's, and both binned AUCs are those of the pooled scores on it (brute force)."""
+    frames, addresses = exact
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, compare="pred2")
+    full = res.detail.validation.edges
+    c = res.comparison
+    assert full.size - 1 >= 4 and c.n_bins == (full.size - 1 + 1) // 2
+    edges = np.array([full[0], *full[2:-1:2], full[-1]])
+    y = _pooled(frames, "y")
+    a10, _ = _components(_bins(_pooled(frames, "pred"), edges), y)
+    b10, _ = _components(_bins(_pooled(frames, "pred2"), edges), y)
+    assert c.auc_a == pytest.approx(a10.mean(), abs=1e-6) and c.auc_b == pytest.approx(b10.mean(), abs=1e-6)
+    assert c.difference == pytest.approx(a10.mean() - b10.mean(), abs=1e-6)
+
+
 def test_refusals_come_before_anything_is_released(exact, pki, helpers):
     frames, addresses = exact
     with helpers.federation(addresses, pki) as fed:
