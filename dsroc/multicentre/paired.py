@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["PairedAUC", "paired_auc_difference"]
+__all__ = ["PairedAUC", "paired_auc_difference", "joint_grid"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,25 @@ class PairedAUC:
     ci: tuple[float, float]
     z: float
     p_value: float
+
+
+def joint_grid(edges) -> np.ndarray:
+    """The joint release's grid from the validation's: its ends and every second interior edge (``ceil(m / 2)`` bins
+    of ``m``; grids of fewer than 4 bins are kept).
+
+    The difference's noise variance grows with the number of cells, ``m**2`` per class (every cell's noise enters with
+    the gradient ``v_a - v_b``, large in the empty off-diagonal cells), while the binning's loss nearly cancels between
+    the two models binned alike: at n 10 000, epsilon 1, 5 sites (10 -> 5 bins) the difference's SE falls from 1.40x
+    to 1.15x the unbinned paired DeLong SE, while the noise-free binned one is 1.01x (10 bins) and 1.04x (5 bins)
+    (docs/analyst.md).
+    Every edge kept is one of the validation's, so a site that allowed that grid allows this one.
+    """
+    e = np.asarray(edges, dtype=np.float64)
+    if e.ndim != 1 or e.size < 3:
+        raise ValueError(f"edges must be a 1-D grid of at least 2 bins, got shape {e.shape}")
+    if e.size - 1 < 4:
+        return e.copy()
+    return np.concatenate([e[:1], e[2:-1:2], e[-1:]])
 
 
 def _check_joint(name, joint):

@@ -21,7 +21,8 @@ from dsroc.histogram.grid import bin_index, histogram_edges, recommended_n_bins
 from dsroc.histogram.release import draw_release
 from dsroc.histogram.stages import (STAGE2_BINS, first_stage_grid, laplace_release_scales, laplace_two_stage_plan,
                                    policy_candidates, second_stage_grid)
-from dsroc.multicentre import decision_curve, logit_auc, paired_auc_difference, random_effects, subgroup_analysis
+from dsroc.multicentre import (decision_curve, joint_grid, logit_auc, paired_auc_difference, random_effects,
+                               subgroup_analysis)
 from dsroc.privacy.laplace import discrete_laplace_noise, discrete_laplace_variance
 
 from ..stress.study import POLICY_BINS, POLICY_LOGIT_RANGE
@@ -193,17 +194,18 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
     """Two correlated models on the same patients, released as one joint 2-D histogram per class.
 
     Model A has AUC 0.78, model B ``0.78 - delta_auc`` (population). As ``HistogramOptions(compare=...)`` makes
-    it: one joint release at the validation's (epsilon, delta) on the validation's grid of model A
-    (``grid="validation"``; ``"equal10"``: 10 equal bins, the first version). Returns the coverage of the pooled
-    empirical difference and the power of the test of no difference at 5 %, beside the noise-free, unbinned
-    DeLong test's power.
+    it: one joint release at the validation's (epsilon, delta) on every second edge of the validation's grid of
+    model A (``grid="validation"``, :func:`dsroc.multicentre.joint_grid`; ``"validation-full"``: on all its edges, as
+    before; ``"equal10"``: 10 equal bins, the first version). Returns the coverage of the pooled empirical difference
+    and of the population's (``delta_auc``), the power of the test of no difference at 5 %, beside the noise-free,
+    unbinned DeLong test's power, and the mean SE over that test's.
     """
     rng = np.random.default_rng(seed)
     sigma, var = _noise(epsilon)
     var_cell = sites * var
     auc_a, auc_b = 0.78, 0.78 - delta_auc
     da, db = np.sqrt(2) * stats.norm.ppf(auc_a), np.sqrt(2) * stats.norm.ppf(auc_b)
-    covered, reject, reject_free, bins = [], [], [], []
+    covered, covered_pop, reject, reject_free, bins, ratio = [], [], [], [], [], []
     for _ in range(reps):
         y = rng.random(n) < 0.3
         common = rng.normal(size=n)
@@ -212,7 +214,9 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
         xb = db * y + 0.6 * common + 0.8 * rng.normal(size=n)
         sa, sb = expit(xa - 1.0), expit(xb - 1.0)
         site = rng.integers(sites, size=n)
-        edges = _validation_grid(rng, sa, y, site, sites, epsilon) if grid == "validation" else histogram_edges(10)
+        edges = (_validation_grid(rng, sa, y, site, sites, epsilon) if grid.startswith("validation")
+                 else histogram_edges(10))
+        edges = joint_grid(edges) if grid == "validation" else edges
         m = edges.size - 1
         joint = _site_releases(sa, y, site, sites, edges, sigma, _site_by_site(rng), parts=bin_index(sb, edges),
                                n_parts=m).sum(axis=0).reshape(2, m, m)
@@ -220,16 +224,20 @@ def paired_comparison(reps: int = 200, *, sites: int = 5, n: int = 10_000, epsil
         yi = y.astype(int)
         truth = empirical_auc(sa, yi) - empirical_auc(sb, yi)
         covered.append(res.ci[0] <= truth <= res.ci[1])
+        covered_pop.append(res.ci[0] <= delta_auc <= res.ci[1])
         reject.append(res.p_value < 0.05)
-        reject_free.append(_delong_paired_p(sa, sb, y) < 0.05)
+        p_free, se_free = _delong_paired_p(sa, sb, y)
+        reject_free.append(p_free < 0.05)
+        ratio.append(res.se / se_free)
         bins.append(m)
     return {"analysis": "paired comparison", "epsilon": epsilon, "reps": reps, "n": n, "sites": sites,
             "grid": grid, "mean_bins": float(np.mean(bins)), "delta_auc": delta_auc, "coverage": float(np.mean(covered)),
-            "power": float(np.mean(reject)), "power_noise_free_unbinned": float(np.mean(reject_free))}
+            "coverage_population": float(np.mean(covered_pop)), "power": float(np.mean(reject)),
+            "power_noise_free_unbinned": float(np.mean(reject_free)), "se_ratio_to_unbinned": float(np.mean(ratio))}
 
 
 def _delong_paired_p(sa, sb, y):
-    """Two-sided p of DeLong's paired test on the unbinned pooled scores (placement values in O(n log n))."""
+    """Two-sided p and SE of DeLong's paired test on the unbinned pooled scores (placement values in O(n log n))."""
     def components(s):
         s0, s1 = np.sort(s[~y]), np.sort(s[y])
         v10 = (np.searchsorted(s0, s[y], "left") + np.searchsorted(s0, s[y], "right")) / (2 * s0.size)
@@ -239,7 +247,7 @@ def _delong_paired_p(sa, sb, y):
     b10, b01 = components(sb)
     var = np.var(a10 - b10, ddof=1) / a10.size + np.var(a01 - b01, ddof=1) / a01.size
     z = (a10.mean() - b10.mean()) / np.sqrt(var)
-    return 2 * stats.norm.sf(abs(z))
+    return 2 * stats.norm.sf(abs(z)), float(np.sqrt(var))
 
 
 def run_multicentre(reps: int = 200, *, seed: int = 0) -> pd.DataFrame:
@@ -247,5 +255,7 @@ def run_multicentre(reps: int = 200, *, seed: int = 0) -> pd.DataFrame:
     rows = [heterogeneity(reps, epsilon=1.0, seed=seed), heterogeneity(reps, epsilon=5.0, seed=seed + 10),
             subgroups(reps, seed=seed + 1), subgroups(reps, grid="equal12", seed=seed + 1),
             decision_curves(reps, seed=seed + 2), paired_comparison(reps, seed=seed + 3),
-            paired_comparison(reps, grid="equal10", seed=seed + 3)]
+            paired_comparison(reps, grid="equal10", seed=seed + 3),
+            paired_comparison(reps, delta_auc=0.02, seed=seed + 3),  # issue 35's target: power >= 0.9
+            paired_comparison(reps, delta_auc=0.02, grid="validation-full", seed=seed + 3)]
     return pd.DataFrame(rows)

@@ -63,3 +63,30 @@ def test_bad_input():
         paired_auc_difference(np.ones((2, 3)), np.ones((3, 2)))
     with pytest.raises(ValueError, match="at least two patients"):
         paired_auc_difference(np.zeros((2, 2)), np.ones((2, 2)))
+
+
+def test_the_joint_grid_keeps_every_second_edge_and_halves_the_noise_at_little_sampling_cost():
+    from dsroc.multicentre import joint_grid
+
+    edges = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
+    assert joint_grid(edges).tolist() == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert joint_grid(edges[:6]).tolist() == [0.0, 0.2, 0.4, 0.5]  # 5 bins -> 3, the last one narrow
+    assert joint_grid(edges[:4]).tolist() == edges[:4].tolist()  # 3 bins are kept
+    with pytest.raises(ValueError, match="at least 2 bins"):
+        joint_grid([0.0, 1.0])
+    rng = np.random.default_rng(5)
+    y = rng.random(20_000) < 0.3
+    common = rng.normal(size=y.size)
+    sa = 1 / (1 + np.exp(-(1.1 * y + common - 1)))
+    sb = 1 / (1 + np.exp(-(0.9 * y + 0.6 * common + 0.8 * rng.normal(size=y.size) - 1)))
+    fine = np.quantile(np.r_[sa, sb], np.linspace(0, 1, 11))
+    fine[0], fine[-1] = 0.0, 1.0
+    res = {}
+    for name, e in (("fine", fine), ("joint", joint_grid(fine))):
+        ia, ib = np.digitize(sa, e[1:-1]), np.digitize(sb, e[1:-1])  # independent of dsroc's binning
+        k = e.size - 1
+        h = [np.bincount(ia[y == c] * k + ib[y == c], minlength=k * k).reshape(k, k) for c in (False, True)]
+        res[name] = paired_auc_difference(*h, noise_variance=10.0)
+    assert res["joint"].se_noise < 0.6 * res["fine"].se_noise  # 25 cells per class instead of 100
+    assert res["joint"].se_sampling < 1.05 * res["fine"].se_sampling  # both models lose alike to the coarser bins
+    assert res["joint"].se < 0.9 * res["fine"].se

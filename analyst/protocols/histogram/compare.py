@@ -1,6 +1,7 @@
 """Two models compared on the same patients in the report: each AUC and the paired difference from one joint release.
 
-Post-processing of the sites' joint 2-D releases (:mod:`analyst.protocols.histogram.partitions`): the paired DeLong
+Post-processing of the sites' joint 2-D releases (:mod:`analyst.protocols.histogram.partitions`; on every second edge
+of the validation's grid, :func:`dsroc.multicentre.joint_grid`): the paired DeLong
 difference of the binned scores with the noise by the delta method
 (:func:`dsroc.multicentre.paired_auc_difference`), each model's AUC interval from its margin (whose
 cells sum the other model's bins, so their noise variance too).
@@ -89,8 +90,9 @@ def comparison_from_release(release, model_a: str, model_b: str, *, level: float
                                  estimator="empirical", level=level)
         half = z * math.sqrt(max(v.auc_empirical_variance, 0.0))
         bounds += [auc, max(auc - half, 0.0), min(auc + half, 1.0)]
-    notes = ("each model's AUC is the binned empirical AUC of the joint release (ties within a bin count one "
-             "half), so it may differ from the validation's own AUC of model A",)
+    notes = ("each model's AUC is the binned empirical AUC of the joint release, on every second edge of the "
+             "validation's grid (ties within a bin count one half), so it may differ from the validation's own AUC of "
+             "model A",)
     return Comparison(_name(model_a), _name(model_b), *bounds, paired.difference, paired.ci[0], paired.ci[1], paired.se,
                       paired.se_sampling, paired.se_noise, paired.z, paired.p_value, int(release.edges.size - 1),
                       sigma, dict(release.sites), notes)

@@ -137,7 +137,7 @@ class PartitionedAnalyses:
     Made before any release (a context manager: it closes the second model's sessions): the second model's
     sessions open at once, refused as the first model's would be, and :meth:`check` refuses a partition some
     site's policy does not allow; only then does the validation release. :meth:`collect` makes the partitioned
-    releases on the validation's grid.
+    releases on the validation's grid (the joint one on every second edge of it).
     """
 
     def __init__(self, session, request, options):
@@ -168,7 +168,10 @@ class PartitionedAnalyses:
                                           strata=o.strata, score_sums=o.score_sums)
             out["subgroups"] = subgroups_from_release(release, o.strata, estimator=o.estimator, level=r.level)
         if self.other is not None:
-            release = collect_partitioned(s, "joint release", epsilon=r.epsilon, delta=r.delta, edges=edges,
+            from dsroc.multicentre import joint_grid
+
+            # every second edge of the validation's grid: a quarter of the cells, so of the noise
+            release = collect_partitioned(s, "joint release", epsilon=r.epsilon, delta=r.delta, edges=joint_grid(edges),
                                           compare=self.other)
             out["comparison"] = comparison_from_release(release, s.score_source, self.other.score_source,
                                                         level=r.level)

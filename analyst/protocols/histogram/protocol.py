@@ -89,7 +89,8 @@ class HistogramOptions(ProtocolOptions):
     compare : str or GLM, optional
         Also compare with a second model on the same patients (a score column, or a GLM as for ``model``): one more
         release per site at the validation's epsilon and delta, a joint 2-D histogram of both models' scores on the
-        validation's grid; each model's AUC, the paired difference and its test (``result.comparison``).
+        validation's grid, every second edge of it (:func:`dsroc.multicentre.joint_grid`: a quarter of the cells, so of
+        the noise); each model's AUC, the paired difference and its test (``result.comparison``).
     skip_refusing_sites : bool, default False
         Go on without a site that refuses the first release because a class holds fewer than its privacy level's
         q patients (PERMISSION_DENIED; nothing is held or charged there, decided before any site is charged): every

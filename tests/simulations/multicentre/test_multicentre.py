@@ -19,7 +19,8 @@ def test_unbinned_paired_delong_equals_the_definition():
     pa, pb = psi(sa), psi(sb)
     var = np.var(pa.mean(1) - pb.mean(1), ddof=1) / y.sum() + np.var(pa.mean(0) - pb.mean(0), ddof=1) / (~y).sum()
     z = (pa.mean() - pb.mean()) / np.sqrt(var)
-    assert _delong_paired_p(sa, sb, y) == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-10)
+    p, se = _delong_paired_p(sa, sb, y)
+    assert p == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-10) and se == pytest.approx(np.sqrt(var), rel=1e-10)
 
 
 def test_each_analysis_runs_and_reports_sane_figures():
@@ -28,6 +29,7 @@ def test_each_analysis_runs_and_reports_sane_figures():
     assert all(dc[f"coverage@{u:g}"] >= 0.75 for u in (0.1, 0.2, 0.3))
     pc = paired_comparison(10, n=4000, epsilon=5.0)
     assert 0 <= pc["power"] <= pc["power_noise_free_unbinned"] + 0.3 and pc["coverage"] >= 0.7
+    assert pc["mean_bins"] < 7 and pc["se_ratio_to_unbinned"] > 0.9  # the joint grid: every second of <= 12 bins
     sg = subgroups(5, n=4000, epsilon=5.0)
     assert sg["halfwidth_ratio_to_noise_free"] > 0.9  # binning and noise never make the interval narrower
     het = heterogeneity(4, sites=5, n=600, epsilon=5.0)

@@ -139,7 +139,9 @@ def test_two_models_compared_equal_an_independent_paired_delong(exact, pki, help
         res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, n_bins=8, spacing="equal",
                            compare="pred2")
     c = res.comparison
-    edges = res.detail.validation.edges
+    full = res.detail.validation.edges
+    edges = np.array([full[0], *full[2:-1:2], full[-1]])  # the joint release: every second edge of the validation's
+    assert full.size == 9 and edges.size == 5
     y = _pooled(frames, "y")
     ia, ib = _bins(_pooled(frames, "pred"), edges), _bins(_pooled(frames, "pred2"), edges)
     a10, a01 = _components(ia, y)
@@ -154,7 +156,7 @@ def test_two_models_compared_equal_an_independent_paired_delong(exact, pki, help
     for auc, lo, hi, idx in ((c.auc_a, c.auc_a_lower, c.auc_a_upper, ia), (c.auc_b, c.auc_b_lower, c.auc_b_upper, ib)):
         half = stats.norm.ppf(0.975) * np.sqrt(_auc_var(idx, y)[1])
         assert (lo, hi) == pytest.approx((auc - half, auc + half), abs=1e-4)
-    assert c.model_a == "pred" and c.model_b == "pred2" and c.n_bins == 8
+    assert c.model_a == "pred" and c.model_b == "pred2" and c.n_bins == 4
     text = res.summary(verbose=True)
     assert "Two models compared on the same patients" in text and "A minus B" in text
     # one screen: the paired difference, both binned AUCs and why A's differs from the headline AUC
@@ -168,6 +170,23 @@ def test_two_models_compared_equal_an_independent_paired_delong(exact, pki, help
     assert "Two models compared" in res._repr_html_()
     paths = write_report(res, tmp_path / "out")
     assert paths["comparison"].stat().st_size > 10_000
+
+
+def test_on_the_default_quantile_grid_the_joint_release_keeps_every_second_edge(exact, pki, helpers):
+    """The default grid (quantile, two stages): the sites accept the coarser joint grid, every edge one of the
+    validation's, and both binned AUCs are those of the pooled scores on it (brute force)."""
+    frames, addresses = exact
+    with helpers.federation(addresses, pki) as fed:
+        res = fed.validate("test", "y", score="pred", epsilon=4000.0, delta=0.01, compare="pred2")
+    full = res.detail.validation.edges
+    c = res.comparison
+    assert full.size - 1 >= 4 and c.n_bins == (full.size - 1 + 1) // 2
+    edges = np.array([full[0], *full[2:-1:2], full[-1]])
+    y = _pooled(frames, "y")
+    a10, _ = _components(_bins(_pooled(frames, "pred"), edges), y)
+    b10, _ = _components(_bins(_pooled(frames, "pred2"), edges), y)
+    assert c.auc_a == pytest.approx(a10.mean(), abs=1e-6) and c.auc_b == pytest.approx(b10.mean(), abs=1e-6)
+    assert c.difference == pytest.approx(a10.mean() - b10.mean(), abs=1e-6)
 
 
 def test_refusals_come_before_anything_is_released(exact, pki, helpers):
