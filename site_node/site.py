@@ -133,12 +133,17 @@ class Site:
                                    session_id=session_id)
 
     def end_sessions(self, sessions) -> None:
-        """Return the holds made in ``sessions`` (closed, or expired after inactivity) to the budget."""
+        """Return the holds made in ``sessions`` (closed, or expired after inactivity) to the budget; the last one
+        lets the opened score releases go."""
         by_analyst: dict[str, list[str]] = {}
         for session in sessions:
             by_analyst.setdefault(session.analyst, []).append(session.session_id)
         for analyst, ids in by_analyst.items():
             self.ledger.end_sessions(analyst, ids)
+        if not len(self.sessions):
+            # No session left to ask a release's other class or a repeat: its opened scores (both classes, 16 MB at
+            # 10^6 patients) need not stay resident until the next validation; a later repeat opens them again.
+            self.releases.clear()
 
     def cancel(self, analyst: str, reservation_id: str) -> bool:
         """Return the analyst's hold to the budget (False when unknown, used or expired)."""

@@ -108,6 +108,7 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
     def set_analysts(self, analysts: Iterable[AnalystConfig]) -> None:
         """Replace the known analysts and token hashes (a reload): the next call is checked against these."""
         self._by_hash = {a.token_sha256: a.name for a in analysts}
+        self._served = {}  # (method, analyst) -> the wrapped handler: the same for every call of theirs
 
     def _authenticate(self, metadata) -> str | None:
         value = dict(metadata or ()).get("authorization", "")
@@ -121,6 +122,9 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
         if method.startswith(OPEN_METHOD_PREFIXES):
             return _open_method(continuation(details), self._open_pool)
         analyst = self._authenticate(details.invocation_metadata)
+        served = self._served.get((method, analyst)) if analyst is not None else None
+        if served is not None:
+            return served
         call = method.rsplit("/", 1)[-1]
         handler = continuation(details) if method in self._methods else None
         if analyst is None or handler is None:
@@ -128,7 +132,10 @@ class AuthAuditInterceptor(grpc.ServerInterceptor):
                               if analyst is None else f"method {method} is not served by this site", MAX_MESSAGE_CHARS)
             record = AuditRecord(analyst or "", call, decision="UNAUTHENTICATED", message=message)
             return _refuse(handler, message, record, self._audit)
-        return _wrap(handler, self._wrap_behavior, analyst, call)
+        # Built once per (method, analyst): its behaviour makes each call's record, slot and checks afresh, and
+        # only known analysts and served methods are kept (at most their product; a reload starts over).
+        served = self._served[(method, analyst)] = _wrap(handler, self._wrap_behavior, analyst, call)
+        return served
 
     def _wrap_behavior(self, behavior, analyst: str, call: str, streaming_request: bool, streaming_response: bool):
         audit, slots, revoked = self._audit, self._slots, self.revoked

@@ -83,8 +83,8 @@ class HistogramProtocol(SiteProtocol):
                                     interior=list(interior))[0]
             partition = joint_partition(other.spec.key, edges2)
         q = self.policy.privacy_level
-        require_privacy_level(data.negatives.size, q, "each class of a histogram (negatives)")
-        require_privacy_level(data.positives.size, q, "each class of a histogram (positives)")
+        require_privacy_level(data.n_negatives, q, "each class of a histogram (negatives)")
+        require_privacy_level(data.n_positives, q, "each class of a histogram (positives)")
         parts, fingerprint = None, data.fingerprint
         if partition is not None:
             check_cells(self.policy, plan.n_bins, partition)

@@ -169,7 +169,7 @@ class SecAggProtocol(SiteProtocol):
         data = session.data
         time_grid, score_edges = survival_grids(self.policy, data.score_range, time_edges=time_edges, n_bins=n_bins,
                                                 spacing=spacing, edges=interior)
-        require_privacy_level(data.positives.size, self.policy.privacy_level, "the events of a survival release")
+        require_privacy_level(data.n_positives, self.policy.privacy_level, "the events of a survival release")
         return SurvivalPlan(data.time_column, time_grid, score_edges, epsilon, delta, 0.0)
 
     def survival_round(self, analyst: str, round_id: bytes) -> bool:

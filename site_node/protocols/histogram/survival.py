@@ -218,7 +218,7 @@ class SurvivalProtocol(SiteProtocol):
         plan = plan_survival(self.policy, data.score_range, time_column=data.time_column, epsilon=epsilon,
                              delta=delta, time_edges=list(time_edges), n_bins=n_bins, spacing=spacing,
                              edges=list(edges), risk_sums=risk_sums, interval=self.site.ledger_interval)
-        require_privacy_level(data.positives.size, self.policy.privacy_level, "the events of a survival release")
+        require_privacy_level(data.n_positives, self.policy.privacy_level, "the events of a survival release")
 
         def make(seed: bytes) -> tuple[bytes, int, int]:
             rng = np.random.default_rng(int.from_bytes(seed, "big"))

@@ -267,7 +267,7 @@ class PaperProtocol(SiteProtocol):
         self.require()
         theta = check_theta(theta)
         grid = check_grid(self.policy, grid_message)
-        require_privacy_level(session.data.positives.size, self.policy.privacy_level, "the ROC-GLM parts (positives)")
+        require_privacy_level(session.data.n_positives, self.policy.privacy_level, "the ROC-GLM parts (positives)")
         survivor, pv0 = self._placements(session, NEGATIVES)
         query = hashlib.sha256(grid.tobytes() + theta.tobytes()).hexdigest()
         left = self.ledger.use_evaluation(self._eval_key(session, survivor), self.policy.max_glm_evaluations,
@@ -288,8 +288,8 @@ class PaperProtocol(SiteProtocol):
             for name, value in zip(("global_means.mean_pv0", "global_means.mean_pv1"), means):
                 if not 0.0 <= value <= 1.0:  # also refuses NaN; placement values lie in [0, 1]
                     raise InvalidArgument(f"{name} must lie in [0, 1] (a mean of placement values), got {value}")
-        require_privacy_level(session.data.positives.size, q, "the placement moments (positives)")
-        require_privacy_level(session.data.negatives.size, q, "the placement moments (negatives)")
+        require_privacy_level(session.data.n_positives, q, "the placement moments (positives)")
+        require_privacy_level(session.data.n_negatives, q, "the placement moments (negatives)")
         (_, pv0), (_, pv1) = self._placements(session, NEGATIVES), self._placements(session, POSITIVES)
         if means is None:
             # With the site's own means the analyst pools the variance without a second pass; it learns
@@ -305,8 +305,8 @@ class PaperProtocol(SiteProtocol):
         need no survivor function (nothing changes): a combined call runs them before any part changes state."""
         self.require()
         data, q = session.data, self.policy.privacy_level
-        require_privacy_level(data.positives.size, q, "the placement moments (positives)")
-        require_privacy_level(data.negatives.size, q, "the placement moments (negatives)")
+        require_privacy_level(data.n_positives, q, "the placement moments (positives)")
+        require_privacy_level(data.n_negatives, q, "the placement moments (negatives)")
         self._probabilities(session, "the Brier score")
         require_privacy_level(data.scores.size, q, "the Brier parts")
         check_edges(self.policy, calibration)

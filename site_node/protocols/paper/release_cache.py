@@ -1,4 +1,5 @@
-"""The score releases a site opened last, kept so that a release's other class and its repeats are not opened again."""
+"""The score releases a site opened last, kept so that a release's other class and its repeats are not opened again
+while sessions are open (the site lets them go when its last session ends)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ class ReleaseCache:
             self._entries[release_id] = entry
             while sum(sum(v.nbytes for v in e if isinstance(v, np.ndarray)) for e in self._entries.values()) > self.max_bytes:
                 self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        """Let every kept release go (a caller that holds one keeps its own reference)."""
+        with self._lock:
+            self._entries.clear()
 
     def __len__(self) -> int:
         with self._lock:

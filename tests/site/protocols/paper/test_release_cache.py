@@ -94,3 +94,22 @@ def test_both_classes_in_one_stream_equal_the_two_class_streams(client, frame):
         alone, again, _ = client.release(session, cls, epsilon=3.0, delta=0.01)  # each class alone: a free repeat
         np.testing.assert_array_equal(again, values)
         assert alone.signature == info.signature and alone.values_sha256 == info.values_sha256
+
+
+def test_the_last_session_to_end_lets_the_opened_releases_go(client, server, monkeypatch):
+    opened = []
+    real_open = sealed.open_points
+    monkeypatch.setattr(paper, "open_points", lambda *args: opened.append(1) or real_open(*args))
+    first, second = client.open(), client.open()
+    info, neg, _ = client.release(first, NEG, epsilon=4.0, delta=0.01)
+    assert len(server.site.releases) == 1 and len(opened) == 1
+    client.CloseSession(pb.CloseSessionRequest(session_id=first))
+    assert len(server.site.releases) == 1  # a session is still open: its repeats find the release
+    again, neg_again, _ = client.release(second, NEG, epsilon=4.0, delta=0.01)
+    assert len(opened) == 1 and again.release_id == info.release_id
+    client.CloseSession(pb.CloseSessionRequest(session_id=second))
+    assert len(server.site.releases) == 0  # no session left: the opened scores are not kept resident
+    later, neg_later, _ = client.release(client.open(), NEG, epsilon=4.0, delta=0.01)
+    assert len(opened) == 2 and later.release_id == info.release_id and later.repeated
+    np.testing.assert_array_equal(neg_later, neg)  # opened again from the sealed points: the same release
+    assert later.values_sha256 == info.values_sha256
