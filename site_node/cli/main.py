@@ -304,10 +304,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A log handler writing to whatever ``sys.stderr`` is when a record is emitted, not the stream it was made with:
+    a caller that runs ``main`` in its own process (a notebook, a test) and later replaces or closes that stream
+    gets no "Logging error" from the records of later work."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):  # StreamHandler sets it; the current sys.stderr is always used
+        pass
+
+
 def main(argv=None) -> int:
     """Entry point of ``dsroc-site``."""
     args = build_parser().parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(_JsonFormatter())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     from ..config import ConfigError
