@@ -123,7 +123,10 @@ def test_with_real_noise_the_stated_variance_holds(survival_site):
         stated = r.noise_sd
     noise = np.concatenate(noise)  # 600 draws
     assert abs(noise.mean()) < 4 * stated / np.sqrt(noise.size)
-    assert noise.var() == pytest.approx(stated**2, rel=0.3)
+    # within 4.5 of the variance estimate's own SE: discrete Laplace noise is heavy-tailed (kurtosis 6 at this
+    # epsilon), so 600 draws put it within about +-0.3 of the stated variance only most of the time
+    se = np.sqrt(np.mean((noise**2 - noise.var()) ** 2) / noise.size)
+    assert abs(noise.var() - stated**2) < 4.5 * se and 0.5 < noise.var() / stated**2 < 2.0
 
 
 def test_an_analysts_model_is_released_on_its_own_risks(survival_site):
